@@ -1,0 +1,61 @@
+"""The ``dispatch`` command line: one module per subcommand.
+
+Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and
+``run(args) -> int``. Errors a user can fix are raised as ``CommandError`` and printed as one
+line on stderr, never as a traceback. Exit codes: 0 success, 1 the command failed, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["CommandError", "main"]
+
+# subcommand -> module under dispatch.cli, in the order --help lists them
+SUBCOMMANDS = {
+    "demo": "demo",
+    "info": "info",
+    "calibrate": "calibrate",
+    "run": "run",
+    "analyze": "analyze",
+    "migrate": "migrate",
+}
+
+
+class CommandError(Exception):
+    """A failure the user can act on; ``code`` is the exit status."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dispatch",
+        description="Run NumPy, scikit-learn and PyTorch code on the fastest backend for each call.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in SUBCOMMANDS.items():
+        module = importlib.import_module(f"dispatch.cli.{module_name}")
+        command = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        module.add_arguments(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "_run", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except CommandError as exc:
+        print(f"dispatch {args.command}: error: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        return 130
