@@ -14,14 +14,7 @@ import sys
 __all__ = ["CommandError", "main"]
 
 # subcommand -> module under dispatch.cli, in the order --help lists them
-SUBCOMMANDS = {
-    "demo": "demo",
-    "info": "info",
-    "calibrate": "calibrate",
-    "run": "run",
-    "analyze": "analyze",
-    "migrate": "migrate",
-}
+SUBCOMMANDS: dict[str, str] = {}
 
 
 class CommandError(Exception):
