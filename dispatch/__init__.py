@@ -1,7 +1,82 @@
-"""dispatch: run NumPy, scikit-learn and PyTorch code on the fastest backend for each call."""
+"""dispatch: run NumPy, scikit-learn and PyTorch code on the fastest backend for each call.
+
+``import dispatch as np`` is a drop-in for NumPy: every public NumPy name is here with the
+same meaning, and every call on a ``dispatch.ndarray`` is routed to NumPy, torch on the CPU,
+CuPy, or torch on CUDA / ROCm / MPS, with NumPy's result.
+
+Only the selector is imported eagerly; everything else loads on first use, so that
+``converters`` (which needs the selector's vocabulary) imports without the array machinery.
+"""
 
 from __future__ import annotations
 
-from dispatch.selector import Backend, BackendSelector, MoeThresholds, OpComplexity
+import importlib
 
-__all__ = ["Backend", "BackendSelector", "MoeThresholds", "OpComplexity"]
+import numpy as _np
+
+from dispatch.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
+
+__version__ = "0.1.0"
+
+# dispatch's own names that live in submodules: name -> module
+_OWN = {
+    "ndarray": "dispatch._array",
+    "ufunc": "dispatch._namespace",
+    "Device": "dispatch.devices",
+    "Trace": "dispatch.tracing",
+    "get_backend": "dispatch.config",
+    "set_backend": "dispatch.config",
+    "using": "dispatch.config",
+}
+_SUBMODULES = ("fft", "linalg", "random")
+_MISSING = object()
+
+
+def trace(a: object = _MISSING, *args: object, **kwargs: object) -> object:
+    """Two meanings, told apart by the arguments.
+
+    ``dispatch.trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None)`` is NumPy's: the
+    sum along a diagonal. ``dispatch.trace()`` with no arguments records where each call
+    runs: ``with dispatch.trace() as t: ...`` then ``t.summary()``.
+    """
+    if a is _MISSING and not args and not kwargs:
+        from dispatch.tracing import Trace
+
+        return Trace()
+    return _numpy_namespace("trace")(a, *args, **kwargs)
+
+
+def asnumpy(a: object) -> _np.ndarray:
+    """``a`` as a host ``numpy.ndarray`` (a copy only if it lives on a device)."""
+    return _np.asarray(a)
+
+
+def _numpy_namespace(name: str) -> object:
+    try:
+        obj = getattr(_np, name)
+    except AttributeError:
+        raise AttributeError(f"module 'dispatch' has no attribute {name!r}") from None
+    from dispatch._namespace import public
+
+    return public("", name, obj, __name__)
+
+
+def __getattr__(name: str) -> object:
+    if name.startswith("_"):  # private names are submodules, imported by the import system
+        raise AttributeError(f"module 'dispatch' has no attribute {name!r}")
+    if name in _OWN:
+        value = getattr(importlib.import_module(_OWN[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"dispatch.{name}")
+    else:
+        value = _numpy_namespace(name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_OWN, *_SUBMODULES, *(n for n in dir(_np) if not n.startswith("_"))})
+
+
+__all__ = sorted({*_np.__all__, *_OWN, "Backend", "BackendSelector", "MoeThresholds", "OpComplexity", "asnumpy",
+                  "trace"})

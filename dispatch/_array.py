@@ -1,0 +1,624 @@
+"""``dispatch.ndarray``: a NumPy-compatible array that holds a backend-native array.
+
+Host data is always a ``numpy.ndarray`` (NumPy and torch-cpu share it zero-copy); device
+data is a CuPy array or a torch tensor, whichever engine produced it (engines on one device
+exchange arrays zero-copy through DLPack). Every operator, method and NumPy function called on
+one goes through the router (``dispatch._call``); results stay on the device where they were
+computed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from typing import Any
+
+import numpy as np
+
+from dispatch._ops import GETITEM, SETITEM, op_for_function, op_for_ufunc_method, op_named
+from dispatch._state import STATE
+from dispatch.devices import HOST, Device, device_of, parse_device
+
+__all__ = ["ndarray", "wrap", "wrap_host"]
+
+
+class ndarray:
+    """An n-dimensional array that runs each call on the fastest backend.
+
+    Construct arrays with ``dispatch.array``, ``dispatch.asarray``, ``dispatch.zeros`` and the
+    other creation functions; ``dispatch.ndarray(shape, dtype)`` mirrors ``numpy.ndarray``.
+    """
+
+    __slots__ = ("__weakref__", "_data")
+    __array_priority__ = 100.0  # NumPy defers to us in mixed binary operators
+
+    def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
+                strides: Any = None, order: Any = None) -> ndarray:
+        obj = object.__new__(cls)
+        obj._data = np.ndarray(shape, dtype, buffer, offset, strides, order)
+        return obj
+
+    # ---- construction from native arrays -----------------------------------------------------
+
+    @staticmethod
+    def _from_native(native: Any) -> ndarray:
+        """Wrap a NumPy, CuPy or torch array (torch on the CPU becomes NumPy, zero-copy)."""
+        if type(native) is not np.ndarray and not isinstance(native, np.ndarray):
+            module = type(native).__module__
+            if module.startswith("torch") and native.device.type == "cpu":
+                native = _torch_cpu_to_numpy(native)
+            elif not (module.startswith("cupy") or module.startswith("torch")):
+                native = np.asarray(native)
+        obj = object.__new__(ndarray)
+        obj._data = native
+        return obj
+
+    # ---- where the data is ----------------------------------------------------------------------
+
+    @property
+    def device(self) -> Device:
+        """The device holding the data: ``cpu``, ``cuda:N`` or ``mps``."""
+        data = self._data
+        return HOST if type(data) is np.ndarray else device_of(data)
+
+    @property
+    def target(self) -> str:
+        """The engine holding the data now (``numpy``, ``cupy``, ``torch-cuda``, ``torch-mps``)."""
+        return _engine_of(self._data).name
+
+    def to(self, where: str | Device) -> ndarray:
+        """A copy on ``where``: a device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``) or a
+        target name (``"cupy"``, ``"torch-cuda"``). Returns ``self`` if it is already there."""
+        from dispatch import targets
+
+        if isinstance(where, str) and where in targets.TARGET_NAMES:
+            target = targets.get(where)
+        else:
+            target = _target_for_device(parse_device(where))
+        data = self._data
+        if target.owns(data):
+            return self
+        if type(data) is np.ndarray:
+            return wrap(target.from_host(data))
+        if device_of(data) == target.device:
+            return wrap(target.adopt(data))
+        return wrap(target.from_host(_host(data)))
+
+    # ---- NumPy protocols --------------------------------------------------------------------
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        data = self._data
+        host = data if type(data) is np.ndarray else _host(data)
+        if copy is False and host is not data:
+            raise ValueError("the array lives on a device: making a host array needs a copy")
+        if dtype is not None and host.dtype != dtype:
+            return host.astype(dtype)
+        return host.copy() if copy and host is data else host
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        out = kwargs.get("out", ())
+        for x in (*inputs, *(out if isinstance(out, tuple) else (out,))):
+            if not _handled(x):
+                return NotImplemented
+        return _call.call(op_for_ufunc_method(ufunc, method), inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+        if not all(issubclass(t, _HANDLED_TYPES) or _native_type(t) for t in types):
+            return NotImplemented
+        return _call.call(op_for_function(func), args, kwargs)
+
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        import dispatch
+
+        return dispatch
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._data.__dlpack_device__()
+
+    # ---- attributes ---------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._data.shape)
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        data = self._data
+        if type(data) is np.ndarray:
+            view = data.view()  # the NumPy object may be the caller's own: reshape a view of it
+            view.shape = value  # NumPy raises where that would need a copy
+            self._data = view
+        else:
+            self._data = self.reshape(value)._data
+
+    @property
+    def dtype(self) -> np.dtype:
+        data = self._data
+        return data.dtype if type(data) is np.ndarray else _engine_of(data).dtype_of(data)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._data.shape)
+
+    @property
+    def size(self) -> int:
+        data = self._data
+        return data.size if type(data) is np.ndarray else int(np.prod(data.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return np.asarray(self).strides if not self.device.is_host else self._data.strides
+
+    @property
+    def flags(self) -> Any:
+        return self._data.flags if type(self._data) is np.ndarray else np.asarray(self).flags
+
+    @property
+    def base(self) -> Any:
+        return None
+
+    @property
+    def T(self) -> ndarray:
+        return self.transpose()
+
+    @property
+    def mT(self) -> ndarray:
+        if self.ndim < 2:
+            raise ValueError("matrix transpose with ndim < 2 is undefined")
+        return self.swapaxes(-1, -2)
+
+    @property
+    def real(self) -> ndarray:
+        return _call.call(op_named("real"), (self,), {})
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        self._mutate_host(lambda h: setattr(h, "real", _host_value(value)))
+
+    @property
+    def imag(self) -> ndarray:
+        return _call.call(op_named("imag"), (self,), {})
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        self._mutate_host(lambda h: setattr(h, "imag", _host_value(value)))
+
+    @property
+    def flat(self) -> Any:
+        """A flat iterator over the elements (on the host, like NumPy's ``flatiter``)."""
+        return np.asarray(self).flat
+
+    # ---- indexing -------------------------------------------------------------------------------
+
+    def __getitem__(self, key: Any) -> Any:
+        data = self._data
+        if type(data) is np.ndarray and STATE.plain:
+            return wrap_host(data[_host_key(key)])
+        return _call.call(GETITEM, (self, key), {})
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        data = self._data
+        if type(data) is np.ndarray:
+            data[_host_key(key)] = _host_value(value)
+            return
+        _call.call(SETITEM, (self, key, value), {})
+
+    def __len__(self) -> int:
+        shape = self._data.shape
+        if not shape:
+            raise TypeError("len() of unsized object")
+        return shape[0]
+
+    def __iter__(self):
+        if not self._data.shape:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self._data.shape[0]):
+            yield self[i]
+
+    def __contains__(self, value: Any) -> bool:
+        return bool((self == value).any())
+
+    # ---- conversion to Python -------------------------------------------------------------------
+
+    def item(self, *args: Any) -> Any:
+        return np.asarray(self).item(*args)
+
+    def tolist(self) -> Any:
+        return np.asarray(self).tolist()
+
+    def tobytes(self, order: str = "C") -> bytes:
+        return np.asarray(self).tobytes(order)
+
+    def __bool__(self) -> bool:
+        return bool(np.asarray(self))
+
+    def __float__(self) -> float:
+        return float(np.asarray(self))
+
+    def __int__(self) -> int:
+        return int(np.asarray(self))
+
+    def __complex__(self) -> complex:
+        return complex(np.asarray(self))
+
+    def __index__(self) -> int:
+        return operator.index(np.asarray(self))
+
+    def __repr__(self) -> str:
+        return repr(np.asarray(self))
+
+    def __str__(self) -> str:
+        return str(np.asarray(self))
+
+    def __format__(self, spec: str) -> str:
+        return format(np.asarray(self), spec)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ---- copies and pickling ----------------------------------------------------------------------
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild, (np.asarray(self), str(self.device)))
+
+    def __copy__(self) -> ndarray:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> ndarray:
+        return self.copy()
+
+    def copy(self, order: str = "C") -> ndarray:
+        data = self._data
+        if type(data) is np.ndarray:
+            return wrap_host(data.copy(order))
+        return _call.call(op_named("copy"), (self,), {})
+
+    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+               copy: bool = True) -> ndarray:
+        data = self._data
+        if type(data) is np.ndarray:
+            return wrap_host(data.astype(dtype, order, casting, subok, copy))
+        return _call.call(op_named("astype"), (self, dtype), {"copy": copy})
+
+    def view(self, dtype: Any = None, type: Any = None) -> Any:
+        if isinstance(dtype, builtins.type) and issubclass(dtype, (np.ndarray, ndarray)):
+            dtype, type = None, dtype  # NumPy reads view(np.matrix) as a type
+        if type is not None and not issubclass(type, ndarray):
+            # A view as a NumPy subclass (np.matrix, a recarray) is NumPy's own object.
+            host = np.asarray(self)
+            return host.view(type) if dtype is None else host.view(dtype, type)
+        data = self._data
+        if isinstance(data, np.ndarray):
+            return wrap_host(data.view() if dtype is None else data.view(dtype))
+        return wrap(_engine_of(data).view(data, None if dtype is None else np.dtype(dtype)))
+
+    def fill(self, value: Any) -> None:
+        data = self._data
+        if type(data) is np.ndarray:
+            data.fill(_host_value(value))
+        else:
+            self[...] = value
+
+    # ---- shape methods (NumPy's varargs spellings) -----------------------------------------------
+
+    def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> ndarray:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        data = self._data
+        if type(data) is np.ndarray:
+            return wrap_host(data.reshape(shape, order=order, copy=copy) if copy is not None
+                             else data.reshape(shape, order=order))
+        return _call.call(op_named("reshape"), (self, shape), {"order": order} if order != "C" else {})
+
+    def transpose(self, *axes: Any) -> ndarray:
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        data = self._data
+        if type(data) is np.ndarray:
+            return wrap_host(data.transpose(axes or None))
+        return _call.call(op_named("transpose"), (self, tuple(axes) if axes else None), {})
+
+    def ravel(self, order: str = "C") -> ndarray:
+        return _call.call(op_named("ravel"), (self, order), {}) if order != "C" else self.reshape(-1)
+
+    def flatten(self, order: str = "C") -> ndarray:
+        return self.ravel(order).copy()
+
+    def squeeze(self, axis: Any = None) -> ndarray:
+        return _call.call(op_named("squeeze"), (self, axis), {})
+
+    def swapaxes(self, axis1: int, axis2: int) -> ndarray:
+        return _call.call(op_named("swapaxes"), (self, axis1, axis2), {})
+
+    def resize(self, *new_shape: Any, refcheck: bool = True) -> None:
+        if len(new_shape) == 1 and isinstance(new_shape[0], (tuple, list)):
+            new_shape = tuple(new_shape[0])
+        self._mutate_host(lambda h: h.resize(new_shape, refcheck=False))
+
+    # ---- in-place methods ------------------------------------------------------------------------
+
+    def sort(self, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
+        kwargs = {"axis": axis, "kind": kind, "order": order}
+        if stable is not None:
+            kwargs["stable"] = stable
+        self._assign(_call.call(op_named("sort"), (self,), kwargs))
+
+    def partition(self, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> None:
+        self._assign(_call.call(op_named("partition"), (self, kth), {"axis": axis, "kind": kind, "order": order}))
+
+    def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
+        _call.call(op_named("put"), (self, indices, values), {"mode": mode})
+
+    def _assign(self, value: Any) -> None:
+        """Write ``value`` (any array) into this array's own memory, keeping its identity and
+        every view of it."""
+        value = value._data if isinstance(value, ndarray) else value
+        data = self._data
+        if type(data) is np.ndarray:
+            src = value if isinstance(value, np.ndarray) else _host(value)
+            np.copyto(data, src, casting="unsafe")
+        else:
+            _engine_of(data).assign(data, value)
+
+    def _mutate_host(self, change: Any) -> None:
+        """Apply an in-place NumPy change; device data makes a round trip through the host."""
+        data = self._data
+        if type(data) is np.ndarray:
+            change(data)
+            return
+        host = _host(data)
+        change(host)
+        if host.shape != tuple(data.shape):
+            self._data = _engine_of(data).from_host(host)
+        else:
+            self._assign(host)
+
+    # ---- operators ------------------------------------------------------------------------------
+    # Generated below from one table: (name, ufunc, reflected).
+
+
+def _handled(x: Any) -> bool:
+    return isinstance(x, (ndarray, np.ndarray, int, float, complex, np.generic)) or x is None or \
+        _native_type(type(x)) or isinstance(x, (list, tuple))
+
+
+_HANDLED_TYPES = (ndarray, np.ndarray)
+
+
+def _native_type(t: type) -> bool:
+    module = t.__module__
+    return module.startswith("cupy") or module.startswith("torch")
+
+
+# ---- wrapping results -------------------------------------------------------------------------
+
+
+def wrap_host(result: Any) -> Any:
+    """A NumPy result as ``dispatch.ndarray``; NumPy scalars stay scalars, like NumPy's."""
+    if type(result) is np.ndarray:
+        obj = object.__new__(ndarray)
+        obj._data = result
+        return obj
+    return result
+
+
+def wrap(result: Any, out_of: tuple | None = None) -> Any:
+    """Wrap whatever a target returned: arrays become ``dispatch.ndarray`` on their device,
+    tuples (also named ones) and lists are wrapped item by item, scalars stay scalars.
+
+    ``out_of`` is the call's ``(args, kwargs)``: a result that is the memory of an ``out=``
+    array returns that array itself, as NumPy does.
+    """
+    if out_of is not None:
+        out = out_of[1].get("out")
+        if out is not None:
+            outs = out if isinstance(out, tuple) else (out,)
+            for o in outs:
+                if isinstance(o, ndarray) and o._data is result:
+                    return o
+            if isinstance(result, tuple) and len(result) == len(outs):
+                return tuple(o if isinstance(o, ndarray) else wrap(r) for o, r in zip(outs, result, strict=True))
+    kind = type(result)
+    if kind is np.ndarray:
+        obj = object.__new__(ndarray)
+        obj._data = result
+        return obj
+    if isinstance(result, np.generic):
+        return result
+    if kind is tuple or kind is list:
+        return kind(wrap(r) for r in result)
+    if isinstance(result, tuple) and hasattr(result, "_fields"):
+        return kind(*(wrap(r) for r in result))
+    if isinstance(result, (np.generic, ndarray)) or result is None:
+        return result
+    module = kind.__module__
+    if module.startswith("cupy") or module.startswith("torch"):
+        if not hasattr(result, "shape"):
+            return result
+        return ndarray._from_native(result)
+    return result
+
+
+def _rebuild(host: np.ndarray, device: str) -> ndarray:
+    arr = wrap_host(host)
+    if device != "cpu":
+        try:
+            return arr.to(device)
+        except (RuntimeError, ValueError):  # the device is not on this machine: stay on the host
+            return arr
+    return arr
+
+
+# ---- helpers shared with the call path -------------------------------------------------------------
+
+
+def _host(native: Any) -> np.ndarray:
+    return _engine_of(native).to_host(native)
+
+
+def _host_value(value: Any) -> Any:
+    if isinstance(value, ndarray):
+        data = value._data
+        return data if type(data) is np.ndarray else _host(data)
+    return value
+
+
+def _host_key(key: Any) -> Any:
+    kind = type(key)
+    if kind is int or kind is slice or key is None or key is Ellipsis:
+        return key
+    if kind is tuple:
+        return tuple(_host_value(k) if isinstance(k, ndarray) else k for k in key)
+    if isinstance(key, ndarray):
+        return _host_value(key)
+    if kind is list:
+        return [_host_value(k) if isinstance(k, ndarray) else k for k in key]
+    return key
+
+
+def _torch_cpu_to_numpy(tensor: Any) -> np.ndarray:
+    if tensor.requires_grad:
+        tensor = tensor.detach()
+    if tensor.is_conj():
+        tensor = tensor.resolve_conj()
+    if tensor.is_neg():
+        tensor = tensor.resolve_neg()
+    return tensor.numpy()
+
+
+def _engine_of(native: Any) -> Any:
+    """The target owning a native device array (the first that claims it)."""
+    from dispatch import targets
+
+    module = type(native).__module__
+    if module.startswith("cupy"):
+        return targets.get("cupy")
+    if module.startswith("torch"):
+        kind = native.device.type
+        return targets.get("torch-cpu" if kind == "cpu" else "torch-mps" if kind == "mps" else "torch-cuda")
+    return targets.get("numpy")
+
+
+def _target_for_device(device: Device) -> Any:
+    from dispatch import targets
+
+    if device.is_host:
+        return targets.get("numpy")
+    names = ("cupy", "torch-cuda") if device.kind == "cuda" else ("torch-mps",)
+    for name in names:
+        target = targets.probe(name)
+        if target is not None and target.device == device:
+            return target
+    reasons = "; ".join(f"{n}: {targets.unavailable().get(n, 'on another device')}" for n in names)
+    raise RuntimeError(f"no target can hold arrays on {device}: {reasons}")
+
+
+# ---- operators, generated from one table -----------------------------------------------------------
+
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift", "divmod": "divmod",
+}
+_COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+            "eq": "equal", "ne": "not_equal"}
+_UNARY = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "invert"}
+
+
+def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
+    op = op_named(ufunc_name)
+
+    def forward(self: ndarray, other: Any) -> Any:
+        if not _handled(other):
+            return NotImplemented
+        return _call.call_fast_ufunc(op, self, other)
+
+    def reflected(self: ndarray, other: Any) -> Any:
+        if not _handled(other):
+            return NotImplemented
+        return _call.call_fast_ufunc(op, other, self)
+
+    def inplace(self: ndarray, other: Any) -> Any:
+        if not _handled(other):
+            return NotImplemented
+        return _call.call(op, (self, other), {"out": (self,)})
+
+    return forward, reflected, inplace
+
+
+def _unary(op: Any) -> Any:
+    def unary(self: ndarray) -> Any:
+        return _call.call(op, (self,), {})
+
+    return unary
+
+
+def _install_operators() -> None:
+    for short, name in _BINARY.items():
+        forward, reflected, inplace = _binary(name)
+        setattr(ndarray, f"__{short}__", forward)
+        setattr(ndarray, f"__r{short}__", reflected)
+        if short != "divmod":
+            setattr(ndarray, f"__i{short}__", inplace)
+    for short, name in _COMPARE.items():
+        setattr(ndarray, f"__{short}__", _binary(name)[0])
+    for short, name in _UNARY.items():
+        setattr(ndarray, f"__{short}__", _unary(op_named(name)))
+
+
+# Methods that are the NumPy function of the same meaning with the array first.
+_METHODS = {
+    "all": "all", "any": "any", "argmax": "argmax", "argmin": "argmin", "argpartition": "argpartition",
+    "argsort": "argsort", "clip": "clip", "conj": "conjugate", "conjugate": "conjugate",
+    "cumprod": "cumprod", "cumsum": "cumsum", "diagonal": "diagonal", "dot": "dot", "max": "max",
+    "mean": "mean", "min": "min", "nonzero": "nonzero", "prod": "prod", "repeat": "repeat",
+    "round": "round", "searchsorted": "searchsorted", "std": "std", "sum": "sum", "take": "take",
+    "trace": "trace", "var": "var",
+}
+
+
+def _method(method: str, op: Any, numpy_method: Any) -> Any:
+    def bound(self: ndarray, *args: Any, **kwargs: Any) -> Any:
+        data = self._data
+        if type(data) is np.ndarray and STATE.plain and data.size <= (op.floor if op.floor >= 0 else -1):
+            hargs = _call._small_on_host(args, op.floor) if args else args
+            if hargs is not None and not kwargs.get("out"):
+                return wrap(numpy_method(data, *hargs, **kwargs))  # NumPy's method: cheaper than the function
+        return _call.call(op, (self, *args), kwargs)
+
+    bound.__name__ = method
+    bound.__doc__ = f"See ``dispatch.{op.name}``."
+    return bound
+
+
+def _install_methods() -> None:
+    for method, name in _METHODS.items():
+        setattr(ndarray, method, _method(method, op_named(name), getattr(np.ndarray, method)))
+
+    def compress(self: ndarray, condition: Any, axis: Any = None, out: Any = None) -> Any:
+        return _call.call(op_named("compress"), (condition, self, axis), {} if out is None else {"out": out})
+
+    def choose(self: ndarray, choices: Any, out: Any = None, mode: str = "raise") -> Any:
+        return _call.call(op_named("choose"), (self, choices), {"mode": mode, **({} if out is None else {"out": out})})
+
+    ndarray.compress = compress
+    ndarray.choose = choose
+
+
+_install_operators()
+_install_methods()
+ndarray.__module__ = "dispatch"
+
+# The call path needs this module's names; it is imported last to close the cycle.
+from dispatch import _call  # noqa: E402

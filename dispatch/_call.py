@@ -1,0 +1,275 @@
+"""The call path of one op: find the arrays, decide the target, run, wrap the result.
+
+::
+
+    dispatch.<fn> / operator / numpy.<fn>(dispatch array)
+      -> call(op, args, kwargs)
+      -> router.decide(op, inputs)            which target, and why
+      -> target.run(op, native args)          Unsupported or a failure: NumPy on the host
+      -> wrap(result)                         dispatch.ndarray on the target's device
+
+Anything a target refuses or fails at runs on NumPy on the host, with the reason recorded in
+the trace (``dispatch.tracing``), so every call returns NumPy's result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dispatch import router, tracing
+from dispatch._array import ndarray, wrap, wrap_host
+from dispatch._ops import Op
+from dispatch._state import STATE
+from dispatch.devices import Device, device_of
+from dispatch.targets import Target, Unsupported
+from dispatch.targets.numpy_target import NUMPY
+
+__all__ = ["Inputs", "call"]
+
+_SCALARS = (int, float, complex, bool, np.generic)
+
+
+class Inputs:
+    """The arrays among a call's arguments, summarised for the router."""
+
+    __slots__ = ("arrays", "devices", "dtypes", "nbytes", "size")
+
+    def __init__(self, arrays: list[Any]) -> None:
+        self.arrays = arrays
+        sizes = [_size(a) for a in arrays]
+        self.size = max(sizes, default=0)
+        self.nbytes = sum(s * _itemsize(a) for s, a in zip(sizes, arrays, strict=True))
+        self.dtypes = tuple(_dtype(a) for a in arrays)
+        self.devices = frozenset(_device(a) for a in arrays)
+
+    @property
+    def resident(self) -> Device | None:
+        """The one non-host device holding inputs, if any."""
+        for d in self.devices:
+            if not d.is_host:
+                return d
+        return None
+
+
+def _is_array(x: Any) -> bool:
+    if isinstance(x, (ndarray, np.ndarray)):
+        return True
+    module = type(x).__module__
+    return module.startswith("cupy") or (module.startswith("torch") and hasattr(x, "dtype"))
+
+
+def _collect(args: tuple, kwargs: dict) -> list[Any]:
+    """Arrays among the arguments, and inside lists and tuples one level down."""
+    found = []
+    for value in (*args, *kwargs.values()):
+        if _is_array(value):
+            found.append(value)
+        elif type(value) in (list, tuple):
+            found.extend(v for v in value if _is_array(v))
+    return found
+
+
+def _size(x: Any) -> int:
+    data = x._data if isinstance(x, ndarray) else x
+    size = data.size
+    return size() if callable(size) else size  # torch: .size() is the shape
+
+
+def _itemsize(x: Any) -> int:
+    return _dtype(x).itemsize
+
+
+def _dtype(x: Any) -> np.dtype:
+    return x.dtype if isinstance(x, (ndarray, np.ndarray)) else ndarray._from_native(x).dtype
+
+
+def _device(x: Any) -> Device:
+    return x.device if isinstance(x, ndarray) else device_of(x)
+
+
+# ---- running on a target --------------------------------------------------------------------
+
+
+def _convert(value: Any, to: Any) -> Any:
+    if _is_array(value):
+        return to(value)
+    if type(value) in (list, tuple) and any(_is_array(v) for v in value):
+        return type(value)(to(v) if _is_array(v) else v for v in value)
+    return value
+
+
+def to_host(x: Any) -> Any:
+    """A dispatch or native array as host NumPy (a transfer if it lives on a device)."""
+    if isinstance(x, ndarray):
+        x = x._data
+    if type(x) is np.ndarray or isinstance(x, np.ndarray):
+        return x
+    return NUMPY.from_native(x)
+
+
+def host_args(args: tuple) -> tuple:
+    """Arguments with every array brought to the host as NumPy."""
+    return tuple(_convert(a, to_host) for a in args)
+
+
+def host_kwargs(kwargs: dict) -> dict:
+    return {k: _convert(v, to_host) for k, v in kwargs.items()}
+
+
+def to_forced_device(result: Any) -> Any:
+    """Random draws happen on the host (NumPy's streams); a forced device target gets them."""
+    target = STATE.forced_target() if not STATE.plain else None
+    if target is None or target.device.is_host or not isinstance(result, ndarray):
+        return result
+    return result.to(target.name)
+
+
+def _native_for(target: Target):
+    def convert(x: Any) -> Any:
+        data = x._data if isinstance(x, ndarray) else x
+        if target.owns(data):
+            return data
+        if isinstance(data, np.ndarray):
+            return target.from_host(data)
+        if device_of(data) == target.device:
+            return target.adopt(data)
+        return target.from_host(NUMPY.from_native(data))
+
+    return convert
+
+
+def _split_out(op: Op, kwargs: dict) -> tuple[dict, Any]:
+    """Take ``out=`` from the call: it is written at the end, only once the result is right."""
+    out = kwargs.get("out")
+    if out is None:
+        return kwargs, None
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            return kwargs, None  # several outputs (divmod, modf): NumPy handles them
+        out = out[0]
+    if not isinstance(out, ndarray):
+        return kwargs, None
+    rest = dict(kwargs)
+    del rest["out"]
+    return rest, out
+
+
+def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
+    """Run on NumPy: arrays come to the host; writes into device arrays are copied back."""
+    hargs, hkwargs = host_args(args), host_kwargs(kwargs)
+    if op.mutates is not None and len(args) > op.mutates:
+        target = args[op.mutates]
+        if isinstance(target, ndarray) and not target.device.is_host:
+            result = op.func(*hargs, **hkwargs)
+            target._assign(hargs[op.mutates])  # the host copy got the writes
+            return result
+    out, device_out = kwargs.get("out"), None
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if isinstance(out, ndarray) and not out.device.is_host:
+        device_out = out
+        hkwargs["out"] = np.empty(out.shape, out.dtype)  # NumPy checks casting into it
+    result = op.func(*hargs, **hkwargs)
+    if device_out is not None:
+        device_out._assign(hkwargs["out"])
+        return device_out
+    if op.work == "random":
+        return to_forced_device(wrap(result))
+    return wrap(result, out_of=(args, kwargs))
+
+
+def _run_on(target: Target, op: Op, args: tuple, kwargs: dict) -> Any:
+    if op.mutates is not None:
+        written = args[op.mutates] if len(args) > op.mutates else None
+        if not (isinstance(written, ndarray) and written.device == target.device):
+            raise Unsupported("it writes into an array that lives on another device")
+    convert = _native_for(target)
+    kwargs, out = _split_out(op, kwargs)
+    native_args = tuple(_convert(a, convert) for a in args)
+    native_kwargs = {k: _convert(v, convert) for k, v in kwargs.items()}
+    result = target.run(op, native_args, native_kwargs)
+    if op.mutates is not None:
+        return result
+    if out is not None:
+        out._assign(result if not isinstance(result, ndarray) else result._data)
+        return out
+    return wrap(result)
+
+
+def _small_on_host(values: Any, floor: int) -> list | None:
+    """``values`` with dispatch arrays unwrapped, if every array among them is a host array
+    of at most ``floor`` elements; ``None`` otherwise (the router must decide)."""
+    out = []
+    for v in values:
+        kind = type(v)
+        if kind is ndarray:
+            v = v._data
+            if type(v) is not np.ndarray or v.size > floor:
+                return None
+        elif kind is np.ndarray:
+            if v.size > floor:
+                return None
+        elif kind is list or kind is tuple:
+            if any(type(x) is ndarray for x in v):
+                inner = _small_on_host(v, floor)
+                if inner is None:
+                    return None
+                v = kind(inner)
+        elif isinstance(v, ndarray) or _is_array(v):
+            return None
+        out.append(v)
+    return out
+
+
+def call(op: Op, args: tuple, kwargs: dict) -> Any:
+    """Run ``op`` on the target the router picks; NumPy on the host when that target refuses."""
+    if STATE.plain and not op.local:
+        floor = router.host_floor(op)
+        hargs = _small_on_host(args, floor)
+        if hargs is not None:
+            if not kwargs:
+                return wrap(op.func(*hargs))
+            hvalues = _small_on_host(kwargs.values(), floor)
+            if hvalues is not None:
+                result = op.func(*hargs, **dict(zip(kwargs, hvalues, strict=True)))
+                return wrap(result, out_of=(args, kwargs)) if "out" in kwargs else wrap(result)
+    inputs = Inputs(_collect(args, kwargs))
+    target, reason = router.decide(op, inputs, args, kwargs)
+    if target is NUMPY:
+        if STATE.tracing:
+            return tracing.timed(op, inputs, NUMPY, reason, lambda: _run_numpy(op, args, kwargs))
+        return _run_numpy(op, args, kwargs)
+    try:
+        if STATE.tracing:
+            return tracing.timed(op, inputs, target, reason, lambda: _run_on(target, op, args, kwargs))
+        return _run_on(target, op, args, kwargs)
+    except Unsupported as exc:
+        why = f"{target.name} refused: {exc}"
+        router.refused(op, inputs, target, why)
+    except Exception as exc:  # out of memory, driver errors, a backend bug: NumPy decides
+        why = f"{target.name} failed: {type(exc).__name__}: {_first_line(exc)}"
+        router.failed(op, inputs, target, why)
+    tracing.fallback(op, why)
+    if STATE.tracing:
+        return tracing.timed(op, inputs, NUMPY, f"fallback: {why}", lambda: _run_numpy(op, args, kwargs))
+    return _run_numpy(op, args, kwargs)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
+    """``a <op> b`` for an operator: NumPy straight away when both live on the host and the
+    size is under the op's floor (no target can win there), else the full call path."""
+    if STATE.plain:
+        ad = a._data if type(a) is ndarray else a
+        bd = b._data if type(b) is ndarray else b
+        if (type(ad) is np.ndarray or type(ad) in _SCALARS) and (type(bd) is np.ndarray or type(bd) in _SCALARS):
+            if max(getattr(ad, "size", 1), getattr(bd, "size", 1)) <= router.host_floor(op):
+                return wrap_host(op.func(ad, bd))
+    return call(op, (a, b), {})
+

@@ -1,0 +1,169 @@
+"""Building ``dispatch``'s NumPy-shaped namespaces (the top level, ``linalg``, ``fft``).
+
+Every public NumPy name is reachable with the same meaning: catalog functions become routed
+wrappers, ufuncs become ``dispatch.ufunc`` proxies that route every method, and everything
+else (dtypes, scalar types, constants, classes, submodules such as ``testing`` and ``ma``) is
+NumPy's own object. Wrappers are made on first access and cached in the module.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from converters.numpy_ops import NUMPY_CATALOG
+from dispatch import _call
+from dispatch._array import ndarray
+from dispatch._ops import op_for_ufunc_method, op_named
+
+__all__ = ["lazy_namespace", "routed", "ufunc"]
+
+
+class ufunc:
+    """A NumPy ufunc whose calls and methods (reduce, accumulate, reduceat, outer, at) are routed.
+
+    Attributes (``nin``, ``nout``, ``identity``, ``types``...) are the NumPy ufunc's.
+    """
+
+    __slots__ = ("__name__", "_op", "_ufunc")
+
+    def __init__(self, numpy_ufunc: np.ufunc, name: str) -> None:
+        self._ufunc = numpy_ufunc
+        self._op = op_named(name)
+        self.__name__ = numpy_ufunc.__name__
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]
+        return self._ufunc.__doc__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and len(args) == 2:
+            return _call.call_fast_ufunc(self._op, args[0], args[1])
+        return _call.call(self._op, args, kwargs)
+
+    def _method(self, method: str, args: tuple, kwargs: dict) -> Any:
+        return _call.call(op_for_ufunc_method(self._ufunc, method), args, kwargs)
+
+    def reduce(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("reduce", args, kwargs)
+
+    def accumulate(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("accumulate", args, kwargs)
+
+    def reduceat(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("reduceat", args, kwargs)
+
+    def outer(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("outer", args, kwargs)
+
+    def at(self, *args: Any, **kwargs: Any) -> None:
+        self._method("at", args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ufunc, name)
+
+    def __repr__(self) -> str:
+        return f"<ufunc '{self.__name__}'>"
+
+    def __reduce__(self) -> str:
+        return self.__name__  # pickles by name, like NumPy's ufuncs
+
+
+def routed(name: str, func: Any, module: str) -> Any:
+    """A wrapper that routes the catalog function ``name`` (NumPy's ``func``)."""
+    op = op_named(name)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return _call.call(op, args, kwargs)
+
+    wrapper.__module__ = module
+    wrapper.__wrapped__ = func
+    return wrapper
+
+
+def _asarray(func: Any, copy_default: bool | None) -> Any:
+    """``array`` / ``asarray``: a dispatch array stays where it is; anything else is NumPy's."""
+    op = op_named(func.__name__)
+
+    @functools.wraps(func)
+    def wrapper(a: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        copy = kwargs.get("copy", copy_default)
+        if isinstance(a, ndarray) and not args and set(kwargs) <= {"copy"}:
+            if dtype is not None and np.dtype(dtype) != a.dtype:
+                return a.astype(dtype)
+            if copy:
+                return a.copy()
+            return a
+        if dtype is not None:
+            kwargs["dtype"] = dtype
+        return _call.call(op, (a, *args), kwargs)
+
+    wrapper.__module__ = "dispatch"
+    return wrapper
+
+
+# Names whose wrapper is special, per namespace prefix ("" is the top level).
+_SPECIAL = {
+    "ndarray": lambda obj: ndarray,
+    "ufunc": lambda obj: ufunc,
+    "array": lambda obj: _asarray(obj, True),
+    "asarray": lambda obj: _asarray(obj, None),
+    "asanyarray": lambda obj: _asarray(obj, None),
+}
+
+_META = {"shape", "ndim", "size"}  # answered from metadata: no data moves
+
+
+def _metadata(name: str, func: Any) -> Any:
+    @functools.wraps(func)
+    def wrapper(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(a, ndarray):
+            if name == "size":
+                axis = args[0] if args else kwargs.get("axis")
+                return a.size if axis is None else a.shape[axis]
+            return getattr(a, name)
+        return func(a, *args, **kwargs)
+
+    wrapper.__module__ = "dispatch"
+    return wrapper
+
+
+def public(prefix: str, name: str, obj: Any, module: str) -> Any:
+    """What ``dispatch`` shows for NumPy's public ``obj`` called ``prefix + name``."""
+    full = prefix + name
+    if not prefix and name in _SPECIAL:
+        return _SPECIAL[name](obj)
+    if not prefix and name in _META:
+        return _metadata(name, obj)
+    if full in NUMPY_CATALOG and callable(obj) and not isinstance(obj, type):
+        if isinstance(obj, np.ufunc):
+            return ufunc(obj, full)
+        return routed(full, obj, module)
+    return obj
+
+
+def lazy_namespace(module_globals: dict[str, Any], numpy_module: ModuleType, prefix: str) -> tuple[Any, Any]:
+    """``__getattr__`` and ``__dir__`` for a module that mirrors ``numpy_module``."""
+    own = set(module_globals)
+    module_name = module_globals["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        try:
+            obj = getattr(numpy_module, name)
+        except AttributeError:
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}") from None
+        value = public(prefix, name, obj, module_name)
+        module_globals[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(own | {n for n in dir(numpy_module) if not n.startswith("_")})
+
+    return __getattr__, __dir__
+

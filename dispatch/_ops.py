@@ -1,0 +1,163 @@
+"""Ops: a NumPy callable with what the router needs to know of it, built once from the
+NumPy catalog (``converters.numpy_ops``) and cached.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from converters.numpy_ops import NUMPY_CATALOG
+from dispatch.selector import OpComplexity
+
+__all__ = ["GETITEM", "SETITEM", "Op", "op_for_function", "op_for_ufunc_method", "op_named"]
+
+# Functions that write into one of their arguments: the argument's position.
+MUTATES = {
+    "copyto": 0,
+    "put": 0,
+    "place": 0,
+    "putmask": 0,
+    "fill_diagonal": 0,
+    "put_along_axis": 0,
+    "random.shuffle": 0,
+}
+
+# Ops that run where their data is, whatever its size.
+LOCAL = frozenset({
+    "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "astype", "copy",
+    "fill_diagonal", "diag", "tril", "triu", "zeros_like", "ones_like", "empty_like", "full_like",
+})
+
+# ufunc methods other than __call__: (complexity, work)
+_UFUNC_METHODS = {
+    "reduce": (OpComplexity.MEDIUM, "reduce"),
+    "accumulate": (OpComplexity.MEDIUM, "scan"),
+    "reduceat": (OpComplexity.MEDIUM, "reduce"),
+    "outer": (OpComplexity.MEDIUM, "map"),
+    "at": (OpComplexity.LOW, "map"),
+}
+
+
+@dataclass(eq=False)
+class Op:
+    """One routable operation.
+
+    ``name`` is the catalog name (``"add"``, ``"linalg.svd"``) or, for a ufunc method,
+    ``"add.reduce"``; ``func`` is what NumPy calls for it.
+    """
+
+    name: str
+    func: Callable[..., Any]
+    complexity: OpComplexity
+    work: str
+    ufunc: np.ufunc | None = None
+    method: str = "__call__"
+    mutates: int | None = None
+    cataloged: bool = True
+    # Runs where its first array lives: views, casts, copies and indexing move no data.
+    local: bool = False
+    # Sizes at or under this run on NumPy without routing (-1: not computed yet; see router).
+    floor: int = -1
+    # Per-target state the adapters keep (resolved implementation, refusal reasons).
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+def _resolve(dotted: str) -> Any:
+    obj: Any = np
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+_by_name: dict[str, Op] = {}
+_by_function: dict[Any, Op] = {}
+
+
+def op_named(name: str) -> Op:
+    """The op for a catalog name; ``KeyError`` if NumPy has no such function."""
+    op = _by_name.get(name)
+    if op is None:
+        entry = NUMPY_CATALOG[name]
+        func = _resolve(name)
+        op = Op(
+            name=name,
+            func=func,
+            complexity=entry.complexity,
+            work=entry.work,
+            ufunc=func if isinstance(func, np.ufunc) else None,
+            mutates=MUTATES.get(name),
+            local=entry.work == "view" or name in LOCAL,
+        )
+        _by_name[name] = op
+        _by_function.setdefault(func, op)
+    return op
+
+
+_table_built = False
+
+
+def _function_table() -> dict[Any, Op]:
+    global _table_built
+    if not _table_built:
+        for name in NUMPY_CATALOG:
+            try:
+                op_named(name)
+            except AttributeError:  # an older NumPy without this function
+                continue
+        _table_built = True
+    return _by_function
+
+
+def all_ops() -> list[Op]:
+    """Every op made so far (catalog ops, ufunc methods, functions outside the catalog)."""
+    return list({id(op): op for op in (*_by_name.values(), *_by_function.values())}.values())
+
+
+def op_for_function(func: Callable[..., Any]) -> Op:
+    """The op for a NumPy function object (what ``__array_function__`` receives).
+
+    Functions outside the catalog get an op of their own that always runs NumPy on the host.
+    """
+    op = _function_table().get(func)
+    if op is None:
+        module = getattr(func, "__module__", "numpy") or "numpy"
+        name = f"{module}.{getattr(func, '__qualname__', repr(func))}"
+        op = Op(name=name, func=func, complexity=OpComplexity.LOW, work="host", cataloged=False)
+        _by_function[func] = op
+        from dispatch import tracing
+
+        tracing.fallback(op, "not in the NumPy catalog: runs on NumPy")
+    return op
+
+
+def op_for_ufunc_method(ufunc: np.ufunc, method: str) -> Op:
+    """The op for ``ufunc.method`` (``np.add.reduce`` is ``"add.reduce"``)."""
+    if method == "__call__":
+        return op_named(ufunc.__name__)
+    key = (ufunc, method)
+    op = _by_function.get(key)
+    if op is None:
+        complexity, work = _UFUNC_METHODS[method]
+        op = Op(
+            name=f"{ufunc.__name__}.{method}",
+            func=getattr(ufunc, method),
+            complexity=complexity,
+            work=work,
+            ufunc=ufunc,
+            method=method,
+            mutates=0 if method == "at" else None,
+        )
+        _by_function[key] = op
+    return op
+
+
+GETITEM = Op("__getitem__", operator.getitem, OpComplexity.LOW, "copy", local=True, cataloged=False)
+SETITEM = Op("__setitem__", operator.setitem, OpComplexity.LOW, "copy", mutates=0, local=True, cataloged=False)

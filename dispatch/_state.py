@@ -1,0 +1,70 @@
+"""Process state the call path reads on every call: the forced target and the switches that
+turn the fast path off (a forced target, tracing, history sampling).
+
+Kept in one small object so the hot path reads one attribute (``STATE.plain``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dispatch.targets import Target
+
+__all__ = ["STATE"]
+
+_AUTO = "auto"
+
+
+class _State:
+    __slots__ = ("_active_using", "_global_forced", "observers", "plain", "tracing")
+
+    def __init__(self) -> None:
+        self._global_forced: str | None = None  # set_backend / DISPATCH_BACKEND
+        self._active_using = 0  # `using` blocks open in any thread
+        self.tracing = 0  # open trace contexts (and DISPATCH_TRACE)
+        self.observers = 0  # other per-call listeners (history sampling)
+        self.plain = True  # nothing above is set: the fast path may skip routing
+
+    def refresh(self) -> None:
+        self.plain = not (self._global_forced or self._active_using or self.tracing or self.observers)
+
+    # The forced target ---------------------------------------------------------------------
+
+    def forced_name(self) -> str | None:
+        """The target name forced here (innermost ``using`` first, then ``set_backend``)."""
+        local = _using.get()
+        return local if local is not None else self._global_forced
+
+    def set_global(self, name: str | None) -> None:
+        self._global_forced = None if name in (None, _AUTO) else name
+        self.refresh()
+
+    def push_using(self, name: str) -> contextvars.Token:
+        self._active_using += 1
+        self.refresh()
+        return _using.set(name)
+
+    def pop_using(self, token: contextvars.Token) -> None:
+        _using.reset(token)
+        self._active_using -= 1
+        self.refresh()
+
+    def forced_target(self) -> Target | None:
+        name = self.forced_name()
+        if name is None or name == _AUTO:
+            return None
+        from dispatch import targets
+
+        return targets.get(name)
+
+
+# `using("auto")` inside `using("cupy")` restores routing: "auto" is stored, read as None.
+_using: contextvars.ContextVar[str | None] = contextvars.ContextVar("dispatch_using", default=None)
+
+STATE = _State()
+
+if os.environ.get("DISPATCH_BACKEND", _AUTO) != _AUTO:
+    STATE.set_global(os.environ["DISPATCH_BACKEND"])

@@ -1,0 +1,48 @@
+"""Forcing a target: ``set_backend``, ``using`` and the ``DISPATCH_BACKEND`` variable.
+
+A forced target runs every call it can run exactly as NumPy would; calls it refuses still
+fall back to NumPy on the host, correctly, with the reason in the trace. ``"auto"`` restores
+routing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from dispatch import targets
+from dispatch._state import STATE
+
+__all__ = ["get_backend", "set_backend", "using"]
+
+
+def _check(name: str) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"a backend is named by a string, not {type(name).__name__}")
+    if name == "auto":
+        return name
+    if name not in targets.TARGET_NAMES:
+        raise ValueError(f"unknown backend {name!r}; choose one of: auto, {', '.join(targets.TARGET_NAMES)}")
+    targets.get(name)  # RuntimeError naming why, if it is not available here
+    return name
+
+
+def set_backend(name: str) -> None:
+    """Force every call onto the target ``name`` (``"numpy"``, ``"torch-cpu"``, ``"cupy"``,
+    ``"torch-cuda"``, ``"torch-mps"``), or ``"auto"`` to route again."""
+    STATE.set_global(_check(name))
+
+
+def get_backend() -> str:
+    """The forced target in effect here, or ``"auto"``."""
+    return STATE.forced_name() or "auto"
+
+
+@contextlib.contextmanager
+def using(name: str) -> Iterator[None]:
+    """Force a target inside a ``with`` block (this thread and task only)."""
+    token = STATE.push_using(_check(name))
+    try:
+        yield
+    finally:
+        STATE.pop_using(token)

@@ -1,0 +1,11 @@
+"""``dispatch.fft``: ``numpy.fft`` with every function routed."""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from dispatch._namespace import lazy_namespace
+
+__getattr__, __dir__ = lazy_namespace(globals(), _np.fft, "fft.")
+
+__all__ = sorted(n for n in _np.fft.__all__ if n != "test")

@@ -1,0 +1,134 @@
+"""Targets: the concrete engines a call can run on, and their registry.
+
+A target is an engine on a device: ``numpy`` and ``torch-cpu`` on the host, ``cupy`` and
+``torch-cuda`` on a CUDA (or ROCm) GPU, ``torch-mps`` on an Apple GPU. Each adapter module
+declares what it can run identically to NumPy and refuses the rest (``Unsupported``), so the
+call goes elsewhere. Targets are detected lazily, on first use: a missing or broken library
+makes its targets unavailable, with the reason kept for ``dispatch info``; it never breaks a
+call.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import TYPE_CHECKING, Any
+
+from dispatch.devices import HOST, Device
+from dispatch.selector import Backend
+
+if TYPE_CHECKING:
+    from dispatch._ops import Op
+
+__all__ = ["TARGET_NAMES", "Target", "Unavailable", "Unsupported", "available", "get", "probe"]
+
+
+class Unsupported(Exception):
+    """A target cannot run this call exactly as NumPy would; the reason says why."""
+
+
+class Unavailable(Exception):
+    """A target's library or device is missing or broken."""
+
+
+class Target:
+    """An engine on a device. Subclasses implement ``run`` and the two conversions."""
+
+    name: str = ""
+    device: Device = HOST
+    tier: Backend = Backend.SCALAR
+    library: str = ""  # the module a user would import ("numpy", "torch", "cupy")
+
+    def run(self, op: Op, args: tuple, kwargs: dict) -> Any:
+        """Run ``op`` on native arguments; raise ``Unsupported`` to refuse."""
+        raise NotImplementedError
+
+    def from_host(self, array: Any) -> Any:
+        """A host NumPy array as this target's native array (a copy unless zero-copy is possible)."""
+        raise NotImplementedError
+
+    def to_host(self, native: Any) -> Any:
+        """This target's native array as a host NumPy array."""
+        raise NotImplementedError
+
+    def adopt(self, native: Any) -> Any:
+        """A native array of another engine on the same device, as this target's (zero-copy)."""
+        raise NotImplementedError
+
+    def owns(self, native: Any) -> bool:
+        """Whether ``native`` is this target's own array type."""
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        """Wait for queued work (a no-op on the host)."""
+
+    def __repr__(self) -> str:
+        return f"<target {self.name} on {self.device}>"
+
+
+# target name -> (module under dispatch.targets, factory attribute)
+TARGET_NAMES = {
+    "numpy": ("numpy_target", "NUMPY"),
+    "torch-cpu": ("torch_target", "torch_cpu"),
+    "cupy": ("cupy_target", "CupyTarget"),
+    "torch-cuda": ("torch_target", "torch_cuda"),
+    "torch-mps": ("torch_target", "torch_mps"),
+}
+
+_lock = threading.Lock()
+_targets: dict[str, Target] = {}
+_unavailable: dict[str, str] = {}
+
+
+def probe(name: str) -> Target | None:
+    """The target called ``name`` if it works on this machine, else ``None`` (reason kept)."""
+    if name in _targets:
+        return _targets[name]
+    if name in _unavailable:
+        return None
+    if name not in TARGET_NAMES:
+        raise ValueError(f"unknown target {name!r}; known: {', '.join(TARGET_NAMES)}")
+    with _lock:
+        if name in _targets or name in _unavailable:
+            return _targets.get(name)
+        module_name, factory = TARGET_NAMES[name]
+        try:
+            module = importlib.import_module(f"dispatch.targets.{module_name}")
+            made = getattr(module, factory)
+            _targets[name] = made if isinstance(made, Target) else made()
+        except Unavailable as exc:
+            _unavailable[name] = str(exc)
+        except Exception as exc:  # a broken install must not break a call
+            _unavailable[name] = f"{type(exc).__name__}: {exc}"
+        return _targets.get(name)
+
+
+def get(name: str) -> Target:
+    """The target called ``name``; ``RuntimeError`` naming the reason if it is unavailable."""
+    target = probe(name)
+    if target is None:
+        raise RuntimeError(f"target {name!r} is not available here: {_unavailable[name]}")
+    return target
+
+
+def available() -> dict[str, Target]:
+    """Every target that works on this machine, probing those not tried yet."""
+    for name in TARGET_NAMES:
+        probe(name)
+    return {name: _targets[name] for name in TARGET_NAMES if name in _targets}
+
+
+def unavailable() -> dict[str, str]:
+    """Why each target that does not work here does not."""
+    available()
+    return dict(_unavailable)
+
+
+def reset(name: str | None = None) -> None:
+    """Forget probe results (all, or one target's) so the next use probes again."""
+    with _lock:
+        for table in (_targets, _unavailable):
+            if name is None:
+                table.clear()
+            else:
+                table.pop(name, None)

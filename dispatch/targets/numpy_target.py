@@ -1,0 +1,56 @@
+"""The ``numpy`` target: NumPy itself on the host. It runs everything, so it is where every
+refused or failed call lands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dispatch.devices import HOST
+from dispatch.selector import Backend
+from dispatch.targets import Target
+
+__all__ = ["NUMPY", "NumpyTarget"]
+
+
+class NumpyTarget(Target):
+    name = "numpy"
+    device = HOST
+    tier = Backend.SCALAR
+    library = "numpy"
+
+    def run(self, op: Any, args: tuple, kwargs: dict) -> Any:
+        return op.func(*args, **kwargs)
+
+    def from_host(self, array: np.ndarray) -> np.ndarray:
+        return array
+
+    def to_host(self, native: np.ndarray) -> np.ndarray:
+        return native
+
+    def adopt(self, native: Any) -> np.ndarray:
+        return self.from_native(native)
+
+    def owns(self, native: Any) -> bool:
+        return isinstance(native, np.ndarray)
+
+    def from_native(self, native: Any) -> np.ndarray:
+        """Any engine's array as host NumPy: a device array is copied back to the host."""
+        if isinstance(native, np.ndarray):
+            return native
+        from dispatch._array import _engine_of
+
+        return _engine_of(native).to_host(native)
+
+    def dtype_of(self, native: np.ndarray) -> np.dtype:
+        return native.dtype
+
+    def assign(self, dst: np.ndarray, src: Any) -> None:
+        np.copyto(dst, self.from_native(src), casting="unsafe")
+
+    def view(self, native: np.ndarray, dtype: np.dtype | None) -> np.ndarray:
+        return native.view() if dtype is None else native.view(dtype)
+
+
+NUMPY = NumpyTarget()

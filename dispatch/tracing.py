@@ -1,0 +1,212 @@
+"""Tracing: where each call ran, why, how long it took and what it moved.
+
+``with dispatch.trace() as t:`` records every call made inside the block; ``DISPATCH_TRACE=1``
+records the whole process and prints the summary at exit. Fallbacks (a target refused or
+failed, NumPy ran instead) are always counted, traced or not, and logged once per
+(op, reason) on the ``dispatch`` logger: never a flood of warnings.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dispatch._state import STATE
+
+__all__ = ["CallRecord", "Trace", "fallbacks", "trace"]
+
+log = logging.getLogger("dispatch")
+
+_lock = threading.Lock()
+_fallbacks: Counter[tuple[str, str]] = Counter()
+_active: list[Trace] = []
+
+
+@dataclass
+class CallRecord:
+    """One routed call."""
+
+    op: str
+    shapes: list[list[int]]
+    dtypes: list[str]
+    target: str
+    reason: str
+    seconds: float
+    predicted_seconds: float | None = None
+    bytes_moved: int = 0
+    site: str | None = None
+
+
+@dataclass
+class Trace:
+    """The calls recorded while the trace was open, and the fallbacks among them."""
+
+    records: list[CallRecord] = field(default_factory=list)
+    fallbacks: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def __enter__(self) -> Trace:
+        with _lock:
+            _active.append(self)
+            STATE.tracing += 1
+            STATE.refresh()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with _lock:
+            _active.remove(self)
+            STATE.tracing -= 1
+            STATE.refresh()
+
+    # ---- reading a trace ------------------------------------------------------------------------
+
+    def by_target(self) -> dict[str, float]:
+        """Seconds spent per target."""
+        totals: dict[str, float] = {}
+        for r in self.records:
+            totals[r.target] = totals.get(r.target, 0.0) + r.seconds
+        return totals
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Per (op, target, reason): calls, seconds and bytes moved, most time first."""
+        groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for r in self.records:
+            row = groups.setdefault(
+                (r.op, r.target, r.reason),
+                {"op": r.op, "target": r.target, "reason": r.reason, "calls": 0, "seconds": 0.0, "bytes_moved": 0},
+            )
+            row["calls"] += 1
+            row["seconds"] += r.seconds
+            row["bytes_moved"] += r.bytes_moved
+        return sorted(groups.values(), key=lambda row: -row["seconds"])
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "calls": [asdict(r) for r in self.records],
+                "fallbacks": [{"op": op, "reason": why, "count": n} for (op, why), n in self.fallbacks.items()],
+            },
+            indent=1,
+        )
+
+    def summary(self, file: Any = None) -> str:
+        """A table of where time went and what moved; printed (rich when installed) and returned."""
+        rows = self.rows()
+        headers = ("op", "target", "reason", "calls", "time", "moved")
+        table = [
+            (r["op"], r["target"], r["reason"], str(r["calls"]),
+             _fmt_seconds(r["seconds"]), _fmt_bytes(r["bytes_moved"]))
+            for r in rows
+        ]
+        total = sum(r.seconds for r in self.records)
+        title = f"dispatch trace: {len(self.records)} calls, {_fmt_seconds(total)}"
+        text = _render(title, headers, table, file)
+        if self.fallbacks:
+            lines = [f"  {op}: {why} (x{n})" for (op, why), n in self.fallbacks.items()]
+            extra = "fallbacks to NumPy:\n" + "\n".join(lines)
+            print(extra, file=file or sys.stdout)
+            text += "\n" + extra
+        return text
+
+
+def trace() -> Trace:
+    """Record the calls made inside a ``with`` block: ``with dispatch.trace() as t: ...``."""
+    return Trace()
+
+
+def fallbacks() -> dict[tuple[str, str], int]:
+    """Every fallback since the process started: (op, reason) -> count."""
+    with _lock:
+        return dict(_fallbacks)
+
+
+# ---- recording (called by the call path) ---------------------------------------------------------
+
+
+def fallback(op: Any, why: str) -> None:
+    key = (op.name, why)
+    with _lock:
+        first = key not in _fallbacks
+        _fallbacks[key] += 1
+        for t in _active:
+            t.fallbacks[key] += 1
+    if first:
+        log.info("dispatch: %s ran on NumPy: %s", op.name, why)
+
+
+def record(rec: CallRecord) -> None:
+    for t in list(_active):
+        t.records.append(rec)
+
+
+def timed(op: Any, inputs: Any, target: Any, reason: str, run: Callable[[], Any], moved: int = 0) -> Any:
+    start = time.perf_counter()
+    result = run()
+    seconds = time.perf_counter() - start
+    record(
+        CallRecord(
+            op=op.name,
+            shapes=[list(_shape(a)) for a in inputs.arrays],
+            dtypes=[str(d) for d in inputs.dtypes],
+            target=target.name,
+            reason=reason,
+            seconds=seconds,
+            bytes_moved=moved,
+        )
+    )
+    return result
+
+
+def _shape(a: Any) -> tuple[int, ...]:
+    return tuple(a.shape)
+
+
+# ---- formatting ------------------------------------------------------------------------------------
+
+
+def _fmt_seconds(s: float) -> str:
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} µs"
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _render(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]], file: Any) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    text = "\n".join(lines)
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        print(text, file=file or sys.stdout)
+        return text
+    table = Table(title=title)
+    for h in headers:
+        table.add_column(h, justify="right" if h in ("calls", "time", "moved") else "left")
+    for r in rows:
+        table.add_row(*r)
+    Console(file=file or sys.stdout).print(table)
+    return text
+
+
+if os.environ.get("DISPATCH_TRACE", "") not in ("", "0"):
+    _process_trace = Trace().__enter__()
+    atexit.register(lambda: _process_trace.summary(file=sys.stderr))
