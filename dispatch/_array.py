@@ -19,7 +19,7 @@ from dispatch._ops import GETITEM, SETITEM, op_for_function, op_for_ufunc_method
 from dispatch._state import STATE
 from dispatch.devices import HOST, Device, device_of, parse_device
 
-__all__ = ["ndarray", "wrap", "wrap_host"]
+__all__ = ["device_scalar", "ndarray", "wrap", "wrap_host"]
 
 
 class ndarray:
@@ -385,6 +385,29 @@ class ndarray:
 
     # ---- operators ------------------------------------------------------------------------------
     # Generated below from one table: (name, ufunc, reflected).
+
+
+class _DeviceScalar(ndarray):
+    """A 0-d result that NumPy would return as a scalar, left on its device until it is read:
+    it prints, formats and hashes as NumPy's scalar would."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(np.asarray(self)[()])
+
+    def __str__(self) -> str:
+        return str(np.asarray(self)[()])
+
+    def __hash__(self) -> int:
+        return hash(np.asarray(self)[()])
+
+
+def device_scalar(native: Any) -> ndarray:
+    """Wrap a 0-d device array that stands for a NumPy scalar."""
+    obj = object.__new__(_DeviceScalar)
+    obj._data = native
+    return obj
 
 
 def _handled(x: Any) -> bool:

@@ -177,14 +177,19 @@ class TorchTarget(Target):
         """Cast to NumPy's dtypes and shape the container as NumPy's."""
         if want is None:
             return result
+        from dispatch._array import _torch_cpu_to_numpy, device_scalar
+
         items = list(result) if isinstance(result, (tuple, list)) else [result]
         if len(items) != len(want.dtypes):
             raise Unsupported("torch returned a different number of outputs than NumPy")
-        for i, (item, dtype) in enumerate(zip(items, want.dtypes, strict=True)):
-            if isinstance(item, self.torch.Tensor) and self.dtype_of(item) != dtype:
-                items[i] = item.to(self.torch_dtype(dtype))
-            elif not isinstance(item, self.torch.Tensor):
-                items[i] = self.torch.as_tensor(item, dtype=self.torch_dtype(dtype), device=self.tdevice)
+        for i, (item, dtype, scalar) in enumerate(zip(items, want.dtypes, want.scalars, strict=True)):
+            if not isinstance(item, self.torch.Tensor):
+                item = self.torch.as_tensor(item, device=self.tdevice)
+            if self.dtype_of(item) != dtype:
+                item = item.to(self.torch_dtype(dtype))
+            if scalar:  # NumPy gives a scalar: on the host make it one, on a device keep it there
+                item = _torch_cpu_to_numpy(item)[()] if self.kind == "cpu" else device_scalar(item)
+            items[i] = item
         if want.container is None:
             return items[0]
         if want.container is tuple:
