@@ -14,6 +14,7 @@ the trace (``dispatch.tracing``), so every call returns NumPy's result.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from dispatch._array import ndarray, wrap, wrap_host
 from dispatch._ops import Op
 from dispatch._state import STATE
 from dispatch.devices import Device, device_of
-from dispatch.targets import Target, Unsupported
+from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
 
 __all__ = ["Inputs", "call"]
@@ -236,15 +237,12 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
                 result = op.func(*hargs, **dict(zip(kwargs, hvalues, strict=True)))
                 return wrap(result, out_of=(args, kwargs)) if "out" in kwargs else wrap(result)
     inputs = Inputs(_collect(args, kwargs))
-    target, reason = router.decide(op, inputs, args, kwargs)
+    decision = router.decide(op, inputs, args, kwargs)
+    target = decision.target
     if target is NUMPY:
-        if STATE.tracing:
-            return tracing.timed(op, inputs, NUMPY, reason, lambda: _run_numpy(op, args, kwargs))
-        return _run_numpy(op, args, kwargs)
+        return _execute(op, inputs, decision, lambda: _run_numpy(op, args, kwargs))
     try:
-        if STATE.tracing:
-            return tracing.timed(op, inputs, target, reason, lambda: _run_on(target, op, args, kwargs))
-        return _run_on(target, op, args, kwargs)
+        return _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs))
     except Unsupported as exc:
         why = f"{target.name} refused: {exc}"
         router.refused(op, inputs, target, why)
@@ -252,9 +250,47 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
         why = f"{target.name} failed: {type(exc).__name__}: {_first_line(exc)}"
         router.failed(op, inputs, target, why)
     tracing.fallback(op, why)
-    if STATE.tracing:
-        return tracing.timed(op, inputs, NUMPY, f"fallback: {why}", lambda: _run_numpy(op, args, kwargs))
-    return _run_numpy(op, args, kwargs)
+    fallback = router.Decision(NUMPY, f"fallback: {why}", key=decision.key)
+    return _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
+
+
+def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
+    """Run, and when the decision asks to learn or a trace is open, time it and record it.
+
+    Device work is timed with device events read later (no sync); the oracle policy, which
+    must compare targets exactly, synchronises."""
+    tracing_on = STATE.tracing and not router.history.count(op.name)
+    if not (decision.sample or tracing_on):
+        return run()
+    target = decision.target
+    before = _staging.moved()
+    events = target.events() if decision.sample else None
+    start = time.perf_counter()
+    result = run()
+    if decision.sample and router.policy() == "oracle":
+        target.synchronize()
+        events = None
+    seconds = time.perf_counter() - start
+    if decision.sample:
+        if events is not None:
+            events[1].record()
+            router.history.pend(events[0], events[1], seconds, decision.key, target.name, decision.explored)
+        else:
+            router.observe(decision, seconds)
+    if tracing_on:
+        after = _staging.moved()
+        tracing.record(tracing.CallRecord(
+            op=op.name,
+            shapes=[list(a.shape) for a in inputs.arrays],
+            dtypes=[str(d) for d in inputs.dtypes],
+            target=target.name,
+            reason=decision.reason,
+            seconds=seconds,
+            predicted_seconds=decision.predicted,
+            bytes_moved=sum(after.values()) - sum(before.values()),
+            site=tracing.call_site() if tracing.SITES else None,
+        ))
+    return result
 
 
 def _first_line(exc: BaseException) -> str:

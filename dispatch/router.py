@@ -1,113 +1,261 @@
 """The router: which target runs a call, and why.
 
-Order of the rules, first match wins:
+Rules, first match wins:
 
-1. a forced target (``set_backend``, ``using``, ``DISPATCH_BACKEND``);
-2. host-only ops (I/O, printing, random streams, functions outside the catalog): NumPy;
-3. local ops (views, casts, indexing): where their data is;
-4. data resident on a device: a target on that device (moving it back is what costs);
-5. the seed's MoE table on the op's complexity and the element count, each tier mapped to the
-   best target available here: SCALAR -> numpy; SIMD -> torch-cpu for ops known to be faster
-   there, else numpy; GPU -> cupy, torch-cuda or torch-mps.
+1. a forced target (``set_backend``, ``using``, ``DISPATCH_BACKEND``)            reason "forced"
+2. host-only ops (I/O, printing, random streams, functions outside the catalog): NumPy  "host op"
+3. local ops (views, casts, indexing): where their data is                        "local"
+4. the policy:
+   - ``cost`` (once this machine is calibrated): every target allowed for the op is priced
+     (compute + transfers of inputs not on it + read-back of a scalar result), blended with
+     what calls measured (``history``); the cheapest wins                          "cost model" / "history"
+   - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
+     table on the op's complexity and element count, each tier mapped to the best target
+     available here (GPU: cupy, torch-cuda, torch-mps; SIMD: torch-cpu where it is known to be
+     faster; SCALAR: numpy)                                                        "heuristic"
+   - ``oracle`` (benchmarks only): every candidate is tried per key, then the fastest measured
+     one is always taken                                                            "oracle"
 
-Decisions are cached by (op, dtypes, size bucket, devices); a target that refused a call is
-remembered for that key, so the next call goes straight to NumPy.
+Decisions are cached by (op, dtypes, size bucket, devices of the inputs, forced target); a
+cache hit is one dict lookup. A target that refused a kind of call is remembered for that key.
+The router never synchronises a device to decide.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from dispatch import targets
+from dispatch import cost, targets
 from dispatch._ops import all_ops
 from dispatch._state import STATE
-from dispatch.selector import Backend, BackendSelector, OpComplexity
+from dispatch.history import History
+from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["clear_decisions", "decide", "failed", "host_floor", "refused", "selector", "set_selector"]
+__all__ = ["Decision", "clear_decisions", "decide", "failed", "host_floor", "policy", "refused", "selector",
+           "set_policy", "set_selector", "use_calibration"]
+
+# Measured on a 2-core CPU machine and a 16-core one (DESIGN.md): torch on the CPU beats NumPy
+# at reductions from about 1e4 elements and loses badly at sorting. The seed policy's SIMD tier
+# uses it for these ops only; calibration measures the machine at hand instead.
+TORCH_CPU_FASTER = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "add.reduce"})
+GPU_TARGETS = ("cupy", "torch-cuda", "torch-mps")
+HOST_TARGETS = ("numpy", "torch-cpu")
+
+
+class Decision:
+    """Where one kind of call runs, why, and what it is expected to take."""
+
+    __slots__ = ("explored", "key", "predicted", "reason", "sample", "target")
+
+    def __init__(self, target: Any, reason: str, predicted: float | None = None, key: tuple = (),
+                 sample: bool = False, explored: bool = False) -> None:
+        self.target = target
+        self.reason = reason
+        self.predicted = predicted
+        self.key = key
+        self.sample = sample  # time this call and learn from it
+        self.explored = explored
+
+    def __repr__(self) -> str:
+        p = f", predicted {self.predicted:.3g} s" if self.predicted is not None else ""
+        return f"<decision {self.target.name}: {self.reason}{p}>"
+
 
 _selector = BackendSelector()
+_policy = "seed"
+_models: dict[str, cost.TargetModel] = {}
+_decisions: dict[tuple, Decision] = {}
+_floors: dict[Any, int] = {}
+history = History()
+_oracle: dict[tuple, dict[str, float]] = {}
 
-# Measured on a 2-core CPU machine and a 16-core one (DESIGN.md): torch on the CPU beats
-# NumPy at reductions from about 1e4 elements, and loses badly at sorting. Calibration
-# replaces this with measurements of the machine at hand.
-TORCH_CPU_FASTER = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "add.reduce"})
 
-GPU_TARGETS = ("cupy", "torch-cuda", "torch-mps")
-
-_decisions: dict[tuple, tuple[Any, str]] = {}
-_floors: dict[OpComplexity, int] = {}
+# ---- configuration --------------------------------------------------------------------------------
 
 
 def selector() -> BackendSelector:
     return _selector
 
 
-def set_selector(new: BackendSelector) -> None:
-    """Route by another selector (e.g. one derived from calibration); clears cached decisions."""
-    global _selector
-    _selector = new
+def policy() -> str:
+    return _policy
+
+
+def clear_decisions() -> None:
     _decisions.clear()
     _floors.clear()
     for op in all_ops():
         op.floor = -1
 
 
-def clear_decisions() -> None:
-    _decisions.clear()
+def set_selector(new: BackendSelector) -> None:
+    """Route the seed policy by another selector; clears cached decisions."""
+    global _selector
+    _selector = new
+    clear_decisions()
+
+
+def set_policy(name: str) -> None:
+    """``"seed"``, ``"cost"`` (needs a calibration) or ``"oracle"`` (benchmarks)."""
+    global _policy
+    if name not in ("seed", "cost", "oracle"):
+        raise ValueError(f"unknown routing policy {name!r}: choose 'seed', 'cost' or 'oracle'")
+    if name == "cost" and not _models:
+        raise RuntimeError("the cost policy needs a calibration: run dispatch.calibrate() first")
+    _policy = name
+    clear_decisions()
+
+
+def use_calibration(cal: Any) -> None:
+    """Route by this calibration's cost models from now on (the ``cost`` policy)."""
+    global _policy
+    _models.clear()
+    _models.update(cost.models_from(cal))
+    devices = {}
+    for name, model in _models.items():
+        target = targets.probe(name)
+        if target is not None and not target.device.is_host and model.transfer:
+            devices.setdefault(target.device, model)
+    cost.set_device_models(devices)
+    _policy = "cost"
+    clear_decisions()
+
+
+def _load_calibration() -> None:
+    """Cold start: route by the stored calibration if this machine has one."""
+    from dispatch import calibration
+
+    found = calibration.load()
+    if found is not None:
+        use_calibration(found)
+
+
+_calibration_checked = False
+
+
+def _ensure_calibration() -> None:
+    global _calibration_checked
+    if not _calibration_checked:
+        _calibration_checked = True
+        try:
+            _load_calibration()
+        except Exception:  # a broken cache must not break routing: the seed table serves
+            pass
+
+
+# ---- the fast path's floor ---------------------------------------------------------------------------
 
 
 def host_floor(op: Any) -> int:
-    """Sizes at or under this run on NumPy without asking: the SCALAR band of the op's tier."""
+    """Sizes at or under this always run on NumPy, without asking the router."""
     floor = op.floor
-    if floor < 0:
+    if floor >= 0:
+        return floor
+    _ensure_calibration()
+    if _policy == "cost":
+        floor = _cost_floor(op)
+    else:
         floor = _floors.get(op.complexity)
         if floor is None:
             t = _selector.thresholds
             floor = min(v for v in (t.simd[op.complexity], t.gpu[op.complexity], 2**62) if v is not None)
             _floors[op.complexity] = floor
-        op.floor = floor
+    op.floor = floor
     return floor
+
+
+def _cost_floor(op: Any) -> int:
+    """The largest size (a power of two) at which NumPy is still cheapest for host data."""
+    rep = cost.representative(op)
+    if rep is None or op.local or not op.cataloged or op.work in ("host", "random"):
+        return 2**62 if (not op.cataloged or op.work in ("host", "random")) else 1 << 12
+    cached = _floors.get(rep)
+    if cached is not None:
+        return cached
+    numpy_model = _models.get("numpy")
+    if numpy_model is None:
+        return 0
+    floor = 0
+    for exp in range(4, 31):
+        n = 1 << exp
+        mine = numpy_model.seconds(rep, _side(rep, n), "float64")
+        others = []
+        for name, model in _models.items():
+            target = targets.probe(name)
+            if name == "numpy" or target is None:
+                continue
+            t = model.seconds(rep, _side(rep, n), "float64")
+            if t is not None:
+                t32 = model.seconds(rep, _side(rep, n), "float32")
+                if not target.device.is_host:
+                    t += model.to_device_seconds(n * 8)
+                    t32 = (t32 or t) + model.to_device_seconds(n * 4)
+                others.append(min(t, t32 or t))
+        if mine is None or any(o < mine for o in others):
+            break
+        floor = n
+    _floors[rep] = floor
+    return floor
+
+
+def _side(rep: str, elements: int) -> float:
+    return math.sqrt(elements) if rep in cost.SQUARE_OPS else float(elements)
+
+
+# ---- deciding ----------------------------------------------------------------------------------------
 
 
 def _key(op: Any, inputs: Any) -> tuple:
     return (op.name, inputs.dtypes, inputs.size.bit_length(), inputs.devices, STATE.forced_name())
 
 
-def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> tuple[Any, str]:
-    """The target for this call and the reason, in words."""
+def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
+    """The decision for this call (cached per key)."""
     key = _key(op, inputs)
     hit = _decisions.get(key)
     if hit is not None:
         return hit
-    decision = _decide(op, inputs)
-    _decisions[key] = decision
+    decision, cacheable = _decide(op, inputs, key)
+    if cacheable:
+        _decisions[key] = decision
     return decision
 
 
-def _decide(op: Any, inputs: Any) -> tuple[Any, str]:
+def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     forced = STATE.forced_name()
     if forced is not None and forced != "auto":
         target = targets.probe(forced)
         if target is None:
-            return NUMPY, f"forced {forced}, which is unavailable: {targets.unavailable().get(forced)}"
-        return target, f"forced {forced}"
+            return Decision(NUMPY, f"forced {forced}, unavailable: {targets.unavailable().get(forced)}", key=key), True
+        return Decision(target, f"forced {forced}", key=key), True
     if not op.cataloged or op.work in ("host", "random"):
-        return NUMPY, "host op"
+        return Decision(NUMPY, "host op", key=key), True
     if op.local and inputs.arrays:
-        return _engine_holding(inputs.arrays[0]), "where the data is"
+        return Decision(_engine_holding(inputs.arrays[0]), "local: where the data is", key=key), True
+    _ensure_calibration()
+    if _policy == "oracle":
+        return _decide_oracle(op, inputs, key)
+    if _policy == "cost":
+        return _decide_cost(op, inputs, key)
+    return _decide_seed(op, inputs, key), True
+
+
+def _decide_seed(op: Any, inputs: Any, key: tuple) -> Decision:
     resident = inputs.resident
     if resident is not None:
-        return _engine_holding(next(a for a in inputs.arrays if _device(a) == resident)), f"data on {resident}"
+        holder = next(a for a in inputs.arrays if _device(a) == resident)
+        return Decision(_engine_holding(holder), f"heuristic: data on {resident}", key=key)
     tier = _selector.select_with_moe(op.complexity, inputs.size)
-    return _for_tier(tier, op), f"seed table: {tier}"
+    return Decision(_for_tier(tier, op), f"heuristic: seed table says {tier}", key=key)
 
 
 def _for_tier(tier: Backend, op: Any) -> Any:
     if tier is Backend.GPU:
         for name in GPU_TARGETS:
             target = targets.probe(name)
-            if target is not None:
+            if target is not None and target.supports(op):
                 return target
         tier = Backend.SIMD
     if tier is Backend.SIMD and op.name in TORCH_CPU_FASTER:
@@ -115,6 +263,69 @@ def _for_tier(tier: Backend, op: Any) -> Any:
         if target is not None:
             return target
     return NUMPY
+
+
+def candidates(op: Any, key: tuple) -> list[Any]:
+    """Targets available here that may run ``op`` and have not refused this kind of call."""
+    refused_here = _refusals.get(key, ())
+    found = []
+    for name in (*HOST_TARGETS, *GPU_TARGETS):
+        target = targets.probe(name)
+        if target is not None and name not in refused_here and target.supports(op):
+            found.append(target)
+    return found
+
+
+def _scalar_result(op: Any) -> bool:
+    """Reductions usually end in a scalar the program reads: a device pays the read-back."""
+    return op.work == "reduce"
+
+
+def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
+    ranked = []
+    scalar = _scalar_result(op)
+    for target in candidates(op, key):
+        model = _models.get(target.name)
+        if model is None:
+            continue
+        model_s = cost.estimate(model, target, op, inputs, scalar)
+        seconds, samples = history.blended(key, target.name, model_s)
+        if seconds is not None:
+            ranked.append((seconds, target.name, samples))
+    if not ranked:
+        return Decision(NUMPY, "cost model: nothing else can be priced", key=key), True
+    ranked.sort()
+    best_s, best_name, samples = ranked[0]
+    sample = best_s >= history.sample_threshold_s
+    explore = history.explore(key, [(s, n) for s, n, _ in ranked]) if sample else None
+    if explore is not None:
+        seconds = next(s for s, n, _ in ranked if n == explore)
+        return Decision(targets.get(explore), "exploring: measuring an alternative", seconds, key, True, True), False
+    reason = "history" if samples else "cost model"
+    runner_up = f" (next: {ranked[1][1]})" if len(ranked) > 1 else ""
+    return Decision(targets.get(best_name), reason + runner_up, best_s, key, sample), True
+
+
+def _decide_oracle(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
+    tried = _oracle.setdefault(key, {})
+    for target in candidates(op, key):
+        if target.name not in tried:
+            return Decision(target, "oracle: trying every target", None, key, True, True), False
+    if not tried:
+        return Decision(NUMPY, "oracle: nothing else can run it", key=key), True
+    best = min(tried, key=tried.get)
+    return Decision(targets.get(best), "oracle: measured best", tried[best], key), True
+
+
+def oracle_observe(key: tuple, target: str, seconds: float) -> None:
+    """The oracle policy learns one measured call (timed with a full synchronisation)."""
+    tried = _oracle.setdefault(key, {})
+    tried[target] = min(seconds, tried.get(target, math.inf))
+
+
+def reset_oracle() -> None:
+    _oracle.clear()
+    clear_decisions()
 
 
 def _device(a: Any) -> Any:
@@ -131,13 +342,34 @@ def _engine_holding(a: Any) -> Any:
     return NUMPY if engine.name == "torch-cpu" else engine
 
 
+# ---- learning from refusals and measurements -----------------------------------------------------
+
+
+_refusals: dict[tuple, set[str]] = {}
+
+
 def refused(op: Any, inputs: Any, target: Any, why: str) -> None:
-    """``target`` cannot run this kind of call exactly: send the same kind to NumPy from now on."""
-    _decisions[_key(op, inputs)] = (NUMPY, f"fallback: {why}")
+    """``target`` cannot run this kind of call exactly: never ask it again for this key."""
+    key = _key(op, inputs)
+    _refusals.setdefault(key, set()).add(target.name)
+    _decisions.pop(key, None)
+    if _policy == "seed" or STATE.forced_name() not in (None, "auto"):
+        _decisions[key] = Decision(NUMPY, f"fallback: {why}", key=key)
 
 
 def failed(op: Any, inputs: Any, target: Any, why: str) -> None:
     """``target`` failed at run time (out of memory, a driver error): NumPy ran this call.
 
-    Failures can be transient (memory frees up), so the decision is kept for the next call.
+    Failures can be transient (memory frees up), so the decision stays for the next call.
     """
+
+
+def observe(decision: Decision, seconds: float) -> None:
+    """A timed call: teach the history (or the oracle), and re-decide this key next time."""
+    if _policy == "oracle":
+        oracle_observe(decision.key, decision.target.name, seconds)
+        return
+    history.observe(decision.key, decision.target.name, seconds, decision.explored)
+    samples = history.stats[decision.key][decision.target.name].samples
+    if samples & (samples - 1) == 0:  # re-rank after 1, 2, 4, 8... samples: cheap, and it converges
+        _decisions.pop(decision.key, None)

@@ -14,9 +14,7 @@ import logging
 import os
 import sys
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -147,26 +145,20 @@ def record(rec: CallRecord) -> None:
         t.records.append(rec)
 
 
-def timed(op: Any, inputs: Any, target: Any, reason: str, run: Callable[[], Any], moved: int = 0) -> Any:
-    start = time.perf_counter()
-    result = run()
-    seconds = time.perf_counter() - start
-    record(
-        CallRecord(
-            op=op.name,
-            shapes=[list(_shape(a)) for a in inputs.arrays],
-            dtypes=[str(d) for d in inputs.dtypes],
-            target=target.name,
-            reason=reason,
-            seconds=seconds,
-            bytes_moved=moved,
-        )
-    )
-    return result
+# Record the user's call site (file:line) of each call; profiling turns this on.
+SITES = False
+_OWN_FILES = ("/dispatch/", "\\dispatch\\")
 
 
-def _shape(a: Any) -> tuple[int, ...]:
-    return tuple(a.shape)
+def call_site() -> str | None:
+    """``file:line`` of the first frame outside dispatch (and outside NumPy's dispatch glue)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not any(part in name for part in _OWN_FILES) and "/numpy/" not in name and "\\numpy\\" not in name:
+            return f"{name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
 
 
 # ---- formatting ------------------------------------------------------------------------------------

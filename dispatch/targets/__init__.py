@@ -43,6 +43,14 @@ class Target:
         """Run ``op`` on native arguments; raise ``Unsupported`` to refuse."""
         raise NotImplementedError
 
+    def supports(self, op: Op) -> bool:
+        """A cheap, static answer: may this target run ``op`` at all (dtypes are checked later)?"""
+        return True
+
+    def events(self) -> tuple[Any, Any] | None:
+        """A pair of device timing events (start, end), or ``None`` on the host."""
+        return None
+
     def from_host(self, array: Any) -> Any:
         """A host NumPy array as this target's native array (a copy unless zero-copy is possible)."""
         raise NotImplementedError

@@ -97,6 +97,22 @@ class CupyTarget(Target):
 
     # ---- running ops ----------------------------------------------------------------------------
 
+    def supports(self, op: Any) -> bool:
+        if op.name in _REFUSED:
+            return False
+        if op.name in ("__getitem__", "__setitem__"):
+            return True
+        try:
+            self._function(op)
+        except Unsupported:
+            return False
+        return True
+
+    def events(self) -> tuple[Any, Any] | None:
+        start, end = self.cupy.cuda.Event(), self.cupy.cuda.Event()
+        start.record()
+        return start, end
+
     def run(self, op: Any, args: tuple, kwargs: dict) -> Any:
         cupy = self.cupy
         for a in _arrays(args, kwargs, cupy.ndarray):

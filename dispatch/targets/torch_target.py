@@ -143,6 +143,18 @@ class TorchTarget(Target):
 
     # ---- running ops ---------------------------------------------------------------------------
 
+    def supports(self, op: Any) -> bool:
+        if op.ufunc is not None and op.method == "__call__":
+            return op.name not in _UFUNC_REFUSED
+        return op.name in _IMPLS
+
+    def events(self) -> tuple[Any, Any] | None:
+        if self.kind != "cuda":
+            return None
+        start, end = self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True)
+        start.record()
+        return start, end
+
     def run(self, op: Any, args: tuple, kwargs: dict) -> Any:
         for a in (*args, *kwargs.values()):
             self._check_input(a)

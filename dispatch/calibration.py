@@ -1,0 +1,433 @@
+"""Calibration: what this machine measured, per target and dtype.
+
+``dispatch.calibrate()`` (or ``python -m dispatch calibrate``) times, for every target that
+works here: the per-call overhead, launch-and-sync overhead, transfers between host and
+device (pageable and through pinned staging), memory bandwidth, GEMM rates for small and
+large shapes, and representative ops of each complexity at a few sizes, always through
+dispatch itself (so the adapters' own costs are in the numbers) on data already resident on
+the target. Results are stored as JSON in the user's cache directory under a fingerprint of
+the hardware and library versions; ``load_or_measure()`` reads them back on later runs.
+
+The JSON (``version`` 1)::
+
+    {"version": 1, "fingerprint": "...", "machine": {...}, "created": "...", "quick": false,
+     "seconds": 12.3,
+     "targets": {"numpy": {"device": "cpu", "threads": 2, "call_overhead_s": 1.1e-06,
+                           "sync_overhead_s": 0.0, "memory_bandwidth": 7.0e9,
+                           "transfer": {},                  # GPU targets only, bytes/s and s
+                           "gemm": {"float64": [[n, flop_per_s], ...], ...},
+                           "ops": {"float64": {"add": [[x, seconds], ...], ...}, ...}}, ...}}
+
+In ``ops`` the size ``x`` is elements for element-wise, reductions, scans, sorts and FFTs;
+``n`` (a square ``n`` x ``n`` operand) for ``matmul`` and the factorisations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Calibration", "cache_dir", "calibrate", "fingerprint", "load", "load_or_measure", "machine"]
+
+VERSION = 1
+DTYPES = ("float32", "float64")
+
+# Representative ops: (name, size kind, full sizes, quick sizes). Sizes are elements, or the
+# side n of square operands for products and factorisations.
+_VECTOR = (1_000, 10_000, 100_000, 1_000_000, 4_000_000)
+_VECTOR_QUICK = (1_000, 100_000, 1_000_000)
+REPRESENTATIVES = (
+    ("add", _VECTOR, _VECTOR_QUICK),
+    ("exp", _VECTOR, _VECTOR_QUICK),
+    ("sum", _VECTOR, _VECTOR_QUICK),
+    ("cumsum", _VECTOR, (1_000, 1_000_000)),
+    ("sort", _VECTOR, (1_000, 1_000_000)),
+    ("fft.fft", (1_024, 16_384, 262_144, 1_048_576), (1_024, 262_144)),
+    ("matmul", (16, 64, 256, 1_024, 2_048), (32, 256, 1_024)),
+    ("linalg.solve", (16, 64, 256, 1_024), (32, 256)),
+    ("linalg.svd", (16, 64, 256), (32, 128)),
+)
+SQUARE_OPS = frozenset({"matmul", "linalg.solve", "linalg.svd"})
+
+# Seconds spent measuring one size of one op (about), full and quick; a size slower than
+# _SLOW_POINT_S ends the op's size ladder (larger sizes are extrapolated by the work shape).
+_POINT_BUDGET_S = {False: 0.05, True: 0.02}
+_SLOW_POINT_S = 0.3
+# Quick calibrations measure float64 only (float32 is priced from it).
+_QUICK_DTYPES = ("float64",)
+
+
+@dataclass
+class Calibration:
+    """Measurements of one machine; see the module docstring for the fields."""
+
+    fingerprint: str
+    machine: dict[str, Any]
+    targets: dict[str, dict[str, Any]]
+    quick: bool = False
+    created: str = ""
+    seconds: float = 0.0
+    version: int = VERSION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": self.version,
+                "fingerprint": self.fingerprint,
+                "machine": self.machine,
+                "created": self.created,
+                "quick": self.quick,
+                "seconds": self.seconds,
+                "targets": self.targets,
+                **self.extra,
+            },
+            indent=1,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Calibration:
+        data = json.loads(text)
+        if data.get("version") != VERSION:
+            raise ValueError(f"calibration version {data.get('version')} is not {VERSION}")
+        known = {"version", "fingerprint", "machine", "created", "quick", "seconds", "targets"}
+        return cls(
+            fingerprint=data["fingerprint"],
+            machine=data["machine"],
+            targets=data["targets"],
+            quick=data.get("quick", False),
+            created=data.get("created", ""),
+            seconds=data.get("seconds", 0.0),
+            extra={k: v for k, v in data.items() if k not in known},
+        )
+
+    def save(self, path: str | Path | None = None) -> Path:
+        path = Path(path) if path is not None else _default_path(self.fingerprint)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(self.to_json())
+        tmp.replace(path)
+        return path
+
+
+# ---- where calibrations live ---------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """``$DISPATCH_CACHE_DIR``, else the platform's user cache directory + ``dispatch``."""
+    if os.environ.get("DISPATCH_CACHE_DIR"):
+        return Path(os.environ["DISPATCH_CACHE_DIR"])
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "dispatch"
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "dispatch" / "Cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dispatch"
+
+
+def _default_path(fp: str) -> Path:
+    return cache_dir() / f"calibration-{fp}.json"
+
+
+# ---- the hardware fingerprint ------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    found = {"python": platform.python_version(), "numpy": np.__version__}
+    for dist in ("torch", "cupy-cuda13x", "cupy-cuda12x", "cupy", "scikit-learn"):
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def machine() -> dict[str, Any]:
+    """What the fingerprint is made of: CPU model and count, GPUs and driver, library versions."""
+    from dispatch import targets
+
+    gpus = []
+    for name in ("cupy", "torch-cuda", "torch-mps"):
+        target = targets.probe(name)
+        if target is None:
+            continue
+        gpus.append({"target": name, **_gpu_description(target)})
+    return {
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "gpus": gpus,
+        "libraries": _versions(),
+    }
+
+
+def _gpu_description(target: Any) -> dict[str, Any]:
+    try:
+        if target.library == "cupy":
+            cupy = target.cupy
+            props = cupy.cuda.runtime.getDeviceProperties(target.device.index)
+            name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+            return {"name": name, "driver": cupy.cuda.runtime.driverGetVersion(),
+                    "memory": int(props["totalGlobalMem"])}
+        torch = target.torch
+        if target.kind == "cuda":
+            props = torch.cuda.get_device_properties(target.device.index)
+            return {"name": props.name, "driver": torch.version.cuda or torch.version.hip,
+                    "memory": int(props.total_memory)}
+        return {"name": "mps"}
+    except Exception as exc:  # a description is nice to have, never a reason to fail
+        return {"name": "unknown", "error": str(exc)}
+
+
+def fingerprint(info: dict[str, Any] | None = None) -> str:
+    """A short hash of this machine's hardware and library versions."""
+    info = info or machine()
+    key = {k: info[k] for k in ("cpu", "cpu_count", "gpus", "libraries")}
+    for gpu in key["gpus"]:
+        gpu.pop("error", None)
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+# ---- loading --------------------------------------------------------------------------------------
+
+
+_loaded: dict[str, Calibration | None] = {}
+
+
+def load(path: str | Path | None = None) -> Calibration | None:
+    """The stored calibration of this machine (or the file at ``path``); ``None`` if none."""
+    if path is not None:
+        return Calibration.from_json(Path(path).read_text())
+    fp = fingerprint()
+    if fp not in _loaded:
+        file = _default_path(fp)
+        try:
+            _loaded[fp] = Calibration.from_json(file.read_text()) if file.exists() else None
+        except (OSError, ValueError, KeyError):
+            _loaded[fp] = None  # unreadable or older: as if there were none
+    return _loaded[fp]
+
+
+def load_or_measure(quick: bool = True, progress: bool = False) -> Calibration:
+    """This machine's stored calibration, measured (and stored) first if there is none."""
+    found = load()
+    return found if found is not None else calibrate(quick=quick, progress=progress)
+
+
+# ---- measuring --------------------------------------------------------------------------------------
+
+
+def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> float:
+    """Median seconds per call of ``run`` (warm, synchronised), within about ``budget``."""
+    run()
+    sync()
+    start = time.perf_counter()
+    run()
+    sync()
+    once = time.perf_counter() - start
+    if once > budget / 3:
+        return once  # a slow op: one warm call says enough
+    calls = max(1, min(1000, int(budget / 5 / max(once, 1e-7))))  # five batches in the budget
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            run()
+        sync()
+        samples.append((time.perf_counter() - start) / calls)
+    return float(min(samples))  # the least disturbed batch: these machines are shared
+
+
+def _inputs(op: str, size: int, dtype: str, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    if op in SQUARE_OPS:
+        a = rng.standard_normal((size, size)).astype(dtype)
+        if op == "linalg.solve":
+            a += size * np.eye(size, dtype=dtype)  # well conditioned
+            return a, rng.standard_normal((size,)).astype(dtype)
+        return (a,) if op == "linalg.svd" else (a, rng.standard_normal((size, size)).astype(dtype))
+    x = rng.standard_normal(size).astype(dtype)
+    return (x, x) if op == "add" else (x,)
+
+
+def _call_for(op: str) -> Callable[..., Any]:
+    import dispatch
+
+    fn: Any = dispatch
+    for part in op.split("."):
+        fn = getattr(fn, part)
+    if op == "linalg.svd":
+        return lambda a: fn(a, full_matrices=False)
+    return fn
+
+
+def _measure_target(target: Any, quick: bool, rng: np.random.Generator, tick: Callable[[str], None]) -> dict:
+    import dispatch
+
+    sync = target.synchronize
+    out: dict[str, Any] = {"device": str(target.device), "threads": _threads(target),
+                           "transfer": {}, "gemm": {}, "ops": {}}
+    with dispatch.using(target.name):
+        one = dispatch.asarray(np.ones(1)).to(target.name)
+        out["call_overhead_s"] = _timer(lambda: one + one, lambda: None, 0.02)
+        out["sync_overhead_s"] = 0.0 if target.device.is_host else _timer(lambda: one + one, sync, 0.02)
+        if not target.device.is_host:
+            out["transfer"] = _measure_transfers(target, quick)
+        budget = _POINT_BUDGET_S[quick]
+        for dtype in _QUICK_DTYPES if quick else DTYPES:
+            if not _holds(target, dtype):
+                continue
+            ops: dict[str, list[list[float]]] = {}
+            for op, sizes, quick_sizes in REPRESENTATIVES:
+                tick(f"{target.name} {dtype} {op}")
+                fn = _call_for(op)
+                points = []
+                for size in quick_sizes if quick else sizes:
+                    host = _inputs(op, size, dtype, rng)
+                    args = tuple(dispatch.asarray(h).to(target.name) for h in host)
+                    try:
+                        seconds = _timer(lambda fn=fn, args=args: fn(*args), sync, budget)
+                    except Exception:  # the target cannot run this op at this size: no point
+                        break
+                    points.append([size, seconds])
+                    if seconds > _SLOW_POINT_S:
+                        break
+                ops[op] = points
+            out["ops"][dtype] = ops
+            out["gemm"][dtype] = [[n, 2.0 * n**3 / s] for n, s in ops.get("matmul", []) if s > 0]
+        adds = out["ops"].get("float64", out["ops"].get("float32", {})).get("add", [])
+        if adds:
+            n, seconds = adds[-1]
+            itemsize = 8 if "float64" in out["ops"] else 4
+            out["memory_bandwidth"] = 3 * n * itemsize / seconds
+    return out
+
+
+def _holds(target: Any, dtype: str) -> bool:
+    from dispatch.targets import Unsupported
+
+    if target.library != "torch":
+        return True
+    try:
+        target.torch_dtype(dtype)
+    except Unsupported:
+        return False
+    return True
+
+
+def _threads(target: Any) -> int:
+    if target.library == "torch" and target.device.is_host:
+        return int(target.torch.get_num_threads())
+    return int(os.cpu_count() or 1)
+
+
+def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
+    """Host <-> device bandwidth through dispatch's staging and through plain pageable copies."""
+    from dispatch.targets import _staging
+
+    nbytes = (16 if quick else 64) << 20
+    host = np.ones(nbytes // 8)
+    sync = target.synchronize
+    staged_in = _timer(lambda: target.from_host(host), sync, 0.2)
+    native = target.from_host(host)
+    staged_out = _timer(lambda: target.to_host(native), sync, 0.2)
+    threshold = _staging.THRESHOLD
+    _staging.THRESHOLD = 1 << 62  # every copy pageable, to compare
+    try:
+        pageable_in = _timer(lambda: target.from_host(host), sync, 0.2)
+        pageable_out = _timer(lambda: target.to_host(native), sync, 0.2)
+    finally:
+        _staging.THRESHOLD = threshold
+    small = np.ones(1)
+    small_native = target.from_host(small)
+    return {
+        "to_device_staged": nbytes / staged_in,
+        "to_host_staged": nbytes / staged_out,
+        "to_device_pageable": nbytes / pageable_in,
+        "to_host_pageable": nbytes / pageable_out,
+        "to_host_latency_s": _timer(lambda: target.to_host(small_native), sync, 0.02),
+        "to_device_latency_s": _timer(lambda: target.from_host(small), sync, 0.02),
+    }
+
+
+def _ticker(total: int, progress: bool) -> Iterator[Callable[[str], None]]:
+    if not progress:
+        yield lambda label: None
+        return
+    try:
+        from rich.progress import Progress
+    except ImportError:
+        count = [0]
+
+        def plain(label: str) -> None:
+            count[0] += 1
+            print(f"\r[{count[0]}/{total}] {label:<40}", end="", file=sys.stderr, flush=True)
+
+        yield plain
+        print(file=sys.stderr)
+        return
+    with Progress(transient=True) as bar:
+        task = bar.add_task("calibrating", total=total)
+        yield lambda label: bar.update(task, advance=1, description=f"calibrating {label}")
+
+
+def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
+              only: tuple[str, ...] | None = None) -> Calibration:
+    """Measure every available target (or only ``only``), store the result, start routing by it.
+
+    A full calibration takes under 30 seconds; ``quick=True`` under 5 seconds.
+    """
+    import contextlib
+
+    from dispatch import targets
+
+    start = time.perf_counter()
+    found = [t for name, t in targets.available().items() if only is None or name in only]
+    info = machine()
+    rng = np.random.default_rng(0)
+    result: dict[str, Any] = {}
+    steps = len(found) * len(_QUICK_DTYPES if quick else DTYPES) * len(REPRESENTATIVES)
+    ticker = _ticker(steps, progress)
+    tick = next(ticker)
+    try:
+        for target in found:
+            result[target.name] = _measure_target(target, quick, rng, tick)
+    finally:
+        with contextlib.suppress(StopIteration):
+            next(ticker)
+    cal = Calibration(
+        fingerprint=fingerprint(info),
+        machine=info,
+        targets=result,
+        quick=quick,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        seconds=round(time.perf_counter() - start, 2),
+    )
+    if save:
+        cal.save()
+        _loaded[cal.fingerprint] = cal
+    from dispatch import router
+
+    router.use_calibration(cal)
+    return cal

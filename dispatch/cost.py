@@ -1,0 +1,236 @@
+"""Cost models: how long a call would take on each target, from calibration.
+
+One model per target, with the seed's ``BackendCostModel`` protocol (GEMM rate for (m, k, n),
+dispatch overhead, round-trip overhead, memory bandwidth, threads), plus the measured curves
+of representative ops. An estimate is::
+
+    compute(op on target, from the representative op's measured curve at this size)
+      + transfer of every input that is not on the target's device
+      + the read-back of a result NumPy returns as a scalar, when the target is a device
+
+Curves are interpolated in log-log space between measured sizes and extrapolated past the
+largest by the op's work shape (linear, n·log n, or cubic in the side of a square operand).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Any
+
+import numpy as np
+
+from dispatch.calibration import SQUARE_OPS, Calibration
+
+__all__ = ["TargetModel", "estimate", "models_from", "representative"]
+
+# Element-wise ops that cost about what exp costs (transcendental); the rest cost what add costs.
+TRANSCENDENTAL = frozenset({
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
+    "asin", "acos", "atan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "asinh", "acosh", "atanh",
+    "arctan2", "atan2", "power", "pow", "float_power", "logaddexp", "logaddexp2", "hypot", "cbrt", "sqrt",
+    "sinc", "i0", "angle",
+})
+# Factorisations that cost what an SVD costs; the others cost what a solve (an LU) costs.
+SVD_LIKE = frozenset({"linalg.svd", "linalg.svdvals", "linalg.pinv", "linalg.matrix_rank", "linalg.cond",
+                      "linalg.lstsq", "linalg.eig", "linalg.eigvals", "linalg.eigh", "linalg.eigvalsh",
+                      "polyfit", "roots"})
+
+
+def representative(op: Any) -> str | None:
+    """The calibrated op whose curve prices ``op``; ``None`` for bandwidth-priced work."""
+    work, name = op.work, op.name
+    base = name.split(".")[0] if op.method != "__call__" else name
+    if work == "map":
+        return "exp" if base in TRANSCENDENTAL else "add"
+    return {
+        "reduce": "sum",
+        "scan": "cumsum",
+        "sort": "sort",
+        "fft": "fft.fft",
+        "matmul": "matmul",
+        "cubic": "linalg.svd" if name in SVD_LIKE else "linalg.solve",
+    }.get(work)
+
+
+def _growth(rep: str, ratio: float, x: float) -> float:
+    """How time grows past the last measured size by ``ratio`` (= x / x_last)."""
+    if rep in SQUARE_OPS:
+        return ratio**3
+    if rep in ("sort", "fft.fft"):
+        return ratio * math.log2(max(x, 2.0)) / math.log2(max(x / ratio, 2.0))
+    return ratio
+
+
+class TargetModel:
+    """The calibrated costs of one target (the seed's ``BackendCostModel``, and curves)."""
+
+    def __init__(self, name: str, data: dict[str, Any]) -> None:
+        self.name = name
+        self.data = data
+        self.ops: dict[str, dict[str, list[list[float]]]] = data.get("ops", {})
+        self.transfer: dict[str, float] = data.get("transfer", {})
+
+    # ---- the seed's protocol -----------------------------------------------------------------------
+
+    def gemm_flops(self, m: int, k: int, n: int, dtype: str = "float64") -> float:
+        """Measured GEMM FLOP/s for an (m x k) @ (k x n) product, interpolated."""
+        side = max((m * k * n) ** (1 / 3), 1.0)
+        seconds = self.seconds("matmul", side, dtype)
+        return 2.0 * m * k * n / seconds if seconds else 0.0
+
+    def dispatch_overhead_s(self) -> float:
+        return float(self.data.get("call_overhead_s", 0.0))
+
+    def roundtrip_overhead_s(self) -> float:
+        return float(self.data.get("sync_overhead_s", 0.0)) + float(self.transfer.get("to_host_latency_s", 0.0))
+
+    def memory_bandwidth(self) -> float:
+        return float(self.data.get("memory_bandwidth", 0.0))
+
+    def num_threads(self) -> int:
+        return int(self.data.get("threads", 1))
+
+    # ---- curves ---------------------------------------------------------------------------------------
+
+    def seconds(self, rep: str, x: float, dtype: str) -> float | None:
+        """Time of the representative op ``rep`` at size ``x`` (resident data), or ``None``."""
+        curves = self.ops.get(dtype) or self.ops.get("float64") or {}
+        points = curves.get(rep)
+        if not points:
+            return None
+        xs = [p[0] for p in points]
+        if x <= xs[0]:
+            return points[0][1]
+        if x >= xs[-1]:
+            last_x, last_t = points[-1]
+            return last_t * _growth(rep, x / last_x, x)
+        i = bisect.bisect_left(xs, x)
+        (x0, t0), (x1, t1) = points[i - 1], points[i]
+        w = math.log(x / x0) / math.log(x1 / x0)
+        return math.exp(math.log(t0) + w * (math.log(t1) - math.log(t0)))
+
+    def bytes_seconds(self, nbytes: float) -> float:
+        """Moving ``nbytes`` through memory once (copies, creation)."""
+        bw = self.memory_bandwidth()
+        return self.dispatch_overhead_s() + (nbytes / bw if bw else 0.0)
+
+    def to_device_seconds(self, nbytes: float) -> float:
+        from dispatch.targets._staging import THRESHOLD
+
+        key = "to_device_staged" if nbytes >= THRESHOLD else "to_device_pageable"
+        bw = self.transfer.get(key) or self.transfer.get("to_device_pageable")
+        return float(self.transfer.get("to_device_latency_s", 0.0)) + (nbytes / bw if bw else 0.0)
+
+    def to_host_seconds(self, nbytes: float) -> float:
+        from dispatch.targets._staging import THRESHOLD
+
+        key = "to_host_staged" if nbytes >= THRESHOLD else "to_host_pageable"
+        bw = self.transfer.get(key) or self.transfer.get("to_host_pageable")
+        return float(self.transfer.get("to_host_latency_s", 0.0)) + (nbytes / bw if bw else 0.0)
+
+
+def models_from(cal: Calibration) -> dict[str, TargetModel]:
+    return {name: TargetModel(name, data) for name, data in cal.targets.items()}
+
+
+# ---- sizing a call ----------------------------------------------------------------------------------------
+
+
+def _curve_dtype(dtypes: tuple[np.dtype, ...]) -> tuple[str, float]:
+    """The calibrated dtype whose curves price these dtypes, and a factor for what differs."""
+    widest = max((d.itemsize for d in dtypes), default=8)
+    complex_ = any(d.kind == "c" for d in dtypes)
+    if complex_:
+        return ("float64" if widest >= 16 else "float32"), 4.0  # a complex multiply is ~4 real ones
+    return ("float64" if widest >= 8 else "float32"), 1.0
+
+
+def _shapes(inputs: Any) -> list[tuple[int, ...]]:
+    return [tuple(a.shape) for a in inputs.arrays]
+
+
+def _size(op: Any, rep: str, inputs: Any) -> float:
+    """The size in the representative's units: elements, or the side of an equivalent square."""
+    if rep not in SQUARE_OPS:
+        return float(max(inputs.size, 1))
+    shapes = [s for s in _shapes(inputs) if len(s) >= 1]
+    if rep == "matmul":
+        if len(shapes) >= 2 and len(shapes[0]) >= 1 and len(shapes[1]) >= 1:
+            a, b = shapes[0], shapes[1]
+            m = a[-2] if len(a) >= 2 else 1
+            k = a[-1]
+            n = b[-1] if len(b) >= 2 else 1
+            batch = max(math.prod(a[:-2]), math.prod(b[:-2]), 1)
+            return max((batch * m * k * n) ** (1 / 3), 1.0)
+        return max(inputs.size ** 0.5, 1.0)
+    a = shapes[0] if shapes else (1, 1)
+    m, n = (a[-2], a[-1]) if len(a) >= 2 else (a[-1], 1)
+    batch = max(math.prod(a[:-2]), 1)
+    return max((batch * m * n * min(m, n)) ** (1 / 3), 1.0)
+
+
+def compute_seconds(model: TargetModel, op: Any, inputs: Any) -> float | None:
+    """Time to run ``op`` on this target with its inputs already there."""
+    if op.local or op.work == "view":
+        return model.dispatch_overhead_s()
+    dtype, factor = _curve_dtype(inputs.dtypes)
+    rep = representative(op)
+    if rep is None:  # copies and creation: memory bandwidth
+        return model.bytes_seconds(2.0 * inputs.nbytes)
+    seconds = model.seconds(rep, _size(op, rep, inputs), dtype)
+    return None if seconds is None else seconds * factor
+
+
+def transfer_seconds(model: TargetModel, target: Any, inputs: Any) -> tuple[float, int]:
+    """Seconds and bytes to bring every input not on the target's device there."""
+    seconds, moved = 0.0, 0
+    for a in inputs.arrays:
+        device = _device_of(a)
+        if device == target.device:
+            continue
+        nbytes = int(math.prod(a.shape)) * _itemsize(a)
+        moved += nbytes
+        if target.device.is_host:
+            seconds += _model_for_device(device).to_host_seconds(nbytes) if _model_for_device(device) else 0.0
+        else:
+            seconds += model.to_device_seconds(nbytes)
+            if not device.is_host:  # device to another device: through the host
+                other = _model_for_device(device)
+                seconds += other.to_host_seconds(nbytes) if other else 0.0
+    return seconds, moved
+
+
+def estimate(model: TargetModel, target: Any, op: Any, inputs: Any, scalar_result: bool) -> float | None:
+    """Total seconds for this call on this target, or ``None`` if it cannot be priced."""
+    compute = compute_seconds(model, op, inputs)
+    if compute is None:
+        return None
+    transfer, _ = transfer_seconds(model, target, inputs)
+    readback = model.roundtrip_overhead_s() if scalar_result and not target.device.is_host else 0.0
+    return compute + transfer + readback
+
+
+# The models of the targets holding data elsewhere (set by the router with the calibration).
+_device_models: dict[Any, TargetModel] = {}
+
+
+def set_device_models(models: dict[Any, TargetModel]) -> None:
+    _device_models.clear()
+    _device_models.update(models)
+
+
+def _model_for_device(device: Any) -> TargetModel | None:
+    return _device_models.get(device)
+
+
+def _device_of(a: Any) -> Any:
+    from dispatch._call import _device
+
+    return _device(a)
+
+
+def _itemsize(a: Any) -> int:
+    from dispatch._call import _dtype
+
+    return _dtype(a).itemsize

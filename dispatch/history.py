@@ -1,0 +1,190 @@
+"""Adaptive history: what calls actually took, so a wrong cost model gets corrected.
+
+Per (op, dtypes, size bucket, residency) and target: an exponentially weighted average of
+measured seconds and a sample count. The router blends it with the model's estimate, trusting
+it more as samples grow (``confidence = n / (n + 2)``), and explores a plausible alternative
+a few times within a budget (bounded epsilon-greedy), so a model that is wrong about a target
+learns it. Only calls predicted to take over ``sample_threshold_s`` (100 µs) are timed; ops
+called more than ``hot_calls_per_s`` (10,000) times a second are "hot": neither timed nor
+traced. GPU calls are timed with device events, read back later without a host sync. The
+history can be saved and loaded (``save()``, ``load()``) in the user's cache directory.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["History", "Stat"]
+
+
+@dataclass
+class Stat:
+    seconds: float
+    samples: int
+
+
+class History:
+    """Measured durations, the exploration policy and hot-path detection."""
+
+    def __init__(self, alpha: float = 0.3, sample_threshold_s: float = 100e-6, hot_calls_per_s: float = 10_000,
+                 explore_probability: float = 0.1, explore_ratio: float = 3.0, explore_samples: int = 2,
+                 explore_budget: float = 0.05, seed: int = 0) -> None:
+        self.alpha = alpha
+        self.sample_threshold_s = sample_threshold_s
+        self.hot_calls_per_s = hot_calls_per_s
+        self.explore_probability = explore_probability
+        self.explore_ratio = explore_ratio
+        self.explore_samples = explore_samples
+        self.explore_budget = explore_budget
+        self.stats: dict[tuple, dict[str, Stat]] = {}
+        self._lock = threading.Lock()
+        self._rng = random.Random(seed)
+        self._calls: dict[str, list[float]] = {}  # op -> [window start, calls in window]
+        self.hot: set[str] = set()
+        self.measured_s = 0.0  # time measured in all
+        self.explored_s = 0.0  # time spent on exploration
+        self._pending: list[tuple[Any, Any, float, tuple, str, bool]] = []
+
+    # ---- learning ------------------------------------------------------------------------------------
+
+    def observe(self, key: tuple, target: str, seconds: float, explored: bool = False) -> None:
+        with self._lock:
+            per = self.stats.setdefault(key, {})
+            stat = per.get(target)
+            if stat is None:
+                per[target] = Stat(seconds, 1)
+            else:
+                stat.seconds += self.alpha * (seconds - stat.seconds)
+                stat.samples += 1
+            self.measured_s += seconds
+            if explored:
+                self.explored_s += seconds
+
+    def blended(self, key: tuple, target: str, model_s: float | None) -> tuple[float | None, int]:
+        """The estimate for ``target``: the model's, pulled toward what was measured."""
+        stat = self.stats.get(key, {}).get(target)
+        if stat is None:
+            return model_s, 0
+        if model_s is None:
+            return stat.seconds, stat.samples
+        confidence = stat.samples / (stat.samples + 2)
+        return confidence * stat.seconds + (1 - confidence) * model_s, stat.samples
+
+    def explore(self, key: tuple, ranked: list[tuple[float, str]]) -> str | None:
+        """A plausible, little-measured alternative to try instead of the best, or ``None``."""
+        if len(ranked) < 2 or self.explored_s > self.explore_budget * max(self.measured_s, 1.0):
+            return None
+        best = ranked[0][0]
+        per = self.stats.get(key, {})
+        for seconds, name in ranked[1:]:
+            if seconds > self.explore_ratio * best or seconds < self.sample_threshold_s:
+                continue
+            if per.get(name, Stat(0, 0)).samples < self.explore_samples:
+                if self._rng.random() < self.explore_probability:
+                    return name
+        return None
+
+    # ---- hot paths -----------------------------------------------------------------------------------
+
+    def count(self, op: str) -> bool:
+        """Count one call of ``op``; ``True`` if it is hot (too frequent to time or trace)."""
+        now = time.perf_counter()
+        window = self._calls.get(op)
+        if window is None:
+            self._calls[op] = [now, 1]
+            return op in self.hot
+        window[1] += 1
+        elapsed = now - window[0]
+        if elapsed >= 1.0:
+            rate = window[1] / elapsed
+            if rate > self.hot_calls_per_s:
+                self.hot.add(op)
+            else:
+                self.hot.discard(op)
+            window[0], window[1] = now, 0
+        elif window[1] > self.hot_calls_per_s:
+            self.hot.add(op)
+        return op in self.hot
+
+    # ---- device timing ----------------------------------------------------------------------------------
+
+    def pend(self, start: Any, end: Any, host_s: float, key: tuple, target: str, explored: bool) -> None:
+        """Remember device events to read once the GPU has passed them (no sync now)."""
+        with self._lock:
+            self._pending.append((start, end, host_s, key, target, explored))
+        self.poll()
+
+    def poll(self) -> None:
+        """Fold in every pending device timing that has completed."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        keep = []
+        for item in pending:
+            start, end, host_s, key, target, explored = item
+            if not _done(end):
+                keep.append(item)
+                continue
+            device_s = _elapsed(start, end)
+            self.observe(key, target, max(host_s, device_s), explored)
+        if keep:
+            with self._lock:
+                self._pending[:0] = keep[-1000:]
+
+    # ---- persistence ------------------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        rows = [
+            {"key": _jsonable(key), "target": t, "seconds": s.seconds, "samples": s.samples}
+            for key, per in self.stats.items()
+            for t, s in per.items()
+        ]
+        return json.dumps({"version": 1, "stats": rows})
+
+    def save(self, path: str | Path) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(self.to_json())
+
+    def load(self, path: str | Path) -> None:
+        data = json.loads(Path(path).read_text())
+        for row in data.get("stats", []):
+            key = _from_jsonable(row["key"])
+            self.stats.setdefault(key, {})[row["target"]] = Stat(row["seconds"], row["samples"])
+
+
+def _done(event: Any) -> bool:
+    try:
+        return bool(event.query())
+    except Exception:  # a broken event: drop it rather than block
+        return True
+
+
+def _elapsed(start: Any, end: Any) -> float:
+    try:
+        ms = start.elapsed_time(end) if hasattr(start, "elapsed_time") else None
+        if ms is None:
+            import cupy
+
+            ms = cupy.cuda.get_elapsed_time(start, end)
+        return float(ms) / 1e3
+    except Exception:
+        return 0.0
+
+
+def _jsonable(key: tuple) -> Any:
+    op, dtypes, bucket, devices = key[:4]
+    return [op, [str(d) for d in dtypes], bucket, sorted(str(d) for d in devices)]
+
+
+def _from_jsonable(raw: list) -> tuple:
+    import numpy as np
+
+    from dispatch.devices import parse_device
+
+    op, dtypes, bucket, devices = raw
+    return (op, tuple(np.dtype(d) for d in dtypes), bucket, frozenset(parse_device(d) for d in devices))
