@@ -116,6 +116,12 @@ class Converter:
     def __init__(self, selector: BackendSelector | None = None) -> None:
         self.selector = selector if selector is not None else BackendSelector()
 
+    @classmethod
+    def for_this_machine(cls) -> Converter:
+        """A converter whose recommendations come from this machine's calibration (the seed's
+        table where the machine is not calibrated yet)."""
+        return cls(BackendSelector.from_calibration())
+
     def lookup(self, op: Any) -> CatalogOp:
         """The catalog member for ``op``; ``KeyError`` naming the closest known names."""
         if isinstance(op, self.catalog):

@@ -234,3 +234,57 @@ def _itemsize(a: Any) -> int:
     from dispatch._call import _dtype
 
     return _dtype(a).itemsize
+
+
+# ---- the MoE table for a calibrated machine ----------------------------------------------------------
+
+_REPRESENTATIVE_BY_COMPLEXITY = ("add", "sum", "matmul")
+
+
+def _host_seconds(model: TargetModel, rep: str, n: int) -> float | None:
+    return model.seconds(rep, math.sqrt(n) if rep in SQUARE_OPS else n, "float64")
+
+
+def _gpu_seconds(model: TargetModel, rep: str, n: int) -> float | None:
+    compute = _host_seconds(model, rep, n)
+    if compute is None:
+        return None
+    inputs = 2 if rep in ("add", "matmul") else 1
+    readback = model.roundtrip_overhead_s() if rep == "sum" else 0.0
+    return compute + inputs * model.to_device_seconds(n * 8) + readback
+
+
+def derive_selector(cls: type, cal: Calibration) -> Any:
+    """The selector for a calibration: see ``BackendSelector.from_calibration``."""
+    from dispatch.selector import MoeThresholds, OpComplexity
+
+    models = models_from(cal)
+    numpy_model = models.get("numpy")
+    cpu = [m for name, m in models.items() if name not in ("numpy",) and not m.transfer]
+    gpu = [m for m in models.values() if m.transfer]
+    sizes = [1 << e for e in range(4, 35)]
+    simd, gpus = [], []
+    for complexity in OpComplexity:
+        rep = _REPRESENTATIVE_BY_COMPLEXITY[complexity]
+        simd_at = gpu_at = None
+        for n in sizes:
+            base = _host_seconds(numpy_model, rep, n) if numpy_model else None
+            best_cpu = min((t for m in cpu if (t := _host_seconds(m, rep, n)) is not None), default=None)
+            if simd_at is None and base is not None and best_cpu is not None and best_cpu < base:
+                simd_at = n // 2
+            cpu_best = min(v for v in (base, best_cpu, math.inf) if v is not None)
+            best_gpu = min((t for m in gpu if (t := _gpu_seconds(m, rep, n)) is not None), default=None)
+            if gpu_at is None and best_gpu is not None and best_gpu < cpu_best:
+                gpu_at = n // 2
+        simd.append(simd_at)
+        gpus.append(gpu_at)
+    selector = cls().with_thresholds(MoeThresholds(simd=tuple(simd), gpu=tuple(gpus)))
+    if gpu:
+        bandwidth = max(m.transfer.get("to_device_staged", 0.0) or m.transfer.get("to_device_pageable", 0.0)
+                        for m in gpu)
+        rate = max((r for m in gpu for r in (m.gemm_flops(4096, 4096, 4096),) if r), default=0.0)
+        if bandwidth > 0:
+            selector = selector.with_pcie_bandwidth(bandwidth)
+        if rate > 0:
+            selector = selector.with_gpu_gflops(rate)
+    return selector

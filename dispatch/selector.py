@@ -159,6 +159,28 @@ class BackendSelector:
         """A copy that routes ``select_with_moe`` by another threshold table."""
         return self._copy(thresholds=thresholds)
 
+    @classmethod
+    def from_calibration(cls, calibration: object | None = None) -> BackendSelector:
+        """A selector whose MoE table is derived from a calibration (this machine's stored one
+        by default), so ``select_with_moe`` and the converters' ``recommend_backend`` speak for
+        the machine that was measured. With no calibration, the seed's defaults.
+
+        For each complexity, a representative op (LOW: add, MEDIUM: sum, HIGH: a square matmul)
+        is priced on every calibrated target: SIMD from the first size at which a multi-threaded
+        CPU engine beats NumPy, GPU from the first size at which a GPU, paying the transfer of
+        host data, beats every CPU engine. A tier that never wins is ``None``. The PCIe bandwidth
+        and GPU rate become the measured ones.
+        """
+        from dispatch import calibration as calibration_module
+        from dispatch.cost import derive_selector
+
+        cal = calibration if calibration is not None else calibration_module.load()
+        if cal is None:
+            return cls()
+        if isinstance(cal, (str, bytes)) or hasattr(cal, "__fspath__"):
+            cal = calibration_module.load(cal)
+        return derive_selector(cls, cal)
+
     def __repr__(self) -> str:
         return (
             f"BackendSelector(pcie_bandwidth={self._pcie_bandwidth:g}, gpu_gflops={self._gpu_flops:g}, "

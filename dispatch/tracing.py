@@ -14,13 +14,14 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dispatch._state import STATE
 
-__all__ = ["CallRecord", "Trace", "fallbacks", "trace"]
+__all__ = ["CallRecord", "Trace", "fallbacks", "trace", "use_opentelemetry"]
 
 log = logging.getLogger("dispatch")
 
@@ -143,6 +144,47 @@ def fallback(op: Any, why: str) -> None:
 def record(rec: CallRecord) -> None:
     for t in list(_active):
         t.records.append(rec)
+    if _otel_tracer is not None:
+        _export_span(rec)
+
+
+# ---- OpenTelemetry: one span per routed call ----------------------------------------------------------
+
+_otel_tracer: Any = None
+
+
+def use_opentelemetry(tracer: Any = None) -> None:
+    """Export a span per routed call (op, target, reason, predicted and measured time, bytes
+    moved) through OpenTelemetry; needs ``opentelemetry-api``. ``tracer`` defaults to the
+    global provider's tracer for ``dispatch``. ``use_opentelemetry(False)`` stops."""
+    global _otel_tracer
+    with _lock:
+        was_on = _otel_tracer is not None
+        if tracer is False:
+            _otel_tracer = None
+        else:
+            if tracer is None:
+                from opentelemetry import trace as otel_trace
+
+                tracer = otel_trace.get_tracer("dispatch")
+            _otel_tracer = tracer
+        STATE.tracing += (_otel_tracer is not None) - was_on
+        STATE.refresh()
+
+
+def _export_span(rec: CallRecord) -> None:
+    end = time.time_ns()
+    span = _otel_tracer.start_span(f"dispatch.{rec.op}", start_time=end - int(rec.seconds * 1e9))
+    span.set_attribute("dispatch.op", rec.op)
+    span.set_attribute("dispatch.target", rec.target)
+    span.set_attribute("dispatch.reason", rec.reason)
+    span.set_attribute("dispatch.shapes", json.dumps(rec.shapes))
+    span.set_attribute("dispatch.dtypes", ",".join(rec.dtypes))
+    span.set_attribute("dispatch.seconds", rec.seconds)
+    span.set_attribute("dispatch.bytes_moved", rec.bytes_moved)
+    if rec.predicted_seconds is not None:
+        span.set_attribute("dispatch.predicted_seconds", rec.predicted_seconds)
+    span.end(end_time=end)
 
 
 # Record the user's call site (file:line) of each call; profiling turns this on.

@@ -1,0 +1,268 @@
+"""The router: cold start, the cost policy on a synthetic calibration, the decision cache,
+refusals, the adaptive history, and the MoE table derived from a calibration."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import dispatch
+from dispatch import BackendSelector, OpComplexity, calibration, cost, router
+from dispatch._call import Inputs
+from dispatch._ops import op_named
+from dispatch.devices import HOST, Device
+from dispatch.history import History
+
+
+def _linear(overhead: float, per_element: float, sizes=(1_000, 10_000, 100_000, 1_000_000)) -> list[list[float]]:
+    return [[n, overhead + per_element * n] for n in sizes]
+
+
+def _cubic(overhead: float, per_flop: float, sides=(16, 64, 256, 1024)) -> list[list[float]]:
+    return [[n, overhead + per_flop * n**3] for n in sides]
+
+
+def synthetic(gpu: bool = False) -> calibration.Calibration:
+    """NumPy: cheap calls, slow per element. torch-cpu: dearer calls, 4x faster per element.
+    A GPU (optional): 20 µs calls, 100x faster per element, 10 GB/s transfers."""
+    def target(overhead: float, speed: float, transfer: dict | None = None) -> dict:
+        ops = {"add": _linear(overhead, 1e-9 / speed), "exp": _linear(overhead, 4e-9 / speed),
+               "sum": _linear(overhead, 0.5e-9 / speed), "cumsum": _linear(overhead, 2e-9 / speed),
+               "sort": _linear(overhead, 20e-9 / speed), "fft.fft": _linear(overhead, 10e-9 / speed),
+               "matmul": _cubic(overhead, 2e-10 / speed), "linalg.solve": _cubic(overhead, 1e-9 / speed),
+               "linalg.svd": _cubic(overhead, 1e-8 / speed)}
+        return {"device": "cpu", "threads": 2, "call_overhead_s": overhead, "sync_overhead_s": 0.0,
+                "memory_bandwidth": 10e9 * speed, "transfer": transfer or {}, "gemm": {},
+                "ops": {"float64": ops, "float32": ops}}
+
+    targets = {"numpy": target(1e-6, 1.0), "torch-cpu": target(5e-6, 4.0)}
+    if gpu:
+        targets["cupy"] = target(20e-6, 100.0, {"to_device_staged": 10e9, "to_device_pageable": 5e9,
+                                               "to_host_staged": 10e9, "to_host_pageable": 3e9,
+                                               "to_host_latency_s": 30e-6, "to_device_latency_s": 10e-6})
+        targets["cupy"]["device"] = "cuda:0"
+    return calibration.Calibration(fingerprint=calibration.fingerprint(), machine={}, targets=targets)
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    """No stored calibration, a fresh history, and the seed policy restored afterwards."""
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    calibration._loaded.clear()
+    saved = (router._policy, dict(router._models), router.history, router._calibration_checked)
+    router._calibration_checked = False
+    router._models.clear()
+    router._policy = "seed"
+    router.history = History()
+    router.clear_decisions()
+    yield tmp_path
+    router._policy, router.history, router._calibration_checked = saved[0], saved[2], saved[3]
+    router._models.clear()
+    router._models.update(saved[1])
+    router._refusals.clear()
+    router.clear_decisions()
+    calibration._loaded.clear()
+
+
+def _inputs(*arrays) -> Inputs:
+    return Inputs(list(arrays))
+
+
+def test_cold_start_routes_by_the_seed_table(isolated):
+    op = op_named("sum")
+    small = _inputs(dispatch.ones(5_000))
+    big = _inputs(dispatch.ones(50_000))
+    assert router.decide(op, small, (), {}).target.name == "numpy"
+    assert router.policy() == "seed"
+    decision = router.decide(op, big, (), {})
+    assert decision.reason.startswith("heuristic")
+    # SIMD tier: torch-cpu for sum where torch is installed, else numpy
+    expected = "torch-cpu" if dispatch.targets.probe("torch-cpu") else "numpy"
+    assert decision.target.name == expected
+
+
+def test_a_stored_calibration_is_loaded_on_first_use(isolated):
+    synthetic().save()
+    router.decide(op_named("sum"), _inputs(dispatch.ones(50_000)), (), {})
+    assert router.policy() == "cost"
+
+
+def test_cost_policy_picks_the_cheaper_target(isolated):
+    pytest.importorskip("torch")
+    router.use_calibration(synthetic())
+    op = op_named("sum")
+    # 1e3 elements: numpy 1 µs + 0.5 µs beats torch 5 µs + 0.125 µs
+    small = router.decide(op, _inputs(dispatch.ones(1_000)), (), {})
+    assert small.target.name == "numpy" and small.reason.startswith("cost model")
+    # 1e6 elements: numpy 501 µs, torch 130 µs
+    big = router.decide(op, _inputs(dispatch.ones(1_000_000)), (), {})
+    assert big.target.name == "torch-cpu"
+    assert big.predicted == pytest.approx(5e-6 + 0.125e-9 * 1e6, rel=0.05)
+
+
+def test_transfers_are_priced(isolated):
+    router.use_calibration(synthetic(gpu=True))
+    models = cost.models_from(synthetic(gpu=True))
+    gpu = type("FakeGpu", (), {"device": Device("cuda", 0), "name": "cupy"})()
+    host = type("FakeHost", (), {"device": HOST, "name": "numpy"})()
+    op = op_named("add")
+    x = dispatch.ones(1_000_000)
+    inputs = _inputs(x, x)
+    on_gpu = cost.estimate(models["cupy"], gpu, op, inputs, scalar_result=False)
+    compute = models["cupy"].seconds("add", 1e6, "float64")
+    moved = 2 * models["cupy"].to_device_seconds(8e6)
+    assert on_gpu == pytest.approx(compute + moved)
+    assert moved > 0 and cost.estimate(models["numpy"], host, op, inputs, scalar_result=False) < on_gpu
+    # a reduction read back to the host pays the round trip on the device only
+    s = op_named("sum")
+    assert cost.estimate(models["cupy"], gpu, s, _inputs(x), True) - cost.estimate(
+        models["cupy"], gpu, s, _inputs(x), False) == pytest.approx(30e-6)
+
+
+def test_curves_interpolate_and_extrapolate_by_work_shape():
+    model = cost.TargetModel("numpy", synthetic().targets["numpy"])
+    assert model.seconds("add", 1_000, "float64") == pytest.approx(2e-6)
+    mid = model.seconds("add", 31_623, "float64")  # between 1e4 and 1e5, log-log
+    assert 11e-6 < mid < 101e-6
+    assert model.seconds("add", 2e6, "float64") == pytest.approx(2 * (1e-6 + 1e-3))  # linear past the end
+    assert model.seconds("matmul", 2048, "float64") == pytest.approx(8 * (1e-6 + 2e-10 * 1024**3))  # cubic
+    assert model.seconds("nothing", 10, "float64") is None
+    assert model.gemm_flops(1024, 1024, 1024) == pytest.approx(2 * 1024**3 / (1e-6 + 2e-10 * 1024**3))
+
+
+def test_matmul_is_sized_by_its_operands(isolated):
+    a, b = dispatch.ones((64, 256)), dispatch.ones((256, 16))
+    side = cost._size(op_named("matmul"), "matmul", _inputs(a, b))
+    assert side == pytest.approx((64 * 256 * 16) ** (1 / 3))
+
+
+def test_decision_cache_hit_is_the_same_object(isolated):
+    op = op_named("sum")
+    inputs = _inputs(dispatch.ones(50_000))
+    assert router.decide(op, inputs, (), {}) is router.decide(op, _inputs(dispatch.ones(40_000)), (), {})
+
+
+def test_refusal_is_remembered_for_the_key(isolated):
+    pytest.importorskip("torch")
+    router.use_calibration(synthetic())
+    op = op_named("sum")
+    x = dispatch.ones(1_000_000, dtype=np.uint8)  # torch-cpu refuses unsigned reductions
+    first = router.decide(op, _inputs(x), (), {})
+    assert first.target.name == "torch-cpu"
+    assert int(dispatch.sum(x)) == 1_000_000
+    again = router.decide(op, _inputs(x), (), {})
+    assert again.target.name == "numpy"
+    assert "torch-cpu" in router._refusals[again.key]
+
+
+def test_history_corrects_a_wrong_model(isolated):
+    pytest.importorskip("torch")
+    router.use_calibration(synthetic())
+    op = op_named("sum")
+    inputs = _inputs(dispatch.ones(1_000_000))
+    first = router.decide(op, inputs, (), {})
+    assert first.target.name == "torch-cpu" and first.sample
+    for _ in range(8):  # torch-cpu turns out slow here; numpy fast
+        router.history.observe(first.key, "torch-cpu", 5e-3)
+        router.history.observe(first.key, "numpy", 1e-4)
+    router.clear_decisions()
+    learned = router.decide(op, inputs, (), {})
+    assert learned.target.name == "numpy" and learned.reason.startswith("history")
+
+
+def test_history_blends_with_growing_confidence():
+    h = History()
+    key = ("sum", (np.dtype("float64"),), 20, frozenset({HOST}))
+    assert h.blended(key, "numpy", 1.0) == (1.0, 0)
+    h.observe(key, "numpy", 0.0)
+    one, _ = h.blended(key, "numpy", 1.0)
+    for _ in range(20):
+        h.observe(key, "numpy", 0.0)
+    many, n = h.blended(key, "numpy", 1.0)
+    assert n == 21 and 0 < many < one < 1.0
+
+
+def test_exploration_is_bounded():
+    h = History(explore_probability=1.0, explore_samples=2, explore_budget=0.05)
+    key = ("sum", (), 1, frozenset())
+    ranked = [(1e-3, "numpy"), (2e-3, "torch-cpu"), (9e-3, "cupy")]
+    assert h.explore(key, ranked) == "torch-cpu"  # within 3x, never measured
+    h.observe(key, "torch-cpu", 2e-3, explored=True)
+    h.observe(key, "torch-cpu", 2e-3, explored=True)
+    assert h.explore(key, ranked) is None  # measured enough; cupy is over 3x the best
+    h2 = History(explore_probability=1.0)
+    h2.observe(("x",), "numpy", 1.0)
+    h2.observe(("x",), "numpy", 1.0, explored=True)  # half the measured time was exploration
+    assert h2.explore(key, ranked) is None  # budget spent
+
+
+def test_hot_path_detection():
+    h = History(hot_calls_per_s=100)
+    assert not any(h.count("add") for _ in range(50))
+    assert any(h.count("add") for _ in range(200))
+    assert "add" in h.hot
+
+
+def test_history_persists(tmp_path):
+    h = History()
+    key = ("sum", (np.dtype("float32"),), 17, frozenset({HOST}))
+    h.observe(key, "numpy", 2e-3)
+    h.save(tmp_path / "h.json")
+    back = History()
+    back.load(tmp_path / "h.json")
+    assert back.stats[key]["numpy"].seconds == pytest.approx(2e-3)
+
+
+def test_selector_from_a_synthetic_calibration(isolated):
+    s = BackendSelector.from_calibration(synthetic(gpu=True))
+    low_simd, medium_simd, high_simd = s.thresholds.simd
+    # add: numpy 1 µs + 1 ns/el, torch 5 µs + 0.25 ns/el: torch wins past n = 5333
+    assert low_simd == 4096
+    assert all(v is not None for v in (medium_simd, high_simd))
+    assert s.pcie_bandwidth == 10e9
+    # the GPU pays 2 x 8 bytes/element at 10 GB/s for add: never faster than torch's 0.25 ns
+    assert s.thresholds.gpu[OpComplexity.LOW] is None
+    assert s.thresholds.gpu[OpComplexity.HIGH] is not None
+    assert BackendSelector.from_calibration(None) == BackendSelector()  # isolated: none stored
+
+
+def test_calibration_round_trip_and_cache(isolated):
+    cal = calibration.calibrate(quick=True, progress=False, only=("numpy",))
+    assert set(cal.targets) == {"numpy"}
+    ops = cal.targets["numpy"]["ops"]["float64"]
+    assert {"add", "sum", "matmul", "sort", "linalg.svd"} <= set(ops)
+    assert all(t > 0 for points in ops.values() for _, t in points)
+    stored = list(isolated.glob("calibration-*.json"))
+    assert len(stored) == 1 and json.loads(stored[0].read_text())["fingerprint"] == calibration.fingerprint()
+    calibration._loaded.clear()
+    assert calibration.load().targets == json.loads(cal.to_json())["targets"]
+    assert calibration.load_or_measure().fingerprint == cal.fingerprint
+    assert router.policy() == "cost"
+
+
+def test_fingerprint_is_stable_and_names_the_machine():
+    info = calibration.machine()
+    assert calibration.fingerprint(info) == calibration.fingerprint()
+    assert {"cpu", "cpu_count", "gpus", "libraries"} <= set(info)
+    assert info["libraries"]["numpy"] == np.__version__
+
+
+def test_calibration_file_of_another_version_is_ignored(isolated):
+    (isolated / f"calibration-{calibration.fingerprint()}.json").write_text(json.dumps({"version": 99}))
+    assert calibration.load() is None
+
+
+def test_cost_floor_keeps_small_calls_on_numpy(isolated):
+    pytest.importorskip("torch")
+    router.use_calibration(synthetic())
+    floor = router.host_floor(op_named("add"))
+    assert 1_000 <= floor < 8_192  # torch wins past about 5,333 elements
+    assert math.log2(floor).is_integer()
+
+
+def test_unknown_policy():
+    with pytest.raises(ValueError, match="unknown routing policy"):
+        router.set_policy("fastest")

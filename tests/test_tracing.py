@@ -1,0 +1,101 @@
+"""Tracing: per-call records, the summary table, JSON, fallbacks reported once,
+DISPATCH_TRACE=1, and the OpenTelemetry exporter."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dispatch
+from dispatch import tracing
+
+
+def test_trace_records_each_call():
+    x = dispatch.arange(12.0).reshape(3, 4)
+    with dispatch.trace() as t:
+        y = x.sum(axis=0)
+        z = np.linalg.norm(x)
+    assert isinstance(y, dispatch.ndarray) and float(z) == pytest.approx(np.linalg.norm(np.arange(12.0)))
+    ops = [r.op for r in t.records]
+    assert ops == ["sum", "linalg.norm"]
+    first = t.records[0]
+    assert first.shapes == [[3, 4]] and first.dtypes == ["float64"]
+    assert first.target == "numpy" and first.reason and first.seconds > 0
+
+
+def test_numpy_trace_keeps_its_meaning():
+    x = dispatch.arange(9.0).reshape(3, 3)
+    assert dispatch.trace(x) == np.trace(np.arange(9.0).reshape(3, 3))
+    assert dispatch.trace(x, offset=1) == 1.0 + 5.0
+    assert isinstance(dispatch.trace(), tracing.Trace)
+
+
+def test_summary_and_json():
+    with dispatch.trace() as t:
+        for _ in range(3):
+            dispatch.ones(10).sum()
+    out = io.StringIO()
+    text = t.summary(file=out)
+    assert "sum" in text and "numpy" in text and "3" in text
+    assert "dispatch trace" in out.getvalue()
+    data = json.loads(t.to_json())
+    assert [c["op"] for c in data["calls"]].count("sum") == 3
+    assert t.by_target()["numpy"] > 0
+
+
+def test_fallbacks_are_reported_once(caplog):
+    with caplog.at_level(logging.INFO, logger="dispatch"), dispatch.trace() as t:
+        for _ in range(5):
+            np.lib.stride_tricks.sliding_window_view(dispatch.arange(10), 3)
+    assert sum("sliding_window_view" in m for m in caplog.messages) <= 1
+    counted = [n for (op, _), n in tracing.fallbacks().items() if "sliding_window_view" in op]
+    assert counted and counted[0] >= 1
+    assert not [w for w in caplog.records if w.levelno >= logging.WARNING]
+    assert [r.op for r in t.records].count("numpy.lib.stride_tricks.sliding_window_view") == 5
+
+
+def test_traces_nest_and_close():
+    with dispatch.trace() as outer:
+        dispatch.ones(3).sum()
+        with dispatch.trace() as inner:
+            dispatch.ones(3).mean()
+    dispatch.ones(3).max()
+    assert [r.op for r in outer.records] == ["ones", "sum", "ones", "mean"]
+    assert [r.op for r in inner.records] == ["ones", "mean"]
+    assert dispatch._state.STATE.tracing == 0 and dispatch._state.STATE.plain
+
+
+def test_dispatch_trace_env_prints_at_exit():
+    code = "import dispatch as np; x = np.arange(100.0); print(float(x.sum()))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "DISPATCH_TRACE": "1"}, check=True)
+    assert run.stdout.strip() == "4950.0"
+    assert "dispatch trace" in run.stderr and "sum" in run.stderr
+
+
+def test_opentelemetry_spans():
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.use_opentelemetry(provider.get_tracer("test"))
+    try:
+        dispatch.arange(5.0).sum()
+    finally:
+        tracing.use_opentelemetry(False)
+    spans = exporter.get_finished_spans()
+    names = [s.name for s in spans]
+    assert "dispatch.sum" in names
+    span = spans[names.index("dispatch.sum")]
+    assert span.attributes["dispatch.target"] == "numpy"
+    assert span.attributes["dispatch.shapes"] == "[[5]]"
+    assert dispatch._state.STATE.tracing == 0
