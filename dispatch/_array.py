@@ -559,12 +559,42 @@ _COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_eq
 _UNARY = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "invert"}
 
 
+_ND = np.ndarray
+_PY_SCALARS = (float, int, bool, complex)
+
+
 def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
     op = op_named(ufunc_name)
+    func = op.func
+    new = object.__new__
 
     def forward(self: ndarray, other: Any) -> Any:
-        if not _handled(other):
+        # The hot path, inlined: host data under the op's floor goes straight to NumPy.
+        kind = type(other)
+        if kind is ndarray:
+            odata = other._data
+        elif kind is _ND or kind in _PY_SCALARS:
+            odata = other
+        elif not _handled(other):
             return NotImplemented
+        else:
+            return _call.call_fast_ufunc(op, self, other)
+        data = self._data
+        if STATE.plain and type(data) is _ND:
+            okind = type(odata)
+            if okind is _ND:
+                n = data.size if data.size >= odata.size else odata.size
+            elif okind in _PY_SCALARS:
+                n = data.size
+            else:
+                return _call.call_fast_ufunc(op, self, other)
+            if n <= op.floor:
+                result = func(data, odata)
+                if type(result) is _ND:
+                    obj = new(ndarray)
+                    obj._data = result
+                    return obj
+                return result
         return _call.call_fast_ufunc(op, self, other)
 
     def reflected(self: ndarray, other: Any) -> Any:

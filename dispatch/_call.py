@@ -23,7 +23,7 @@ from dispatch import router, tracing
 from dispatch._array import ndarray, wrap, wrap_host
 from dispatch._ops import Op
 from dispatch._state import STATE
-from dispatch.devices import Device, device_of
+from dispatch.devices import HOST, Device, device_of
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
 
@@ -39,11 +39,24 @@ class Inputs:
 
     def __init__(self, arrays: list[Any]) -> None:
         self.arrays = arrays
-        sizes = [_size(a) for a in arrays]
-        self.size = max(sizes, default=0)
-        self.nbytes = sum(s * _itemsize(a) for s, a in zip(sizes, arrays, strict=True))
-        self.dtypes = tuple(_dtype(a) for a in arrays)
-        self.devices = frozenset(_device(a) for a in arrays)
+        size = nbytes = 0
+        dtypes = []
+        devices = set()
+        for a in arrays:
+            data = a._data if isinstance(a, ndarray) else a
+            if type(data) is np.ndarray:
+                n, dtype, device = data.size, data.dtype, HOST
+            else:
+                n, dtype, device = _size(data), _dtype(a), _device(a)
+            if n > size:
+                size = n
+            nbytes += n * dtype.itemsize
+            dtypes.append(dtype)
+            devices.add(device)
+        self.size = size
+        self.nbytes = nbytes
+        self.dtypes = tuple(dtypes)
+        self.devices = frozenset(devices)
 
     @property
     def resident(self) -> Device | None:
@@ -305,7 +318,7 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
         ad = a._data if type(a) is ndarray else a
         bd = b._data if type(b) is ndarray else b
         if (type(ad) is np.ndarray or type(ad) in _SCALARS) and (type(bd) is np.ndarray or type(bd) in _SCALARS):
-            if max(getattr(ad, "size", 1), getattr(bd, "size", 1)) <= router.host_floor(op):
+            floor = op.floor if op.floor >= 0 else router.host_floor(op)
+            if max(getattr(ad, "size", 1), getattr(bd, "size", 1)) <= floor:
                 return wrap_host(op.func(ad, bd))
     return call(op, (a, b), {})
-
