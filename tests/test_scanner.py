@@ -135,13 +135,7 @@ def test_aliases_file():
 
 
 def test_scheduler_step_and_unknown_array_methods_are_not_guessed():
-    source = (
-        "import torch\n"
-        "def f(scheduler, x, model):\n"
-        "    scheduler.step()\n"
-        "    x.sum()\n"
-        "    model.zero_grad()\n"
-    )
+    source = "import torch\ndef f(scheduler, x, model):\n    scheduler.step()\n    x.sum()\n    model.zero_grad()\n"
     assert sites(source) == [(5, "ZeroGrad", None)]
 
 
