@@ -16,6 +16,7 @@ __all__ = ["CommandError", "main"]
 # subcommand -> module under dispatch.cli, in the order --help lists them
 SUBCOMMANDS: dict[str, str] = {
     "analyze": "analyze",
+    "migrate": "migrate",
 }
 
 
