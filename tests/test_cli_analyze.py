@@ -101,6 +101,13 @@ def test_rich_table_has_the_same_cells(app):
         assert cell in text
 
 
+def test_terminal_without_rich_falls_back_to_plain_text(app, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setitem(sys.modules, "rich.console", None)  # as if rich were not installed
+    assert main(["analyze", "app.py"]) == 0
+    assert capsys.readouterr().out.startswith("location    call                 op    complexity")
+
+
 def test_json_schema(app):
     report = analyze_json("app.py")
     assert set(report) == {

@@ -268,6 +268,16 @@ def test_unparseable_files_are_refused_and_the_others_processed(tmp_path, monkey
     assert Path("b_good.py").read_text() == "import dispatch as np\n"
 
 
+def test_without_libcst_migrate_says_what_to_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "libcst", None)  # as if libcst were not installed
+    monkeypatch.delitem(sys.modules, "dispatch.cli._codemod")
+    Path(tmp_path / "a.py").write_text("import numpy\n")
+    assert main(["migrate", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dispatch migrate: error: migrate needs libcst: pip install 'dispatch-accel[migrate]'")
+    assert err.count("\n") == 1
+
+
 def test_missing_path_is_a_usage_error(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
