@@ -80,15 +80,17 @@ _TORCH_METHOD_OPS = {
 } | {"backward": "Backward"}
 # torch functions that are also Tensor methods (``x.sum()``, ``a.matmul(b)``).
 _TENSOR_METHODS = frozenset({"add", "mul", "reshape", "sum", "mean", "matmul", "bmm"})
-# Tensor methods that give a tensor of the same shape; module methods that give the module.
 _TORCH_MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+# Tensor methods that give a tensor of the same shape; module methods that give the module.
 _TENSOR_SAME_SHAPE = frozenset({"to", "float", "double", "half", "cpu", "cuda", "detach", "clone", "contiguous"})
 _MODULE_RETURNS_SELF = frozenset({"to", "train", "eval", "cpu", "cuda", "float", "double", "half", "requires_grad_"})
-# torch functions whose result is a tensor the walker follows.
-_TORCH_TENSOR_FUNCTIONS = frozenset(
+# torch functions whose result is a tensor the walker follows: creations (sized by their
+# output) and ops (sized by their largest input).
+_TORCH_CREATIONS = frozenset(
     {"tensor", "as_tensor", "from_numpy", "asarray", "zeros", "ones", "empty", "full", "rand", "randn",
-     "arange", "linspace", "eye", "add", "mul", "reshape", "cat", "sum", "mean", "matmul", "bmm", "einsum"}
+     "arange", "linspace", "eye"}
 )  # fmt: skip
+_TORCH_OPS = frozenset({"add", "mul", "reshape", "cat", "sum", "mean", "matmul", "bmm", "einsum"})
 
 # ndarray methods that are catalog ops of the same name (a meta-test checks both facts).
 ARRAY_METHODS = frozenset({
@@ -126,6 +128,7 @@ _ARITHMETIC = {
     ast.Pow: lambda a, b: a**b,
 }
 _LARGEST_NUMBER = 10**18  # arithmetic beyond this is no array size
+_LARGEST_EXPONENT = 64  # 10**10**9 in a source file must not take the scanner's time
 
 
 @dataclass(frozen=True)
@@ -413,6 +416,8 @@ class Walker:
 
     def _arithmetic(self, op: ast.operator, left: Value | None, right: Value | None) -> Value | None:
         if left is not None and right is not None and left.kind == NUMBER and right.kind == NUMBER:
+            if isinstance(op, ast.Pow) and not abs(right.number) <= _LARGEST_EXPONENT:  # type: ignore[arg-type]
+                return None
             try:
                 result = _ARITHMETIC[type(op)](left.number, right.number)
             except (KeyError, ArithmeticError, ValueError):
@@ -479,7 +484,7 @@ class Walker:
             self._report(node, PYTORCH, "torch.matmul", "MatMul", shape)
         else:
             self._report(node, NUMPY, "numpy.matmul", "matmul", shape)
-        return array(library or NUMPY, matmul_shape(left, right))
+        return array(library, matmul_shape(left, right))
 
     # ---- calls ------------------------------------------------------------------------------
 
@@ -556,12 +561,11 @@ class Walker:
         if path.startswith("nn.") and path.count(".") == 1 and function[:1].isupper():
             self._report(node, PYTORCH, qualname, op, None)
             return Value(MODULE, qualname)
-        if "." in path or function not in _TORCH_TENSOR_FUNCTIONS:
+        if "." in path or function not in _TORCH_CREATIONS | _TORCH_OPS:
             self._report(node, PYTORCH, qualname, op, _largest_arg(args))
             return None
         shape = torch_shape(function, args)
-        creates = function not in ("add", "mul", "reshape", "cat", "sum", "mean", "matmul", "bmm", "einsum")
-        self._report(node, PYTORCH, qualname, op, shape if creates else _largest_arg(args))
+        self._report(node, PYTORCH, qualname, op, shape if function in _TORCH_CREATIONS else _largest_arg(args))
         return array(PYTORCH, shape)
 
     def _call_method(self, node: ast.Call, attr: str, receiver: Value | None, args: Args) -> Value | None:

@@ -142,7 +142,7 @@ def _number(value: Value | None) -> float | None:
 # ---- NumPy -----------------------------------------------------------------------------------
 
 _SHAPE_FIRST = frozenset({"zeros", "ones", "empty", "full"})
-_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "copy", "ascontiguousarray"})
+_SAME_SHAPE_AS_FIRST = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "copy", "ascontiguousarray"})
 _FROM_DATA = frozenset({"array", "asarray", "asanyarray"})
 
 # Where a numpy.random function (or Generator / RandomState method) takes ``size``.
@@ -183,7 +183,7 @@ def numpy_shape(op: str, work: str, args: Args) -> tuple[int, ...] | None:
     first = _arg(args, 0, None)
     if op in _SHAPE_FIRST:
         return as_shape(_arg(args, 0, "shape"))
-    if op in _LIKE:
+    if op in _SAME_SHAPE_AS_FIRST:
         return literal_shape(_arg(args, 0, "a"))
     if op in _FROM_DATA:
         return literal_shape(_arg(args, 0, "object" if op == "array" else "a"))

@@ -291,6 +291,10 @@ def test_module_variables_are_seen_by_functions_and_parameters_shadow_them():
     ]
 
 
+def test_huge_literal_arithmetic_is_no_size():
+    assert sites("import numpy as np\nnp.ones(10**10**9)\nnp.ones(2**70)\n") == [(2, "ones", None), (3, "ones", None)]
+
+
 def test_reassignment_forgets_a_size():
     assert sites("import numpy as np\nX = np.ones(9)\nX = load()\nnp.sum(X)\n") == [(2, "ones", 9), (4, "sum", None)]
 

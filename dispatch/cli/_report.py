@@ -162,7 +162,7 @@ def build_report(
                 continue
             converter = _converter(site.library)
             tier = converter.recommend_backend(site.op, site.size)
-            rows.append(Row(site, tier, estimate(site.op or "", converter.complexity(site.op), site.size)))
+            rows.append(Row(site, tier, estimate(site.op, converter.complexity(site.op), site.size)))
     report = Report(list(paths), list(files), rows, model)
     if profile is not None:
         keys = [SiteKey(row.site.path, row.site.line, row.site.op) for row in rows]

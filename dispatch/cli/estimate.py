@@ -89,7 +89,6 @@ WORK_MODEL: dict[str, Callable[[float], tuple[float, float]]] = {
 # When an op is in no catalog: the work its complexity stands for.
 _WORK_BY_COMPLEXITY = {OpComplexity.LOW: "map", OpComplexity.MEDIUM: "reduce", OpComplexity.HIGH: "matmul"}
 _HOST_ONLY = frozenset({"host", "random"})
-_HOST_ONLY_OPS = frozenset({"DataLoading", "Dataset"})
 _ENTRIES = {**NUMPY_CATALOG, **SKLEARN_CATALOG, **PYTORCH_CATALOG}  # names are disjoint (a test pins it)
 
 
@@ -115,7 +114,7 @@ def estimate_seconds(op_name: str, complexity: OpComplexity, n: int) -> dict[Bac
     work = entry.work if entry is not None else _WORK_BY_COMPLEXITY[complexity]
     data_bytes, flops = WORK_MODEL[work](float(n))
     scalar = max(data_bytes / HOST_BANDWIDTH, flops / CPU_FLOPS)
-    if work in _HOST_ONLY or op_name in _HOST_ONLY_OPS:
+    if work in _HOST_ONLY:
         return {Backend.SCALAR: scalar}
     return {
         Backend.SCALAR: scalar,

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import io
 import os
 import sys
+import tokenize
 
 from dispatch.cli import CommandError
 
@@ -87,9 +89,6 @@ def _migrate_file(path: str):
 
 
 def _decode(data: bytes) -> str:
-    import io
-    import tokenize
-
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     return data.decode(encoding).replace("\r\n", "\n")
 
