@@ -24,7 +24,7 @@ APP = "import numpy as np\n\nA = np.ones((300, 300))\nB = np.dot(A, A)\nnp.sum(u
 
 SITE_KEYS = {
     "path", "line", "column", "cell", "source", "library", "name", "op", "method", "complexity",
-    "size", "shape", "tier", "estimate_seconds", "profile",
+    "size", "shape", "tier", "model_estimate_seconds", "profile",
 }  # fmt: skip
 PROFILE_KEYS = {
     "site", "op", "count", "shapes", "dtypes", "target", "seconds", "estimates", "recommended_target", "speedup",
@@ -122,13 +122,13 @@ def test_json_schema(app):
         "unclassified": 1,
         "errors": 0,
         "tiers": {"SCALAR": 1, "SIMD": 0, "GPU": 1, "unknown": 1},
-        "estimated_seconds_total": pytest.approx(
+        "model_estimate_seconds_total": pytest.approx(
             {"SCALAR": 0.001152, "SIMD": 0.000342, "GPU": 0.0003107, "best": 0.0003007}
         ),
     }
     assert all(set(site) == SITE_KEYS for site in report["sites"])
     dot = report["sites"][1]
-    assert {k: dot[k] for k in SITE_KEYS - {"estimate_seconds"}} == {
+    assert {k: dot[k] for k in SITE_KEYS - {"model_estimate_seconds"}} == {
         "path": "app.py",
         "line": 4,
         "column": 5,
@@ -144,9 +144,14 @@ def test_json_schema(app):
         "tier": "GPU",
         "profile": None,
     }
-    assert list(dot["estimate_seconds"]) == ["SCALAR", "SIMD", "GPU"]
+    assert list(dot["model_estimate_seconds"]) == ["SCALAR", "SIMD", "GPU"]
     unknown = report["sites"][2]
-    assert (unknown["op"], unknown["size"], unknown["tier"], unknown["estimate_seconds"]) == ("sum", None, None, None)
+    assert (unknown["op"], unknown["size"], unknown["tier"], unknown["model_estimate_seconds"]) == (
+        "sum",
+        None,
+        None,
+        None,
+    )
     assert report["unclassified"] == [
         {"path": "app.py", "line": 6, "column": 1, "cell": None, "source": "np.float64(1)", "library": "numpy",
          "name": "numpy.float64", "method": None},

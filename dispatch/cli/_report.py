@@ -11,14 +11,14 @@ new fields may be added within a version)::
       "summary": {"files": 3, "sites": 70, "unclassified": 9, "errors": 0,
                   "tiers": {"SCALAR": 40, "SIMD": 2, "GPU": 8, "unknown": 20},
                   # model estimate: every sized site run once, all on one tier / each on its best
-                  "estimated_seconds_total": {"SCALAR": 0.02, "SIMD": 0.01, "GPU": 0.004, "best": 0.003}},
+                  "model_estimate_seconds_total": {"SCALAR": 0.02, "SIMD": 0.01, "GPU": 0.004, "best": 0.003}},
       "sites": [{
         "path": "examples/numpy_workload.py", "line": 87, "column": 12, "cell": null,
         "source": "np.zeros((300, 300))", "library": "numpy", "name": "numpy.zeros",
         "op": "zeros", "method": null, "complexity": "LOW",
         "size": 90000, "shape": [300, 300],      # elements; null: not visible statically
         "tier": "SCALAR",                        # recommend_backend(op, size); null: size unknown
-        "estimate_seconds": {"SCALAR": 7.2e-05, "SIMD": 7.2e-05, "GPU": 3.2e-05},  # model estimate
+        "model_estimate_seconds": {"SCALAR": 7.2e-05, "SIMD": 7.2e-05, "GPU": 8.2e-05},  # null: size unknown
         "profile": null                          # or the merged profile call, as in profile_only
       }],
       "unclassified": [{"path", "line", "column", "cell", "source", "library", "name", "method"}],
@@ -126,7 +126,7 @@ class Report:
                 "unclassified": len(self.unclassified),
                 "errors": len(self.errors),
                 "tiers": self.tier_counts(),
-                "estimated_seconds_total": self.estimated_totals(),
+                "model_estimate_seconds_total": self.estimated_totals(),
             },
             "sites": [_row_json(row) for row in self.rows],
             "unclassified": [_unclassified_json(site) for site in self.unclassified],
@@ -189,7 +189,7 @@ def _row_json(row: Row) -> dict:
         "size": site.size,
         "shape": list(site.shape) if site.shape is not None else None,
         "tier": row.tier.name if row.tier is not None else None,
-        "estimate_seconds": {t.name: s for t, s in row.estimate.items()} if row.estimate is not None else None,
+        "model_estimate_seconds": {t.name: s for t, s in row.estimate.items()} if row.estimate is not None else None,
         "profile": row.profile.to_json() if row.profile is not None else None,
     }
 
