@@ -307,11 +307,7 @@ class Walker:
         self._deferred.append((node, self.scope.function_parent()))
 
     def _function_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef, parent: _Scope) -> None:
-        outer, self.scope = self.scope, _Scope(parent)
-        arguments = node.args
-        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
-            if arg is not None:
-                self.scope.names[arg.arg] = None
+        outer, self.scope = self.scope, _parameter_scope(node.args, parent)
         self._body(node.body)
         self.scope = outer
 
@@ -454,11 +450,7 @@ class Walker:
         for default in [*node.args.defaults, *node.args.kw_defaults]:
             if default is not None:
                 self._expr(default)
-        outer, self.scope = self.scope, _Scope(self.scope)
-        arguments = node.args
-        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
-            if arg is not None:
-                self.scope.names[arg.arg] = None
+        outer, self.scope = self.scope, _parameter_scope(node.args, self.scope)
         self._expr(node.body)
         self.scope = outer
 
@@ -675,6 +667,15 @@ class Walker:
             self._report(node, PYTORCH, f"torch.{owner}.{attr}", _TORCH_METHOD_OPS[attr], None, attr)
         elif attr == "step" and _OPTIMIZER_NAME.search(_receiver_name(node)):
             self._report(node, PYTORCH, "torch.optim.Optimizer.step", _TORCH_METHOD_OPS[attr], None, attr)
+
+
+def _parameter_scope(arguments: ast.arguments, parent: _Scope) -> _Scope:
+    """A function's scope on entry: its parameters, of unknown value."""
+    scope = _Scope(parent)
+    for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+        if arg is not None:
+            scope.names[arg.arg] = None
+    return scope
 
 
 def _receiver_name(node: ast.Call) -> str:

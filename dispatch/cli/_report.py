@@ -129,7 +129,7 @@ class Report:
                 "model_estimate_seconds_total": self.estimated_totals(),
             },
             "sites": [_row_json(row) for row in self.rows],
-            "unclassified": [_unclassified_json(site) for site in self.unclassified],
+            "unclassified": [_site_json(site) for site in self.unclassified],
             "errors": [
                 {"path": e.path, "line": e.line, "column": e.column, "cell": e.cell, "message": e.message}
                 for e in self.errors
@@ -175,16 +175,8 @@ def build_report(
 
 def _row_json(row: Row) -> dict:
     site = row.site
-    return {
-        "path": site.path,
-        "line": site.line,
-        "column": site.column,
-        "cell": site.cell,
-        "source": site.source,
-        "library": site.library,
-        "name": site.name,
+    return _site_json(site) | {
         "op": site.op,
-        "method": site.method,
         "complexity": site.complexity.name if site.complexity is not None else None,
         "size": site.size,
         "shape": list(site.shape) if site.shape is not None else None,
@@ -194,7 +186,8 @@ def _row_json(row: Row) -> dict:
     }
 
 
-def _unclassified_json(site: CallSite) -> dict:
+def _site_json(site: CallSite) -> dict:
+    """The fields every site record has, classified or not."""
     return {
         "path": site.path,
         "line": site.line,
