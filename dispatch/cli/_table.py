@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dispatch.cli._profile import ProfileCall
 from dispatch.cli._report import Report, Row
 from dispatch.selector import Backend
 
@@ -80,7 +81,7 @@ def site_table(report: Report) -> tuple[list[str], list[list[str]]]:
     return headers, cells
 
 
-def _profile_cells(call: Any) -> list[str]:
+def _profile_cells(call: ProfileCall | None) -> list[str]:
     if call is None:
         return ["", "", "", ""]
     speedup = format_ratio(call.speedup) if call.speedup is not None else "-"
