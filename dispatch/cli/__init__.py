@@ -14,7 +14,10 @@ import sys
 __all__ = ["CommandError", "main"]
 
 # subcommand -> module under dispatch.cli, in the order --help lists them
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "analyze": "analyze",
+    "migrate": "migrate",
+}
 
 
 class CommandError(Exception):

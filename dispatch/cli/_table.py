@@ -1,0 +1,161 @@
+"""The ``analyze`` report as a terminal table: rich where it is installed and the output is a
+terminal, plain aligned text otherwise (pipes, logs, CI). Both show the same cells."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dispatch.cli._profile import ProfileCall
+from dispatch.cli._report import Report, Row
+from dispatch.selector import Backend
+
+__all__ = [
+    "format_ratio",
+    "format_seconds",
+    "profile_only_table",
+    "render_plain",
+    "render_rich",
+    "site_table",
+    "summary_lines",
+]
+
+_CALL_WIDTH = 44
+
+
+def format_seconds(seconds: float) -> str:
+    """``1.2e-05`` -> ``"12 µs"``; ``0.0042`` -> ``"4.2 ms"``; ``3.5`` -> ``"3.5 s"``."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if seconds >= scale or unit == "ns":
+            value = seconds / scale
+            return f"{value:.2g} {unit}" if value < 10 else f"{value:,.0f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def short_call(source: str) -> str:
+    """A call's source on one line, cut to the table's width."""
+    text = " ".join(source.split())
+    return text if len(text) <= _CALL_WIDTH else text[: _CALL_WIDTH - 1] + "…"
+
+
+def _op(row: Row) -> str:
+    site = row.site
+    return f"{site.op}.{site.method}" if site.method and site.library == "scikit-learn" else str(site.op)
+
+
+def format_ratio(ratio: float) -> str:
+    """``4.123`` -> ``"×4.1"``; ``1234.5`` -> ``"×1,234"``."""
+    return f"×{ratio:.1f}" if ratio < 10 else f"×{ratio:,.0f}"
+
+
+def _estimate(row: Row) -> str:
+    """The best tier's model estimate, and its gain over SCALAR."""
+    best = row.best
+    if best is None or row.estimate is None:
+        return "-"
+    tier, seconds = best
+    text = f"{tier.name} {format_seconds(seconds)}"
+    return text if tier is Backend.SCALAR else f"{text} {format_ratio(row.estimate[Backend.SCALAR] / seconds)}"
+
+
+def site_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the sites table."""
+    headers = ["location", "call", "op", "complexity", "n", "tier", "model estimate (best)"]
+    with_profile = report.profile is not None
+    if with_profile:
+        headers += ["calls", "measured", "best target", "speedup"]
+    cells = []
+    for row in report.rows:
+        site = row.site
+        line = [
+            site.location,
+            short_call(site.source),
+            _op(row),
+            site.complexity.name if site.complexity is not None else "-",
+            f"{site.size:,}" if site.size is not None else "?",
+            row.tier.name if row.tier is not None else "size unknown",
+            _estimate(row),
+        ]
+        if with_profile:
+            line += _profile_cells(row.profile)
+        cells.append(line)
+    return headers, cells
+
+
+def _profile_cells(call: ProfileCall | None) -> list[str]:
+    if call is None:
+        return ["", "", "", ""]
+    speedup = format_ratio(call.speedup) if call.speedup is not None else "-"
+    return [f"{call.count:,}", format_seconds(call.seconds), call.recommended_target, speedup]
+
+
+def profile_only_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the profiled calls no static site took."""
+    headers = ["site", "op", "calls", "measured", "ran on", "best target", "speedup"]
+    cells = []
+    for call in report.profile_only:
+        count, measured, best, speedup = _profile_cells(call)
+        cells.append([call.site, call.op, count, measured, call.target, best, speedup])
+    return headers, cells
+
+
+def summary_lines(report: Report) -> list[str]:
+    tiers = report.tier_counts()
+    unknown = tiers.pop("unknown")
+    parts = [f"{count} {name}" for name, count in tiers.items()] + [f"{unknown} size unknown"]
+    lines = [f"{_count(len(report.rows), 'call site')} in {_count(len(report.files), 'file')}: {', '.join(parts)}."]
+    unclassified = report.unclassified
+    if unclassified:
+        names = sorted({site.name for site in unclassified})
+        shown = ", ".join(names[:6]) + (", …" if len(names) > 6 else "")
+        lines.append(f"{_count(len(unclassified), 'library call')} outside the catalogs (unclassified): {shown}")
+    if report.profile is not None:
+        matched = sum(row.profile is not None for row in report.rows)
+        unmatched = _count(len(report.profile_only), "call")
+        lines.append(f"profile {report.profile.path}: {_count(matched, 'site')} matched, {unmatched} without a site.")
+    lines.append(
+        "Tier: the seed's MoE table. Estimates are a model (seed roofline, data on the host), not measurements."
+    )
+    return lines
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _plain(headers: list[str], cells: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(row[i]) for row in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    numeric = {"n", "calls", "measured", "speedup"}
+    out = []
+    for row in [headers, *cells]:
+        parts = [c.rjust(w) if h in numeric else c.ljust(w) for c, w, h in zip(row, widths, headers, strict=True)]
+        out.append("  ".join(parts).rstrip())
+    return out
+
+
+def render_plain(report: Report) -> str:
+    """The whole report as aligned text."""
+    lines = _plain(*site_table(report)) if report.rows else ["no NumPy, scikit-learn or PyTorch call sites found"]
+    if report.profile_only:
+        lines += ["", "profiled calls without a static site:", *_plain(*profile_only_table(report))]
+    return "\n".join([*lines, "", *summary_lines(report)]) + "\n"
+
+
+def render_rich(report: Report, console: Any) -> None:
+    """The whole report on a ``rich.console.Console``."""
+    from rich.table import Table  # optional dependency: imported on use
+
+    for title, (headers, cells) in (
+        ("call sites", site_table(report)),
+        ("profiled calls without a static site", profile_only_table(report)),
+    ):
+        if not cells:
+            continue
+        table = Table(title=title, title_justify="left")
+        for header in headers:
+            numeric = header in ("n", "calls", "measured", "speedup")
+            table.add_column(header, justify="right" if numeric else "left", overflow="fold")
+        for row in cells:
+            table.add_row(*row)
+        console.print(table)
+    for line in summary_lines(report):
+        console.print(line, highlight=False, markup=False)

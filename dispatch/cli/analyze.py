@@ -1,0 +1,100 @@
+"""Find the NumPy, scikit-learn and PyTorch calls in Python files and notebooks, and say
+which backend tier each would take.
+
+Each call site is classified by the catalogs (op and complexity). Where its data size is
+visible in the source, the seed's MoE table recommends a tier (SCALAR, SIMD or GPU) and a
+roofline model estimates the time on each tier; elsewhere the size is unknown. A profile
+recorded at run time (--profile) adds real shapes, call counts, measured time and a per-target
+recommendation.
+
+Output: a table on the terminal; --json writes the version-1 JSON report (to stdout with no
+FILE, so put PATH first: `dispatch analyze src --json`); --html writes a standalone page with a
+sortable table and a chart. Files that do not parse are reported, the rest are still analysed,
+and the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from dispatch.cli import CommandError
+
+HELP = "find NumPy / scikit-learn / PyTorch call sites and the backend each would take"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="a .py file, a .ipynb notebook or a folder")
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="write the JSON report to FILE, or to stdout without FILE (no table then)",
+    )
+    parser.add_argument("--html", metavar="FILE", help="write a standalone HTML report to FILE")
+    parser.add_argument(
+        "--profile", metavar="FILE", help="merge a profile recorded at run time (JSON, version 1) into the sites"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from converters.scanner import scan_path
+    from dispatch.cli._profile import ProfileError, load_profile
+    from dispatch.cli._report import build_report
+    from dispatch.cli.estimate import MODEL, estimate_seconds
+
+    for path in args.paths:
+        if not os.path.exists(path):
+            raise CommandError(f"no such file or directory: {path}", 2)
+    profile = None
+    if args.profile is not None:
+        if not os.path.exists(args.profile):
+            raise CommandError(f"no such profile: {args.profile}", 2)
+        try:
+            profile = load_profile(args.profile)
+        except ProfileError as exc:
+            raise CommandError(str(exc)) from None
+    files = [scan for path in args.paths for scan in scan_path(path)]
+    report = build_report(args.paths, files, estimate_seconds, MODEL, profile)
+
+    if args.json == "-":
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        _print_table(report)
+    if args.json not in (None, "-"):
+        _write(args.json, json.dumps(report.to_json(), indent=2) + "\n")
+    if args.html is not None:
+        from dispatch.cli._html import render_html
+
+        _write(args.html, render_html(report))
+    for error in report.errors:
+        print(f"dispatch analyze: error: {error}", file=sys.stderr)
+    return 1 if report.errors else 0
+
+
+def _print_table(report) -> None:
+    """rich on a terminal where it is installed; plain text for pipes, logs and without rich."""
+    from dispatch.cli._table import render_plain, render_rich
+
+    if sys.stdout.isatty():
+        try:
+            from rich.console import Console  # optional dependency
+        except ImportError:
+            pass
+        else:
+            render_rich(report, Console())
+            return
+    sys.stdout.write(render_plain(report))
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
+    print(f"wrote {path}", file=sys.stderr)

@@ -1,0 +1,353 @@
+"""``dispatch analyze``: classification, recommendations, the model estimate, the terminal
+table, the JSON schema, the HTML page and the profile merge."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dispatch import Backend, OpComplexity
+from dispatch.cli import main
+from dispatch.cli.estimate import estimate_seconds
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+
+APP = "import numpy as np\n\nA = np.ones((300, 300))\nB = np.dot(A, A)\nnp.sum(unknown)\nnp.float64(1)\n"
+
+SITE_KEYS = {
+    "path", "line", "column", "cell", "source", "library", "name", "op", "method", "complexity",
+    "size", "shape", "tier", "model_estimate_seconds", "profile",
+}  # fmt: skip
+PROFILE_KEYS = {
+    "site", "op", "count", "shapes", "dtypes", "target", "seconds", "estimates", "recommended_target", "speedup",
+}  # fmt: skip
+
+
+@pytest.fixture
+def app(tmp_path, monkeypatch):
+    """A small script in the working directory, named ``app.py``."""
+    monkeypatch.chdir(tmp_path)
+    Path("app.py").write_text(APP)
+    return tmp_path
+
+
+def analyze_json(*args: str) -> dict:
+    out = Path("report.json")
+    assert main(["analyze", *args, "--json", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+# ---- the model estimate ----------------------------------------------------------------------
+
+
+def test_estimate_is_a_roofline_with_the_seed_defaults():
+    dot = estimate_seconds("dot", OpComplexity.HIGH, 90_000)
+    assert list(dot) == [Backend.SCALAR, Backend.SIMD, Backend.GPU]
+    # bytes 3 * 8 * 90,000; flops 2 * 90,000 ** 1.5
+    assert dot[Backend.SCALAR] == pytest.approx(5.4e7 / 50e9)
+    assert dot[Backend.SIMD] == pytest.approx(5.4e7 / 200e9)
+    assert dot[Backend.GPU] == pytest.approx(10e-6 + 2.16e6 / 10e9 + 5.4e7 / 20e12)
+    add = estimate_seconds("add", OpComplexity.LOW, 1_000_000)
+    assert add[Backend.SCALAR] == pytest.approx(24e6 / 10e9)
+    assert add[Backend.GPU] > add[Backend.SCALAR]  # memory-bound work never gains from the GPU
+
+
+def test_estimate_host_only_work_and_unknown_ops():
+    assert list(estimate_seconds("random.normal", OpComplexity.LOW, 1000)) == [Backend.SCALAR]
+    assert list(estimate_seconds("save", OpComplexity.LOW, 1000)) == [Backend.SCALAR]
+    assert list(estimate_seconds("DataLoading", OpComplexity.LOW, 1000)) == [Backend.SCALAR]
+    unknown = estimate_seconds("not-an-op", OpComplexity.HIGH, 90_000)
+    assert unknown == estimate_seconds("matmul", OpComplexity.HIGH, 90_000)
+
+
+# ---- table and JSON ----------------------------------------------------------------------------
+
+
+def test_plain_table_exactly(app, capsys):
+    assert main(["analyze", "app.py"]) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        "location    call                 op    complexity       n  tier          model estimate (best)\n"
+        "app.py:3:5  np.ones((300, 300))  ones  LOW         90,000  SCALAR        SCALAR 72 µs\n"
+        "app.py:4:5  np.dot(A, A)         dot   HIGH        90,000  GPU           GPU 229 µs ×4.7\n"
+        "app.py:5:1  np.sum(unknown)      sum   MEDIUM           ?  size unknown  -\n"
+        "\n"
+        "3 call sites in 1 file: 1 SCALAR, 0 SIMD, 1 GPU, 1 size unknown.\n"
+        "1 library call outside the catalogs (unclassified): numpy.float64\n"
+        "Tier: the seed's MoE table. Estimates are a model (seed roofline, data on the host), not measurements.\n"
+    )
+
+
+def test_rich_table_has_the_same_cells(app):
+    rich_console = pytest.importorskip("rich.console")
+    from converters.scanner import scan_path
+    from dispatch.cli._report import build_report
+    from dispatch.cli._table import render_rich
+    from dispatch.cli.estimate import MODEL
+
+    report = build_report(["app.py"], scan_path("app.py"), estimate_seconds, MODEL)
+    console = rich_console.Console(record=True, width=200)
+    render_rich(report, console)
+    text = console.export_text()
+    for cell in ("app.py:4:5", "np.dot(A, A)", "GPU 229 µs ×4.7", "size unknown", "3 call sites in 1 file"):
+        assert cell in text
+
+
+def test_terminal_without_rich_falls_back_to_plain_text(app, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setitem(sys.modules, "rich.console", None)  # as if rich were not installed
+    assert main(["analyze", "app.py"]) == 0
+    assert capsys.readouterr().out.startswith("location    call                 op    complexity")
+
+
+def test_json_schema(app):
+    report = analyze_json("app.py")
+    assert set(report) == {
+        "version", "paths", "estimate_model", "summary", "sites", "unclassified", "errors", "profile", "profile_only",
+    }  # fmt: skip
+    assert report["version"] == 1
+    assert report["paths"] == ["app.py"]
+    assert report["estimate_model"]["kind"] == "model estimate"
+    assert report["summary"] == {
+        "files": 1,
+        "sites": 3,
+        "unclassified": 1,
+        "errors": 0,
+        "tiers": {"SCALAR": 1, "SIMD": 0, "GPU": 1, "unknown": 1},
+        "model_estimate_seconds_total": pytest.approx(
+            {"SCALAR": 0.001152, "SIMD": 0.000342, "GPU": 0.0003107, "best": 0.0003007}
+        ),
+    }
+    assert all(set(site) == SITE_KEYS for site in report["sites"])
+    dot = report["sites"][1]
+    assert {k: dot[k] for k in SITE_KEYS - {"model_estimate_seconds"}} == {
+        "path": "app.py",
+        "line": 4,
+        "column": 5,
+        "cell": None,
+        "source": "np.dot(A, A)",
+        "library": "numpy",
+        "name": "numpy.dot",
+        "op": "dot",
+        "method": None,
+        "complexity": "HIGH",
+        "size": 90_000,
+        "shape": [300, 300],
+        "tier": "GPU",
+        "profile": None,
+    }
+    assert list(dot["model_estimate_seconds"]) == ["SCALAR", "SIMD", "GPU"]
+    unknown = report["sites"][2]
+    assert (unknown["op"], unknown["size"], unknown["tier"], unknown["model_estimate_seconds"]) == (
+        "sum",
+        None,
+        None,
+        None,
+    )
+    assert report["unclassified"] == [
+        {"path": "app.py", "line": 6, "column": 1, "cell": None, "source": "np.float64(1)", "library": "numpy",
+         "name": "numpy.float64", "method": None},
+    ]  # fmt: skip
+    assert (report["errors"], report["profile"], report["profile_only"]) == ([], None, [])
+
+
+def test_json_to_stdout_is_pure_json(app, capsys):
+    assert main(["analyze", "app.py", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["sites"] == 3
+
+
+def test_recommendations_follow_the_seed_table(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    report = analyze_json(str(DATA / "aliases.py"), str(DATA / "analysis.ipynb"))
+    tiers = {(Path(s["path"]).name, s["cell"], s["line"], s["op"], s["method"]): s["tier"] for s in report["sites"]}
+    assert tiers[("aliases.py", None, 12, "dot", None)] == "GPU"  # HIGH, n = 90,000 > 10,000
+    assert tiers[("aliases.py", None, 11, "ones", None)] == "SCALAR"  # LOW never leaves the CPU below 1M
+    assert tiers[("aliases.py", None, 20, "Linear", "__call__")] == "SIMD"  # MEDIUM, 10,000 < 19,200 <= 100,000
+    assert tiers[("aliases.py", None, 15, "PCA", None)] is None  # size unknown
+    assert tiers[("analysis.ipynb", 2, 3, "linalg.svd", None)] == "GPU"
+
+
+def test_examples_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "examples.json"
+    assert main(["analyze", "examples", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["summary"]["files"] == 3 and report["summary"]["errors"] == 0
+    dot = [s for s in report["sites"] if s["source"] == "np.dot(grid, grid)"]
+    assert [(d["size"], d["tier"]) for d in dot] == [(90_000, "GPU")]
+    fit = [(s["op"], s["method"], s["tier"]) for s in report["sites"] if s["source"] == "model.fit(X_train, y_train)"]
+    assert fit == [
+        ("StandardScaler", "fit_transform", "SCALAR"),
+        ("PCA", "fit_transform", "GPU"),
+        ("LogisticRegression", "fit", "SIMD"),
+    ]
+
+
+# ---- HTML ----------------------------------------------------------------------------------------------
+
+
+def test_html_is_standalone_with_table_and_chart(app):
+    assert main(["analyze", "app.py", "--html", "report.html"]) == 0
+    page = Path("report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert '<table class="sortable">' in page and "<th>location</th>" in page
+    assert "<td><code>np.dot(A, A)</code></td>" in page
+    assert '<td class="num" data-sort="90000">90,000</td>' in page
+    assert page.count("<svg") == 1 and page.count("<rect") == 4
+    assert "model estimate" in page and "<script>" in page and "<style>" in page
+    assert not re.search(r"https?://|<link|src=", page)  # nothing fetched from the network
+
+
+def test_html_escapes_source(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("x.py").write_text("import numpy as np\nnp.where(a < b, '<b>', 0)\n")
+    assert main(["analyze", "x.py", "--html", "x.html"]) == 0
+    page = Path("x.html").read_text()
+    assert "np.where(a &lt; b, &#x27;&lt;b&gt;&#x27;, 0)" in page and "<b>" not in page
+
+
+# ---- the profile merge ----------------------------------------------------------------------------------
+
+
+def test_profile_merge(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "merged.json"
+    code = main(["analyze", "tests/data/aliases.py", "--profile", "tests/data/profile.json", "--json", str(out)])
+    assert code == 0
+    report = json.loads(out.read_text())
+    profiled = {(s["line"], s["op"]): s["profile"] for s in report["sites"] if s["profile"]}
+    assert set(profiled) == {(12, "dot"), (14, "fft.rfft")}
+    dot = profiled[(12, "dot")]
+    assert set(dot) == PROFILE_KEYS
+    # two recorded entries for one site: counts, seconds and the estimates both have are summed
+    assert dot["count"] == 4 and dot["seconds"] == pytest.approx(0.02)
+    assert dot["shapes"] == [[300, 300], [400, 400]] and dot["dtypes"] == ["float64", "float32"]
+    assert dot["estimates"] == pytest.approx({"cupy": 0.004, "numpy": 0.02})
+    assert (dot["target"], dot["recommended_target"], dot["speedup"]) == ("numpy", "cupy", pytest.approx(5.0))
+    rfft = profiled[(14, "fft.rfft")]  # "aliases.py:14" matched by its trailing path component
+    assert (rfft["recommended_target"], rfft["speedup"]) == ("numpy", pytest.approx(1.0))
+    assert [(c["site"], c["recommended_target"], c["speedup"]) for c in report["profile_only"]] == [
+        ("tests/data/helpers.py:7", "cupy", pytest.approx(12.0))
+    ]
+    assert report["profile"] == {
+        "path": "tests/data/profile.json",
+        "machine": {"host": "ci", "gpu": None},
+        "calls": 4,
+        "matched": 2,
+        "unmatched": 1,
+    }
+    table = capsys.readouterr().out
+    assert "calls  measured  best target  speedup" in table
+    assert "profiled calls without a static site:" in table
+    assert "tests/data/helpers.py:7  linalg.svd      3    120 ms  numpy   cupy             ×12" in table
+
+
+def test_profile_paths_resolve_against_the_profile_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "proj").mkdir()
+    Path("proj/app.py").write_text(APP)
+    call = {"site": "app.py:4", "op": "dot", "count": 2, "target": "numpy", "seconds": 1.0}
+    Path("proj/profile.json").write_text(json.dumps({"version": 1, "calls": [call]}))
+    report = analyze_json("proj", "--profile", "proj/profile.json")
+    merged = [s["profile"] for s in report["sites"] if s["profile"]]
+    assert merged == [
+        {**call, "shapes": [], "dtypes": [], "estimates": {}, "recommended_target": "numpy", "speedup": None}
+    ]
+
+
+def test_sites_sharing_a_line_match_by_op(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("app.py").write_text("import numpy as np\nnp.linalg.svd(np.random.rand(100, 100))\n")
+    calls = [
+        {"site": "app.py:2", "op": op, "count": 1, "target": "numpy", "seconds": 0.5}
+        for op in ("linalg.svd", "random.rand", "matmul")
+    ]
+    Path("profile.json").write_text(json.dumps({"version": 1, "machine": {}, "calls": calls}))
+    report = analyze_json("app.py", "--profile", "profile.json")
+    assert [(s["op"], s["profile"]["op"]) for s in report["sites"]] == [
+        ("linalg.svd", "linalg.svd"),
+        ("random.rand", "random.rand"),
+    ]
+    assert [c["op"] for c in report["profile_only"]] == ["matmul"]  # two sites on the line, neither is a matmul
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"version": 2, "calls": []}', "has version 2; this dispatch reads version 1"),
+        ("[1, 2]", "expected a JSON object"),
+        ("{nope", "is not JSON"),
+        ('{"version": 1, "calls": [{"site": "a.py:1", "op": "add", "count": 1, "target": "numpy"}]}',
+         "calls[0] needs 'seconds' (a number)"),
+        ('{"version": 1, "calls": [{"site": "a.py", "op": "add", "count": 1, "target": "numpy", "seconds": 1}]}',
+         "calls[0] has site 'a.py'; expected 'path:line'"),
+    ],
+)  # fmt: skip
+def test_bad_profile_is_one_line_exit_1(app, capsys, content, message):
+    Path("p.json").write_text(content)
+    assert main(["analyze", "app.py", "--profile", "p.json"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dispatch analyze: error: profile p.json") and message in err
+
+
+# ---- errors and exit codes -------------------------------------------------------------------------------
+
+
+def test_unparseable_file_is_reported_and_the_rest_analysed(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(DATA / "broken.py", "broken.py")
+    Path("good.py").write_text(APP)
+    report_path = tmp_path / "r.json"
+    assert main(["analyze", ".", "--json", str(report_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"wrote {report_path}",
+        f"dispatch analyze: error: .{os.sep}broken.py:4:12: cannot parse: invalid syntax",
+    ]
+    report = json.loads(report_path.read_text())
+    assert report["summary"]["sites"] == 3
+    assert report["errors"] == [
+        {
+            "path": f".{os.sep}broken.py",
+            "line": 4,
+            "column": 12,
+            "cell": None,
+            "message": "cannot parse: invalid syntax",
+        }
+    ]
+
+
+def test_command_line_exit_codes_and_one_line_errors(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    broken = subprocess.run(
+        [sys.executable, "-m", "dispatch", "analyze", str(DATA / "broken.py")],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert broken.returncode == 1
+    assert broken.stderr == f"dispatch analyze: error: {DATA / 'broken.py'}:4:12: cannot parse: invalid syntax\n"
+    assert "0 call sites in 1 file" in broken.stdout
+    missing = subprocess.run(
+        [sys.executable, "-m", "dispatch", "analyze", "nowhere.py"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        "dispatch analyze: error: no such file or directory: nowhere.py\n",
+    )
+    ok = subprocess.run(
+        [sys.executable, "-m", "dispatch", "analyze", str(ROOT / "examples" / "numpy_workload.py")],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert (ok.returncode, ok.stderr) == (0, "")
+    assert "np.dot(grid, grid)" in ok.stdout
