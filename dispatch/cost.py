@@ -22,7 +22,7 @@ import numpy as np
 
 from dispatch.calibration import SQUARE_OPS, Calibration
 
-__all__ = ["TargetModel", "estimate", "models_from", "representative"]
+__all__ = ["TargetModel", "estimate", "estimate_call", "models_from", "representative"]
 
 # Element-wise ops that cost about what exp costs (transcendental); the rest cost what add costs.
 TRANSCENDENTAL = frozenset({
@@ -225,12 +225,16 @@ def _model_for_device(device: Any) -> TargetModel | None:
 
 
 def _device_of(a: Any) -> Any:
+    if isinstance(a, _Shaped):
+        return a.device
     from dispatch._call import _device
 
     return _device(a)
 
 
 def _itemsize(a: Any) -> int:
+    if isinstance(a, _Shaped):
+        return a.dtype.itemsize
     from dispatch._call import _dtype
 
     return _dtype(a).itemsize
@@ -288,3 +292,50 @@ def derive_selector(cls: type, cal: Calibration) -> Any:
         if rate > 0:
             selector = selector.with_gpu_gflops(rate)
     return selector
+
+
+# ---- pricing a recorded call (profiles, migration reports) -------------------------------------------
+
+
+class _Shaped:
+    """An input known only by shape and dtype (what a profile records)."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, device: Any) -> None:
+        self.shape, self.dtype, self.device = shape, dtype, device
+        self.size = math.prod(shape)
+
+
+class _ShapedInputs:
+    def __init__(self, arrays: list[_Shaped]) -> None:
+        self.arrays = arrays
+        self.size = max((a.size for a in arrays), default=0)
+        self.nbytes = sum(a.size * a.dtype.itemsize for a in arrays)
+        self.dtypes = tuple(a.dtype for a in arrays)
+
+
+def estimate_call(op_name: str, shapes: list[list[int]], dtypes: list[str], cal: Calibration,
+                  resident: str = "cpu") -> dict[str, float]:
+    """Seconds per call on every calibrated target, for an op known by name, input shapes and
+    dtypes, with the inputs on ``resident`` (a device name). Targets that cannot be priced are
+    left out. This prices a call measured on one machine against another machine's calibration
+    (e.g. one saved on a GPU box)."""
+    from dispatch._ops import op_named
+    from dispatch.devices import parse_device
+
+    op = op_named(op_name)
+    where = parse_device(resident)
+    inputs = _ShapedInputs([_Shaped(tuple(s), np.dtype(d), where) for s, d in zip(shapes, dtypes, strict=False)])
+    models = models_from(cal)
+    devices = {name: parse_device(data.get("device", "cpu")) for name, data in cal.targets.items()}
+    previous = dict(_device_models)
+    set_device_models({devices[n]: m for n, m in models.items() if m.transfer})
+    try:
+        found = {}
+        for name, model in models.items():
+            target = type("Priced", (), {"name": name, "device": devices[name]})()
+            seconds = estimate(model, target, op, inputs, op.work == "reduce")
+            if seconds is not None:
+                found[name] = seconds
+        return found
+    finally:
+        set_device_models(previous)
