@@ -66,7 +66,9 @@ class Decision:
 _selector = BackendSelector()
 _policy = "seed"
 _models: dict[str, cost.TargetModel] = {}
-_decisions: dict[tuple, Decision] = {}
+# One decision cache per policy, so switching policies (benchmarks compare them) keeps each warm.
+_caches: dict[str, dict[tuple, Decision]] = {"seed": {}, "cost": {}, "oracle": {}}
+_decisions: dict[tuple, Decision] = _caches["seed"]
 _floors: dict[Any, int] = {}
 history = History()
 _oracle: dict[tuple, dict[str, float]] = {}
@@ -84,10 +86,23 @@ def policy() -> str:
 
 
 def clear_decisions() -> None:
-    _decisions.clear()
+    for cache in _caches.values():
+        cache.clear()
+    _reset_floors()
+
+
+def _reset_floors() -> None:
     _floors.clear()
     for op in all_ops():
         op.floor = -1
+
+
+def _switch(name: str) -> None:
+    global _policy, _decisions
+    if name != _policy:
+        _policy = name
+        _decisions = _caches[name]
+        _reset_floors()
 
 
 def set_selector(new: BackendSelector) -> None:
@@ -99,18 +114,18 @@ def set_selector(new: BackendSelector) -> None:
 
 def set_policy(name: str) -> None:
     """``"seed"``, ``"cost"`` (needs a calibration) or ``"oracle"`` (benchmarks)."""
-    global _policy
-    if name not in ("seed", "cost", "oracle"):
+    if name not in _caches:
         raise ValueError(f"unknown routing policy {name!r}: choose 'seed', 'cost' or 'oracle'")
+    _ensure_calibration()
     if name == "cost" and not _models:
         raise RuntimeError("the cost policy needs a calibration: run dispatch.calibrate() first")
-    _policy = name
-    clear_decisions()
+    _switch(name)
 
 
 def use_calibration(cal: Any) -> None:
     """Route by this calibration's cost models from now on (the ``cost`` policy)."""
-    global _policy
+    global _calibration_checked
+    _calibration_checked = True
     _models.clear()
     _models.update(cost.models_from(cal))
     devices = {}
@@ -119,30 +134,26 @@ def use_calibration(cal: Any) -> None:
         if target is not None and not target.device.is_host and model.transfer:
             devices.setdefault(target.device, model)
     cost.set_device_models(devices)
-    _policy = "cost"
     clear_decisions()
-
-
-def _load_calibration() -> None:
-    """Cold start: route by the stored calibration if this machine has one."""
-    from dispatch import calibration
-
-    found = calibration.load()
-    if found is not None:
-        use_calibration(found)
+    _switch("cost")
 
 
 _calibration_checked = False
 
 
 def _ensure_calibration() -> None:
+    """Cold start: route by the stored calibration if this machine has one (checked once)."""
     global _calibration_checked
     if not _calibration_checked:
         _calibration_checked = True
+        from dispatch import calibration
+
         try:
-            _load_calibration()
+            found = calibration.load()
         except Exception:  # a broken cache must not break routing: the seed table serves
-            pass
+            found = None
+        if found is not None:
+            use_calibration(found)
 
 
 # ---- the fast path's floor ---------------------------------------------------------------------------
@@ -154,7 +165,9 @@ def host_floor(op: Any) -> int:
     if floor >= 0:
         return floor
     _ensure_calibration()
-    if _policy == "cost":
+    if _policy == "oracle":
+        floor = 0  # the oracle measures every call itself, small ones too
+    elif _policy == "cost":
         floor = _cost_floor(op)
     else:
         floor = _floors.get(op.complexity)
@@ -325,7 +338,7 @@ def oracle_observe(key: tuple, target: str, seconds: float) -> None:
 
 def reset_oracle() -> None:
     _oracle.clear()
-    clear_decisions()
+    _caches["oracle"].clear()
 
 
 def _device(a: Any) -> Any:

@@ -55,13 +55,14 @@ def isolated(tmp_path, monkeypatch):
     saved = (router._policy, dict(router._models), router.history, router._calibration_checked)
     router._calibration_checked = False
     router._models.clear()
-    router._policy = "seed"
+    router._switch("seed")
     router.history = History()
     router.clear_decisions()
     yield tmp_path
-    router._policy, router.history, router._calibration_checked = saved[0], saved[2], saved[3]
+    router.history, router._calibration_checked = saved[2], saved[3]
     router._models.clear()
     router._models.update(saved[1])
+    router._switch(saved[0])
     router._refusals.clear()
     router.clear_decisions()
     calibration._loaded.clear()

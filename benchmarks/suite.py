@@ -1,0 +1,238 @@
+"""The benchmark that proves the router: the workload suite under every mode, side by side.
+
+    python -m benchmarks.suite [--sizes small,medium,large] [--only kmeans,pca] [--out suite.json]
+
+Modes, each timed on the same data in one run, interleaved call by call:
+
+- ``numpy``      plain NumPy, the reference
+- ``router``     ``run(dispatch)`` with the calibrated cost policy and its history
+- ``seed``       ``run(dispatch)`` with the seed's static MoE table
+- ``always-gpu`` ``run(dispatch)`` with every op forced onto the GPU (copying as needed)
+- ``port``       the hand port to CuPy (GPU machines) or torch (elsewhere), data starting
+                 and ending on the host
+- ``oracle``     each op on its measured-best target, found by trying every target per kind
+                 of call first
+
+Every mode starts from host NumPy data and ends with its results on the host (reading the
+results is part of a program), so a device's transfers are counted. Every result is checked
+against NumPy's. The router and the oracle learn during warm-up runs, as they would in a
+program's first iterations; the timed runs are steady state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+
+import dispatch
+from benchmarks.workloads import SIZE_NAMES, WORKLOADS, _ports
+from dispatch import calibration, router, targets
+
+MODES = ("numpy", "router", "seed", "always-gpu", "port", "oracle")
+GPU_PREFERENCE = ("cupy", "torch-cuda", "torch-mps")
+
+
+def _to_host(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: numpy.asarray(v) for k, v in result.items()}
+
+
+def _gpu() -> str | None:
+    return next((name for name in GPU_PREFERENCE if targets.probe(name) is not None), None)
+
+
+def _synchronize() -> None:
+    for target in targets.available().values():
+        target.synchronize()
+
+
+POLICY = {"router": "cost", "seed": "seed", "oracle": "oracle"}
+
+
+@contextlib.contextmanager
+def _policy(name: str):
+    before = router.policy()
+    router.set_policy(name)
+    try:
+        yield
+    finally:
+        router.set_policy(before)
+
+
+def _prepare(mode: str) -> None:
+    """Set the routing policy a mode runs under, before its clock starts (switching policies
+    resets the fast path's floors, which is not part of any program)."""
+    router.set_policy(POLICY.get(mode, "cost"))
+
+
+def _runner(mode: str, workload: Any, data: dict[str, Any], port: Any) -> Callable[[], dict] | None:
+    """A call that runs ``workload`` once under ``mode`` and returns host results."""
+    if mode == "numpy":
+        return lambda: workload.run(numpy, **data)
+    if mode in POLICY:
+        return lambda: _to_host(workload.run(dispatch, **data))
+    if mode == "always-gpu":
+        gpu = _gpu()
+        if gpu is None:
+            return None
+
+        def run_forced() -> dict:
+            with dispatch.using(gpu):
+                return _to_host(workload.run(dispatch, **data))
+
+        return run_forced
+    if mode == "port":
+        if port is None or not port.supports(workload):
+            return None
+        return lambda: port.run(workload, data)
+    raise ValueError(mode)
+
+
+def _count_calls(workload: Any, data: dict[str, Any]) -> int:
+    with _policy("seed"), dispatch.using("numpy"), dispatch.trace() as t:
+        workload.run(dispatch, **data)
+    return len(t.records)
+
+
+def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: int,
+                 budget_s: float = 20.0) -> dict[str, list[float]]:
+    """Seconds per run of each mode, taking turns run by run, each run synchronised."""
+    for mode, run in runners.items():
+        _prepare(mode)
+        for _ in range(warmup):
+            run()
+            _synchronize()
+    times: dict[str, list[float]] = {m: [] for m in runners}
+    for i in range(repeats):
+        for mode, run in runners.items():
+            _prepare(mode)
+            _synchronize()
+            start = time.perf_counter()
+            run()
+            _synchronize()
+            times[mode].append(time.perf_counter() - start)
+        if i >= 2 and max(sum(t) for t in times.values()) > budget_s:
+            break
+    return times
+
+
+def _learn_oracle(run: Callable[[], dict], limit: int = 12) -> int:
+    """Run until every kind of call has tried every target (the oracle's measuring pass)."""
+    for i in range(limit):
+        before = sum(len(v) for v in router._oracle.values())
+        run()
+        _synchronize()
+        if i and sum(len(v) for v in router._oracle.values()) == before:
+            return i + 1
+    return limit
+
+
+def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, warmup: int,
+               port: Any) -> dict[str, Any]:
+    data = workload.make_data(size)
+    reference = workload.run(numpy, **data)
+    runners = {m: r for m in modes if (r := _runner(m, workload, data, port)) is not None}
+    checks = {}
+    for mode, run in runners.items():
+        _prepare(mode)
+        if mode == "oracle":
+            _learn_oracle(run)
+        try:
+            workload.check(run(), reference)
+            checks[mode] = "ok"
+        except AssertionError as exc:
+            checks[mode] = f"differs: {str(exc).splitlines()[0][:120]}"
+    times = _interleaved(runners, warmup, repeats)
+    n_calls = _count_calls(workload, data)
+    seconds = {m: statistics.median(t) for m, t in times.items()}
+    return {"workload": workload.NAME, "size": size, "seconds": seconds, "checks": checks, "calls": n_calls,
+            "numpy_us_per_call": seconds["numpy"] / max(n_calls, 1) * 1e6}
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:5.2f}x" if a and b else "    - "
+
+
+def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
+    """The table, then the totals and the issue's criteria, as lines of text."""
+    shown = [m for m in modes if any(m in c["seconds"] for c in cases)]
+    head = f"{'program':<16}{'size':<8}" + "".join(f"{m:>12}" for m in shown) + f"{'router/numpy':>14}{'router/oracle':>15}"
+    lines = [head]
+    for c in cases:
+        s = c["seconds"]
+        row = f"{c['workload']:<16}{c['size']:<8}" + "".join(
+            f"{s[m] * 1e3:>10.2f}ms" if m in s else f"{'-':>12}" for m in shown)
+        row += f"{_ratio(s.get('router'), s.get('numpy')):>14}{_ratio(s.get('router'), s.get('oracle')):>15}"
+        bad = [m for m, v in c["checks"].items() if v != "ok"]
+        lines.append(row + (f"   CHECK FAILED: {', '.join(bad)}" if bad else ""))
+    totals = {m: sum(c["seconds"].get(m, 0.0) for c in cases) for m in shown}
+    lines.append(f"{'total':<24}" + "".join(f"{totals[m]:>11.3f}s" for m in shown))
+    r = totals.get("router")
+    if r:
+        for other in ("numpy", "oracle", "seed", "always-gpu", "port"):
+            if totals.get(other):
+                lines.append(f"router total / {other} total: {r / totals[other]:.3f}")
+        heavy = [c for c in cases if c["numpy_us_per_call"] > 20 and "router" in c["seconds"]]
+        worst = max(heavy, key=lambda c: c["seconds"]["router"] / c["seconds"]["numpy"], default=None)
+        if worst is not None:
+            ratio = worst["seconds"]["router"] / worst["seconds"]["numpy"]
+            lines.append(f"worst router/numpy among programs with ops over 20 µs: {ratio:.3f} "
+                         f"({worst['workload']} {worst['size']})")
+    failed = [f"{c['workload']}/{c['size']}/{m}" for c in cases for m, v in c["checks"].items() if v != "ok"]
+    lines.append("outputs equal NumPy's: " + ("all" if not failed else "NO: " + ", ".join(failed)))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(SIZE_NAMES))
+    parser.add_argument("--only", default="")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    modes = tuple(m for m in args.modes.split(",") if m)
+    sizes = [s for s in args.sizes.split(",") if s]
+    only = {n for n in args.only.split(",") if n}
+    start = time.perf_counter()
+    cal = calibration.load()
+    if cal is None:
+        print("no calibration for this machine yet: measuring one (full)", file=sys.stderr)
+        cal = calibration.calibrate(quick=False, progress=False)
+    router.use_calibration(cal)
+    ports = _ports.available_ports()
+    port = next((p for p in ports if p.name == "cupy"), None) or next(
+        (p for p in ports if p.name == "torch-cuda"), None) or next((p for p in ports if p.name == "torch-cpu"), None)
+    cases = []
+    for workload in WORKLOADS:
+        if only and workload.NAME not in only:
+            continue
+        for size in sizes:
+            case = bench_case(workload, size, modes, args.repeats, args.warmup, port)
+            cases.append(case)
+            print(f"  {workload.NAME} {size}: " + ", ".join(
+                f"{m} {s * 1e3:.2f} ms" for m, s in case["seconds"].items()), file=sys.stderr, flush=True)
+    machine = calibration.machine()
+    lines = report(cases, modes)
+    print(f"machine: {machine['cpu']} x{machine['cpu_count']}; GPUs: "
+          f"{', '.join(g.get('name', '?') for g in machine['gpus']) or 'none'}; port: {port.name if port else '-'}")
+    print("\n".join(lines))
+    result = {"machine": machine, "platform": platform.platform(), "port": port.name if port else None,
+              "cases": cases, "summary": lines, "seconds": time.perf_counter() - start}
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1, default=str)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Host <-> device copies: dispatch's pinned staging against plain (pageable) copies, in one run.
+
+    python -m benchmarks.transfers [--out transfers.json]
+
+For each GPU target here and each size, the bandwidth of ``target.from_host`` /
+``target.to_host`` (staged through pinned buffers above 1 MiB) and of the library's own plain
+copy (``cupy.asarray`` / ``cupy.asnumpy``, ``tensor.to(device)`` / ``.cpu()``), interleaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Any
+
+import numpy
+
+from dispatch import targets
+
+SIZES_MB = (1, 4, 16, 64, 256)
+
+
+def _time(fn: Any, sync: Any, repeat: int = 7) -> float:
+    fn()
+    sync()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        sync()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _plain(target: Any) -> tuple[Any, Any]:
+    if target.library == "cupy":
+        cp = target.cupy
+        return cp.asarray, cp.asnumpy
+    torch, device = target.torch, target.tdevice
+    return (lambda a: torch.from_numpy(a).to(device)), (lambda t: t.cpu().numpy())
+
+
+def measure(target: Any) -> list[dict[str, float]]:
+    rows = []
+    plain_in, plain_out = _plain(target)
+    for mb in SIZES_MB:
+        host = numpy.random.default_rng(0).standard_normal(mb * (1 << 20) // 8)
+        native = target.from_host(host)
+        sync = target.synchronize
+        staged_in = _time(lambda: target.from_host(host), sync)
+        direct_in = _time(lambda: plain_in(host), sync)
+        staged_out = _time(lambda: target.to_host(native), sync)
+        direct_out = _time(lambda: plain_out(native), sync)
+        assert numpy.array_equal(target.to_host(target.from_host(host)), host)
+        gb = host.nbytes / 1e9
+        rows.append({"MB": mb, "to_device_staged_GBs": gb / staged_in, "to_device_plain_GBs": gb / direct_in,
+                     "to_host_staged_GBs": gb / staged_out, "to_host_plain_GBs": gb / direct_out})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    result = {}
+    for name in ("cupy", "torch-cuda"):
+        target = targets.probe(name)
+        if target is None:
+            continue
+        rows = result[name] = measure(target)
+        print(f"{name}: GB/s  {'MB':>5} {'in staged':>10} {'in plain':>9} {'out staged':>11} {'out plain':>10}")
+        for r in rows:
+            print(f"{'':10}{r['MB']:>5} {r['to_device_staged_GBs']:>10.1f} {r['to_device_plain_GBs']:>9.1f} "
+                  f"{r['to_host_staged_GBs']:>11.1f} {r['to_host_plain_GBs']:>10.1f}")
+    if not result:
+        print("no GPU target here: nothing to measure")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+    return result
+
+
+if __name__ == "__main__":
+    main()
