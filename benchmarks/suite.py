@@ -164,7 +164,8 @@ def _ratio(a: float | None, b: float | None) -> str:
 def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
     """The table, then the totals and the issue's criteria, as lines of text."""
     shown = [m for m in modes if any(m in c["seconds"] for c in cases)]
-    head = f"{'program':<16}{'size':<8}" + "".join(f"{m:>12}" for m in shown) + f"{'router/numpy':>14}{'router/oracle':>15}"
+    head = f"{'program':<16}{'size':<8}" + "".join(f"{m:>12}" for m in shown)
+    head += f"{'router/numpy':>14}{'router/oracle':>15}"
     lines = [head]
     for c in cases:
         s = c["seconds"]

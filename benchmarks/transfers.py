@@ -49,10 +49,10 @@ def measure(target: Any) -> list[dict[str, float]]:
         host = numpy.random.default_rng(0).standard_normal(mb * (1 << 20) // 8)
         native = target.from_host(host)
         sync = target.synchronize
-        staged_in = _time(lambda: target.from_host(host), sync)
-        direct_in = _time(lambda: plain_in(host), sync)
-        staged_out = _time(lambda: target.to_host(native), sync)
-        direct_out = _time(lambda: plain_out(native), sync)
+        staged_in = _time(lambda h=host: target.from_host(h), sync)
+        direct_in = _time(lambda h=host: plain_in(h), sync)
+        staged_out = _time(lambda n=native: target.to_host(n), sync)
+        direct_out = _time(lambda n=native: plain_out(n), sync)
         assert numpy.array_equal(target.to_host(target.from_host(host)), host)
         gb = host.nbytes / 1e9
         rows.append({"MB": mb, "to_device_staged_GBs": gb / staged_in, "to_device_plain_GBs": gb / direct_in,
