@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: the GPU test suite, a calibration, and every benchmark, with the
+# figures written under $OUT and a short table printed last.
+#
+#   OUT=/some/dir bash benchmarks/gpu_run.sh [tests|calibrate|overhead|transfers|suite|sklearn|dask ...]
+#
+# With no arguments every step runs. Runs from the source tree (PYTHONPATH=.), so nothing needs
+# building there; wheels that the machine lacks (array-api-compat, dask...) are installed from
+# .whl/ if that folder is present (see benchmarks/gpu_wheels.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-results}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+export DISPATCH_CACHE_DIR=${DISPATCH_CACHE_DIR:-/tmp/dispatch-cache}
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests calibrate overhead transfers suite sklearn)
+status=0
+step() { echo "== $1 ($(date +%T))"; }
+
+for s in "${steps[@]}"; do
+    case "$s" in
+    tests)
+        step tests
+        nvidia-smi -L || true
+        python3 -m dispatch info || status=1
+        # the whole suite: GPU-marked tests run here, the rest prove nothing broke on this stack
+        python3 -m pytest tests -q -p no:cacheprovider -x --timeout=900 -n 8 \
+            -o addopts="" -rs --junitxml="$OUT/tests.xml" >"$OUT/tests.log" 2>&1 || status=1
+        tail -n 25 "$OUT/tests.log"
+        ;;
+    calibrate)
+        step calibrate
+        python3 -m dispatch calibrate --out "$OUT/calibration.json" || status=1
+        ;;
+    overhead)
+        step overhead
+        python3 -m benchmarks.overhead --out "$OUT/overhead.json" || status=1
+        ;;
+    transfers)
+        step transfers
+        python3 -m benchmarks.transfers --out "$OUT/transfers.json" || status=1
+        ;;
+    suite)
+        step suite
+        python3 -m benchmarks.suite --out "$OUT/suite.json" ${SUITE_ARGS:-} || status=1
+        ;;
+    sklearn)
+        step sklearn
+        python3 -m benchmarks.sklearn_pipelines --out "$OUT/sklearn.json" ${SKLEARN_ARGS:-} || status=1
+        ;;
+    dask)
+        step dask
+        python3 -m benchmarks.dask_scale --out "$OUT/dask.json" ${DASK_ARGS:-} || status=1
+        ;;
+    *)
+        echo "unknown step $s" >&2
+        status=2
+        ;;
+    esac
+done
+
+step summary
+python3 -m benchmarks.gpu_summary "$OUT" || status=1
+exit $status
