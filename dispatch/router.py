@@ -82,6 +82,8 @@ def selector() -> BackendSelector:
 
 
 def policy() -> str:
+    """The policy in effect: ``"cost"`` once this machine is calibrated, else ``"seed"``."""
+    _ensure_calibration()
     return _policy
 
 

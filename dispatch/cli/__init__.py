@@ -15,6 +15,7 @@ __all__ = ["CommandError", "main"]
 
 # subcommand -> module under dispatch.cli, in the order --help lists them
 SUBCOMMANDS: dict[str, str] = {
+    "demo": "demo",
     "analyze": "analyze",
     "migrate": "migrate",
 }

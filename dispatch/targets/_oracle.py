@@ -24,7 +24,15 @@ class Expected:
 
     dtypes: tuple[np.dtype, ...]
     scalars: tuple[bool, ...]
-    container: type | None  # tuple, a named tuple type, or None for one array
+    container: type | None  # tuple, list, a named tuple type, or None for one array
+
+    def build(self, items: list[Any]) -> Any:
+        """``items`` in NumPy's container: one array, a tuple, a list or a named tuple."""
+        if self.container is None:
+            return items[0]
+        if self.container in (tuple, list):
+            return self.container(items)
+        return self.container(*items)
 
     @property
     def dtype(self) -> np.dtype:
@@ -82,7 +90,7 @@ def _convert(x: Any, dtype_of: Any) -> Any:
 
 
 def _describe(result: Any) -> Expected | None:
-    items = result if isinstance(result, tuple) else (result,)
+    items = result if isinstance(result, (tuple, list)) else (result,)
     dtypes, scalars = [], []
     for r in items:
         if isinstance(r, np.ndarray):
@@ -93,5 +101,5 @@ def _describe(result: Any) -> Expected | None:
             scalars.append(True)
         else:
             return None  # lists, Python objects: nothing a target should imitate
-    container = type(result) if isinstance(result, tuple) else None
+    container = type(result) if isinstance(result, (tuple, list)) else None
     return Expected(tuple(dtypes), tuple(scalars), container)

@@ -204,8 +204,4 @@ def _match(cupy: Any, result: Any, want: Any) -> Any:
         if item.dtype != dtype:
             item = item.astype(dtype)
         items[i] = device_scalar(item) if scalar else item
-    if want.container is None:
-        return items[0]
-    if want.container is tuple:
-        return tuple(items)
-    return want.container(*items)
+    return want.build(items)

@@ -202,11 +202,7 @@ class TorchTarget(Target):
             if scalar:  # NumPy gives a scalar: on the host make it one, on a device keep it there
                 item = _torch_cpu_to_numpy(item)[()] if self.kind == "cpu" else device_scalar(item)
             items[i] = item
-        if want.container is None:
-            return items[0]
-        if want.container is tuple:
-            return tuple(items)
-        return want.container(*items)
+        return want.build(items)
 
     def _ufunc(self, op: Any, args: tuple, kwargs: dict) -> Any:
         name = op.name
@@ -235,7 +231,8 @@ class TorchTarget(Target):
                 operands.append(a.to(tdtype) if a.dtype != tdtype else a)
             else:
                 _check_scalar_fits(a, dtype)
-                operands.append(torch.tensor(a, dtype=tdtype, device=self.tdevice))
+                # a 0-d CPU tensor: torch passes it to device kernels as a scalar, with no copy
+                operands.append(torch.tensor(a, dtype=tdtype))
         result = _ufunc_function(name)(torch, *operands)
         out = loop[op.ufunc.nin]
         tout = self.torch_dtype(out)
