@@ -389,3 +389,22 @@ def test_measure_warms_up_synchronises_and_repeats():
     assert len(times) == 4 and len(calls) == 6
     assert len(syncs) == 2 + 2 * 4  # after each warm-up, around each timed call
     assert _timing.median([3.0, 1.0, 2.0]) == 2.0
+
+
+def test_cpu_clock_times_host_ports_only(monkeypatch, capsys):
+    fakes = [_ports.Port("torch-cpu", "torch", torch, CPU), _ports.Port("cupy", "cupy", FakeCupy())]
+    monkeypatch.setattr(_ports, "available_ports", lambda: fakes)
+    assert cli.main(["--only", "heat", "--repeats", "1", "--clock", "cpu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("ports: torch-cpu; clock: cpu")
+    assert lines[1] == "| workload | size | numpy ms | torch-cpu ms |"
+    assert len(_timing.measure(lambda: sum(range(1000)), clock="cpu", repeats=2)) == 2
+
+
+def test_measure_interleaved_takes_turns():
+    order = []
+    times = _timing.measure_interleaved(
+        {"a": (lambda: order.append("a"), None), "b": (lambda: order.append("b"), None)}, warmup=1, repeats=3
+    )
+    assert order == ["a", "b"] + ["a", "b"] * 3
+    assert [len(t) for t in times.values()] == [3, 3]

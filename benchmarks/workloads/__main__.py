@@ -39,12 +39,15 @@ def _cell(seconds: float | None, numpy_seconds: float | None = None) -> str:
 
 
 def bench_case(
-    workload: ModuleType, size: str, ports: list[_ports.Port], *, seed: int = 0, repeats: int = 5
+    workload: ModuleType, size: str, ports: list[_ports.Port], *, seed: int = 0, repeats: int = 5, clock: str = "wall"
 ) -> tuple[dict[str, list[float]], list[str]]:
-    """Timings (seconds, by column name) of one case, and the ports whose check failed."""
+    """Timings (seconds, by column name) of one case, and the ports whose check failed.
+
+    Every contender is checked against NumPy first; those that pass are timed in turns.
+    """
     data = workload.make_data(size, seed=seed)
     reference = workload.run(numpy, **data)
-    timings = {"numpy": _timing.measure(functools.partial(workload.run, numpy, **data), repeats=repeats)}
+    calls = {"numpy": (functools.partial(workload.run, numpy, **data), None)}
     failures = []
     for port in ports:
         if not port.supports(workload):
@@ -55,12 +58,11 @@ def bench_case(
             failures.append(f"{port.name}: {exc}")
             continue
         roundtrip = functools.partial(port.run, workload, data)
-        key = port.name if _on_host(port) else f"{port.name} rt"
-        timings[key] = _timing.measure(roundtrip, port.synchronize, repeats=repeats)
+        calls[port.name if _on_host(port) else f"{port.name} rt"] = (roundtrip, port.synchronize)
         if not _on_host(port):
             resident = functools.partial(port.run_resident, workload, port.to_device(data))
-            timings[f"{port.name} res"] = _timing.measure(resident, port.synchronize, repeats=repeats)
-    return timings, failures
+            calls[f"{port.name} res"] = (resident, port.synchronize)
+    return _timing.measure_interleaved(calls, repeats=repeats, clock=clock), failures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,12 +72,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-ports", action="store_true", help="time NumPy only")
+    parser.add_argument(
+        "--clock",
+        choices=sorted(_timing.CLOCKS),
+        default="wall",
+        help="cpu: process CPU time, for one-thread runs on a loaded machine (host ports only)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write every timing (seconds) to PATH")
     args = parser.parse_args(argv)
 
     ports = [] if args.no_ports else _ports.available_ports()
+    if args.clock == "cpu":
+        ports = [port for port in ports if _on_host(port)]  # device time is not process CPU time
     columns = _columns(ports)
-    print(f"numpy {numpy.__version__}; ports: {', '.join(p.name for p in ports) or 'none'}")
+    ports_text = ", ".join(p.name for p in ports) or "none"
+    print(f"numpy {numpy.__version__}; ports: {ports_text}; clock: {args.clock}")
     print("| workload | size | " + " | ".join(f"{c} ms" for c in columns) + " |")
     print("| --- | --- |" + " --- |" * len(columns))
 
@@ -83,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     records: list[dict[str, Any]] = []
     for workload, size in iter_cases(sizes, args.only):
-        timings, failed = bench_case(workload, size, ports, seed=args.seed, repeats=args.repeats)
+        timings, failed = bench_case(workload, size, ports, seed=args.seed, repeats=args.repeats, clock=args.clock)
         failures += [f"{workload.NAME} {size} {f}" for f in failed]
         medians = {k: _timing.median(v) for k, v in timings.items()}
         cells = [_cell(medians["numpy"])]
@@ -97,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAIL {failure}", file=sys.stderr)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"numpy": numpy.__version__, "ports": [p.name for p in ports], "cases": records}, fh, indent=1)
+            meta = {"numpy": numpy.__version__, "ports": [p.name for p in ports], "clock": args.clock}
+            json.dump({**meta, "cases": records}, fh, indent=1)
     return 1 if failures else 0
 
 

@@ -18,7 +18,7 @@ NAME = "pairwise"
 SIZES = {
     "small": {"n_queries": 100, "n_refs": 1_000, "d": 16, "k": 5, "n_classes": 4, "block": 256},
     "medium": {"n_queries": 500, "n_refs": 10_000, "d": 32, "k": 10, "n_classes": 8, "block": 512},
-    "large": {"n_queries": 3_000, "n_refs": 50_000, "d": 32, "k": 10, "n_classes": 8, "block": 1_000},
+    "large": {"n_queries": 2_000, "n_refs": 50_000, "d": 32, "k": 10, "n_classes": 8, "block": 1_000},
 }
 
 
