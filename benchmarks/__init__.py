@@ -1,0 +1,1 @@
+"""Benchmarks: the workload suite (``benchmarks.workloads``) and the harness that runs it."""

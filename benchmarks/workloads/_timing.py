@@ -1,0 +1,81 @@
+"""Timing: warm-up, repeats, median; several contenders interleaved.
+
+The clock is wall time (``time.perf_counter``) unless told otherwise. ``CLOCKS["cpu"]``
+(``time.process_time``, the process's CPU seconds) is for one-thread runs on a shared machine:
+it leaves out the time other processes hold the cores, which wall time counts (their use of
+shared caches and memory bandwidth still shows). With several threads it adds their times up,
+so it is no longer a duration.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+
+Call = Callable[[], object]
+Sync = Callable[[], None]
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def _noop() -> None:
+    pass
+
+
+def _timed(fn: Call, sync: Sync, clock: Callable[[], float]) -> float:
+    sync()
+    start = clock()
+    fn()
+    sync()  # queued device work belongs to the call that queued it
+    return clock() - start
+
+
+def measure(
+    fn: Call,
+    sync: Sync | None = None,
+    *,
+    warmup: int = 1,
+    repeats: int = 5,
+    budget_s: float = 10.0,
+    clock: str = "wall",
+) -> list[float]:
+    """Seconds per call of ``fn``, after ``warmup`` untimed calls.
+
+    ``sync`` runs before each clock read (a device synchronisation). Stops after ``repeats``
+    calls, or earlier once the timed calls exceed ``budget_s`` and at least three were made.
+    """
+    calls = {"fn": (fn, sync)}
+    return measure_interleaved(calls, warmup=warmup, repeats=repeats, budget_s=budget_s, clock=clock)["fn"]
+
+
+def measure_interleaved(
+    calls: Mapping[str, tuple[Call, Sync | None]],
+    *,
+    warmup: int = 1,
+    repeats: int = 5,
+    budget_s: float = 10.0,
+    clock: str = "wall",
+) -> dict[str, list[float]]:
+    """Like ``measure`` for several contenders, taking turns call by call.
+
+    Round-robin repeats expose every contender to the same background load, so their ratio
+    stays meaningful on a shared or throttling machine where timings drift over a run.
+    ``budget_s`` bounds each contender's timed total.
+    """
+    read = CLOCKS[clock]
+    plan = {name: (fn, sync or _noop) for name, (fn, sync) in calls.items()}
+    for fn, sync in plan.values():
+        for _ in range(warmup):
+            fn()
+            sync()
+    times: dict[str, list[float]] = {name: [] for name in plan}
+    for _ in range(repeats):
+        for name, (fn, sync) in plan.items():
+            times[name].append(_timed(fn, sync, read))
+        if len(times[next(iter(plan))]) >= 3 and max(sum(t) for t in times.values()) > budget_s:
+            break
+    return times
+
+
+def median(times: list[float]) -> float:
+    return statistics.median(times)

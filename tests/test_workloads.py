@@ -1,0 +1,410 @@
+"""The workload suite: every program runs and agrees with itself, its ports agree with NumPy,
+every checker can fail, and every program reaches arrays through ``xp`` alone.
+
+Small sizes only, except one pass over the generated data of every size (never run).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import json
+import math
+import textwrap
+import types
+from typing import Any
+
+import numpy
+import pytest
+
+from benchmarks import workloads
+from benchmarks.workloads import __main__ as cli
+from benchmarks.workloads import _check, _ports, _timing
+from converters import NUMPY_CATALOG
+
+torch = pytest.importorskip("torch")
+CPU = torch.device("cpu")
+WORKLOADS = [pytest.param(w, id=w.NAME) for w in workloads.WORKLOADS]
+
+
+@functools.cache
+def small(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The small inputs of a workload and its NumPy reference (computed once)."""
+    workload = workloads.get(name)
+    data = workload.make_data("small")
+    return data, workload.run(numpy, **data)
+
+
+def arrays(data: dict[str, Any]) -> dict[str, numpy.ndarray]:
+    return {k: v for k, v in data.items() if isinstance(v, numpy.ndarray)}
+
+
+# ---- registry and interface -----------------------------------------------------------------
+
+
+def test_registry():
+    names = [w.NAME for w in workloads.WORKLOADS]
+    assert len(names) >= 8 and len(set(names)) == len(names)
+    cases = list(workloads.iter_cases())
+    assert len(cases) == 3 * len(names)
+    assert [(w.NAME, s) for w, s in workloads.iter_cases(["small"], ["pca", "heat"])] == [
+        ("pca", "small"),
+        ("heat", "small"),
+    ]
+    assert workloads.get("kmeans").NAME == "kmeans"
+    with pytest.raises(KeyError, match="no workload"):
+        workloads.get("nope")
+    with pytest.raises(KeyError, match="no size"):
+        list(workloads.iter_cases(["huge"]))
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_interface(workload):
+    assert tuple(workload.SIZES) == workloads.SIZE_NAMES
+    for name in ("make_data", "run", "check", "run_torch", "run_torch_resident", "run_cupy", "run_cupy_resident"):
+        assert callable(getattr(workload, name)), name
+    params = list(inspect.signature(workload.run).parameters)
+    assert params[0] == "xp"
+    data = small(workload.NAME)[0]
+    assert set(params[1:]) == set(data), "run takes exactly what make_data gives"
+    assert all(isinstance(v, (numpy.ndarray, int, float)) for v in data.values())
+
+
+# ---- the NumPy program ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_numpy_run_is_deterministic_and_passes_its_check(workload):
+    _, reference = small(workload.NAME)
+    assert reference and all(isinstance(numpy.asarray(v), numpy.ndarray) for v in reference.values())
+    again = workload.run(numpy, **workload.make_data("small"))
+    workload.check(again, reference)
+    for key in reference:
+        assert numpy.array_equal(numpy.asarray(again[key]), numpy.asarray(reference[key]), equal_nan=True), key
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_run_does_not_mutate_inputs(workload):
+    data = workload.make_data("small")
+    before = {k: v.copy() for k, v in arrays(data).items()}
+    workload.run(numpy, **data)
+    for key, value in before.items():
+        assert numpy.array_equal(data[key], value), key
+
+
+def test_other_seeds_give_other_data():
+    a, b = workloads.get("kmeans").make_data("small", seed=0), workloads.get("kmeans").make_data("small", seed=1)
+    assert not numpy.array_equal(a["X"], b["X"])
+
+
+def test_sizes_grow_and_large_stays_modest():
+    # Generating every large input takes a few seconds; nothing here runs a program.
+    for workload in workloads.WORKLOADS:
+        totals, nbytes = [], 0
+        for size in workloads.SIZE_NAMES:
+            data = arrays(workload.make_data(size))
+            totals.append(sum(v.size for v in data.values()))
+            nbytes = sum(v.nbytes for v in data.values())
+            del data
+        assert totals[0] < totals[1] < totals[2], (workload.NAME, totals)
+        assert nbytes < 1e9, (workload.NAME, nbytes)
+
+
+# ---- what the programs compute --------------------------------------------------------------
+
+
+def test_monte_carlo_european_price_matches_black_scholes():
+    mc = workloads.get("monte_carlo")
+    _, result = small("monte_carlo")
+    s, k, r, v, t = (mc.MARKET[key] for key in ("spot", "strike", "rate", "volatility", "maturity"))
+    d1 = (math.log(s / k) + (r + v * v / 2) * t) / (v * math.sqrt(t))
+    d2 = d1 - v * math.sqrt(t)
+    cdf = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))  # noqa: E731
+    exact = s * cdf(d1) - k * math.exp(-r * t) * cdf(d2)
+    assert abs(float(result["european_price"]) - exact) < 4 * float(result["european_stderr"])
+    assert float(result["barrier_price"]) < float(result["european_price"])
+
+
+def test_fft_filter_matches_direct_convolution():
+    data, result = small("fft_filter")
+    direct = numpy.convolve(data["signals"][0], data["taps"], mode="same")
+    numpy.testing.assert_allclose(result["filtered"][0], direct, atol=1e-12)
+
+
+def test_least_squares_two_ways_agree_and_kmeans_recovers_blobs():
+    _, ls = small("least_squares")
+    numpy.testing.assert_allclose(ls["beta_normal"], ls["beta"], rtol=1e-9, atol=1e-9)
+    _, km = small("kmeans")
+    assert float(km["shifts"][-1]) == 0.0  # converged within the fixed iterations
+
+
+# ---- the ports ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_torch_port_matches_numpy(workload):
+    data, reference = small(workload.NAME)
+    before = {k: v.copy() for k, v in arrays(data).items()}
+    workload.check(workload.run_torch(torch, CPU, **data), reference)
+    for key, value in before.items():  # on the CPU tensors share memory with the inputs
+        assert numpy.array_equal(data[key], value), key
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_torch_resident_port_leaves_results_on_the_device(workload):
+    port = _ports.Port("torch-cpu", "torch", torch, CPU)
+    data, reference = small(workload.NAME)
+    out = port.run_resident(workload, port.to_device(data))
+    assert all(torch.is_tensor(v) for v in out.values())
+    port.synchronize()
+    workload.check(port.to_host(out), reference)
+
+
+class FakeCupy(types.ModuleType):
+    """NumPy standing in for CuPy: CuPy's own calls the ports use, then NumPy's namespace."""
+
+    def __init__(self) -> None:
+        super().__init__("cupy")
+        self.ndarray = numpy.ndarray
+        self.synchronized = 0
+        device = types.SimpleNamespace(synchronize=self._synchronize)
+        self.cuda = types.SimpleNamespace(Device=lambda: device)
+
+    def _synchronize(self) -> None:
+        self.synchronized += 1
+
+    def asnumpy(self, x: Any) -> numpy.ndarray:
+        assert isinstance(x, numpy.ndarray), "asnumpy takes device arrays only"
+        return numpy.array(x)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(numpy, name)
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_cupy_port_with_numpy_standing_in(workload):
+    fake = FakeCupy()
+    data, reference = small(workload.NAME)
+    workload.check(workload.run_cupy(fake, **data), reference)
+    port = _ports.Port("cupy", "cupy", fake)
+    assert port.supports(workload)
+    port.synchronize()
+    assert fake.synchronized == 1
+    workload.check(port.run(workload, data), reference)
+
+
+def test_available_ports_lists_torch_cpu_first():
+    ports = _ports.available_ports()
+    assert ports[0].name == "torch-cpu" and ports[0].device == CPU
+    ports[0].synchronize()  # a no-op on the CPU, but it must not fail
+
+
+# ---- the checkers can fail ------------------------------------------------------------------
+
+
+def perturb(value: Any, rng: numpy.random.Generator) -> numpy.ndarray:
+    """A wrong result: 1e-3 relative noise on floats, one element off by one for integers."""
+    x = numpy.array(value, copy=True)
+    if x.dtype.kind in "fc":
+        noise = 1e-3 * rng.standard_normal(x.shape)
+        return (x * (1 + noise) + (x == 0) * 1e-3).astype(x.dtype)
+    x.reshape(-1)[0] += 1
+    return x
+
+
+@pytest.mark.parametrize(
+    ("workload", "key"),
+    [pytest.param(w, key, id=f"{w.NAME}-{key}") for w in workloads.WORKLOADS for key in small(w.NAME)[1]],
+)
+def test_check_fails_on_a_perturbed_result(workload, key):
+    _, reference = small(workload.NAME)
+    wrong = dict(reference, **{key: perturb(reference[key], numpy.random.default_rng(1))})
+    with pytest.raises(AssertionError):
+        workload.check(wrong, reference)
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_check_fails_on_a_missing_key_or_a_wrong_dtype(workload):
+    _, reference = small(workload.NAME)
+    key = next(iter(reference))
+    with pytest.raises(AssertionError, match="missing"):
+        workload.check({k: v for k, v in reference.items() if k != key}, reference)
+    wrong = {k: numpy.asarray(v) for k, v in reference.items()}
+    wrong[key] = wrong[key].astype(numpy.float32 if wrong[key].dtype != numpy.float32 else numpy.float64)
+    with pytest.raises(AssertionError, match="dtype"):
+        workload.check(wrong, reference)
+
+
+def test_topk_check_forgives_ties_only():
+    values = numpy.array([[0.1, 0.2, 0.2, 0.5], [0.1, 0.3, 0.4, 0.9]])
+    index = numpy.array([[7, 3, 4, 1], [2, 5, 6, 8]])
+    swapped = index.copy()
+    swapped[0, [1, 2]] = swapped[0, [2, 1]]  # tied values: either order is right
+    assert _check.assert_topk("t", swapped, index, values, values).tolist() == [True, False]
+    last = index.copy()
+    last[1, 3] = 9  # the last rank's competitor is not returned: a same-valued stand-in is fine
+    assert _check.assert_topk("t", last, index, values, values).tolist() == [False, True]
+    wrong = index.copy()
+    wrong[1, [0, 1]] = wrong[1, [1, 0]]
+    with pytest.raises(AssertionError, match="untied"):
+        _check.assert_topk("t", wrong, index, values, values)
+
+
+def test_assert_close_tolerance_is_by_dtype_and_scale():
+    ref = numpy.array([1.0, 1e-20, -3.0])
+    _check.assert_close("x", ref + 1e-12, ref)  # rounding-sized differences pass, near-zeros too
+    with pytest.raises(AssertionError, match="rtol=1e-09"):
+        _check.assert_close("x", ref * (1 + 1e-6), ref)
+    ref32 = ref.astype(numpy.float32)
+    _check.assert_close("x", ref32 * numpy.float32(1 + 1e-6), ref32)
+    with pytest.raises(AssertionError, match="non-finite"):
+        _check.assert_close("x", numpy.array([1.0, numpy.nan, -3.0]), ref)
+    with pytest.raises(AssertionError, match="shape"):
+        _check.assert_close("x", ref[:2], ref)
+
+
+# ---- the programs reach arrays only through xp ----------------------------------------------
+
+FORBIDDEN_ATTRIBUTES = {"get", "numpy", "cpu", "cuda", "to", "detach", "tolist", "item"}
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_run_names_no_array_library_but_xp(workload):
+    tree = ast.parse(textwrap.dedent(inspect.getsource(workload.run)))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            bound = getattr(workload, node.id, None)
+            if isinstance(bound, types.ModuleType):
+                assert bound.__name__ == "math", f"run uses module {bound.__name__} as {node.id!r}"
+            assert node.id not in {"numpy", "np", "torch", "cupy", "cp"}, node.id
+        if isinstance(node, ast.Attribute):
+            assert node.attr not in FORBIDDEN_ATTRIBUTES, f"run calls .{node.attr}"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.depth = 0
+        self.names: set[str] = set()
+        self.foreign: list[str] = []
+
+
+class Traced(numpy.ndarray):
+    """An array that notices NumPy functions applied to it from outside the namespace."""
+
+    recorder: Recorder
+
+    def __array_function__(self, func, types, args, kwargs):
+        if not Traced.recorder.depth:
+            Traced.recorder.foreign.append(f"{func.__module__}.{func.__name__}")
+        return super().__array_function__(func, types, args, kwargs)
+
+
+def traced(result: Any) -> Any:
+    if isinstance(result, numpy.ndarray) and not isinstance(result, Traced):
+        return result.view(Traced)
+    if isinstance(result, tuple):
+        items = [traced(item) for item in result]
+        return type(result)(*items) if hasattr(result, "_fields") else tuple(items)
+    return result
+
+
+class RecordingNamespace:
+    """Forwards to NumPy, records each function's name, and wraps results as ``Traced``."""
+
+    def __init__(self, target: types.ModuleType, recorder: Recorder, prefix: str = "") -> None:
+        self._target, self._recorder, self._prefix = target, recorder, prefix
+
+    def __getattr__(self, name: str) -> Any:
+        obj, path, recorder = getattr(self._target, name), self._prefix + name, self._recorder
+        if isinstance(obj, types.ModuleType):
+            return RecordingNamespace(obj, recorder, path + ".")
+        recorder.names.add(path)
+        if isinstance(obj, type) or not callable(obj):
+            return obj
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            recorder.depth += 1
+            try:
+                return traced(obj(*args, **kwargs))
+            finally:
+                recorder.depth -= 1
+
+        return call
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_every_call_goes_through_xp_and_is_routable(workload):
+    data, reference = small(workload.NAME)
+    recorder = Recorder()
+    Traced.recorder = recorder
+    result = workload.run(RecordingNamespace(numpy, recorder), **data)
+    foreign = list(recorder.foreign)
+    assert not foreign, f"NumPy functions called outside xp: {foreign}"
+    workload.check(result, reference)
+    assert recorder.names
+    for name in sorted(recorder.names):
+        if isinstance(getattr(numpy, name, None), type):
+            continue  # a dtype passed as an argument
+        entry = NUMPY_CATALOG.get(name)
+        assert entry is not None, f"xp.{name} is not in the NumPy catalog: dispatch cannot route it"
+        # The CuPy port is the program itself: each call must exist in CuPy under its name.
+        assert entry.counterparts.get("cupy") == name, f"xp.{name} has no CuPy counterpart of that name"
+
+
+# ---- the command line and the timer ---------------------------------------------------------
+
+
+def test_cli_runs_checks_and_prints_a_table(tmp_path, capsys):
+    out = tmp_path / "times.json"
+    assert cli.main(["--only", "heat", "monte_carlo", "--repeats", "1", "--json", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("| workload | size | numpy ms | torch-cpu ms")
+    assert [line.split("|")[1].strip() for line in lines[3:]] == ["heat", "monte_carlo"]
+    saved = json.loads(out.read_text())
+    assert {case["workload"] for case in saved["cases"]} == {"heat", "monte_carlo"}
+    assert all(len(case["seconds"]["numpy"]) == 1 for case in saved["cases"])
+
+
+class CorruptingCupy(FakeCupy):
+    def asnumpy(self, x: Any) -> numpy.ndarray:
+        return perturb(x, numpy.random.default_rng(2))
+
+
+def test_cli_reports_a_port_that_disagrees_with_numpy(monkeypatch, capsys):
+    fakes = [_ports.Port("cupy", "cupy", FakeCupy()), _ports.Port("cupy-bad", "cupy", CorruptingCupy())]
+    monkeypatch.setattr(_ports, "available_ports", lambda: fakes)
+    assert cli.main(["--only", "heat", "--repeats", "1"]) == 1
+    captured = capsys.readouterr()
+    header, _, row = captured.out.splitlines()[1:4]
+    assert "cupy rt ms | cupy res ms | cupy-bad rt ms | cupy-bad res ms" in header
+    cells = [cell.strip() for cell in row.split("|")[1:-1]]
+    assert cells[-2:] == ["FAIL", "FAIL"] and "FAIL" not in cells[:-2]
+    assert "FAIL heat small cupy-bad: u:" in captured.err
+
+
+def test_measure_warms_up_synchronises_and_repeats():
+    calls, syncs = [], []
+    times = _timing.measure(lambda: calls.append(1), lambda: syncs.append(1), warmup=2, repeats=4)
+    assert len(times) == 4 and len(calls) == 6
+    assert len(syncs) == 2 + 2 * 4  # after each warm-up, around each timed call
+    assert _timing.median([3.0, 1.0, 2.0]) == 2.0
+
+
+def test_cpu_clock_times_host_ports_only(monkeypatch, capsys):
+    fakes = [_ports.Port("torch-cpu", "torch", torch, CPU), _ports.Port("cupy", "cupy", FakeCupy())]
+    monkeypatch.setattr(_ports, "available_ports", lambda: fakes)
+    assert cli.main(["--only", "heat", "--repeats", "1", "--clock", "cpu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("ports: torch-cpu; clock: cpu")
+    assert lines[1] == "| workload | size | numpy ms | torch-cpu ms |"
+    assert len(_timing.measure(lambda: sum(range(1000)), clock="cpu", repeats=2)) == 2
+
+
+def test_measure_interleaved_takes_turns():
+    order = []
+    times = _timing.measure_interleaved(
+        {"a": (lambda: order.append("a"), None), "b": (lambda: order.append("b"), None)}, warmup=1, repeats=3
+    )
+    assert order == ["a", "b"] + ["a", "b"] * 3
+    assert [len(t) for t in times.values()] == [3, 3]
