@@ -17,6 +17,7 @@ __all__ = ["CommandError", "main"]
 SUBCOMMANDS: dict[str, str] = {
     "info": "info",
     "calibrate": "calibrate",
+    "run": "run",
     "demo": "demo",
     "analyze": "analyze",
     "migrate": "migrate",
