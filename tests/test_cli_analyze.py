@@ -24,11 +24,24 @@ APP = "import numpy as np\n\nA = np.ones((300, 300))\nB = np.dot(A, A)\nnp.sum(u
 
 SITE_KEYS = {
     "path", "line", "column", "cell", "source", "library", "name", "op", "method", "complexity",
-    "size", "shape", "tier", "model_estimate_seconds", "profile",
+    "size", "shape", "tier", "model_estimate_seconds", "model_estimate_source", "profile",
 }  # fmt: skip
 PROFILE_KEYS = {
     "site", "op", "count", "shapes", "dtypes", "target", "seconds", "estimates", "recommended_target", "speedup",
+    "hardware",
 }  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def uncalibrated(tmp_path_factory, monkeypatch):
+    """An empty calibration cache: the model estimate is the seed roofline, whatever the
+    machine running the tests has stored."""
+    from dispatch import calibration
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    calibration._loaded.clear()
+    yield
+    calibration._loaded.clear()
 
 
 @pytest.fixture
@@ -111,11 +124,13 @@ def test_terminal_without_rich_falls_back_to_plain_text(app, capsys, monkeypatch
 def test_json_schema(app):
     report = analyze_json("app.py")
     assert set(report) == {
-        "version", "paths", "estimate_model", "summary", "sites", "unclassified", "errors", "profile", "profile_only",
+        "version", "paths", "estimate_model", "hardware", "summary", "sites", "unclassified", "errors", "profile",
+        "profile_only",
     }  # fmt: skip
     assert report["version"] == 1
     assert report["paths"] == ["app.py"]
     assert report["estimate_model"]["kind"] == "model estimate"
+    assert report["estimate_model"]["name"] == "seed-roofline" and report["hardware"] is None
     assert report["summary"] == {
         "files": 1,
         "sites": 3,
@@ -128,7 +143,7 @@ def test_json_schema(app):
     }
     assert all(set(site) == SITE_KEYS for site in report["sites"])
     dot = report["sites"][1]
-    assert {k: dot[k] for k in SITE_KEYS - {"model_estimate_seconds"}} == {
+    assert {k: dot[k] for k in SITE_KEYS - {"model_estimate_seconds", "model_estimate_source"}} == {
         "path": "app.py",
         "line": 4,
         "column": 5,
@@ -145,6 +160,7 @@ def test_json_schema(app):
         "profile": None,
     }
     assert list(dot["model_estimate_seconds"]) == ["SCALAR", "SIMD", "GPU"]
+    assert dot["model_estimate_source"] == "seed-roofline"
     unknown = report["sites"][2]
     assert (unknown["op"], unknown["size"], unknown["tier"], unknown["model_estimate_seconds"]) == (
         "sum",
@@ -259,7 +275,8 @@ def test_profile_paths_resolve_against_the_profile_folder(tmp_path, monkeypatch)
     report = analyze_json("proj", "--profile", "proj/profile.json")
     merged = [s["profile"] for s in report["sites"] if s["profile"]]
     assert merged == [
-        {**call, "shapes": [], "dtypes": [], "estimates": {}, "recommended_target": "numpy", "speedup": None}
+        {**call, "shapes": [], "dtypes": [], "estimates": {}, "recommended_target": "numpy", "speedup": None,
+         "hardware": None}
     ]
 
 
