@@ -82,21 +82,32 @@ def _tier_of(name: str, data: dict[str, Any]) -> Backend:
     return Backend.SIMD if str(data.get("device", "cpu")) == "cpu" else Backend.GPU
 
 
+def _catalog_entry(op: str) -> tuple[str, Any] | None:
+    """The catalog name and entry of a traced op: a NumPy catalog name, or a scikit-learn
+    estimator's method as the accelerator traces it (``"PCA.fit_transform"`` is ``PCA``)."""
+    from converters import NUMPY_CATALOG, SKLEARN_CATALOG
+
+    if op in NUMPY_CATALOG:
+        return op, NUMPY_CATALOG[op]
+    head = op.split(".")[0]
+    if head in SKLEARN_CATALOG:
+        return head, SKLEARN_CATALOG[head]
+    return None
+
+
 def roofline_by_target(op: str, shapes: list[list[int]], available: list[str]) -> dict[str, float]:
     """The seed roofline's seconds per call, with each tier standing for the target that
     would run it here: SCALAR ``numpy``, SIMD ``torch-cpu``, GPU the first GPU target in
-    ``available``. Host-only work has a ``numpy`` entry only."""
+    ``available``. Host-only work has a ``numpy`` entry only; an op in no catalog (a ufunc
+    method, indexing) has none."""
     from dispatch.cli.estimate import estimate_seconds
-    from dispatch.selector import OpComplexity
 
-    try:
-        from dispatch._ops import op_named
-
-        complexity = op_named(op).complexity
-    except (KeyError, AttributeError):
-        complexity = OpComplexity.LOW
+    found = _catalog_entry(op)
+    if found is None:
+        return {}
+    name, entry = found
     n = max((math.prod(s) for s in shapes), default=1)
-    by_tier = estimate_seconds(op, complexity, int(n))
+    by_tier = estimate_seconds(name, entry.complexity, int(n))
     names = {Backend.SCALAR: "numpy"}
     if "torch-cpu" in available:
         names[Backend.SIMD] = "torch-cpu"

@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dispatch import calibration
+    from dispatch import calibration, targets
 
     if args.show is not None:
         if args.quick or args.only or args.out:
@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         kept = _merge_base(only)
         cal = calibration.calibrate(quick=args.quick, progress=sys.stderr.isatty(), save=False, only=only)
         if kept is not None:
-            cal.targets = {**{k: v for k, v in kept.targets.items() if k not in cal.targets}, **cal.targets}
+            merged = {**kept.targets, **cal.targets}  # in the registry's order
+            cal.targets = {name: merged[name] for name in [*targets.TARGET_NAMES, *sorted(merged)] if name in merged}
             cal.quick = cal.quick or kept.quick
         where = cal.save()
         calibration._loaded[cal.fingerprint] = cal

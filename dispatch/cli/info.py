@@ -81,7 +81,6 @@ def collect() -> dict[str, Any]:
         "targets": sorted(cal.targets) if cal else [],
         "others": others,
     }
-    router._ensure_calibration()  # what the first routed call would do
     forced = config.get_backend()
     policy = router.policy()
     if forced != "auto":
