@@ -300,6 +300,15 @@ def test_profile_written_when_the_script_fails(project, capsys):
     assert profile["exit_code"] == 5 and [c["op"] for c in profile["calls"]] == ["ones", "sum"]
 
 
+def test_profile_paths_are_the_callers_when_the_script_changes_directory(project, capsys, monkeypatch):
+    write(project / "app.py", "import os\nimport numpy as np\nos.chdir('..')\nnp.ones(3).sum()\n")
+    monkeypatch.chdir(project)  # the script's chdir is undone after the test
+    assert main(["run", "--no-sklearn", "--profile", "out.json", "app.py"]) == 0
+    capsys.readouterr()
+    calls = json.loads((project / "out.json").read_text())["calls"]
+    assert [c["site"] for c in calls] == ["app.py:4", "app.py:4"]
+
+
 def test_hot_ops_are_all_counted(project, capsys):
     write(project / "app.py", "import numpy as np\nx = np.ones(4)\nfor _ in range(20_000):\n    x + x\n")
     assert main(["run", "--no-sklearn", "--profile", "out.json", "app.py"]) == 0

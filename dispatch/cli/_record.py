@@ -33,10 +33,11 @@ if TYPE_CHECKING:
 __all__ = ["build_profile", "display_path"]
 
 
-def display_path(filename: str) -> str:
-    """A site's file relative to the working directory when it lies under it, else absolute."""
+def display_path(filename: str, start: str | None = None) -> str:
+    """A site's file relative to ``start`` (the working directory) when it lies under it, else
+    absolute."""
     try:
-        rel = os.path.relpath(filename)
+        rel = os.path.relpath(filename, start)
     except ValueError:  # another drive (Windows)
         return filename
     return filename if rel.startswith(os.pardir) else rel
@@ -51,6 +52,7 @@ def build_profile(
     argv: list[str],
     exit_code: int,
     wall_seconds: float,
+    start_dir: str | None = None,
 ) -> dict[str, Any]:
     """The profile of a finished run, as a JSON-ready dict."""
     from dispatch import calibration
@@ -64,7 +66,7 @@ def build_profile(
             unattributed["seconds"] += group.seconds
             continue
         file, _, line = group.site.rpartition(":")
-        site = f"{display_path(file)}:{line}"
+        site = f"{display_path(file, start_dir)}:{line}"
         shapes = [list(map(int, s)) for s in group.shapes]
         key = (site, group.op, tuple(map(tuple, shapes)), tuple(group.dtypes), group.target)
         entry = entries.setdefault(key, {

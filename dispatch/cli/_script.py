@@ -89,7 +89,7 @@ class ImportRedirect:
 
     def is_users_file(self, filename: str | None) -> bool:
         """Whether ``filename`` is one of the user's files (cached per name)."""
-        if not filename:
+        if not filename or filename.startswith("<"):  # "<string>", "<frozen ...>": no file of the user's
             return False
         found = self._users.get(filename)
         if found is None:

@@ -52,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
         code = compile_script(args.script)
     except ScriptError as exc:
         raise CommandError(str(exc), exc.code) from None
-    if args.profile is not None:
-        folder = os.path.dirname(os.path.abspath(args.profile))
+    start_dir = os.getcwd()  # the script may change directory: paths are the caller's
+    profile_path = os.path.abspath(args.profile) if args.profile is not None else None
+    if profile_path is not None:
+        folder = os.path.dirname(profile_path)
         if not os.path.isdir(folder):
             raise CommandError(f"cannot write the profile {args.profile}: no folder {folder}", 2)
 
@@ -85,11 +87,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         if args.report:
             trace.summary(file=sys.stderr)
-        if args.profile is not None:
+        if profile_path is not None:
             from dispatch.cli._record import build_profile
 
-            profile = build_profile(trace, cal, cal_path, available, args.script, argv, status, round(wall, 6))
-            status = _write_profile(args.profile, profile, status)
+            profile = build_profile(trace, cal, cal_path, available, args.script, argv, status, round(wall, 6),
+                                    start_dir)
+            status = _write_profile(profile_path, args.profile, profile, status)
     return status
 
 
@@ -126,14 +129,15 @@ def _accelerate_sklearn() -> None:
         print(f"dispatch run: note: scikit-learn is not accelerated: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
-def _write_profile(path: str, profile: dict, status: int) -> int:
+def _write_profile(path: str, shown: str, profile: dict, status: int) -> int:
     try:
         with open(path, "w", encoding="utf-8") as handle:
             json.dump(profile, handle, indent=1)
             handle.write("\n")
     except OSError as exc:
-        print(f"dispatch run: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"dispatch run: error: cannot write {shown}: {exc.strerror or exc}", file=sys.stderr)
         return status or 1
     calls = sum(c["count"] for c in profile["calls"])
-    print(f"dispatch run: wrote {path} ({len(profile['calls'])} call sites, {calls} calls)", file=sys.stderr)
+    sites = len({c["site"] for c in profile["calls"]})
+    print(f"dispatch run: wrote {shown} ({sites} call sites, {calls} calls)", file=sys.stderr)
     return status
