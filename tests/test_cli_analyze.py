@@ -450,3 +450,21 @@ def test_hardware_errors_are_one_line(app, capsys):
         assert main(["analyze", "app.py", *args]) == code
         err = capsys.readouterr().err
         assert err.startswith(f"dispatch analyze: error: {message}") and err.count("\n") == 1
+
+
+def test_calls_without_estimates_do_not_hide_the_others(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("app.py").write_text("import numpy as np\ny = np.sin(x)[0] * 2\n")
+    calls = [
+        {"site": "app.py:2", "op": "sin", "count": 1, "target": "numpy", "seconds": 0.4,
+         "estimates": {"numpy": 0.4, "torch-cpu": 0.1}},
+        {"site": "app.py:2", "op": "multiply", "count": 2, "target": "numpy", "seconds": 0.2,
+         "estimates": {"numpy": 0.2, "torch-cpu": 0.1}},
+        {"site": "app.py:2", "op": "__getitem__", "count": 1, "target": "numpy", "seconds": 0.01, "estimates": {}},
+    ]  # fmt: skip
+    Path("p.json").write_text(json.dumps({"version": 1, "calls": calls}))
+    report = analyze_json("app.py", "--profile", "p.json")
+    merged = report["sites"][0]["profile"]  # the line's one static site takes every call on it
+    assert (merged["count"], merged["seconds"]) == (4, pytest.approx(0.61))
+    assert merged["estimates"] == pytest.approx({"numpy": 0.6, "torch-cpu": 0.2})
+    assert (merged["recommended_target"], merged["speedup"]) == ("torch-cpu", pytest.approx(3.0))

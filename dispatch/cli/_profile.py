@@ -23,9 +23,11 @@ Merge: a call joins the static site at the same (resolved file, line). A site pa
 against the working directory, then against the profile's folder, then matched by its trailing
 path components when exactly one scanned file ends that way. Where several sites share a line,
 the one with the call's op wins; a call no site takes is listed on its own. Several calls of
-one site (other shapes or dtypes) are combined: counts, seconds and the estimates of the
-targets all of them have are summed. Notebook lines count inside a cell, which a file:line
-site cannot name, so notebook calls are listed on their own.
+one site (other shapes or dtypes, or other ops on its line) are combined: counts and seconds
+are summed, and so are the estimates of the targets all the priced calls have (a call without
+estimates adds none: indexing, creation from a shape, ops outside the catalog). Notebook
+lines count inside a cell, which a file:line site cannot name, so notebook calls are listed
+on their own.
 """
 
 from __future__ import annotations
@@ -185,11 +187,15 @@ def combine(calls: Sequence[ProfileCall]) -> ProfileCall:
     """Several recorded calls of one site as one."""
     if len(calls) == 1:
         return calls[0]
-    shared = set.intersection(*(set(c.estimates) for c in calls))
+    # estimates: summed over the calls that have any (indexing, creation without an input
+    # array and ops outside the catalog have none), on the targets all of those have
+    priced = [c for c in calls if c.estimates]
+    shared = set.intersection(*(set(c.estimates) for c in priced)) if priced else set()
     hardware = None
     if all(c.hardware is not None for c in calls):
-        there = set.intersection(*(set(c.hardware or {}) for c in calls))
-        hardware = {t: sum((c.hardware or {})[t] for c in calls) for t in sorted(there)}
+        there_priced = [c.hardware for c in calls if c.hardware]
+        there = set.intersection(*(set(h) for h in there_priced)) if there_priced else set()
+        hardware = {t: sum(h[t] for h in there_priced) for t in sorted(there)}
     return ProfileCall(
         site=calls[0].site,
         op=calls[0].op,
@@ -198,7 +204,7 @@ def combine(calls: Sequence[ProfileCall]) -> ProfileCall:
         seconds=sum(c.seconds for c in calls),
         shapes=tuple(dict.fromkeys(s for c in calls for s in c.shapes)),
         dtypes=tuple(dict.fromkeys(d for c in calls for d in c.dtypes)),
-        estimates={t: sum(c.estimates[t] for c in calls) for t in sorted(shared)},
+        estimates={t: sum(c.estimates[t] for c in priced) for t in sorted(shared)},
         hardware=hardware,
     )
 
