@@ -31,8 +31,8 @@ _LIBRARIES = (("numpy", ("numpy",)), ("torch", ("torch",)), ("cupy", ("cupy-cuda
 
 COLD_START = (
     "Not calibrated: routing uses the seed's MoE table (cold start), which does not know this "
-    "machine. Run `python -m dispatch calibrate` (under 30 s; --quick under 5 s) to route by what "
-    "this machine measures."
+    "machine. Run `python -m dispatch calibrate` (about 30 s; --quick a few seconds) to route by "
+    "what this machine measures."
 )
 
 
