@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         if not os.path.isdir(folder):
             raise CommandError(f"cannot write the profile {args.profile}: no folder {folder}", 2)
 
-    cal, cal_path = _calibration(args.calibrate)
+    cal, cal_path = _calibration(args.calibrate) if (args.profile or args.calibrate) else (None, None)
     on_sklearn = None if args.no_sklearn else _accelerate_sklearn
     redirect = ImportRedirect(os.path.dirname(os.path.abspath(args.script)), on_sklearn)
     argv = [args.script, *args.args]
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
     from dispatch import router, targets, tracing
 
-    available = list(targets.available())
+    available = list(targets.available()) if profile_path is not None else []
     saved = (tracing.SITES, tracing.SITE_FILTER, router.history.hot_calls_per_s)
     tracing.SITES = args.profile is not None
     tracing.SITE_FILTER = redirect.is_users_file
