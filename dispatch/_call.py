@@ -88,7 +88,7 @@ def _collect(args: tuple, kwargs: dict) -> list[Any]:
 def _size(x: Any) -> int:
     data = x._data if isinstance(x, ndarray) else x
     size = data.size
-    return size() if callable(size) else size  # torch: .size() is the shape
+    return data.numel() if callable(size) else size  # torch: .size() is the shape, .numel() the count
 
 
 def _itemsize(x: Any) -> int:

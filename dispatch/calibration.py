@@ -376,6 +376,7 @@ def _ticker(total: int, progress: bool) -> Iterator[Callable[[str], None]]:
         yield lambda label: None
         return
     try:
+        from rich.console import Console
         from rich.progress import Progress
     except ImportError:
         count = [0]
@@ -387,7 +388,7 @@ def _ticker(total: int, progress: bool) -> Iterator[Callable[[str], None]]:
         yield plain
         print(file=sys.stderr)
         return
-    with Progress(transient=True) as bar:
+    with Progress(transient=True, console=Console(stderr=True)) as bar:  # stdout stays the caller's
         task = bar.add_task("calibrating", total=total)
         yield lambda label: bar.update(task, advance=1, description=f"calibrating {label}")
 

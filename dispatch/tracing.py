@@ -16,8 +16,11 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import numpy as _np
 
 from dispatch._state import STATE
 
@@ -46,11 +49,34 @@ class CallRecord:
 
 
 @dataclass
+class CallGroup:
+    """Calls with the same (site, op, shapes, dtypes, target, reason), summed."""
+
+    op: str
+    shapes: list[list[int]]
+    dtypes: list[str]
+    target: str
+    reason: str
+    site: str | None = None
+    calls: int = 0
+    seconds: float = 0.0
+    bytes_moved: int = 0
+
+
+@dataclass
 class Trace:
-    """The calls recorded while the trace was open, and the fallbacks among them."""
+    """The calls recorded while the trace was open, and the fallbacks among them.
+
+    ``Trace(aggregate=True)`` keeps one ``CallGroup`` per distinct (site, op, shapes, dtypes,
+    target, reason) in ``groups`` instead of a record per call in ``records``: the memory a
+    long program needs stays bounded by the distinct calls it makes.
+    """
 
     records: list[CallRecord] = field(default_factory=list)
     fallbacks: Counter[tuple[str, str]] = field(default_factory=Counter)
+    aggregate: bool = False
+    groups: dict[tuple, CallGroup] = field(default_factory=dict)
+    _group_lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def __enter__(self) -> Trace:
         with _lock:
@@ -65,36 +91,57 @@ class Trace:
             STATE.tracing -= 1
             STATE.refresh()
 
+    def add(self, rec: CallRecord) -> None:
+        """Keep one call: as a record, or summed into its group when aggregating."""
+        if not self.aggregate:
+            self.records.append(rec)
+            return
+        key = (rec.site, rec.op, tuple(map(tuple, rec.shapes)), tuple(rec.dtypes), rec.target, rec.reason)
+        with self._group_lock:
+            group = self.groups.get(key)
+            if group is None:
+                group = self.groups[key] = CallGroup(rec.op, rec.shapes, rec.dtypes, rec.target, rec.reason, rec.site)
+            group.calls += 1
+            group.seconds += rec.seconds
+            group.bytes_moved += rec.bytes_moved
+
     # ---- reading a trace ------------------------------------------------------------------------
+
+    def grouped(self) -> Iterator[CallGroup]:
+        """Every call kept: the groups when aggregating, else one group per record."""
+        if self.aggregate:
+            with self._group_lock:
+                yield from list(self.groups.values())
+            return
+        for r in self.records:
+            yield CallGroup(r.op, r.shapes, r.dtypes, r.target, r.reason, r.site, 1, r.seconds, r.bytes_moved)
 
     def by_target(self) -> dict[str, float]:
         """Seconds spent per target."""
         totals: dict[str, float] = {}
-        for r in self.records:
-            totals[r.target] = totals.get(r.target, 0.0) + r.seconds
+        for g in self.grouped():
+            totals[g.target] = totals.get(g.target, 0.0) + g.seconds
         return totals
 
     def rows(self) -> list[dict[str, Any]]:
         """Per (op, target, reason): calls, seconds and bytes moved, most time first."""
         groups: dict[tuple[str, str, str], dict[str, Any]] = {}
-        for r in self.records:
+        for g in self.grouped():
             row = groups.setdefault(
-                (r.op, r.target, r.reason),
-                {"op": r.op, "target": r.target, "reason": r.reason, "calls": 0, "seconds": 0.0, "bytes_moved": 0},
+                (g.op, g.target, g.reason),
+                {"op": g.op, "target": g.target, "reason": g.reason, "calls": 0, "seconds": 0.0, "bytes_moved": 0},
             )
-            row["calls"] += 1
-            row["seconds"] += r.seconds
-            row["bytes_moved"] += r.bytes_moved
+            row["calls"] += g.calls
+            row["seconds"] += g.seconds
+            row["bytes_moved"] += g.bytes_moved
         return sorted(groups.values(), key=lambda row: -row["seconds"])
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "calls": [asdict(r) for r in self.records],
-                "fallbacks": [{"op": op, "reason": why, "count": n} for (op, why), n in self.fallbacks.items()],
-            },
-            indent=1,
-        )
+        data: dict[str, Any] = {"calls": [asdict(r) for r in self.records]}
+        if self.aggregate:
+            data["groups"] = [asdict(g) for g in self.grouped()]
+        data["fallbacks"] = [{"op": op, "reason": why, "count": n} for (op, why), n in self.fallbacks.items()]
+        return json.dumps(data, indent=1)
 
     def summary(self, file: Any = None) -> str:
         """A table of where time went and what moved; printed (rich when installed) and returned."""
@@ -105,8 +152,9 @@ class Trace:
              _fmt_seconds(r["seconds"]), _fmt_bytes(r["bytes_moved"]))
             for r in rows
         ]
-        total = sum(r.seconds for r in self.records)
-        title = f"dispatch trace: {len(self.records)} calls, {_fmt_seconds(total)}"
+        calls = sum(r["calls"] for r in rows)
+        total = sum(r["seconds"] for r in rows)
+        title = f"dispatch trace: {calls} calls, {_fmt_seconds(total)}"
         text = _render(title, headers, table, file)
         if self.fallbacks:
             lines = [f"  {op}: {why} (x{n})" for (op, why), n in self.fallbacks.items()]
@@ -116,9 +164,10 @@ class Trace:
         return text
 
 
-def trace() -> Trace:
-    """Record the calls made inside a ``with`` block: ``with dispatch.trace() as t: ...``."""
-    return Trace()
+def trace(aggregate: bool = False) -> Trace:
+    """Record the calls made inside a ``with`` block: ``with dispatch.trace() as t: ...``
+    (``aggregate=True``: sum calls into groups instead of keeping a record per call)."""
+    return Trace(aggregate=aggregate)
 
 
 def fallbacks() -> dict[tuple[str, str], int]:
@@ -143,7 +192,7 @@ def fallback(op: Any, why: str) -> None:
 
 def record(rec: CallRecord) -> None:
     for t in list(_active):
-        t.records.append(rec)
+        t.add(rec)
     if _otel_tracer is not None:
         _export_span(rec)
 
@@ -189,15 +238,24 @@ def _export_span(rec: CallRecord) -> None:
 
 # Record the user's call site (file:line) of each call; profiling turns this on.
 SITES = False
-_OWN_FILES = ("/dispatch/", "\\dispatch\\")
+# Which files are the user's: a predicate on a frame's file name (``dispatch run`` sets it to
+# the script's own files). ``None``: any file outside dispatch and NumPy.
+SITE_FILTER: Callable[[str], bool] | None = None
+# dispatch's and NumPy's own folders (by location, not by a name a user's path may contain too)
+_SKIPPED_DIRS = (
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    os.path.dirname(os.path.abspath(_np.__file__)) + os.sep,
+)
 
 
 def call_site() -> str | None:
-    """``file:line`` of the first frame outside dispatch (and outside NumPy's dispatch glue)."""
-    frame = sys._getframe(2)
+    """``file:line`` of the first frame outside dispatch and NumPy (and, with ``SITE_FILTER``,
+    in a file it accepts); ``None`` when no frame qualifies."""
+    frame: Any = sys._getframe(2)
+    accept = SITE_FILTER
     while frame is not None:
         name = frame.f_code.co_filename
-        if not any(part in name for part in _OWN_FILES) and "/numpy/" not in name and "\\numpy\\" not in name:
+        if not name.startswith(_SKIPPED_DIRS) and (accept is None or accept(name)):
             return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
     return None

@@ -24,11 +24,24 @@ APP = "import numpy as np\n\nA = np.ones((300, 300))\nB = np.dot(A, A)\nnp.sum(u
 
 SITE_KEYS = {
     "path", "line", "column", "cell", "source", "library", "name", "op", "method", "complexity",
-    "size", "shape", "tier", "model_estimate_seconds", "profile",
+    "size", "shape", "tier", "model_estimate_seconds", "model_estimate_source", "profile",
 }  # fmt: skip
 PROFILE_KEYS = {
     "site", "op", "count", "shapes", "dtypes", "target", "seconds", "estimates", "recommended_target", "speedup",
+    "hardware",
 }  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def uncalibrated(tmp_path_factory, monkeypatch):
+    """An empty calibration cache: the model estimate is the seed roofline, whatever the
+    machine running the tests has stored."""
+    from dispatch import calibration
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    calibration._loaded.clear()
+    yield
+    calibration._loaded.clear()
 
 
 @pytest.fixture
@@ -111,11 +124,13 @@ def test_terminal_without_rich_falls_back_to_plain_text(app, capsys, monkeypatch
 def test_json_schema(app):
     report = analyze_json("app.py")
     assert set(report) == {
-        "version", "paths", "estimate_model", "summary", "sites", "unclassified", "errors", "profile", "profile_only",
+        "version", "paths", "estimate_model", "hardware", "summary", "sites", "unclassified", "errors", "profile",
+        "profile_only",
     }  # fmt: skip
     assert report["version"] == 1
     assert report["paths"] == ["app.py"]
     assert report["estimate_model"]["kind"] == "model estimate"
+    assert report["estimate_model"]["name"] == "seed-roofline" and report["hardware"] is None
     assert report["summary"] == {
         "files": 1,
         "sites": 3,
@@ -128,7 +143,7 @@ def test_json_schema(app):
     }
     assert all(set(site) == SITE_KEYS for site in report["sites"])
     dot = report["sites"][1]
-    assert {k: dot[k] for k in SITE_KEYS - {"model_estimate_seconds"}} == {
+    assert {k: dot[k] for k in SITE_KEYS - {"model_estimate_seconds", "model_estimate_source"}} == {
         "path": "app.py",
         "line": 4,
         "column": 5,
@@ -145,6 +160,7 @@ def test_json_schema(app):
         "profile": None,
     }
     assert list(dot["model_estimate_seconds"]) == ["SCALAR", "SIMD", "GPU"]
+    assert dot["model_estimate_source"] == "seed-roofline"
     unknown = report["sites"][2]
     assert (unknown["op"], unknown["size"], unknown["tier"], unknown["model_estimate_seconds"]) == (
         "sum",
@@ -259,7 +275,8 @@ def test_profile_paths_resolve_against_the_profile_folder(tmp_path, monkeypatch)
     report = analyze_json("proj", "--profile", "proj/profile.json")
     merged = [s["profile"] for s in report["sites"] if s["profile"]]
     assert merged == [
-        {**call, "shapes": [], "dtypes": [], "estimates": {}, "recommended_target": "numpy", "speedup": None}
+        {**call, "shapes": [], "dtypes": [], "estimates": {}, "recommended_target": "numpy", "speedup": None,
+         "hardware": None}
     ]
 
 
@@ -351,3 +368,103 @@ def test_command_line_exit_codes_and_one_line_errors(tmp_path):
     )  # fmt: skip
     assert (ok.returncode, ok.stderr) == (0, "")
     assert "np.dot(grid, grid)" in ok.stdout
+
+
+# ---- this machine's calibration and --hardware -----------------------------------------------------------
+
+BIG_DOT = {"site": "app.py:4", "op": "dot", "shapes": [[2000, 2000], [2000, 2000]], "dtypes": ["float64", "float64"],
+           "count": 2, "target": "numpy", "seconds": 3.0, "estimates": {"numpy": 3.2}}  # fmt: skip
+
+
+def test_a_calibrated_machine_prices_sites_with_its_calibration(app, capsys):
+    from _synthetic import synthetic
+
+    from dispatch import calibration
+
+    cache = Path(os.environ["DISPATCH_CACHE_DIR"])
+    synthetic().save(cache / f"calibration-{calibration.fingerprint()}.json")
+    Path("fit.py").write_text("from sklearn.decomposition import PCA\nimport numpy as np\n"
+                              "X = np.ones((500, 40))\nPCA(2).fit(X)\n")  # fmt: skip
+    report = analyze_json("app.py", "fit.py")
+    model = report["estimate_model"]
+    assert (model["name"], model["kind"], model["fallback"]) == ("calibration", "model estimate", "seed-roofline")
+    assert model["calibration"]["targets"] == ["numpy", "torch-cpu"] and model["calibration"]["quick"] is False
+    dot = next(s for s in report["sites"] if s["op"] == "dot")
+    assert dot["model_estimate_source"] == "calibration"
+    # two 300 x 300 operands: numpy 1 µs + 2e-10 s * 300**3; torch-cpu 5 µs + 0.5e-10 s * 300**3; no GPU here
+    assert dot["model_estimate_seconds"] == pytest.approx({"SCALAR": 1e-6 + 5.4e-3, "SIMD": 5e-6 + 1.35e-3}, rel=0.02)
+    pca = next(s for s in report["sites"] if s["op"] == "PCA" and s["method"] == "fit")
+    assert pca["model_estimate_source"] == "seed-roofline"  # the calibration prices NumPy ops only
+    assert set(report["summary"]["model_estimate_seconds_total"]) == {"SCALAR", "SIMD", "GPU", "best"}
+
+    assert main(["analyze", "app.py", "fit.py"]) == 0
+    table = capsys.readouterr().out
+    assert "SIMD 1.4 ms ×4.0" in table and "SCALAR" in table
+    pca_row = next(line for line in table.splitlines() if "PCA(2).fit(X)" in line)
+    assert pca_row.endswith(" *")  # priced by the roofline
+    assert "Estimates: this machine's calibration (full, 2026-11-22T00:00:00+00:00), data on the host; *" in table
+
+
+def test_hardware_prices_profiled_calls_on_the_other_machine(app, capsys):
+    from _synthetic import synthetic
+
+    from dispatch import cost
+
+    gpu = synthetic(gpu=True, fingerprint="feedfacefeedface")
+    gpu.save("gpu.json")
+    unsized = {"site": "app.py:5", "op": "sum", "count": 1, "target": "numpy", "seconds": 0.1}
+    Path("p.json").write_text(json.dumps({"version": 1, "machine": {}, "calls": [BIG_DOT, unsized]}))
+    report = analyze_json("app.py", "--profile", "p.json", "--hardware", "gpu.json")
+    assert report["hardware"] == {
+        "fingerprint": "feedfacefeedface", "path": "gpu.json", "created": "2026-11-22T00:00:00+00:00",
+        "quick": False, "cpu": "Synthetic CPU", "gpus": ["Synthetic GPU"], "targets": ["cupy", "numpy", "torch-cpu"],
+        "baseline": "numpy",
+    }  # fmt: skip
+    per_call = cost.estimate_call("dot", BIG_DOT["shapes"], BIG_DOT["dtypes"], gpu)
+    dot = next(s for s in report["sites"] if s["op"] == "dot")["profile"]
+    assert dot["hardware"]["estimates"] == pytest.approx({t: 2 * s for t, s in per_call.items()})
+    assert dot["hardware"]["recommended_target"] == "cupy"
+    assert dot["hardware"]["speedup"] == pytest.approx(per_call["numpy"] / per_call["cupy"])
+    assert dot["hardware"]["speedup"] > 20  # 100x faster compute, less the transfers of 2 x 32 MB at 10 GB/s
+    assert (dot["recommended_target"], dot["speedup"]) == ("numpy", pytest.approx(1.0))  # this machine: unchanged
+    total = next(s for s in report["sites"] if s["op"] == "sum")["profile"]
+    assert total["hardware"] == {"estimates": {}, "recommended_target": None, "speedup": None}  # no shapes
+
+    assert main(["analyze", "app.py", "--profile", "p.json", "--hardware", "gpu.json"]) == 0
+    table = capsys.readouterr().out
+    assert "best target  speedup  best there  speedup there" in table
+    dot_row = next(line for line in table.splitlines() if line.startswith("app.py:4:5"))
+    assert dot_row.split()[-2:] == ["cupy", f"×{per_call['numpy'] / per_call['cupy']:,.0f}"]
+    assert dot_row.split()[-2:] != ["-", "-"]
+    assert "there: the calibration gpu.json (Synthetic CPU; Synthetic GPU; full, 2026-11-22T00:00:00+00:00)" in table
+
+
+def test_hardware_errors_are_one_line(app, capsys):
+    Path("p.json").write_text(json.dumps({"version": 1, "calls": [BIG_DOT]}))
+    Path("bad.json").write_text('{"version": 7}')
+    for args, code, message in (
+        (["--hardware", "gpu.json"], 2, "--hardware prices the calls of a profile: give --profile FILE too"),
+        (["--profile", "p.json", "--hardware", "none.json"], 2, "no such calibration: none.json"),
+        (["--profile", "p.json", "--hardware", "bad.json"], 1, "cannot read calibration bad.json: calibration version"),
+    ):
+        assert main(["analyze", "app.py", *args]) == code
+        err = capsys.readouterr().err
+        assert err.startswith(f"dispatch analyze: error: {message}") and err.count("\n") == 1
+
+
+def test_calls_without_estimates_do_not_hide_the_others(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("app.py").write_text("import numpy as np\ny = np.sin(x)[0] * 2\n")
+    calls = [
+        {"site": "app.py:2", "op": "sin", "count": 1, "target": "numpy", "seconds": 0.4,
+         "estimates": {"numpy": 0.4, "torch-cpu": 0.1}},
+        {"site": "app.py:2", "op": "multiply", "count": 2, "target": "numpy", "seconds": 0.2,
+         "estimates": {"numpy": 0.2, "torch-cpu": 0.1}},
+        {"site": "app.py:2", "op": "__getitem__", "count": 1, "target": "numpy", "seconds": 0.01, "estimates": {}},
+    ]  # fmt: skip
+    Path("p.json").write_text(json.dumps({"version": 1, "calls": calls}))
+    report = analyze_json("app.py", "--profile", "p.json")
+    merged = report["sites"][0]["profile"]  # the line's one static site takes every call on it
+    assert (merged["count"], merged["seconds"]) == (4, pytest.approx(0.61))
+    assert merged["estimates"] == pytest.approx({"numpy": 0.6, "torch-cpu": 0.2})
+    assert (merged["recommended_target"], merged["speedup"]) == ("torch-cpu", pytest.approx(3.0))

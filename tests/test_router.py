@@ -267,3 +267,9 @@ def test_cost_floor_keeps_small_calls_on_numpy(isolated):
 def test_unknown_policy():
     with pytest.raises(ValueError, match="unknown routing policy"):
         router.set_policy("fastest")
+
+
+def test_inputs_count_the_elements_of_a_native_torch_tensor():
+    torch = pytest.importorskip("torch")
+    inputs = _inputs(torch.ones(3, 4, dtype=torch.float64), np.ones(5))
+    assert inputs.size == 12 and inputs.nbytes == (12 + 5) * 8  # torch's .size() is a shape, not a count

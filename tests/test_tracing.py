@@ -99,3 +99,34 @@ def test_opentelemetry_spans():
     assert span.attributes["dispatch.target"] == "numpy"
     assert span.attributes["dispatch.shapes"] == "[[5]]"
     assert dispatch._state.STATE.tracing == 0
+
+
+def test_aggregated_trace_keeps_one_group_per_distinct_call():
+    x = dispatch.ones(10)
+    with tracing.trace(aggregate=True) as t:
+        for _ in range(50):
+            x.sum()
+        dispatch.ones(20).sum()
+    assert t.records == []
+    sums = [g for g in t.grouped() if g.op == "sum"]
+    assert sorted((g.shapes, g.calls) for g in sums) == [([[10]], 50), ([[20]], 1)]
+    assert all(g.seconds > 0 for g in sums)
+    assert {r["op"]: r["calls"] for r in t.rows()}["sum"] == 51
+    out = io.StringIO()
+    assert "52 calls" in t.summary(file=out).splitlines()[0]  # 51 sums and ones(20)
+    assert len(json.loads(t.to_json())["groups"]) == len(t.groups)
+
+
+def test_call_site_skips_dispatch_and_numpy_by_location(monkeypatch):
+    tracing.SITES = True
+    try:
+        with dispatch.trace() as t:
+            dispatch.ones(3).sum()  # this line is the site
+        here = f"{__file__}:{sys._getframe().f_lineno - 1}"
+        assert [r.site for r in t.records] == [here, here]
+        monkeypatch.setattr(tracing, "SITE_FILTER", lambda name: name.endswith("no_such_file.py"))
+        with dispatch.trace() as t:
+            dispatch.ones(3).sum()
+        assert [r.site for r in t.records] == [None, None]
+    finally:
+        tracing.SITES = False

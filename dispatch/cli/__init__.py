@@ -15,6 +15,9 @@ __all__ = ["CommandError", "main"]
 
 # subcommand -> module under dispatch.cli, in the order --help lists them
 SUBCOMMANDS: dict[str, str] = {
+    "info": "info",
+    "calibrate": "calibrate",
+    "run": "run",
     "demo": "demo",
     "analyze": "analyze",
     "migrate": "migrate",

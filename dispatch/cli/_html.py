@@ -48,7 +48,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 });
 """
 
-_NUMERIC = {"n", "calls", "measured", "speedup", "model estimate (best)"}
+_NUMERIC = {"n", "calls", "measured", "speedup", "speedup there", "model estimate (best)"}
 
 
 def render_html(report: Report) -> str:
@@ -63,7 +63,7 @@ def render_html(report: Report) -> str:
         "<h2>Estimated time by backend (model estimate)</h2>",
         _chart(report.estimated_totals()),
         '<p class="note">Every call site whose size is visible, run once; host-only work counts as SCALAR '
-        "on every bar. A roofline with the seed's defaults, not a measurement.</p>",
+        f"on every bar. {escape(_model_note(report))}</p>",
         "<h2>Call sites</h2>",
         _sites_table(report),
     ]
@@ -80,6 +80,12 @@ def render_html(report: Report) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _model_note(report: Report) -> str:
+    if report.model.get("name") == "calibration":
+        return "This machine's calibration (the seed roofline where it cannot price an op), not a measurement."
+    return "A roofline with the seed's defaults, not a measurement."
+
+
 def _sites_table(report: Report) -> str:
     headers, cells = site_table(report)
     sort_values = []
@@ -87,7 +93,8 @@ def _sites_table(report: Report) -> str:
         best = row.best
         values = {"n": row.site.size, "model estimate (best)": best[1] if best else None}
         if row.profile is not None:
-            values |= {"calls": row.profile.count, "measured": row.profile.seconds, "speedup": row.profile.speedup}
+            values |= {"calls": row.profile.count, "measured": row.profile.seconds, "speedup": row.profile.speedup,
+                       "speedup there": row.profile.hardware_speedup}
         sort_values.append(values)
     return _table(headers, cells, sort_values)
 

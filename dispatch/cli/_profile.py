@@ -8,26 +8,36 @@ A profile (version 1) is what the run-time recorder writes::
                 "dtypes": ["float64"], "count": 3, "target": "numpy", "seconds": 0.12,
                 "estimates": {"numpy": 0.12, "torch-cpu": 0.1, "cupy": 0.01}}]}
 
-``seconds`` and ``estimates`` are in the same unit (the merge compares them). ``shapes``,
-``dtypes``, ``estimates`` and ``machine`` may be absent.
+``seconds`` and ``estimates`` are **totals over the entry's ``count`` calls** (what
+``dispatch run --profile`` writes; the merge compares and sums them). ``estimates`` are
+model estimates of the same calls on each target (this machine's calibration, or the seed
+roofline where it is not calibrated: ``machine.estimates`` says which). ``shapes``,
+``dtypes``, ``estimates`` and ``machine`` may be absent; other top-level fields
+(``units``, ``script``, ``argv``, ``exit_code``, ``unattributed``...) are informative.
+
+With a calibration of another machine (``analyze --hardware CAL.json``), each call is also
+priced there from its shapes and dtypes (``hardware``: that machine's estimates, totals over
+the calls as above, its cheapest target, and the speedup over NumPy on that machine).
 
 Merge: a call joins the static site at the same (resolved file, line). A site path is resolved
 against the working directory, then against the profile's folder, then matched by its trailing
 path components when exactly one scanned file ends that way. Where several sites share a line,
 the one with the call's op wins; a call no site takes is listed on its own. Several calls of
-one site (other shapes or dtypes) are combined: counts, seconds and the estimates of the
-targets all of them have are summed. Notebook lines count inside a cell, which a file:line
-site cannot name, so notebook calls are listed on their own.
+one site (other shapes or dtypes, or other ops on its line) are combined: counts and seconds
+are summed, and so are the estimates of the targets all the priced calls have (a call without
+estimates adds none: indexing, creation from a shape, ops outside the catalog). Notebook
+lines count inside a cell, which a file:line site cannot name, so notebook calls are listed
+on their own.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
-__all__ = ["Profile", "ProfileCall", "ProfileError", "load_profile", "match_calls"]
+__all__ = ["Profile", "ProfileCall", "ProfileError", "load_profile", "match_calls", "priced_on"]
 
 PROFILE_VERSION = 1
 
@@ -48,6 +58,8 @@ class ProfileCall:
     shapes: tuple[tuple[int, ...], ...] = ()
     dtypes: tuple[str, ...] = ()
     estimates: dict[str, float] = field(default_factory=dict)
+    # estimates on another machine (analyze --hardware), totals over ``count`` calls
+    hardware: dict[str, float] | None = None
 
     @property
     def path(self) -> str:
@@ -76,7 +88,28 @@ class ProfileCall:
         best = self.estimates[self.recommended_target]
         return baseline / best if best > 0 else None
 
+    @property
+    def hardware_target(self) -> str | None:
+        """The cheapest target on the other machine (``None`` without its estimates)."""
+        return min(self.hardware, key=self.hardware.get) if self.hardware else None
+
+    @property
+    def hardware_speedup(self) -> float | None:
+        """NumPy's estimate on the other machine over its cheapest target's (``None`` where
+        that machine's calibration has no NumPy or the call could not be priced)."""
+        if not self.hardware or "numpy" not in self.hardware:
+            return None
+        best = self.hardware[self.hardware_target]
+        return self.hardware["numpy"] / best if best > 0 else None
+
     def to_json(self) -> dict:
+        hardware = None
+        if self.hardware is not None:
+            hardware = {
+                "estimates": dict(self.hardware),
+                "recommended_target": self.hardware_target,
+                "speedup": self.hardware_speedup,
+            }
         return {
             "site": self.site,
             "op": self.op,
@@ -88,6 +121,7 @@ class ProfileCall:
             "estimates": dict(self.estimates),
             "recommended_target": self.recommended_target,
             "speedup": self.speedup,
+            "hardware": hardware,
         }
 
 
@@ -153,7 +187,15 @@ def combine(calls: Sequence[ProfileCall]) -> ProfileCall:
     """Several recorded calls of one site as one."""
     if len(calls) == 1:
         return calls[0]
-    shared = set.intersection(*(set(c.estimates) for c in calls))
+    # estimates: summed over the calls that have any (indexing, creation without an input
+    # array and ops outside the catalog have none), on the targets all of those have
+    priced = [c for c in calls if c.estimates]
+    shared = set.intersection(*(set(c.estimates) for c in priced)) if priced else set()
+    hardware = None
+    if all(c.hardware is not None for c in calls):
+        there_priced = [c.hardware for c in calls if c.hardware]
+        there = set.intersection(*(set(h) for h in there_priced)) if there_priced else set()
+        hardware = {t: sum(h[t] for h in there_priced) for t in sorted(there)}
     return ProfileCall(
         site=calls[0].site,
         op=calls[0].op,
@@ -162,8 +204,16 @@ def combine(calls: Sequence[ProfileCall]) -> ProfileCall:
         seconds=sum(c.seconds for c in calls),
         shapes=tuple(dict.fromkeys(s for c in calls for s in c.shapes)),
         dtypes=tuple(dict.fromkeys(d for c in calls for d in c.dtypes)),
-        estimates={t: sum(c.estimates[t] for c in calls) for t in sorted(shared)},
+        estimates={t: sum(c.estimates[t] for c in priced) for t in sorted(shared)},
+        hardware=hardware,
     )
+
+
+def priced_on(profile: Profile, price: Callable[[ProfileCall], dict[str, float]]) -> Profile:
+    """The profile with each call priced on another machine: ``price(call)`` gives seconds
+    per call by target (``{}``: cannot be priced), scaled here to the call's count."""
+    calls = tuple(replace(c, hardware={t: s * c.count for t, s in price(c).items()}) for c in profile.calls)
+    return replace(profile, calls=calls)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,10 @@ new fields may be added within a version)::
       "version": 1,
       "paths": ["examples"],                        # what was scanned, as given
       "estimate_model": {"name": "seed-roofline", "kind": "model estimate", ...parameters},
+                        # or, where this machine is calibrated: {"name": "calibration", "kind":
+                        # "model estimate", "calibration": {...}, "fallback": "seed-roofline"}
+      "hardware": null,                             # or the calibration --hardware priced profiles on:
+                        # {"path", "fingerprint", "created", "quick", "cpu", "gpus", "targets", "baseline": "numpy"}
       "summary": {"files": 3, "sites": 70, "unclassified": 9, "errors": 0,
                   "tiers": {"SCALAR": 40, "SIMD": 2, "GPU": 8, "unknown": 20},
                   # model estimate: every sized site run once, all on one tier / each on its best
@@ -19,6 +23,7 @@ new fields may be added within a version)::
         "size": 90000, "shape": [300, 300],      # elements; null: not visible statically
         "tier": "SCALAR",                        # recommend_backend(op, size); null: size unknown
         "model_estimate_seconds": {"SCALAR": 7.2e-05, "SIMD": 7.2e-05, "GPU": 8.2e-05},  # null: size unknown
+        "model_estimate_source": "seed-roofline",  # or "calibration"; null: size unknown
         "profile": null                          # or the merged profile call, as in profile_only
       }],
       "unclassified": [{"path", "line", "column", "cell", "source", "library", "name", "method"}],
@@ -27,8 +32,16 @@ new fields may be added within a version)::
       "profile_only": [{"site": "app.py:40", "op": "linalg.svd", "count": 3, "shapes": [[1000, 1000]],
                         "dtypes": ["float64"], "target": "numpy", "seconds": 0.12,
                         "estimates": {"numpy": 0.12, "cupy": 0.01},
-                        "recommended_target": "cupy", "speedup": 12.0}]
+                        "recommended_target": "cupy", "speedup": 12.0,
+                        # with --hardware: that machine's estimates (totals over count), its
+                        # cheapest target and the speedup over NumPy there; else null
+                        "hardware": {"estimates": {"numpy": 0.3, "cupy": 0.004},
+                                     "recommended_target": "cupy", "speedup": 75.0}}]
     }
+
+Tiers in ``model_estimate_seconds`` (and the totals) are those the model can price: the
+roofline prices all three; a calibration prices the tiers this machine has (SCALAR is
+``numpy``, SIMD the other CPU engines, GPU the device engines).
 
 Tiers are ``Backend`` names; complexities ``OpComplexity`` names; cells 0-based indices into a
 notebook's ``cells``; lines and columns 1-based.
@@ -60,6 +73,7 @@ class Row:
     tier: Backend | None
     estimate: dict[Backend, float] | None
     profile: ProfileCall | None = None
+    source: str | None = None  # the model that priced ``estimate``
 
     @property
     def best(self) -> tuple[Backend, float] | None:
@@ -77,6 +91,7 @@ class Report:
     model: dict
     profile: Profile | None = None
     profile_only: list[ProfileCall] = field(default_factory=list)
+    hardware: dict | None = None  # the calibration profiled calls were priced on (--hardware)
 
     @property
     def unclassified(self) -> list[CallSite]:
@@ -94,13 +109,15 @@ class Report:
 
     def estimated_totals(self) -> dict[str, float]:
         """Model seconds to run every sized site once: all on one tier (host-only work stays on
-        SCALAR), and on each site's best tier."""
-        totals = {tier.name: 0.0 for tier in Backend} | {"best": 0.0}
+        SCALAR), and on each site's best tier. Tiers no site's model priced are left out."""
+        priced = {tier for row in self.rows if row.estimate for tier in row.estimate} or set(Backend)
+        tiers = [tier for tier in Backend if tier in priced]
+        totals = {tier.name: 0.0 for tier in tiers} | {"best": 0.0}
         for row in self.rows:
             if row.estimate is None:
                 continue
             scalar = row.estimate[Backend.SCALAR]
-            for tier in Backend:
+            for tier in tiers:
                 totals[tier.name] += row.estimate.get(tier, scalar)
             totals["best"] += min(row.estimate.values())
         return totals
@@ -120,6 +137,7 @@ class Report:
             "version": REPORT_VERSION,
             "paths": list(self.paths),
             "estimate_model": self.model,
+            "hardware": self.hardware,
             "summary": {
                 "files": len(self.files),
                 "sites": len(self.rows),
@@ -151,9 +169,15 @@ def build_report(
     estimate: Estimator,
     model: dict,
     profile: Profile | None = None,
+    hardware: dict | None = None,
 ) -> Report:
     """Classify every site with its library's converter; add the tier the seed's table
-    recommends and the model estimate where the size is known; merge ``profile`` if given."""
+    recommends and the model estimate where the size is known; merge ``profile`` if given
+    (``hardware``: the calibration its calls were priced on, as the report names it).
+
+    ``estimate`` may say which model priced an op with a ``source_of(op)`` method (the
+    calibrated estimator does); otherwise every estimate is ``model["name"]``'s."""
+    source_of = getattr(estimate, "source_of", None)
     rows = []
     for scan in files:
         for site in scan.sites:
@@ -162,8 +186,10 @@ def build_report(
                 continue
             converter = _converter(site.library)
             tier = converter.recommend_backend(site.op, site.size)
-            rows.append(Row(site, tier, estimate(site.op, converter.complexity(site.op), site.size)))
-    report = Report(list(paths), list(files), rows, model)
+            seconds = estimate(site.op, converter.complexity(site.op), site.size)
+            source = source_of(site.op) if source_of is not None else model.get("name")
+            rows.append(Row(site, tier, seconds, source=source))
+    report = Report(list(paths), list(files), rows, model, hardware=hardware)
     if profile is not None:
         keys = [SiteKey(row.site.path, row.site.line, row.site.op) for row in rows]
         matched, unmatched = match_calls(keys, profile)
@@ -182,6 +208,7 @@ def _row_json(row: Row) -> dict:
         "shape": list(site.shape) if site.shape is not None else None,
         "tier": row.tier.name if row.tier is not None else None,
         "model_estimate_seconds": {t.name: s for t, s in row.estimate.items()} if row.estimate is not None else None,
+        "model_estimate_source": row.source if row.estimate is not None else None,
         "profile": row.profile.to_json() if row.profile is not None else None,
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dispatch.cli._pricing import ROOFLINE
 from dispatch.cli._profile import ProfileCall
 from dispatch.cli._report import Report, Row
 from dispatch.selector import Backend
@@ -12,6 +13,7 @@ from dispatch.selector import Backend
 __all__ = [
     "format_ratio",
     "format_seconds",
+    "model_line",
     "profile_only_table",
     "render_plain",
     "render_rich",
@@ -47,14 +49,21 @@ def format_ratio(ratio: float) -> str:
     return f"×{ratio:.1f}" if ratio < 10 else f"×{ratio:,.0f}"
 
 
-def _estimate(row: Row) -> str:
-    """The best tier's model estimate, and its gain over SCALAR."""
+def _estimate(row: Row, mark_roofline: bool = False) -> str:
+    """The best tier's model estimate, and its gain over SCALAR (``*``: priced by the seed
+    roofline in a report priced by a calibration)."""
     best = row.best
     if best is None or row.estimate is None:
         return "-"
     tier, seconds = best
     text = f"{tier.name} {format_seconds(seconds)}"
-    return text if tier is Backend.SCALAR else f"{text} {format_ratio(row.estimate[Backend.SCALAR] / seconds)}"
+    if tier is not Backend.SCALAR:
+        text = f"{text} {format_ratio(row.estimate[Backend.SCALAR] / seconds)}"
+    return f"{text} *" if mark_roofline and row.source == ROOFLINE else text
+
+
+def _calibrated(report: Report) -> bool:
+    return report.model.get("name") == "calibration"
 
 
 def site_table(report: Report) -> tuple[list[str], list[list[str]]]:
@@ -63,6 +72,9 @@ def site_table(report: Report) -> tuple[list[str], list[list[str]]]:
     with_profile = report.profile is not None
     if with_profile:
         headers += ["calls", "measured", "best target", "speedup"]
+        if report.hardware is not None:
+            headers += _HARDWARE_HEADERS
+    mark = _calibrated(report)
     cells = []
     for row in report.rows:
         site = row.site
@@ -73,10 +85,12 @@ def site_table(report: Report) -> tuple[list[str], list[list[str]]]:
             site.complexity.name if site.complexity is not None else "-",
             f"{site.size:,}" if site.size is not None else "?",
             row.tier.name if row.tier is not None else "size unknown",
-            _estimate(row),
+            _estimate(row, mark),
         ]
         if with_profile:
             line += _profile_cells(row.profile)
+            if report.hardware is not None:
+                line += _hardware_cells(row.profile)
         cells.append(line)
     return headers, cells
 
@@ -88,13 +102,29 @@ def _profile_cells(call: ProfileCall | None) -> list[str]:
     return [f"{call.count:,}", format_seconds(call.seconds), call.recommended_target, speedup]
 
 
+# on the machine of the --hardware calibration: its cheapest target, and the gain over NumPy there
+_HARDWARE_HEADERS = ["best there", "speedup there"]
+
+
+def _hardware_cells(call: ProfileCall | None) -> list[str]:
+    if call is None:
+        return ["", ""]
+    speedup = call.hardware_speedup
+    return [call.hardware_target or "-", format_ratio(speedup) if speedup is not None else "-"]
+
+
 def profile_only_table(report: Report) -> tuple[list[str], list[list[str]]]:
     """Headers and cells of the profiled calls no static site took."""
     headers = ["site", "op", "calls", "measured", "ran on", "best target", "speedup"]
+    if report.hardware is not None:
+        headers += _HARDWARE_HEADERS
     cells = []
     for call in report.profile_only:
         count, measured, best, speedup = _profile_cells(call)
-        cells.append([call.site, call.op, count, measured, call.target, best, speedup])
+        line = [call.site, call.op, count, measured, call.target, best, speedup]
+        if report.hardware is not None:
+            line += _hardware_cells(call)
+        cells.append(line)
     return headers, cells
 
 
@@ -112,10 +142,28 @@ def summary_lines(report: Report) -> list[str]:
         matched = sum(row.profile is not None for row in report.rows)
         unmatched = _count(len(report.profile_only), "call")
         lines.append(f"profile {report.profile.path}: {_count(matched, 'site')} matched, {unmatched} without a site.")
-    lines.append(
-        "Tier: the seed's MoE table. Estimates are a model (seed roofline, data on the host), not measurements."
-    )
+    lines.append(model_line(report))
+    if report.hardware is not None:
+        hw = report.hardware
+        gpus = ", ".join(g for g in hw.get("gpus") or [] if g) or "no GPU"
+        kind = "quick" if hw.get("quick") else "full"
+        lines.append(
+            f"there: the calibration {hw.get('path')} ({hw.get('cpu')}; {gpus}; {kind}, "
+            f"{hw.get('created') or 'undated'}): best target and speedup over NumPy on that machine, data on the host."
+        )
     return lines
+
+
+def model_line(report: Report) -> str:
+    """What the estimates are: the seed roofline (cold start) or this machine's calibration."""
+    if not _calibrated(report):
+        return "Tier: the seed's MoE table. Estimates are a model (seed roofline, data on the host), not measurements."
+    cal = report.model.get("calibration", {})
+    kind = "quick" if cal.get("quick") else "full"
+    return (
+        f"Tier: the seed's MoE table. Estimates: this machine's calibration ({kind}, {cal.get('created')}), "
+        "data on the host; * the seed roofline (a model) where the calibration cannot price the op."
+    )
 
 
 def _count(n: int, noun: str) -> str:
@@ -124,7 +172,7 @@ def _count(n: int, noun: str) -> str:
 
 def _plain(headers: list[str], cells: list[list[str]]) -> list[str]:
     widths = [max(len(h), *(len(row[i]) for row in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    numeric = {"n", "calls", "measured", "speedup"}
+    numeric = {"n", "calls", "measured", "speedup", "speedup there"}
     out = []
     for row in [headers, *cells]:
         parts = [c.rjust(w) if h in numeric else c.ljust(w) for c, w, h in zip(row, widths, headers, strict=True)]
@@ -152,7 +200,7 @@ def render_rich(report: Report, console: Any) -> None:
             continue
         table = Table(title=title, title_justify="left")
         for header in headers:
-            numeric = header in ("n", "calls", "measured", "speedup")
+            numeric = header in ("n", "calls", "measured", "speedup", "speedup there")
             table.add_column(header, justify="right" if numeric else "left", overflow="fold")
         for row in cells:
             table.add_row(*row)

@@ -3,9 +3,12 @@ which backend tier each would take.
 
 Each call site is classified by the catalogs (op and complexity). Where its data size is
 visible in the source, the seed's MoE table recommends a tier (SCALAR, SIMD or GPU) and a
-roofline model estimates the time on each tier; elsewhere the size is unknown. A profile
-recorded at run time (--profile) adds real shapes, call counts, measured time and a per-target
-recommendation.
+model estimates the time on each tier: this machine's calibration where it has one (`dispatch
+calibrate`), else a roofline with the seed's defaults (the cold start; the output says which);
+elsewhere the size is unknown. A profile recorded at run time (`dispatch run --profile`) adds
+real shapes, call counts, measured time and a per-target recommendation. --hardware CAL.json
+(a calibration saved on another machine: `dispatch calibrate --out gpu.json` there) prices
+every profiled call on that machine too: its best target and the speedup over NumPy there.
 
 Output: a table on the terminal; --json writes the version-1 JSON report (to stdout with no
 FILE, so put PATH first: `dispatch analyze src --json`); --html writes a standalone page with a
@@ -38,18 +41,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--profile", metavar="FILE", help="merge a profile recorded at run time (JSON, version 1) into the sites"
     )
+    parser.add_argument(
+        "--hardware",
+        metavar="CAL.json",
+        help="price the profiled calls on the machine this calibration was measured on (needs --profile)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from converters.scanner import scan_path
-    from dispatch.cli._profile import ProfileError, load_profile
+    from dispatch.cli._profile import ProfileError, load_profile, priced_on
     from dispatch.cli._report import build_report
-    from dispatch.cli.estimate import MODEL, estimate_seconds
 
     for path in args.paths:
         if not os.path.exists(path):
             raise CommandError(f"no such file or directory: {path}", 2)
-    profile = None
+    if args.hardware is not None and args.profile is None:
+        raise CommandError("--hardware prices the calls of a profile: give --profile FILE too", 2)
+    profile = hardware = None
     if args.profile is not None:
         if not os.path.exists(args.profile):
             raise CommandError(f"no such profile: {args.profile}", 2)
@@ -57,8 +66,16 @@ def run(args: argparse.Namespace) -> int:
             profile = load_profile(args.profile)
         except ProfileError as exc:
             raise CommandError(str(exc)) from None
+    if args.hardware is not None:
+        from dispatch.cli._pricing import calibration_label, price_call
+
+        cal = _read_calibration(args.hardware)
+        hardware = calibration_label(cal, args.hardware) | {"baseline": "numpy"}
+        profile = priced_on(profile, lambda call: price_call(call.op, [list(s) for s in call.shapes],
+                                                             list(call.dtypes), cal) if call.shapes else {})
+    estimate, model = _estimator()
     files = [scan for path in args.paths for scan in scan_path(path)]
-    report = build_report(args.paths, files, estimate_seconds, MODEL, profile)
+    report = build_report(args.paths, files, estimate, model, profile, hardware)
 
     if args.json == "-":
         json.dump(report.to_json(), sys.stdout, indent=2)
@@ -74,6 +91,30 @@ def run(args: argparse.Namespace) -> int:
     for error in report.errors:
         print(f"dispatch analyze: error: {error}", file=sys.stderr)
     return 1 if report.errors else 0
+
+
+def _estimator():
+    """This machine's calibration as the model where it has one (with NumPy measured), else
+    the seed roofline: the estimator and the model's description."""
+    from dispatch.cli._pricing import CalibratedEstimator, stored_calibration_path, this_machine_calibration
+    from dispatch.cli.estimate import MODEL, estimate_seconds
+
+    cal = this_machine_calibration()
+    if cal is None or "numpy" not in cal.targets:
+        return estimate_seconds, MODEL
+    estimator = CalibratedEstimator(cal, stored_calibration_path())
+    return estimator, estimator.model
+
+
+def _read_calibration(path: str):
+    from dispatch import calibration
+
+    if not os.path.exists(path):
+        raise CommandError(f"no such calibration: {path}", 2)
+    try:
+        return calibration.load(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CommandError(f"cannot read calibration {path}: {exc}") from None
 
 
 def _print_table(report) -> None:

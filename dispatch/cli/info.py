@@ -1,0 +1,150 @@
+"""Show this machine as dispatch sees it: the CPU, Python and the array libraries, the GPUs,
+which targets can run calls here (and why the others cannot), whether the machine is
+calibrated and which routing policy is in effect.
+
+--json prints the same as one JSON object (version 1):
+
+    {"version": 1,
+     "machine": {"cpu": "...", "cpu_count": 16, "platform": "...", "python": "3.11.7",
+                 "libraries": {"numpy": "2.4.6", "torch": "2.13.0", "cupy": null, "scikit-learn": "1.9.1"}},
+     "gpus": [{"target": "cupy", "name": "NVIDIA H100 80GB HBM3", "driver": 13000, "memory": 85...}],
+     "targets": {"numpy": {"available": true, "device": "cpu", "tier": "SCALAR"},
+                 "cupy": {"available": false, "reason": "cupy cannot be imported: ..."}, ...},
+     "calibration": {"path": "...", "fingerprint": "...", "stored": false, "created": null,
+                     "quick": null, "seconds": null, "targets": [], "others": []},
+     "routing": {"policy": "seed", "forced": null, "note": "..."}}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from typing import Any
+
+HELP = "show the machine, its targets, and the calibration and routing policy in effect"
+
+# What --json and the table report for each library, by the name a user installs.
+_LIBRARIES = (("numpy", ("numpy",)), ("torch", ("torch",)), ("cupy", ("cupy-cuda13x", "cupy-cuda12x", "cupy")),
+              ("scikit-learn", ("scikit-learn",)))
+
+COLD_START = (
+    "Not calibrated: routing uses the seed's MoE table (cold start), which does not know this "
+    "machine. Run `python -m dispatch calibrate` (about 30 s; --quick a few seconds) to route by "
+    "what this machine measures."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the text")
+
+
+def run(args: argparse.Namespace) -> int:
+    info = collect()
+    if args.json:
+        json.dump(info, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render(info))
+    return 0
+
+
+def collect() -> dict[str, Any]:
+    """Everything ``info`` shows, as the JSON object of the module docstring."""
+    from dispatch import calibration, config, router, targets
+
+    machine = calibration.machine()
+    found = machine.get("libraries", {})
+    libraries = {name: next((found[d] for d in dists if d in found), None) for name, dists in _LIBRARIES}
+    available = targets.available()
+    reasons = targets.unavailable()
+    table: dict[str, dict[str, Any]] = {}
+    for name in targets.TARGET_NAMES:
+        if name in available:
+            target = available[name]
+            table[name] = {"available": True, "device": str(target.device), "tier": target.tier.name}
+        else:
+            table[name] = {"available": False, "reason": reasons.get(name, "not probed")}
+
+    fingerprint = calibration.fingerprint(machine)
+    path = calibration.cache_dir() / f"calibration-{fingerprint}.json"
+    cal = calibration.load()
+    others = sorted(str(p) for p in path.parent.glob("calibration-*.json") if p != path) if path.parent.is_dir() else []
+    state: dict[str, Any] = {
+        "path": str(path),
+        "fingerprint": fingerprint,
+        "stored": cal is not None,
+        "created": cal.created if cal else None,
+        "quick": cal.quick if cal else None,
+        "seconds": cal.seconds if cal else None,
+        "targets": sorted(cal.targets) if cal else [],
+        "others": others,
+    }
+    forced = config.get_backend()
+    policy = router.policy()
+    if forced != "auto":
+        note = f"every call is forced onto {forced} (DISPATCH_BACKEND or dispatch.set_backend)"
+    elif policy == "cost":
+        note = "routing by this machine's calibration (cost model, corrected by measured calls)"
+    else:
+        note = COLD_START
+    return {
+        "version": 1,
+        "machine": {
+            "cpu": machine.get("cpu"),
+            "cpu_count": machine.get("cpu_count"),
+            "platform": machine.get("platform"),
+            "python": found.get("python"),
+            "libraries": libraries,
+        },
+        "gpus": machine.get("gpus", []),
+        "targets": table,
+        "calibration": state,
+        "routing": {"policy": policy, "forced": None if forced == "auto" else forced, "note": note},
+    }
+
+
+def _memory(nbytes: Any) -> str:
+    return f", {nbytes / 2**30:.0f} GiB" if isinstance(nbytes, (int, float)) and nbytes else ""
+
+
+def render(info: dict[str, Any]) -> str:
+    """The text ``dispatch info`` prints."""
+    m = info["machine"]
+    libs = ", ".join(f"{name} {version or 'not installed'}" for name, version in m["libraries"].items())
+    lines = [
+        f"CPU:          {m['cpu']} ({m['cpu_count']} cores)",
+        f"platform:     {m['platform']}",
+        f"Python:       {m['python']}",
+        f"libraries:    {libs}",
+    ]
+    gpus = info["gpus"]
+    if gpus:
+        lines.append("GPUs:         " + "; ".join(f"{g.get('name', '?')}{_memory(g.get('memory'))} (via {g['target']})"
+                                              for g in gpus))
+    else:
+        lines.append("GPUs:         none found")
+    lines += ["", "targets:"]
+    width = max(len(name) for name in info["targets"])
+    for name, t in info["targets"].items():
+        if t["available"]:
+            lines.append(f"  {name:<{width}}  available    {t['tier']} on {t['device']}")
+        else:
+            lines.append(f"  {name:<{width}}  unavailable  {t['reason']}")
+    cal = info["calibration"]
+    lines += ["", "calibration:"]
+    if cal["stored"]:
+        kind = "quick" if cal["quick"] else "full"
+        lines.append(f"  {cal['path']}")
+        lines.append(f"  measured {cal['created']} ({kind}, {cal['seconds']} s): {', '.join(cal['targets'])}")
+    else:
+        lines.append(f"  none stored for this machine (would be {cal['path']})")
+    if cal["others"]:
+        lines.append(f"  {len(cal['others'])} other calibration file(s) in the cache, for other hardware or "
+                     "library versions (a library upgrade changes the fingerprint: calibrate again)")
+    routing = info["routing"]
+    forced = f", forced onto {routing['forced']}" if routing["forced"] else ""
+    lines += ["", f"routing:      policy {routing['policy']}{forced}"]
+    lines += textwrap.wrap(routing["note"], width=98, initial_indent="  ", subsequent_indent="  ")
+    return "\n".join(lines) + "\n"
