@@ -13,7 +13,6 @@ import json
 import subprocess
 import sys
 import textwrap
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -48,13 +47,6 @@ def fresh_memory():
     ds.forget()
 
 
-def _quiet():
-    w = warnings.catch_warnings()
-    w.__enter__()
-    warnings.simplefilter("ignore")
-    return w
-
-
 # ---- every Array API estimator equals stock scikit-learn --------------------------------------------------
 
 CASES = [(case, data) for case in cases.array_api_cases() for data in cases.datasets_for(case[0])]
@@ -66,48 +58,11 @@ def test_discovery_finds_the_array_api_estimators():
     assert {"PCA", "Ridge", "StandardScaler", "LinearDiscriminantAnalysis"} <= names
 
 
-def _compare_on(target: str, case: tuple, data_name: str, dtype=np.float64) -> None:
-    name, params = case
-    cls = cases.estimator_class(name)
-    X, y = cases.data(data_name, dtype)
-    w = _quiet()
-    try:
-        with cases.stock():
-            ref = cls(**params)
-            want = cases.run_methods(ref, X, y)
-        est = cls(**params)
-        with dispatch.trace() as t, dispatch.using(target):
-            got = cases.run_methods(est, X, y)
-    finally:
-        w.__exit__(None, None, None)
-    rtol, atol = cases.tolerance(dtype, name)
-    sign_free = cases.SIGN_FREE.get(name, set())
-    assert set(got) == set(want)
-    for method in want:
-        cases.assert_same(got[method], want[method], rtol, atol, f"{name}.{method}", method in sign_free)
-    for attr, value in cases.fitted_attributes(ref).items():
-        if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
-            cases.assert_same(getattr(est, attr), value, rtol, atol, f"{name}.{attr}", attr in sign_free)
-    cases.assert_plain(est, name)
-    # It really ran on the target: every routed call, bar the expected fallbacks.
-    assert t.records, "no call was recorded"
-    for r in t.records:
-        op_class, _, method = r.op.partition(".")
-        expected = cases.EXPECTED_FALLBACKS.get((op_class, method))
-        if r.target != target:
-            assert expected is not None and expected in r.reason, f"{r.op} ran on {r.target}: {r.reason}"
-        else:
-            assert r.reason == f"forced {target}"
-    unexpected = {k: n for k, n in t.fallbacks.items()
-                  if tuple(k[0].split(".")) not in cases.EXPECTED_FALLBACKS}
-    assert not unexpected
-
-
 @needs_torch
 @pytest.mark.parametrize(("case", "data_name"), CASES,
                          ids=[f"{cases.case_id(c)}-{d}" for c, d in CASES])
 def test_equals_stock_on_torch_cpu(case, data_name):
-    _compare_on("torch-cpu", case, data_name)
+    cases.compare_on("torch-cpu", case, data_name)
 
 
 FLOAT32 = [(c, d) for c, d in CASES
@@ -118,7 +73,7 @@ FLOAT32 = [(c, d) for c, d in CASES
 @needs_torch
 @pytest.mark.parametrize(("case", "data_name"), FLOAT32, ids=[f"{cases.case_id(c)}-{d}" for c, d in FLOAT32])
 def test_float32_equals_stock_on_torch_cpu(case, data_name):
-    _compare_on("torch-cpu", case, data_name, np.float32)
+    cases.compare_on("torch-cpu", case, data_name, np.float32)
 
 
 # ---- the default route ------------------------------------------------------------------------------------
