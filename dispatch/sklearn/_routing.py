@@ -127,10 +127,10 @@ def _refusal(estimator: Any, method: str, name: str, X: Any, others: tuple) -> s
     why = _output_refusal(estimator)
     if why is not None:
         return why
-    key = unsupported_key(estimator, method)
-    learned = _unsupported.get(key)
-    if learned is not None:
-        return f"remembered: {learned}"
+    if type(estimator) in _unsupported_classes:  # computing the key costs a get_params
+        learned = _unsupported.get(unsupported_key(estimator, method))
+        if learned is not None:
+            return f"remembered: {learned}"
     if not array_api_support(estimator):
         return f"scikit-learn {_sklearn_version()} has no Array API support for {_short_repr(estimator)}"
     return None
@@ -204,6 +204,7 @@ def array_api_support(estimator: Any) -> bool:
 
 _lock = threading.Lock()
 _unsupported: dict[tuple, str] = {}
+_unsupported_classes: set[type] = set()
 
 
 def unsupported_key(estimator: Any, method: str) -> tuple:
@@ -218,6 +219,7 @@ def unsupported_key(estimator: Any, method: str) -> tuple:
 def remember_unsupported(estimator: Any, method: str, why: str) -> None:
     with _lock:
         _unsupported[unsupported_key(estimator, method)] = why
+        _unsupported_classes.add(type(estimator))
 
 
 def unsupported() -> dict[tuple, str]:
@@ -230,6 +232,7 @@ def forget() -> None:
     """Forget the learned refusals and cached decisions (tests; a new selector or scikit-learn)."""
     with _lock:
         _unsupported.clear()
+        _unsupported_classes.clear()
         _host_choices.clear()
 
 

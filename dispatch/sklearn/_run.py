@@ -240,7 +240,12 @@ def _native_on(data: Any, target: Any) -> Any:
 
 def _working_copy(est: Any, spec: Spec, target: Any) -> tuple[Any, dict[str, Any]]:
     """A shallow copy of ``est`` whose fitted arrays live on ``target`` (the user's estimator
-    is never handed device arrays). A fresh ``fit`` needs none of the old fitted state."""
+    is never handed device arrays). A fresh ``fit`` needs none of the old fitted state.
+
+    scikit-learn's own converter (``sklearn.utils._array_api._estimator_with_converted_arrays``)
+    is private; whether fitted attributes should always be NumPy is open upstream:
+    https://github.com/scikit-learn/scikit-learn/issues/34604
+    """
     work = object.__new__(type(est))
     state = dict(vars(est))
     work.__dict__ = state
