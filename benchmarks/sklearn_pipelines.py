@@ -72,14 +72,15 @@ def _timed(run: Callable[[], Any]) -> tuple[float, Any]:
 
 def _compare(stock: Callable[[], Any], accelerated: Callable[[], Any], repeat: int,
              forced: str | None = None) -> tuple[float, float, Any, Any]:
-    """Best times of both sides, interleaved (stock, accelerated, stock, ...) so that drift and
-    cache warmth hit both alike, after one warm-up run of each (CUDA context, kernels)."""
+    """Best times of both sides, interleaved and alternating which goes first, so that drift
+    and cache warmth hit both alike, after one warm-up run of each (CUDA context, kernels)."""
     import dispatch.sklearn as ds
 
     best = {"stock": float("inf"), "accelerated": float("inf")}
     outs: dict[str, Any] = {}
+    sides = [("stock", stock), ("accelerated", accelerated)]
     for i in range(repeat + 1):
-        for side, run in (("stock", stock), ("accelerated", accelerated)):
+        for side, run in sides if i % 2 else sides[::-1]:  # alternate who goes first
             if side == "stock":
                 ds.unaccelerate()
                 seconds, outs[side] = _timed(run)
