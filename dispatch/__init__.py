@@ -28,7 +28,7 @@ _OWN = {
     "set_backend": "dispatch.config",
     "using": "dispatch.config",
 }
-_SUBMODULES = ("fft", "linalg", "random")
+_SUBMODULES = ("fft", "linalg", "random", "sklearn")  # sklearn: the accelerator, imports scikit-learn only when used
 _MISSING = object()
 
 

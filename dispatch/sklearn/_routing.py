@@ -1,0 +1,359 @@
+"""Where one scikit-learn estimator call runs: ``choose(estimator, method, X)``.
+
+The whole decision is this one function, so the calibrated cost model can replace the
+interim policy without touching the patching or the running. The interim policy, first
+match wins:
+
+1. a forced target (``dispatch.using``, ``set_backend``, ``DISPATCH_BACKEND``): that target
+   (``"numpy"`` means stock scikit-learn);
+2. data already on a device (a ``dispatch.ndarray`` holding device memory, or a CuPy array /
+   torch tensor): the engine that holds it, so nothing moves;
+3. the seed's MoE table on the estimator's catalog complexity and ``n_samples * n_features``:
+   the GPU tier runs on the first GPU target available (``cupy``, ``torch-cuda``,
+   ``torch-mps``); SCALAR and SIMD run stock scikit-learn on NumPy (``torch-cpu`` only when
+   forced, until calibration shows it pays). Small batches therefore never leave NumPy.
+
+Whatever 1-3 picked, the hard rules then may send the call back to stock scikit-learn, with
+the reason recorded as a fallback:
+
+- scikit-learn must declare Array API support for this estimator *with these parameters*
+  (its ``array_api_support`` tag, read at run time from the installed version);
+- a call that failed in Array API mode while stock scikit-learn succeeded is remembered by
+  (class, parameters, method), so the next such call goes straight to NumPy;
+- the inputs must be arrays a device can hold: not sparse, not a DataFrame, not object or
+  string dtypes, not float64 on MPS;
+- ``set_output`` containers (pandas, polars) are built from NumPy: stock scikit-learn.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dispatch import router
+from dispatch._state import STATE
+from dispatch.selector import Backend, OpComplexity
+
+__all__ = ["Choice", "choose", "forget", "remember_unsupported", "unsupported"]
+
+GPU_ORDER = ("cupy", "torch-cuda", "torch-mps")
+
+
+class Choice(NamedTuple):
+    """Where a call runs: ``target`` is a target name, or ``None`` for stock scikit-learn on
+    NumPy. ``fallback`` is true when a target was wanted but a hard rule refused it."""
+
+    target: str | None
+    reason: str
+    fallback: bool = False
+
+
+def choose(estimator: Any, method: str, X: Any, others: Iterable = ()) -> Choice:
+    """Where ``estimator.<method>(X, *others)`` runs (see the module docstring for the policy).
+
+    ``others`` are the other array arguments (y, sample_weight...), read only when a target
+    other than NumPy is considered.
+    """
+    forced = STATE.forced_name()
+    if forced is not None and forced != "auto":
+        if forced == "numpy":
+            return _FORCED_NUMPY
+        name, why = forced, f"forced {forced}"
+    else:
+        name = resident_target(X)
+        if name is not None:
+            why = f"data is on {name}"
+        else:
+            n = elements(X)
+            selector = router.selector()
+            key = (type(estimator), n, id(selector))
+            known = _host_choices.get(key)
+            if known is not None:
+                return known
+            complexity = complexity_of(type(estimator))
+            if complexity is None:
+                return _remember_host(key, f"{type(estimator).__name__} is not in the catalog: stock scikit-learn")
+            tier = selector.select_with_moe(complexity, n)
+            if tier is not Backend.GPU:
+                return _remember_host(key, f"MoE: {complexity.name} on {n:,} elements -> {tier.name}: "
+                                           "stock scikit-learn")
+            name = first_gpu()
+            if name is None:
+                return _remember_host(key, f"MoE: {complexity.name} on {n:,} elements -> GPU, but no GPU here: "
+                                           "stock scikit-learn")
+            why = f"MoE: {complexity.name} on {n:,} elements -> GPU"
+    refusal = _refusal(estimator, method, name, X, tuple(others))
+    if refusal is not None:
+        return Choice(None, refusal, fallback=True)
+    return Choice(name, why)
+
+
+_FORCED_NUMPY = Choice(None, "forced numpy")
+
+# Decisions that depend only on (class, element count, selector): the serving loop's repeated
+# small batches skip the table after the first call.
+_host_choices: dict[tuple, Choice] = {}
+
+
+def _remember_host(key: tuple, reason: str) -> Choice:
+    if len(_host_choices) > 4096:
+        _host_choices.clear()
+    choice = _host_choices[key] = Choice(None, reason)
+    return choice
+
+
+# ---- the hard rules -------------------------------------------------------------------------------
+
+
+def _refusal(estimator: Any, method: str, name: str, X: Any, others: tuple) -> str | None:
+    """Why ``name`` cannot run this call, or ``None``. Cheap checks first."""
+    if os.environ.get("SCIPY_ARRAY_API") != "1":
+        return "SCIPY_ARRAY_API is not 1: scikit-learn refuses Array API dispatch"
+    from dispatch import targets
+
+    target = targets.probe(name)
+    if target is None:
+        return f"target {name} is not available here"
+    for i, a in enumerate((X, *others)):
+        why = _input_refusal(a, target, "X" if i == 0 else "an argument")
+        if why is not None:
+            return why
+    why = _output_refusal(estimator)
+    if why is not None:
+        return why
+    if type(estimator) in _unsupported_classes:  # computing the key costs a get_params
+        learned = _unsupported.get(unsupported_key(estimator, method))
+        if learned is not None:
+            return f"remembered: {learned}"
+    if not array_api_support(estimator):
+        return f"scikit-learn {_sklearn_version()} has no Array API support for {_short_repr(estimator)}"
+    return None
+
+
+def _input_refusal(a: Any, target: Any, what: str) -> str | None:
+    if a is None or isinstance(a, (bool, int, float, str)):
+        return None
+    if _is_sparse(a):
+        return f"{what} is a sparse matrix"
+    kind = array_kind(a)
+    if kind == "other":
+        if what == "X":
+            return f"X is a {type(a).__name__}, not an array"
+        try:
+            a = np.asarray(a)
+        except Exception:
+            return f"{what} ({type(a).__name__}) is not array-like"
+        if a.dtype.kind not in "biufc":
+            return f"{what} has dtype {a.dtype}"
+        return None
+    dtype = np.dtype(a.dtype) if kind == "numpy" else _dtype_of(a)
+    if dtype is None:
+        return f"{what} has a dtype NumPy cannot name"
+    return _dtype_refusal(target.name, dtype)
+
+
+@functools.cache
+def _dtype_refusal_cached(target_name: str, dtype: np.dtype) -> str | None:
+    if dtype.kind not in "biufc":
+        return f"dtype {dtype} cannot go to {target_name}"
+    from dispatch import targets
+    from dispatch.targets import Unsupported
+
+    try:
+        targets.get(target_name).from_host(np.empty((0,), dtype))
+    except Unsupported as exc:
+        return f"{target_name}: {exc}"
+    return None
+
+
+def _dtype_refusal(target_name: str, dtype: np.dtype) -> str | None:
+    return _dtype_refusal_cached(target_name, np.dtype(dtype))
+
+
+def _output_refusal(estimator: Any) -> str | None:
+    import sklearn
+
+    if sklearn.get_config().get("transform_output", "default") != "default":
+        return "set_output containers are built from NumPy"
+    config = getattr(estimator, "_sklearn_output_config", None)  # set by estimator.set_output(...)
+    if isinstance(config, dict) and config.get("transform", "default") != "default":
+        return "set_output containers are built from NumPy"
+    return None
+
+
+def array_api_support(estimator: Any) -> bool:
+    """Whether the installed scikit-learn declares Array API support for ``estimator`` with
+    its current parameters (the tag depends on them, e.g. ``PCA(svd_solver="arpack")``)."""
+    try:
+        from sklearn.utils import get_tags
+    except ImportError:  # scikit-learn < 1.6 has no public tags: nothing is supported
+        return False
+    try:
+        return bool(get_tags(estimator).array_api_support)
+    except Exception:  # a third-party estimator with broken tags
+        return False
+
+
+# ---- what failed before ---------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_unsupported: dict[tuple, str] = {}
+_unsupported_classes: set[type] = set()
+
+
+def unsupported_key(estimator: Any, method: str) -> tuple:
+    """(class, parameters, method): what a learned refusal is remembered by."""
+    try:
+        params = estimator.get_params(deep=False)
+    except Exception:
+        params = {}
+    return (type(estimator), tuple(sorted((k, _hashable(v)) for k, v in params.items())), method)
+
+
+def remember_unsupported(estimator: Any, method: str, why: str) -> None:
+    with _lock:
+        _unsupported[unsupported_key(estimator, method)] = why
+        _unsupported_classes.add(type(estimator))
+
+
+def unsupported() -> dict[tuple, str]:
+    """Every (class, parameters, method) learned unsupported in Array API mode, with why."""
+    with _lock:
+        return dict(_unsupported)
+
+
+def forget() -> None:
+    """Forget the learned refusals and cached decisions (tests; a new selector or scikit-learn)."""
+    with _lock:
+        _unsupported.clear()
+        _unsupported_classes.clear()
+        _host_choices.clear()
+
+
+def _hashable(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, int, float, str, bytes)):
+        return v
+    if isinstance(v, (tuple, list)):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, np.ndarray):
+        return ("ndarray", v.shape, str(v.dtype))
+    return type(v).__qualname__
+
+
+# ---- facts about the inputs -----------------------------------------------------------------------
+
+
+def array_kind(a: Any) -> str:
+    """``"numpy"``, ``"dispatch"`` (a ``dispatch.ndarray``), ``"native"`` (a CuPy array or a
+    torch tensor) or ``"other"`` (lists, DataFrames, scalars...)."""
+    if isinstance(a, np.ndarray):
+        return "numpy"
+    from dispatch._array import ndarray
+
+    if isinstance(a, ndarray):
+        return "dispatch"
+    if is_native(a):
+        return "native"
+    return "other"
+
+
+def is_native(a: Any) -> bool:
+    """A CuPy array or a torch tensor (told by module name: neither library is imported)."""
+    module = type(a).__module__
+    return (module.startswith("cupy") or module.startswith("torch")) and hasattr(a, "shape") and hasattr(a, "dtype")
+
+
+def engine_of(native: Any) -> Any:
+    """The target owning a CuPy array or torch tensor."""
+    from dispatch._array import _engine_of
+
+    return _engine_of(native)
+
+
+def resident_target(X: Any) -> str | None:
+    """The target holding ``X`` when it lives on a device, else ``None``."""
+    kind = array_kind(X)
+    if kind == "dispatch":
+        data = X._data
+        if type(data) is np.ndarray:
+            return None
+        return engine_of(data).name
+    if kind == "native":
+        target = engine_of(X)
+        return None if target.device.is_host else target.name
+    return None
+
+
+def _dtype_of(a: Any) -> np.dtype | None:
+    try:
+        return a.dtype if array_kind(a) == "dispatch" else engine_of(a).dtype_of(a)
+    except Exception:
+        return None
+
+
+def elements(X: Any) -> int:
+    """``n_samples * n_features`` (the element count the MoE table reads)."""
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        try:
+            return len(X)
+        except TypeError:
+            return 0
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _is_sparse(a: Any) -> bool:
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(a)
+
+
+# ---- facts about estimators ------------------------------------------------------------------------
+
+
+@functools.cache
+def complexity_of(cls: type) -> OpComplexity | None:
+    """The catalog complexity of ``cls`` or of its nearest catalogued base class."""
+    from converters import SklearnConverter
+
+    converter = SklearnConverter()
+    for klass in cls.__mro__:
+        try:
+            return converter.complexity(klass.__name__)
+        except KeyError:
+            continue
+    return None
+
+
+@functools.cache
+def first_gpu() -> str | None:
+    """The first GPU target available here, in ``GPU_ORDER``."""
+    from dispatch import targets
+
+    for name in GPU_ORDER:
+        if targets.probe(name) is not None:
+            return name
+    return None
+
+
+def _sklearn_version() -> str:
+    import sklearn
+
+    return sklearn.__version__
+
+
+def _short_repr(estimator: Any) -> str:
+    try:
+        text = repr(estimator)
+    except Exception:
+        text = type(estimator).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:77] + "..."

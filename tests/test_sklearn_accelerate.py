@@ -1,0 +1,500 @@
+"""dispatch.sklearn: every estimator scikit-learn can run in Array API mode gives stock
+scikit-learn's predictions, transforms and fitted attributes when accelerated; the routing,
+the fallbacks, pickling, the patch itself and the output types.
+
+On a CPU machine the Array API path is exercised with ``torch-cpu`` forced; the GPU versions
+of these comparisons are in ``test_sklearn_gpu.py``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+
+import _sklearn_cases as cases
+from sklearn.base import clone
+
+import dispatch
+import dispatch.sklearn as ds
+from dispatch import targets
+from dispatch.sklearn import _patch, _routing
+
+REPO = Path(__file__).resolve().parents[1]
+HAVE_TORCH = targets.probe("torch-cpu") is not None
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed: no Array API target on the CPU")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def accelerated():
+    ds.accelerate()
+    yield
+    ds.unaccelerate()
+
+
+@pytest.fixture(autouse=True)
+def fresh_memory():
+    ds.forget()
+    yield
+    ds.forget()
+
+
+# ---- every Array API estimator equals stock scikit-learn --------------------------------------------------
+
+CASES = [(case, data) for case in cases.array_api_cases() for data in cases.datasets_for(case[0])]
+
+
+def test_discovery_finds_the_array_api_estimators():
+    names = {name for name, _ in cases.array_api_cases()}
+    # The installed scikit-learn decides the list; these have had support since 1.6.
+    assert {"PCA", "Ridge", "StandardScaler", "LinearDiscriminantAnalysis"} <= names
+
+
+@needs_torch
+@pytest.mark.parametrize(("case", "data_name"), CASES,
+                         ids=[f"{cases.case_id(c)}-{d}" for c, d in CASES])
+def test_equals_stock_on_torch_cpu(case, data_name):
+    cases.compare_on("torch-cpu", case, data_name)
+
+
+FLOAT32 = [(c, d) for c, d in CASES
+           if c[0] in ("PCA", "StandardScaler", "MinMaxScaler", "Ridge", "LinearDiscriminantAnalysis", "GaussianNB")
+           and c[1] == {} and d in ("digits", "wine", "iris", "diabetes")]
+
+
+@needs_torch
+@pytest.mark.parametrize(("case", "data_name"), FLOAT32, ids=[f"{cases.case_id(c)}-{d}" for c, d in FLOAT32])
+def test_float32_equals_stock_on_torch_cpu(case, data_name):
+    cases.compare_on("torch-cpu", case, data_name, np.float32)
+
+
+# ---- the default route ------------------------------------------------------------------------------------
+
+
+def test_default_route_small_data_is_stock_with_the_reason():
+    from sklearn.decomposition import PCA
+
+    X, _ = cases.data("iris")
+    with cases.stock():
+        want = PCA(2).fit(X).transform(X)
+    with dispatch.trace() as t:
+        got = PCA(2).fit(X).transform(X)
+    np.testing.assert_array_equal(got, want)  # stock scikit-learn itself
+    assert [r.target for r in t.records] == ["numpy", "numpy"]
+    assert all(r.reason == "MoE: HIGH on 600 elements -> SCALAR: stock scikit-learn" for r in t.records)
+    assert not t.fallbacks
+
+
+def test_default_route_large_data_without_gpu_says_so():
+    from sklearn.decomposition import PCA
+
+    if _routing.first_gpu() is not None:
+        pytest.skip("this machine has a GPU")
+    X = np.random.default_rng(0).standard_normal((2000, 10))
+    with dispatch.trace() as t:
+        PCA(2).fit(X)
+    (r,) = t.records
+    assert r.target == "numpy"
+    assert "GPU, but no GPU here" in r.reason
+    assert r.op == "PCA.fit" and r.shapes == [[2000, 10]] and r.dtypes == ["float64"]
+
+
+def test_gpu_tier_goes_to_the_gpu_target_and_small_batches_stay_on_numpy(monkeypatch):
+    """The serving case: the router keeps small batches on NumPy even with a GPU present."""
+    from sklearn.linear_model import Ridge
+
+    monkeypatch.setattr(_routing, "first_gpu", lambda: "torch-cpu")  # stands in for a GPU target
+    est = Ridge()
+    big = np.zeros((10_000, 100))
+    small = np.zeros((32, 100))
+    want = _routing.Choice("torch-cpu", "MoE: MEDIUM on 1,000,000 elements -> GPU")
+    assert _routing.choose(est, "predict", big) == want
+    choice = _routing.choose(est, "predict", small)
+    assert choice.target is None and "SCALAR" in choice.reason
+    from sklearn.decomposition import PCA
+
+    assert _routing.choose(PCA(), "transform", small).target is None  # HIGH, 3,200 elements: SIMD tier
+    from sklearn.preprocessing import StandardScaler
+
+    assert _routing.choose(StandardScaler(), "transform", big).target is None  # LOW never goes to the GPU
+
+
+def test_resident_data_stays_where_it_is(monkeypatch):
+    from sklearn.linear_model import Ridge
+
+    monkeypatch.setattr(_routing, "resident_target", lambda X: "torch-cpu")
+    choice = _routing.choose(Ridge(), "predict", np.zeros((4, 2)))
+    assert choice.target == "torch-cpu" and choice.reason == "data is on torch-cpu"
+
+
+def test_forced_numpy_is_stock():
+    from sklearn.linear_model import Ridge
+
+    with dispatch.using("numpy"):
+        assert _routing.choose(Ridge(), "fit", np.zeros((10**6, 10))) == _routing.Choice(None, "forced numpy")
+
+
+def test_estimators_outside_the_catalog_are_stock():
+    from sklearn.cross_decomposition import CCA
+
+    choice = _routing.choose(CCA(), "fit", np.zeros((10**5, 10)))
+    assert choice.target is None and "not in the catalog" in choice.reason
+
+
+# ---- fallbacks --------------------------------------------------------------------------------------------
+
+
+@needs_torch
+def test_sparse_input_falls_back_with_the_reason():
+    sparse = pytest.importorskip("scipy.sparse")
+    from sklearn.preprocessing import MaxAbsScaler, StandardScaler
+
+    X = sparse.random(50, 8, density=0.3, format="csr", random_state=0)
+    with cases.stock():
+        want = StandardScaler(with_mean=False).fit(X).transform(X)
+    with dispatch.trace() as t, dispatch.using("torch-cpu"):
+        got = StandardScaler(with_mean=False).fit(X).transform(X)
+        MaxAbsScaler().fit(X)
+    assert sparse.issparse(got)
+    np.testing.assert_allclose(got.toarray(), want.toarray())
+    assert all(r.target == "numpy" and "sparse" in r.reason for r in t.records)
+    assert ("StandardScaler.fit", "X is a sparse matrix") in t.fallbacks
+
+
+@needs_torch
+def test_unsupported_hyperparameter_by_tags():
+    from sklearn.decomposition import PCA
+
+    X, _ = cases.data("digits")
+    with cases.stock():
+        want = PCA(5, svd_solver="arpack", random_state=0).fit(X).transform(X)
+    with dispatch.trace() as t, dispatch.using("torch-cpu"):
+        got = PCA(5, svd_solver="arpack", random_state=0).fit(X).transform(X)
+    np.testing.assert_allclose(got, want)
+    assert {r.target for r in t.records} == {"numpy"}
+    assert "has no Array API support for PCA(" in t.records[0].reason
+    assert "svd_solver='arpack'" in t.records[0].reason
+
+
+@needs_torch
+def test_unsupported_hyperparameter_learned_by_trying():
+    """Ridge declares Array API support, but only its 'svd' solver runs there: the first call
+    fails in Array API mode, runs stock, and is remembered; the next goes straight to NumPy."""
+    from sklearn.linear_model import Ridge
+
+    X, y = cases.data("diabetes")
+    with cases.stock():
+        want = Ridge(solver="lsqr").fit(X, y).predict(X)
+    with dispatch.trace() as t, dispatch.using("torch-cpu"):
+        est = Ridge(solver="lsqr").fit(X, y)
+        est2 = Ridge(solver="lsqr").fit(X, y)
+        got = est2.predict(X)
+        Ridge(solver="svd").fit(X, y)  # other parameters: not remembered as unsupported
+    np.testing.assert_allclose(got, want)
+    np.testing.assert_allclose(est.coef_, est2.coef_)
+    first, second, predict, other = t.records
+    assert first.target == "numpy" and first.reason.startswith("fallback: torch-cpu failed: ValueError")
+    assert second.target == "numpy" and second.reason.startswith("remembered: torch-cpu failed")
+    assert predict.target == "torch-cpu"  # predict is another method: it runs there
+    assert other.target == "torch-cpu"
+    assert len(ds.unsupported()) == 1
+
+
+@needs_torch
+def test_estimator_without_array_api_support():
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = cases.data("iris")
+    with cases.stock():
+        want = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, y).predict_proba(X)
+    with dispatch.trace() as t, dispatch.using("torch-cpu"):
+        got = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(got, want)
+    routed = [r for r in t.records if r.op.startswith("DecisionTreeClassifier")]
+    assert routed and all("has no Array API support" in r.reason for r in routed)
+
+
+@needs_torch
+def test_string_labels_fall_back():
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    X, y = cases.data("iris")
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    with dispatch.trace() as t, dispatch.using("torch-cpu"):
+        got = LinearDiscriminantAnalysis().fit(X, labels).predict(X)
+    with cases.stock():
+        want = LinearDiscriminantAnalysis().fit(X, labels).predict(X)
+    np.testing.assert_array_equal(got, want)
+    assert t.records[0].target == "numpy" and "dtype <U10" in t.records[0].reason
+
+
+@needs_torch
+def test_dataframe_input_is_stock_and_keeps_feature_names():
+    pd = pytest.importorskip("pandas")
+    from sklearn.preprocessing import StandardScaler
+
+    X, _ = cases.data("wine")
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    with dispatch.trace() as t, dispatch.using("torch-cpu"):
+        est = StandardScaler().fit(frame)
+    assert list(est.feature_names_in_) == list(frame.columns)
+    assert "X is a DataFrame" in t.records[0].reason
+
+
+@needs_torch
+def test_set_output_pandas_is_stock():
+    pytest.importorskip("pandas")
+    from sklearn.preprocessing import StandardScaler
+
+    X, _ = cases.data("wine")
+    with dispatch.trace() as t, dispatch.using("torch-cpu"):
+        out = StandardScaler().set_output(transform="pandas").fit_transform(X)
+    assert type(out).__name__ == "DataFrame"
+    assert "set_output" in t.records[0].reason
+
+
+def test_errors_are_stock_errors():
+    from sklearn.decomposition import PCA
+
+    with pytest.raises(ValueError, match="n_components=10 must be between 0 and min"):
+        with dispatch.using("torch-cpu") if HAVE_TORCH else dispatch.using("numpy"):
+            PCA(10).fit(np.zeros((5, 3)))
+    assert not ds.unsupported()  # the user's error is not an Array API gap
+
+
+# ---- pickling ---------------------------------------------------------------------------------------------
+
+@needs_torch
+@pytest.mark.parametrize("name", ["PCA", "LinearDiscriminantAnalysis", "RidgeClassifierCV", "StandardScaler"])
+def test_pickled_accelerated_estimator_works_without_dispatch(tmp_path, name):
+    cls = cases.estimator_class(name)
+    X, y = cases.data("iris")
+    with dispatch.using("torch-cpu"), dispatch.trace() as t:
+        est = cls().fit(X, y)
+        want = est.predict(X) if hasattr(est, "predict") else est.transform(X)
+    assert t.records[0].target == "torch-cpu"
+    assert cases.predict_without_dispatch(tmp_path, est, X, want) == f"ok {name} []"
+
+
+# ---- the patch itself -------------------------------------------------------------------------------------
+
+
+def _class_dicts() -> dict:
+    return {(cls, name): cls.__dict__.get(name, None)
+            for cls in _patch.estimator_classes() for name in _patch.METHODS}
+
+
+def test_unaccelerate_restores_the_exact_originals():
+    ds.unaccelerate()
+    before = _class_dicts()
+    assert ds.accelerate() is True
+    assert ds.accelerate() is False  # idempotent
+    patched = _class_dicts()
+    changed = [k for k in before if patched[k] is not before[k]]
+    assert len(changed) > 500
+    for cls, name in changed:  # a wrapper wraps the original, never another wrapper
+        wrapped = getattr(patched[(cls, name)], "__wrapped__", None)
+        assert not getattr(wrapped, "_dispatch_routed", False)
+    assert ds.unaccelerate() is True
+    after = _class_dicts()
+    assert all(after[k] is before[k] for k in before)
+    assert ds.unaccelerate() is False
+    ds.accelerate()
+
+
+def test_accelerated_block_nests_and_restores():
+    from sklearn.decomposition import PCA
+
+    ds.unaccelerate()
+    original = PCA.__dict__["fit"]
+    with ds.accelerated():
+        with ds.accelerated():
+            assert PCA.__dict__["fit"] is not original
+        assert ds.is_accelerated()
+    assert PCA.__dict__["fit"] is original and "transform" not in PCA.__dict__
+    ds.accelerate()
+    with ds.accelerated():
+        pass
+    assert ds.is_accelerated()  # accelerate() outlives the block
+
+
+def test_signatures_and_conditional_methods_are_kept():
+    from sklearn.decomposition import PCA
+    from sklearn.linear_model import LogisticRegression, Ridge, SGDClassifier
+    from sklearn.pipeline import make_pipeline
+
+    with cases.stock():
+        sig_fit = inspect.signature(PCA.fit)
+        sig_proba = inspect.signature(make_pipeline(LogisticRegression()).predict_proba)
+    assert inspect.signature(PCA.fit) == sig_fit
+    assert inspect.signature(make_pipeline(LogisticRegression()).predict_proba) == sig_proba
+    assert not hasattr(make_pipeline(Ridge()), "predict_proba")
+    assert hasattr(make_pipeline(LogisticRegression()), "predict_proba")
+    assert not hasattr(SGDClassifier(loss="hinge"), "predict_proba")
+    assert hasattr(SGDClassifier(loss="log_loss"), "predict_proba")
+
+
+def test_clone_and_get_params_are_untouched():
+    from sklearn.decomposition import PCA
+
+    est = PCA(3, whiten=True)
+    assert clone(est).get_params() == est.get_params()
+
+
+def test_metadata_routing_still_sees_the_signatures():
+    import sklearn
+    from sklearn.linear_model import Ridge
+    from sklearn.model_selection import cross_validate
+
+    X, y = cases.data("diabetes")
+    weights = np.linspace(0.5, 1.5, len(y))
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = Ridge().set_fit_request(sample_weight=True).set_score_request(sample_weight=False)
+        got = cross_validate(est, X, y, params={"sample_weight": weights}, cv=3)["test_score"]
+        with cases.stock(), sklearn.config_context(enable_metadata_routing=True):
+            est = Ridge().set_fit_request(sample_weight=True).set_score_request(sample_weight=False)
+            want = cross_validate(est, X, y, params={"sample_weight": weights}, cv=3)["test_score"]
+    np.testing.assert_allclose(got, want)
+
+
+_IMPORT_ORDER = """
+import os, sys, json, warnings
+warnings.simplefilter("ignore")
+from sklearn.decomposition import PCA          # imported before dispatch knows about it
+from sklearn.datasets import load_iris
+early = PCA(2)                                  # and an instance made before the patch
+import dispatch, dispatch.sklearn
+assert dispatch.sklearn.accelerate() is True
+X, _ = load_iris(return_X_y=True)
+with dispatch.using("torch-cpu"), dispatch.trace() as t:
+    Z = early.fit_transform(X)
+    PCA(2).fit(X)
+ref = dispatch.sklearn.unaccelerate()
+want = PCA(2).fit_transform(X)
+print(json.dumps({{"targets": [r.target for r in t.records], "equal": bool(abs(Z - want).max() < 1e-9),
+                  "type": type(Z).__name__}}))
+"""
+
+
+@needs_torch
+def test_patch_works_whatever_the_import_order():
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", _IMPORT_ORDER.format()], capture_output=True, text=True,
+                         timeout=300, env=env, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {"targets": ["torch-cpu", "torch-cpu"], "equal": True, "type": "ndarray"}
+
+
+def test_import_dispatch_does_not_import_sklearn():
+    code = textwrap.dedent("""
+        import sys, dispatch, dispatch.sklearn
+        dispatch.sklearn.choose  # the package imports without scikit-learn
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("sklearn", "scipy")))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_dispatch_sklearn_is_reachable_from_dispatch():
+    assert dispatch.sklearn.accelerate is ds.accelerate
+
+
+# ---- output types -----------------------------------------------------------------------------------------
+
+
+@needs_torch
+def test_dispatch_array_in_dispatch_array_out():
+    from sklearn.decomposition import PCA
+    from sklearn.neighbors import NearestNeighbors
+
+    X, _ = cases.data("digits")
+    Xd = dispatch.asarray(X)
+    with cases.stock():
+        want = PCA(4).fit(X).transform(X)
+        dist, ind = NearestNeighbors(n_neighbors=3).fit(X).kneighbors(X[:5])
+    with dispatch.using("torch-cpu"), dispatch.trace() as t:
+        got = PCA(4).fit(Xd).transform(Xd)
+    assert type(got) is dispatch.ndarray and got.device == "cpu"
+    np.testing.assert_allclose(np.asarray(got), want, atol=1e-9)
+    assert [r.target for r in t.records] == ["torch-cpu", "torch-cpu"]
+    got_default = PCA(4).fit(Xd).transform(Xd)  # stock route: still a dispatch.ndarray out
+    assert type(got_default) is dispatch.ndarray
+    nn = NearestNeighbors(n_neighbors=3).fit(Xd)
+    d, i = nn.kneighbors(Xd[:5])
+    assert type(d) is dispatch.ndarray and type(i) is dispatch.ndarray
+    np.testing.assert_allclose(np.asarray(d), dist)
+    np.testing.assert_array_equal(np.asarray(i), ind)
+    assert type(nn.kneighbors(X[:5])[0]) is np.ndarray  # NumPy in, NumPy out
+
+
+@needs_torch
+def test_torch_tensor_in_torch_tensor_out():
+    import torch
+    from sklearn.linear_model import Ridge
+
+    X, y = cases.data("diabetes")
+    with cases.stock():
+        want = Ridge().fit(X, y).predict(X)
+    with dispatch.using("torch-cpu"):
+        got = Ridge().fit(torch.from_numpy(X), torch.from_numpy(y)).predict(torch.from_numpy(X))
+    assert isinstance(got, torch.Tensor)
+    np.testing.assert_allclose(got.numpy(), want)
+    got_stock = Ridge().fit(X, y).predict(torch.from_numpy(X))  # default route: stock, tensor back
+    assert isinstance(got_stock, torch.Tensor)
+
+
+@needs_torch
+def test_fit_returns_the_users_estimator_with_numpy_attributes():
+    from sklearn.preprocessing import StandardScaler
+
+    X, _ = cases.data("wine")
+    est = StandardScaler()
+    with dispatch.using("torch-cpu"):
+        assert est.fit(X) is est
+        est.transform(X)
+    assert {type(v).__name__ for v in cases.fitted_attributes(est).values()} <= {"ndarray", "int"}
+    cases.assert_plain(est, "StandardScaler")
+
+
+@needs_torch
+def test_partial_fit_accumulates_like_stock():
+    from sklearn.naive_bayes import GaussianNB
+
+    X, y = cases.data("iris")
+    order = np.random.default_rng(0).permutation(len(y))
+    X, y = X[order], y[order]
+    with cases.stock():
+        ref = GaussianNB()
+        for part in np.array_split(np.arange(len(y)), 3):
+            ref.partial_fit(X[part], y[part], classes=[0, 1, 2])
+    est = GaussianNB()
+    with dispatch.using("torch-cpu"), dispatch.trace() as t:
+        for part in np.array_split(np.arange(len(y)), 3):
+            est.partial_fit(X[part], y[part], classes=[0, 1, 2])
+    assert {r.target for r in t.records} == {"torch-cpu"}
+    for attr in ("theta_", "var_", "class_count_", "class_prior_"):
+        np.testing.assert_allclose(getattr(est, attr), getattr(ref, attr), rtol=1e-10)
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+
+
+def test_trace_summary_lists_estimator_calls():
+    from sklearn.linear_model import Ridge
+
+    X, y = cases.data("diabetes")
+    with dispatch.trace() as t:
+        Ridge().fit(X, y).predict(X)
+    rows = t.rows()
+    assert [r["op"] for r in rows] in (["Ridge.fit", "Ridge.predict"], ["Ridge.predict", "Ridge.fit"])
+    assert all(r["target"] == "numpy" for r in rows)
+    assert "Ridge.fit" in t.summary(file=open("/dev/null", "w"))
