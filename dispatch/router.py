@@ -3,8 +3,8 @@
 Rules, first match wins:
 
 1. a forced target (``set_backend``, ``using``, ``DISPATCH_BACKEND``)            reason "forced"
-2. host-only ops (I/O, printing, random streams, functions outside the catalog): NumPy  "host op"
-3. local ops (views, casts, indexing): where their data is                        "local"
+2. local ops (views, casts, indexing): where their data is                        "local"
+3. host-only ops (I/O, printing, random streams, functions outside the catalog): NumPy  "host op"
 4. the policy:
    - ``cost`` (once this machine is calibrated): every target allowed for the op is priced
      (compute + transfers of inputs not on it + read-back of a scalar result), blended with
@@ -243,10 +243,10 @@ def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
         if target is None:
             return Decision(NUMPY, f"forced {forced}, unavailable: {targets.unavailable().get(forced)}", key=key), True
         return Decision(target, f"forced {forced}", key=key), True
+    if op.local and inputs.arrays:  # before host ops: indexing (outside the catalog) stays where the data is
+        return Decision(_engine_holding(inputs.arrays[0]), "local: where the data is", key=key), True
     if not op.cataloged or op.work in ("host", "random"):
         return Decision(NUMPY, "host op", key=key), True
-    if op.local and inputs.arrays:
-        return Decision(_engine_holding(inputs.arrays[0]), "local: where the data is", key=key), True
     _ensure_calibration()
     if _policy == "oracle":
         return _decide_oracle(op, inputs, key)
