@@ -71,7 +71,7 @@ def _is_array(x: Any) -> bool:
     if isinstance(x, (ndarray, np.ndarray)):
         return True
     module = type(x).__module__
-    return module.startswith("cupy") or (module.startswith("torch") and hasattr(x, "dtype"))
+    return module.startswith(("cupy", "dask.array")) or (module.startswith("torch") and hasattr(x, "dtype"))
 
 
 def _collect(args: tuple, kwargs: dict) -> list[Any]:

@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Calibration", "cache_dir", "calibrate", "fingerprint", "load", "load_or_measure", "machine"]
+__all__ = ["Calibration", "cache_dir", "calibrate", "dask_chunk_bytes", "dask_task_overhead", "fingerprint", "load",
+           "load_or_measure", "machine"]
 
 VERSION = 1
 DTYPES = ("float32", "float64")
@@ -403,7 +404,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     from dispatch import targets
 
     start = time.perf_counter()
-    found = [t for name, t in targets.available().items() if only is None or name in only]
+    found = [t for name, t in targets.available().items() if (only is None or name in only) and not t.scale_out]
     info = machine()
     rng = np.random.default_rng(0)
     result: dict[str, Any] = {}
@@ -431,3 +432,34 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
 
     router.use_calibration(cal)
     return cal
+
+
+# ---- Dask: the chunk size that hides a cluster's per-task overhead ------------------------------------
+
+# A chunk's element-wise work should take at least this many times the per-task overhead (5 %).
+DASK_WORK_PER_OVERHEAD = 20.0
+DASK_CHUNK_BOUNDS = (32 << 20, 1 << 30)
+_DEFAULT_BANDWIDTH = 5e9  # bytes/s of one NumPy thread streaming through memory (DESIGN.md: about 7e9)
+
+
+def dask_task_overhead(client: Any, tasks: int = 200) -> float:
+    """Seconds a connected Dask cluster spends per tiny task (scheduling, transport, bookkeeping),
+    measured on ``tasks`` no-op tasks after a warm-up, per worker thread."""
+    client.gather(client.map(abs, range(8), pure=False))  # a builtin: any worker can run it
+    threads = max(1, sum(client.nthreads().values()))
+    start = time.perf_counter()
+    client.gather(client.map(abs, range(tasks), pure=False))
+    return (time.perf_counter() - start) * threads / tasks
+
+
+def dask_chunk_bytes(client: Any, bandwidth: float | None = None) -> int:
+    """Bytes per chunk so that element-wise work on a chunk takes ``DASK_WORK_PER_OVERHEAD``
+    times the cluster's per-task overhead, at ``bandwidth`` bytes/s (this machine's calibrated
+    NumPy memory bandwidth, else 5 GB/s), within 32 MiB and 1 GiB, rounded to MiB."""
+    if bandwidth is None:
+        cal = load()
+        bandwidth = (cal.targets.get("numpy", {}).get("memory_bandwidth") if cal is not None else None) \
+            or _DEFAULT_BANDWIDTH
+    want = DASK_WORK_PER_OVERHEAD * dask_task_overhead(client) * bandwidth
+    lo, hi = DASK_CHUNK_BOUNDS
+    return int(min(max(want, lo), hi)) >> 20 << 20
