@@ -20,6 +20,11 @@ The JSON (``version`` 1)::
 
 In ``ops`` the size ``x`` is elements for element-wise, reductions, scans, sorts and FFTs;
 ``n`` (a square ``n`` x ``n`` operand) for ``matmul`` and the factorisations.
+
+With a Dask cluster connected (``dispatch.use_cluster``), the file also holds
+``"dask": {"scheduler": ..., "task_overhead_s": ..., "chunk_bytes": ...}``: the cluster's
+per-task overhead and the chunk size that hides it (``dask_chunk_bytes``); the dask target is
+scale-out, not priced, so it has no entry under ``targets``.
 """
 
 from __future__ import annotations
@@ -424,6 +429,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         quick=quick,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - start, 2),
+        extra=_dask_extra(result),
     )
     if save:
         cal.save()
@@ -452,14 +458,32 @@ def dask_task_overhead(client: Any, tasks: int = 200) -> float:
     return (time.perf_counter() - start) * threads / tasks
 
 
-def dask_chunk_bytes(client: Any, bandwidth: float | None = None) -> int:
+def dask_chunk_bytes(client: Any, bandwidth: float | None = None, overhead: float | None = None) -> int:
     """Bytes per chunk so that element-wise work on a chunk takes ``DASK_WORK_PER_OVERHEAD``
-    times the cluster's per-task overhead, at ``bandwidth`` bytes/s (this machine's calibrated
-    NumPy memory bandwidth, else 5 GB/s), within 32 MiB and 1 GiB, rounded to MiB."""
+    times the cluster's per-task overhead (measured unless given), at ``bandwidth`` bytes/s
+    (this machine's calibrated NumPy memory bandwidth, else 5 GB/s), within 32 MiB and 1 GiB,
+    rounded to MiB."""
     if bandwidth is None:
         cal = load()
         bandwidth = (cal.targets.get("numpy", {}).get("memory_bandwidth") if cal is not None else None) \
             or _DEFAULT_BANDWIDTH
-    want = DASK_WORK_PER_OVERHEAD * dask_task_overhead(client) * bandwidth
+    if overhead is None:
+        overhead = dask_task_overhead(client)
+    want = DASK_WORK_PER_OVERHEAD * overhead * bandwidth
     lo, hi = DASK_CHUNK_BOUNDS
     return int(min(max(want, lo), hi)) >> 20 << 20
+
+
+def _dask_extra(measured: dict[str, Any]) -> dict[str, Any]:
+    """With a Dask cluster connected, its per-task overhead and the chunk size chosen from it
+    (``"dask"`` in the calibration file); the chunk size serves this session at once."""
+    from dispatch import cluster
+
+    client = cluster.client() if cluster.connected() else None
+    if client is None:
+        return {}
+    overhead = dask_task_overhead(client)
+    chunk = dask_chunk_bytes(client, measured.get("numpy", {}).get("memory_bandwidth"), overhead)
+    where = cluster.address() or ""
+    cluster._measured_chunk[where] = chunk
+    return {"dask": {"scheduler": where, "task_overhead_s": overhead, "chunk_bytes": chunk}}
