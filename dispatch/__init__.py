@@ -27,8 +27,10 @@ _OWN = {
     "get_backend": "dispatch.config",
     "set_backend": "dispatch.config",
     "using": "dispatch.config",
+    "use_cluster": "dispatch.cluster",
+    "compute": "dispatch.cluster",
 }
-_SUBMODULES = ("fft", "linalg", "random", "sklearn")  # sklearn: the accelerator, imports scikit-learn only when used
+_SUBMODULES = ("fft", "linalg", "random", "config", "cluster", "sklearn")  # sklearn imports scikit-learn only when used
 _MISSING = object()
 
 

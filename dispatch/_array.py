@@ -47,7 +47,7 @@ class ndarray:
             module = type(native).__module__
             if module.startswith("torch") and native.device.type == "cpu":
                 native = _torch_cpu_to_numpy(native)
-            elif not (module.startswith("cupy") or module.startswith("torch")):
+            elif not (module.startswith("cupy") or module.startswith("torch") or module.startswith("dask.array")):
                 native = np.asarray(native)
         obj = object.__new__(ndarray)
         obj._data = native
@@ -232,6 +232,9 @@ class ndarray:
     # ---- conversion to Python -------------------------------------------------------------------
 
     def item(self, *args: Any) -> Any:
+        data = self._data
+        if args and type(data) is not np.ndarray:
+            return _engine_of(data).item(data, args)  # one element read back, not the array
         return np.asarray(self).item(*args)
 
     def tolist(self) -> Any:
@@ -256,10 +259,12 @@ class ndarray:
         return operator.index(np.asarray(self))
 
     def __repr__(self) -> str:
-        return repr(np.asarray(self))
+        data = self._data
+        return repr(data) if type(data) is np.ndarray else _engine_of(data).text(data, repr)
 
     def __str__(self) -> str:
-        return str(np.asarray(self))
+        data = self._data
+        return str(data) if type(data) is np.ndarray else _engine_of(data).text(data, str)
 
     def __format__(self, spec: str) -> str:
         return format(np.asarray(self), spec)
@@ -276,6 +281,13 @@ class ndarray:
 
     def __deepcopy__(self, memo: dict) -> ndarray:
         return self.copy()
+
+    def persist(self) -> ndarray:
+        """Compute a Dask-held array's chunks and keep them in the cluster's memory (Dask's
+        ``persist``); any other array is returned as it is."""
+        from dispatch import cluster
+
+        return cluster.persist(self)
 
     def copy(self, order: str = "C") -> ndarray:
         data = self._data
@@ -420,7 +432,7 @@ _HANDLED_TYPES = (ndarray, np.ndarray)
 
 def _native_type(t: type) -> bool:
     module = t.__module__
-    return module.startswith("cupy") or module.startswith("torch")
+    return module.startswith("cupy") or module.startswith("torch") or module.startswith("dask.array")
 
 
 # ---- wrapping results -------------------------------------------------------------------------
@@ -465,7 +477,7 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
     if isinstance(result, (np.generic, ndarray)) or result is None:
         return result
     module = kind.__module__
-    if module.startswith("cupy") or module.startswith("torch"):
+    if module.startswith("cupy") or module.startswith("torch") or module.startswith("dask.array"):
         if not hasattr(result, "shape"):
             return result
         return ndarray._from_native(result)
@@ -526,6 +538,8 @@ def _engine_of(native: Any) -> Any:
     module = type(native).__module__
     if module.startswith("cupy"):
         return targets.get("cupy")
+    if module.startswith("dask.array"):
+        return targets.get("dask")
     if module.startswith("torch"):
         kind = native.device.type
         return targets.get("torch-cpu" if kind == "cpu" else "torch-mps" if kind == "mps" else "torch-cuda")

@@ -71,18 +71,26 @@ def _is_array(x: Any) -> bool:
     if isinstance(x, (ndarray, np.ndarray)):
         return True
     module = type(x).__module__
-    return module.startswith("cupy") or (module.startswith("torch") and hasattr(x, "dtype"))
+    return module.startswith(("cupy", "dask.array")) or (module.startswith("torch") and hasattr(x, "dtype"))
 
 
 def _collect(args: tuple, kwargs: dict) -> list[Any]:
-    """Arrays among the arguments, and inside lists and tuples one level down."""
-    found = []
+    """Arrays among the arguments, and inside (nested) lists and tuples."""
+    found: list[Any] = []
     for value in (*args, *kwargs.values()):
         if _is_array(value):
             found.append(value)
         elif type(value) in (list, tuple):
-            found.extend(v for v in value if _is_array(v))
+            _collect_in(value, found)
     return found
+
+
+def _collect_in(values: Any, found: list[Any]) -> None:
+    for v in values:
+        if _is_array(v):
+            found.append(v)
+        elif type(v) in (list, tuple):  # np.block takes nested lists
+            _collect_in(v, found)
 
 
 def _size(x: Any) -> int:
@@ -109,9 +117,13 @@ def _device(x: Any) -> Device:
 def _convert(value: Any, to: Any) -> Any:
     if _is_array(value):
         return to(value)
-    if type(value) in (list, tuple) and any(_is_array(v) for v in value):
-        return type(value)(to(v) if _is_array(v) else v for v in value)
+    if type(value) in (list, tuple) and _holds_array(value):
+        return type(value)(_convert(v, to) for v in value)
     return value
+
+
+def _holds_array(values: Any) -> bool:
+    return any(_is_array(v) or (type(v) in (list, tuple) and _holds_array(v)) for v in values)
 
 
 def to_host(x: Any) -> Any:
@@ -226,7 +238,7 @@ def _small_on_host(values: Any, floor: int) -> list | None:
             if v.size > floor:
                 return None
         elif kind is list or kind is tuple:
-            if any(type(x) is ndarray for x in v):
+            if any(type(x) is ndarray or type(x) is list or type(x) is tuple for x in v):
                 inner = _small_on_host(v, floor)
                 if inner is None:
                     return None

@@ -116,6 +116,7 @@ _SPECIAL = {
 }
 
 _META = {"shape", "ndim", "size"}  # answered from metadata: no data moves
+_CHUNKABLE = frozenset({"zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace"})
 
 
 def _metadata(name: str, func: Any) -> Any:
@@ -139,6 +140,10 @@ def public(prefix: str, name: str, obj: Any, module: str) -> Any:
         return _SPECIAL[name](obj)
     if not prefix and name in _META:
         return _metadata(name, obj)
+    if not prefix and name in _CHUNKABLE:  # a result too large for the host is made chunked, in Dask
+        from dispatch import cluster
+
+        return cluster.creation(name, routed(name, obj, module))
     if full in NUMPY_CATALOG and callable(obj) and not isinstance(obj, type):
         if isinstance(obj, np.ufunc):
             return ufunc(obj, full)

@@ -20,6 +20,11 @@ The JSON (``version`` 1)::
 
 In ``ops`` the size ``x`` is elements for element-wise, reductions, scans, sorts and FFTs;
 ``n`` (a square ``n`` x ``n`` operand) for ``matmul`` and the factorisations.
+
+With a Dask cluster connected (``dispatch.use_cluster``), the file also holds
+``"dask": {"scheduler": ..., "task_overhead_s": ..., "chunk_bytes": ...}``: the cluster's
+per-task overhead and the chunk size that hides it (``dask_chunk_bytes``); the dask target is
+scale-out, not priced, so it has no entry under ``targets``.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Calibration", "cache_dir", "calibrate", "fingerprint", "load", "load_or_measure", "machine"]
+__all__ = ["Calibration", "cache_dir", "calibrate", "dask_chunk_bytes", "dask_task_overhead", "fingerprint", "load",
+           "load_or_measure", "machine"]
 
 VERSION = 1
 DTYPES = ("float32", "float64")
@@ -404,7 +410,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     from dispatch import targets
 
     start = time.perf_counter()
-    found = [t for name, t in targets.available().items() if only is None or name in only]
+    found = [t for name, t in targets.available().items() if (only is None or name in only) and not t.scale_out]
     info = machine()
     rng = np.random.default_rng(0)
     result: dict[str, Any] = {}
@@ -424,6 +430,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         quick=quick,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - start, 2),
+        extra=_dask_extra(result),
     )
     if save:
         cal.save()
@@ -432,3 +439,52 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
 
     router.use_calibration(cal)
     return cal
+
+
+# ---- Dask: the chunk size that hides a cluster's per-task overhead ------------------------------------
+
+# A chunk's element-wise work should take at least this many times the per-task overhead (5 %).
+DASK_WORK_PER_OVERHEAD = 20.0
+DASK_CHUNK_BOUNDS = (32 << 20, 1 << 30)
+_DEFAULT_BANDWIDTH = 5e9  # bytes/s of one NumPy thread streaming through memory (DESIGN.md: about 7e9)
+
+
+def dask_task_overhead(client: Any, tasks: int = 200) -> float:
+    """Seconds a connected Dask cluster spends per tiny task (scheduling, transport, bookkeeping),
+    measured on ``tasks`` no-op tasks after a warm-up, per worker thread."""
+    client.gather(client.map(abs, range(8), pure=False))  # a builtin: any worker can run it
+    threads = max(1, sum(client.nthreads().values()))
+    start = time.perf_counter()
+    client.gather(client.map(abs, range(tasks), pure=False))
+    return (time.perf_counter() - start) * threads / tasks
+
+
+def dask_chunk_bytes(client: Any, bandwidth: float | None = None, overhead: float | None = None) -> int:
+    """Bytes per chunk so that element-wise work on a chunk takes ``DASK_WORK_PER_OVERHEAD``
+    times the cluster's per-task overhead (measured unless given), at ``bandwidth`` bytes/s
+    (this machine's calibrated NumPy memory bandwidth, else 5 GB/s), within 32 MiB and 1 GiB,
+    rounded to MiB."""
+    if bandwidth is None:
+        cal = load()
+        bandwidth = (cal.targets.get("numpy", {}).get("memory_bandwidth") if cal is not None else None) \
+            or _DEFAULT_BANDWIDTH
+    if overhead is None:
+        overhead = dask_task_overhead(client)
+    want = DASK_WORK_PER_OVERHEAD * overhead * bandwidth
+    lo, hi = DASK_CHUNK_BOUNDS
+    return int(min(max(want, lo), hi)) >> 20 << 20
+
+
+def _dask_extra(measured: dict[str, Any]) -> dict[str, Any]:
+    """With a Dask cluster connected, its per-task overhead and the chunk size chosen from it
+    (``"dask"`` in the calibration file); the chunk size serves this session at once."""
+    from dispatch import cluster
+
+    client = cluster.client() if cluster.connected() else None
+    if client is None:
+        return {}
+    overhead = dask_task_overhead(client)
+    chunk = dask_chunk_bytes(client, measured.get("numpy", {}).get("memory_bandwidth"), overhead)
+    where = cluster.address() or ""
+    cluster._measured_chunk[where] = chunk
+    return {"dask": {"scheduler": where, "task_overhead_s": overhead, "chunk_bytes": chunk}}

@@ -3,6 +3,12 @@
 A forced target runs every call it can run exactly as NumPy would; calls it refuses still
 fall back to NumPy on the host, correctly, with the reason in the trace. ``"auto"`` restores
 routing.
+
+Scale-out settings (``dispatch.cluster``): ``set_memory_fraction`` (work larger than this
+fraction of the free memory of the device holding it goes to Dask; default 0.5,
+``DISPATCH_MEMORY_FRACTION``) and ``set_chunk_bytes`` (bytes per Dask chunk; default measured
+for a connected cluster, else 128 MiB; ``DISPATCH_DASK_CHUNK_BYTES``). ``using("dask")``
+forces Dask.
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ from collections.abc import Iterator
 
 from dispatch import targets
 from dispatch._state import STATE
+from dispatch.cluster import chunk_bytes, memory_fraction, set_chunk_bytes, set_memory_fraction
 
-__all__ = ["get_backend", "set_backend", "using"]
+__all__ = ["chunk_bytes", "get_backend", "memory_fraction", "set_backend", "set_chunk_bytes", "set_memory_fraction",
+           "using"]
 
 
 def _check(name: str) -> str:
@@ -29,7 +37,7 @@ def _check(name: str) -> str:
 
 def set_backend(name: str) -> None:
     """Force every call onto the target ``name`` (``"numpy"``, ``"torch-cpu"``, ``"cupy"``,
-    ``"torch-cuda"``, ``"torch-mps"``), or ``"auto"`` to route again."""
+    ``"torch-cuda"``, ``"torch-mps"``, ``"dask"``), or ``"auto"`` to route again."""
     STATE.set_global(_check(name))
 
 

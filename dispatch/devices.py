@@ -10,12 +10,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-__all__ = ["HOST", "Device", "device_of", "parse_device"]
+__all__ = ["DASK", "HOST", "Device", "device_of", "parse_device"]
 
 
 @dataclass(frozen=True)
 class Device:
-    """A memory space: ``Device("cpu")``, ``Device("cuda", 0)``, ``Device("mps")``."""
+    """A memory space: ``Device("cpu")``, ``Device("cuda", 0)``, ``Device("mps")``, or
+    ``Device("dask")``, the chunks of a Dask cluster."""
 
     kind: str
     index: int | None = None
@@ -42,6 +43,7 @@ class Device:
 
 
 HOST = Device("cpu")
+DASK = Device("dask")  # chunks on a Dask cluster (or in this process): dispatch.cluster
 
 
 def parse_device(spec: str | Device) -> Device:
@@ -66,6 +68,8 @@ def device_of(native: object) -> Device:
     module = type(native).__module__
     if module.startswith("cupy"):
         return Device("cuda", native.device.id)  # type: ignore[attr-defined]
+    if module.startswith("dask.array"):
+        return DASK
     if module.startswith("torch") and "torch" in sys.modules:
         dev = native.device  # type: ignore[attr-defined]
         if dev.type == "cpu":

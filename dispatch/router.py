@@ -3,9 +3,12 @@
 Rules, first match wins:
 
 1. a forced target (``set_backend``, ``using``, ``DISPATCH_BACKEND``)            reason "forced"
-2. host-only ops (I/O, printing, random streams, functions outside the catalog): NumPy  "host op"
-3. local ops (views, casts, indexing): where their data is                        "local"
-4. the policy:
+2. local ops (views, casts, indexing): where their data is                        "local"
+3. host-only ops (I/O, printing, random streams, functions outside the catalog): NumPy  "host op"
+4. scale-out (``dispatch.cluster.route``): data in Dask stays there; work too large for the
+   memory of the device holding it, or spanning chunks of a connected cluster, goes to Dask
+                                                                                   "data in dask" / "scale-out: ..."
+5. the policy:
    - ``cost`` (once this machine is calibrated): every target allowed for the op is priced
      (compute + transfers of inputs not on it + read-back of a scalar result), blended with
      what calls measured (``history``); the cheapest wins                          "cost model" / "history"
@@ -17,7 +20,8 @@ Rules, first match wins:
      one is always taken                                                            "oracle"
 
 Decisions are cached by (op, dtypes, size bucket, devices of the inputs, forced target); a
-cache hit is one dict lookup. A target that refused a kind of call is remembered for that key.
+cache hit is one dict lookup. Calls of ``cluster.LIVE_ELEMENTS`` elements or more are decided
+afresh each time (free memory changes). A target that refused a kind of call is remembered for that key.
 The router never synchronises a device to decide.
 """
 
@@ -26,9 +30,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dispatch import cost, targets
+from dispatch import cluster, cost, targets
 from dispatch._ops import all_ops
 from dispatch._state import STATE
+from dispatch.devices import DASK
 from dispatch.history import History
 from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
@@ -177,6 +182,7 @@ def host_floor(op: Any) -> int:
             t = _selector.thresholds
             floor = min(v for v in (t.simd[op.complexity], t.gpu[op.complexity], 2**62) if v is not None)
             _floors[op.complexity] = floor
+    floor = min(floor, cluster.LIVE_ELEMENTS - 1)  # larger calls may need Dask: the router decides
     op.floor = floor
     return floor
 
@@ -233,7 +239,7 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     if hit is not None:
         return hit
     decision, cacheable = _decide(op, inputs, key)
-    if cacheable:
+    if cacheable and (inputs.size < cluster.LIVE_ELEMENTS or DASK in inputs.devices):
         _decisions[key] = decision
     return decision
 
@@ -245,10 +251,13 @@ def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
         if target is None:
             return Decision(NUMPY, f"forced {forced}, unavailable: {targets.unavailable().get(forced)}", key=key), True
         return Decision(target, f"forced {forced}", key=key), True
+    if op.local and inputs.arrays:  # before host ops: indexing (outside the catalog) stays where the data is
+        return Decision(_engine_holding(inputs.arrays[0]), "local: where the data is", key=key), True
     if not op.cataloged or op.work in ("host", "random"):
         return Decision(NUMPY, "host op", key=key), True
-    if op.local and inputs.arrays:
-        return Decision(_engine_holding(inputs.arrays[0]), "local: where the data is", key=key), True
+    scaled = cluster.route(op, inputs, key)
+    if scaled is not None:
+        return scaled
     _ensure_calibration()
     if _policy == "oracle":
         return _decide_oracle(op, inputs, key)

@@ -1,7 +1,8 @@
 """Targets: the concrete engines a call can run on, and their registry.
 
 A target is an engine on a device: ``numpy`` and ``torch-cpu`` on the host, ``cupy`` and
-``torch-cuda`` on a CUDA (or ROCm) GPU, ``torch-mps`` on an Apple GPU. Each adapter module
+``torch-cuda`` on a CUDA (or ROCm) GPU, ``torch-mps`` on an Apple GPU, ``dask`` on the chunks of
+a Dask cluster (reached by size, not priced: ``dispatch.cluster``). Each adapter module
 declares what it can run identically to NumPy and refuses the rest (``Unsupported``), so the
 call goes elsewhere. Targets are detected lazily, on first use: a missing or broken library
 makes its targets unavailable, with the reason kept for ``dispatch info``; it never breaks a
@@ -38,6 +39,7 @@ class Target:
     device: Device = HOST
     tier: Backend = Backend.SCALAR
     library: str = ""  # the module a user would import ("numpy", "torch", "cupy")
+    scale_out: bool = False  # reached by size (dispatch.cluster), never priced nor calibrated
 
     def run(self, op: Op, args: tuple, kwargs: dict) -> Any:
         """Run ``op`` on native arguments; raise ``Unsupported`` to refuse."""
@@ -70,6 +72,14 @@ class Target:
     def synchronize(self) -> None:
         """Wait for queued work (a no-op on the host)."""
 
+    def text(self, native: Any, how: Any) -> str:
+        """``how`` (``repr`` or ``str``) of the array as NumPy prints it."""
+        return how(self.to_host(native))
+
+    def item(self, native: Any, args: tuple) -> Any:
+        """``a.item(*args)``: one element as a Python scalar."""
+        return self.to_host(native).item(*args)
+
     def __repr__(self) -> str:
         return f"<target {self.name} on {self.device}>"
 
@@ -81,6 +91,7 @@ TARGET_NAMES = {
     "cupy": ("cupy_target", "CupyTarget"),
     "torch-cuda": ("torch_target", "torch_cuda"),
     "torch-mps": ("torch_target", "torch_mps"),
+    "dask": ("dask_target", "DaskTarget"),
 }
 
 _lock = threading.Lock()

@@ -1,0 +1,519 @@
+"""Scale-out: when arrays outgrow a device or the host, hand them to Dask.
+
+The ``dask`` target (``dispatch.targets.dask_target``) holds ``dask.array`` arrays, chunked
+NumPy arrays on CPU workers or CuPy arrays on GPU workers. This module decides *when* work
+goes there and keeps the connection:
+
+- ``use_cluster(client_or_address)`` (or ``DISPATCH_DASK_SCHEDULER``) connects a Dask
+  cluster; ``use_cluster(None)`` disconnects. Without one, Dask's threaded scheduler runs in
+  this process.
+- ``route`` is the router's hook, asked before the routing policy: data already in Dask stays
+  there (residency); operands or result larger than ``memory_fraction()`` of the free memory
+  of the device holding the operands (the GPU they live on, else the host) go to Dask; with a
+  cluster connected, so does any call whose data spans more than one chunk.
+- ``result_reason`` is the same test for creation functions and random draws, which have no
+  operands: the result's size decides, so an array larger than the host is created chunk by
+  chunk and never exists whole on one machine.
+- ``chunk_bytes()``: about 128 MiB per chunk by default (Dask's own default), or what the
+  connected cluster's measured per-task overhead asks for (``calibration.dask_chunk_bytes``).
+
+Decisions for calls over ``LIVE_ELEMENTS`` are never cached (free memory changes), so this
+hook costs nothing on small calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from dispatch._state import STATE
+from dispatch.devices import DASK, HOST, Device
+from dispatch.tracing import _fmt_bytes
+
+__all__ = ["active", "address", "chunk_bytes", "client", "compute", "connected", "creation", "device_free_bytes",
+           "free_bytes", "gpu_workers", "host_free_bytes", "memory_fraction", "persist", "result_bytes",
+           "result_reason", "route", "run_on_dask", "scheduler", "set_chunk_bytes", "set_memory_fraction",
+           "use_cluster"]
+
+log = logging.getLogger("dispatch")
+
+DEFAULT_CHUNK_BYTES = 128 << 20  # Dask's own default chunk size (array.chunk-size)
+DEFAULT_TIMEOUT_S = 5.0
+
+_fraction = float(os.environ.get("DISPATCH_MEMORY_FRACTION", "0.5"))
+_chunk_bytes: int | None = int(os.environ["DISPATCH_DASK_CHUNK_BYTES"]) if os.environ.get(
+    "DISPATCH_DASK_CHUNK_BYTES") else None
+_client: Any = None
+_owned = False  # the client was made here from an address: close it on disconnect
+_gpu_workers = False
+_measured_chunk: dict[str, int] = {}  # scheduler address -> chunk bytes from its task overhead
+
+# Calls whose largest operand has at least this many elements consult the hook every time
+# (never cached). A power of two, so a size bucket of the decision cache is all above or all
+# below it.
+LIVE_ELEMENTS = 1 << 22
+
+
+def _refresh_live() -> None:
+    global LIVE_ELEMENTS
+    floor = min(chunk_bytes(), 64 << 20) // 16  # 16: the widest itemsize (complex128)
+    LIVE_ELEMENTS = 1 << max(floor.bit_length() - 1, 0)
+    from dispatch import router
+
+    router.clear_decisions()
+
+
+# ---- settings ------------------------------------------------------------------------------------
+
+
+def memory_fraction() -> float:
+    """The fraction of a device's free memory that work may take before it goes to Dask."""
+    return _fraction
+
+
+def set_memory_fraction(fraction: float) -> None:
+    """Hand work to Dask when its operands or result would take more than ``fraction`` of the
+    free memory of the device holding them (default 0.5, ``DISPATCH_MEMORY_FRACTION``)."""
+    global _fraction
+    fraction = float(fraction)
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"the memory fraction is in (0, 1], not {fraction}")
+    _fraction = fraction
+    _refresh_live()
+
+
+def chunk_bytes() -> int:
+    """Bytes per Dask chunk: set explicitly, else measured for the connected cluster, else
+    128 MiB."""
+    if _chunk_bytes is not None:
+        return _chunk_bytes
+    if _client is not None:
+        _measure(_client)
+        measured = _measured_chunk.get(address() or "")
+        if measured:
+            return measured
+    return DEFAULT_CHUNK_BYTES
+
+
+def set_chunk_bytes(nbytes: int | None) -> None:
+    """Bytes per chunk of the arrays dispatch hands to Dask (``None``: measured or default;
+    ``DISPATCH_DASK_CHUNK_BYTES``)."""
+    global _chunk_bytes
+    if nbytes is not None and int(nbytes) < 1:
+        raise ValueError(f"a chunk holds at least one byte, not {nbytes}")
+    _chunk_bytes = None if nbytes is None else int(nbytes)
+    _refresh_live()
+
+
+# ---- the connection ---------------------------------------------------------------------------------
+
+
+def use_cluster(client_or_address: Any = None, *, timeout: float | None = None, gpu: bool | None = None) -> Any:
+    """Send large work to a Dask cluster: a ``distributed.Client``, a cluster object
+    (``LocalCluster``, ``LocalCUDACluster``) or a scheduler address (``"tcp://host:8786"``).
+    ``None`` disconnects (and closes a client made here).
+
+    An address that does not answer within ``timeout`` seconds (default 5) raises one
+    ``ConnectionError`` naming it. ``gpu`` says whether the workers hold CuPy chunks; by
+    default it is asked of the workers (every worker sees a CUDA device). Returns the client.
+    """
+    global _client, _owned, _gpu_workers
+    _disconnect()
+    if client_or_address is None:
+        _after_change()
+        return None
+    try:
+        from distributed import Client
+    except ImportError as exc:
+        raise ImportError("dispatch.use_cluster needs dask.distributed: pip install 'dispatch-accel[dask]'") from exc
+    if isinstance(client_or_address, Client):
+        client, owned = client_or_address, False
+    else:
+        client, owned = _connect(client_or_address, DEFAULT_TIMEOUT_S if timeout is None else timeout), True
+    _ship_blocks_by_value()
+    _client, _owned = client, owned
+    _gpu_workers = _workers_have_gpus(client) if gpu is None else bool(gpu)
+    _after_change()  # the chunk size (measured on first need, unless set) decides LIVE_ELEMENTS
+    return client
+
+
+def _connect(target: Any, timeout: float) -> Any:
+    """A client for an address or a cluster object; one clear error if it does not answer."""
+    from distributed import Client
+
+    where = getattr(target, "scheduler_address", target)
+    quiet = [logging.getLogger(n) for n in ("distributed.client", "distributed.comm", "distributed.core")]
+    levels = [q.level for q in quiet]
+    for q in quiet:  # a refused connection is reported once, below, not logged by every retry
+        q.setLevel(logging.CRITICAL)
+    try:
+        return Client(target, timeout=f"{timeout}s", set_as_default=False)
+    except Exception as exc:
+        raise ConnectionError(
+            f"dispatch: cannot reach the Dask scheduler at {where} within {timeout:g} s "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no answer'})") from None
+    finally:
+        for q, level in zip(quiet, levels, strict=True):
+            q.setLevel(level)
+
+
+def _disconnect() -> None:
+    global _client, _owned, _gpu_workers
+    client, owned = _client, _owned
+    _client, _owned, _gpu_workers = None, False, False
+    if client is not None and owned:
+        with contextlib.suppress(Exception):
+            client.close()
+
+
+def _after_change() -> None:
+    from dispatch import targets
+
+    targets.reset("dask")  # probed again: a scheduler from the environment is tried once more
+    _refresh_live()
+
+
+def _env_address() -> str | None:
+    return os.environ.get("DISPATCH_DASK_SCHEDULER") or None
+
+
+def client() -> Any:
+    """The connected ``distributed.Client``, connecting to ``DISPATCH_DASK_SCHEDULER`` on first
+    use; ``None`` when no cluster is connected (Dask's threaded scheduler runs the work)."""
+    if _client is None and _env_address() is not None:
+        use_cluster(_env_address())
+    return _client
+
+
+def connected() -> bool:
+    """Whether a cluster is connected (or named by ``DISPATCH_DASK_SCHEDULER``)."""
+    return _client is not None or _env_address() is not None
+
+
+def address() -> str | None:
+    """The connected scheduler's address, or ``None``."""
+    c = _client
+    if c is None:
+        return None
+    with contextlib.suppress(Exception):
+        return c.scheduler.address
+    return None
+
+
+def gpu_workers() -> bool:
+    """Whether chunks live on GPU workers as CuPy arrays."""
+    return _gpu_workers
+
+
+def scheduler() -> dict[str, Any]:
+    """Keyword arguments for ``dask.compute`` and ``persist``: the connected client, or none
+    (Dask's default scheduler)."""
+    c = client()
+    return {"scheduler": c} if c is not None else {}
+
+
+def _ship_blocks_by_value() -> None:
+    """Workers run dispatch's chunk functions without having dispatch installed."""
+    with contextlib.suppress(Exception):
+        import cloudpickle
+
+        from dispatch.targets import _dask_blocks
+
+        cloudpickle.register_pickle_by_value(_dask_blocks)
+
+
+def _has_gpu() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def _workers_have_gpus(c: Any) -> bool:
+    try:
+        found = c.run(_has_gpu)
+    except Exception:
+        return False
+    return bool(found) and all(found.values())
+
+
+def _measure(c: Any) -> None:
+    """The chunk size that hides this cluster's per-task overhead, measured once per scheduler."""
+    where = address()
+    if where is None or where in _measured_chunk:
+        return
+    _measured_chunk[where] = 0  # measuring: a failure leaves the default
+    from dispatch import calibration
+
+    try:
+        _measured_chunk[where] = calibration.dask_chunk_bytes(c)
+    except Exception as exc:  # a measurement is advice; the default serves
+        log.info("dispatch: could not measure the Dask cluster's task overhead: %s", exc)
+
+
+# ---- materialising -------------------------------------------------------------------------------------
+
+
+def compute(*arrays: Any) -> tuple[Any, ...]:
+    """Compute several Dask-held arrays in one pass (shared work is done once); each becomes a
+    ``dispatch.ndarray`` in memory (NumPy, or CuPy from GPU workers). Other values pass through."""
+    from dispatch._array import ndarray
+
+    lazy = [i for i, a in enumerate(arrays) if isinstance(a, ndarray) and a.device == DASK]
+    if not lazy:
+        return tuple(arrays)
+    import dask
+
+    done = dask.compute(*(arrays[i]._data for i in lazy), **scheduler())
+    out = list(arrays)
+    for i, value in zip(lazy, done, strict=True):
+        out[i] = _in_memory(value, arrays[i])
+    return tuple(out)
+
+
+def _in_memory(value: Any, like: Any) -> Any:
+    import numpy as np
+
+    from dispatch._array import _DeviceScalar, device_scalar, wrap
+
+    if isinstance(like, _DeviceScalar):
+        value = np.asarray(value)
+        return value[()] if type(value).__module__.startswith("numpy") else device_scalar(value)
+    return wrap(np.asarray(value) if type(value).__module__.startswith("numpy") else value)
+
+
+def persist(x: Any) -> Any:
+    """``x`` with its chunks computed and kept in the cluster's (or this process's) memory, so
+    later work starts from them; arrays not held by Dask are returned as they are."""
+    from dispatch._array import ndarray
+
+    if not (isinstance(x, ndarray) and x.device == DASK):
+        return x
+    c = client()
+    data = c.persist(x._data) if c is not None else x._data.persist()
+    out = object.__new__(type(x))
+    out._data = data
+    return out
+
+
+# ---- free memory -----------------------------------------------------------------------------------------
+
+
+def host_free_bytes() -> int | None:
+    """Memory available to new allocations on the host: psutil, else /proc/meminfo, else sysconf."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:
+        pass
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def device_free_bytes(device: Device) -> int | None:
+    """Free memory of a GPU, counting what the engines' memory pools hold unused."""
+    if device.kind == "cuda":
+        if "cupy" in sys.modules:
+            try:
+                cupy = sys.modules["cupy"]
+                with cupy.cuda.Device(device.index or 0):
+                    free, _ = cupy.cuda.runtime.memGetInfo()
+                return int(free) + int(cupy.get_default_memory_pool().free_bytes())
+            except Exception:
+                pass
+        if "torch" in sys.modules:
+            try:
+                torch = sys.modules["torch"]
+                index = device.index or 0
+                free, _ = torch.cuda.mem_get_info(index)
+                return int(free) + int(torch.cuda.memory_reserved(index) - torch.cuda.memory_allocated(index))
+            except Exception:
+                pass
+        return None
+    if device.kind == "mps" and "torch" in sys.modules:
+        try:
+            mps = sys.modules["torch"].mps
+            return int(mps.recommended_max_memory() - mps.driver_allocated_memory())
+        except Exception:
+            return None
+    return None
+
+
+def free_bytes(device: Device) -> int | None:
+    """Free memory of ``device`` (the host or a GPU); ``None`` if it cannot be asked."""
+    return host_free_bytes() if device.is_host else device_free_bytes(device)
+
+
+# ---- the router's hook -----------------------------------------------------------------------------------
+
+
+def route(op: Any, inputs: Any, key: tuple) -> tuple[Any, bool] | None:
+    """The router's scale-out rule, asked before its policy: ``(decision, cacheable)`` for
+    Dask, or ``None`` to let the policy decide."""
+    if DASK in inputs.devices:
+        target = _dask_target()
+        if target is not None:
+            return _decision(target, "data in dask", key), True
+        return None
+    if inputs.size < LIVE_ELEMENTS:
+        return None
+    from dispatch import router
+
+    if "dask" in router._refusals.get(key, ()):
+        return None
+    reason = _operand_reason(op, inputs)
+    if reason is None:
+        return None
+    target = _dask_target()
+    return (_decision(target, reason, key), False) if target is not None else None
+
+
+def _decision(target: Any, reason: str, key: tuple) -> Any:
+    from dispatch.router import Decision
+
+    return Decision(target, reason, key=key)
+
+
+def _dask_target() -> Any:
+    from dispatch import targets
+
+    return targets.probe("dask")
+
+
+def _operand_reason(op: Any, inputs: Any) -> str | None:
+    """Why a call with these operands should run in Dask, or ``None``."""
+    result = result_bytes(op, inputs)
+    device = inputs.resident or HOST
+    if connected():
+        need = max(inputs.nbytes, result)
+        if need > chunk_bytes():
+            return f"scale-out: {_fmt_bytes(need)} spans chunks of the connected cluster"
+    else:
+        # Host operands would be copied into Dask (its arrays are snapshots): only a result
+        # too large for the host is worth that; device operands leave the device either way.
+        need = result if device.is_host else max(inputs.nbytes, result)
+    free = free_bytes(device)
+    if free is not None and need > _fraction * free:
+        return f"scale-out: {_fmt_bytes(need)} > {_fraction:g} of free {device} memory ({_fmt_bytes(free)})"
+    return None
+
+
+def result_reason(nbytes: int, elements: int) -> str | None:
+    """Why a creation function or a random draw of ``nbytes`` should make a chunked Dask array,
+    or ``None``. Cheap for small results and outside ``using("dask")``."""
+    if STATE.plain:
+        if elements < LIVE_ELEMENTS:
+            return None
+    else:
+        forced = STATE.forced_name()
+        if forced == "dask":
+            return "forced dask"
+        if forced not in (None, "auto"):
+            return None
+        if elements < LIVE_ELEMENTS:
+            return None
+    if connected() and nbytes > chunk_bytes():
+        return f"scale-out: {_fmt_bytes(nbytes)} spans chunks of the connected cluster"
+    free = host_free_bytes()
+    if free is not None and nbytes > _fraction * free:
+        return f"scale-out: {_fmt_bytes(nbytes)} > {_fraction:g} of free host memory ({_fmt_bytes(free)})"
+    return None
+
+
+def result_bytes(op: Any, inputs: Any) -> int:
+    """About how many bytes ``op``'s result takes, from the operands' shapes."""
+    arrays = inputs.arrays
+    itemsize = max((d.itemsize for d in inputs.dtypes), default=8)
+    work = op.work
+    if work == "reduce":
+        return 0
+    if work == "matmul" and len(arrays) >= 2:
+        a, b = arrays[0].shape, arrays[1].shape
+        rows = math.prod(a[:-1]) if len(a) > 1 else 1
+        return rows * (b[-1] if len(b) > 1 else 1) * itemsize
+    if work == "map" and len(arrays) > 1:
+        try:
+            import numpy as np
+
+            return math.prod(np.broadcast_shapes(*(tuple(a.shape) for a in arrays))) * itemsize
+        except ValueError:
+            return inputs.nbytes
+    if work == "fft":
+        return 2 * inputs.nbytes  # real input, complex output
+    return inputs.nbytes
+
+
+# ---- running a call that has no operands (creation, random draws) on Dask ----------------------------------
+
+
+def run_on_dask(op: Any, reason: str, run: Any) -> Any:
+    """Run ``run()`` (which builds a Dask array) as ``op`` decided for Dask: timed and traced
+    like any routed call."""
+    from dispatch import _call, targets
+    from dispatch.router import Decision
+
+    return _call._execute(op, _call.Inputs([]), Decision(targets.get("dask"), reason), run)
+
+
+if _env_address() is not None:
+    log.debug("dispatch: Dask scheduler from DISPATCH_DASK_SCHEDULER: %s (connected on first use)", _env_address())
+
+
+def creation(name: str, plain: Any) -> Any:
+    """``dispatch.<name>`` for a creation function: a chunked Dask array when the result is too
+    large for the host (or under ``using("dask")``, or spanning a connected cluster's chunks),
+    else ``plain`` (the routed NumPy function)."""
+    import functools
+
+    from dispatch._ops import op_named
+    from dispatch.targets._dask_create import elements, itemsize
+
+    op = op_named(name)
+
+    @functools.wraps(plain)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        n = elements(name, args, kwargs)
+        if n >= LIVE_ELEMENTS or not STATE.plain:
+            reason = result_reason(n * itemsize(name, args, kwargs), n)
+            target = _dask_target() if reason is not None else None
+            if target is not None:
+                from dispatch import _call
+                from dispatch.targets import Unsupported
+
+                try:
+                    return run_on_dask(op, reason, lambda: _call._run_on(target, op, args, kwargs))
+                except Unsupported:
+                    pass  # arguments only NumPy takes: NumPy decides
+        return plain(*args, **kwargs)
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def active() -> Any:
+    """Inside: Dask's own computations (chunk sizes of boolean masks, ``unique``...) run on the
+    connected cluster, which holds the data, rather than on Dask's default scheduler."""
+    c = client()
+    if c is None:
+        yield
+        return
+    import dask
+
+    with dask.config.set(scheduler=c):
+        yield
