@@ -432,6 +432,8 @@ def wrap_host(result: Any) -> Any:
         obj = object.__new__(ndarray)
         obj._data = result
         return obj
+    if type(result) is tuple:  # two-output ufuncs (divmod, modf, frexp)
+        return wrap(result)
     return result
 
 
@@ -440,9 +442,13 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
     tuples (also named ones) and lists are wrapped item by item, scalars stay scalars.
 
     ``out_of`` is the call's ``(args, kwargs)``: a result that is the memory of an ``out=``
-    array returns that array itself, as NumPy does.
+    array, or an argument NumPy handed back as it is (``asarray``, ``atleast_1d``,
+    ``ascontiguousarray`` of a contiguous array), returns that array itself, as NumPy does.
     """
     if out_of is not None:
+        for a in out_of[0]:
+            if type(a) is ndarray and a._data is result:
+                return a
         out = out_of[1].get("out")
         if out is not None:
             outs = out if isinstance(out, tuple) else (out,)

@@ -195,6 +195,9 @@ def _run_on(target: Target, op: Op, args: tuple, kwargs: dict) -> Any:
     if out is not None:
         out._assign(result if not isinstance(result, ndarray) else result._data)
         return out
+    for a, native in zip(args, native_args, strict=True):
+        if native is result and isinstance(a, ndarray):
+            return a  # the target handed an argument back as it is (a view op with nothing to do)
     return wrap(result)
 
 
@@ -238,6 +241,8 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
     inputs = Inputs(_collect(args, kwargs))
     target, reason = router.decide(op, inputs, args, kwargs)
     if target is NUMPY:
+        if reason.startswith(router.FALLBACK):  # a refusal remembered for this kind of call: still counted
+            tracing.fallback(op, reason[len(router.FALLBACK):])
         if STATE.tracing:
             return tracing.timed(op, inputs, NUMPY, reason, lambda: _run_numpy(op, args, kwargs))
         return _run_numpy(op, args, kwargs)
@@ -247,13 +252,14 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
         return _run_on(target, op, args, kwargs)
     except Unsupported as exc:
         why = f"{target.name} refused: {exc}"
-        router.refused(op, inputs, target, why)
+        if exc.lasting:
+            router.refused(op, inputs, target, why)
     except Exception as exc:  # out of memory, driver errors, a backend bug: NumPy decides
         why = f"{target.name} failed: {type(exc).__name__}: {_first_line(exc)}"
         router.failed(op, inputs, target, why)
     tracing.fallback(op, why)
     if STATE.tracing:
-        return tracing.timed(op, inputs, NUMPY, f"fallback: {why}", lambda: _run_numpy(op, args, kwargs))
+        return tracing.timed(op, inputs, NUMPY, router.FALLBACK + why, lambda: _run_numpy(op, args, kwargs))
     return _run_numpy(op, args, kwargs)
 
 

@@ -29,7 +29,8 @@ MUTATES = {
 
 # Ops that run where their data is, whatever its size.
 LOCAL = frozenset({
-    "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "astype", "copy",
+    "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite", "require",
+    "astype", "copy", "real_if_close", "trim_zeros",
     "fill_diagonal", "diag", "tril", "triu", "zeros_like", "ones_like", "empty_like", "full_like",
 })
 

@@ -90,7 +90,7 @@ def _decide(op: Any, inputs: Any) -> tuple[Any, str]:
     if forced is not None and forced != "auto":
         target = targets.probe(forced)
         if target is None:
-            return NUMPY, f"forced {forced}, which is unavailable: {targets.unavailable().get(forced)}"
+            return NUMPY, f"{FALLBACK}forced {forced}, which is unavailable: {targets.unavailable().get(forced)}"
         return target, f"forced {forced}"
     if not op.cataloged or op.work in ("host", "random"):
         return NUMPY, "host op"
@@ -131,9 +131,12 @@ def _engine_holding(a: Any) -> Any:
     return NUMPY if engine.name == "torch-cpu" else engine
 
 
+FALLBACK = "fallback: "  # the reason of a remembered refusal starts with this
+
+
 def refused(op: Any, inputs: Any, target: Any, why: str) -> None:
     """``target`` cannot run this kind of call exactly: send the same kind to NumPy from now on."""
-    _decisions[_key(op, inputs)] = (NUMPY, f"fallback: {why}")
+    _decisions[_key(op, inputs)] = (NUMPY, FALLBACK + why)
 
 
 def failed(op: Any, inputs: Any, target: Any, why: str) -> None:

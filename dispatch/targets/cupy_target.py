@@ -66,7 +66,7 @@ class CupyTarget(Target):
 
     def _check_dtype(self, dtype: np.dtype) -> None:
         if dtype.kind not in _KINDS:
-            raise Unsupported(f"dtype {dtype} does not exist on the GPU")
+            raise Unsupported(f"dtype {dtype} does not exist on the GPU", lasting=True)
 
     def from_host(self, array: np.ndarray) -> Any:
         self._check_dtype(array.dtype)
@@ -103,7 +103,7 @@ class CupyTarget(Target):
             self._check_dtype(a.dtype)
         kwargs = {k: v for k, v in kwargs.items() if k != "like"}
         if op.name in _REFUSED:
-            raise Unsupported(_REFUSED[op.name])
+            raise Unsupported(_REFUSED[op.name], lasting=True)
         if op.name == "__getitem__":
             return args[0][_checked_key(cupy, args[0], args[1])]
         if op.name == "__setitem__":
@@ -134,7 +134,7 @@ class CupyTarget(Target):
                     fn = getattr(fn, part, None)
             op.cache["cupy"] = fn = fn if callable(fn) else False
         if fn is False:
-            raise Unsupported(f"CuPy has no {op.name}")
+            raise Unsupported(f"CuPy has no {op.name}", lasting=True)
         return fn
 
 
