@@ -1,6 +1,11 @@
 """What NumPy would return for a call: result dtypes and kinds, learned by running NumPy
-itself on one-element stand-ins of the arguments (same dtypes, same number of dimensions,
-same keyword arguments), cached per signature.
+itself on small stand-ins of the arguments (same dtypes, same keyword arguments, each axis
+cut to at most two elements), cached per signature.
+
+Axes keep their length up to two: an empty axis stays empty and a length-one axis still
+broadcasts, so NumPy rejects the stand-ins exactly when it rejects such shapes, and two
+elements are enough for ops that need more than one (``irfft`` of one element has no
+output length).
 
 A target whose result differs in dtype is cast to NumPy's; a signature NumPy itself rejects
 on stand-ins is refused, so the real call runs on NumPy and raises NumPy's error or gives
@@ -34,16 +39,27 @@ class Expected:
 _cache: dict[Any, Expected | None] = {}
 
 
+def _small(shape: Any) -> tuple[int, ...]:
+    return tuple(d if d < 2 else 2 for d in shape)
+
+
 def _stand_in(x: Any, dtype_of: Any) -> Any:
+    """Ones for vectors; identity matrices from two dimensions on, so that factorisations
+    (solve, cholesky, inv) accept them."""
     if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):
-        dtype = dtype_of(x)
-        return np.ones((1,) * len(x.shape), dtype=dtype)
+        shape = _small(x.shape)
+        if len(shape) < 2:
+            return np.ones(shape, dtype=dtype_of(x))
+        stand = np.zeros(shape, dtype=dtype_of(x))
+        for i in range(min(shape[-2:])):
+            stand[..., i, i] = 1
+        return stand
     return x
 
 
 def _signature(x: Any, dtype_of: Any) -> Any:
     if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):
-        return ("array", dtype_of(x), len(x.shape))
+        return ("array", dtype_of(x), _small(x.shape))
     if isinstance(x, (list, tuple)):
         return (type(x), tuple(_signature(v, dtype_of) for v in x))
     if isinstance(x, (int, float, complex, bool, str, type(None), np.generic, np.dtype, type)):
