@@ -74,7 +74,7 @@ def _collect(args: tuple, kwargs: dict) -> list[Any]:
 def _size(x: Any) -> int:
     data = x._data if isinstance(x, ndarray) else x
     size = data.size
-    return size() if callable(size) else size  # torch: .size() is the shape
+    return data.numel() if callable(size) else size  # torch: .size() is the shape
 
 
 def _itemsize(x: Any) -> int:
@@ -193,12 +193,28 @@ def _run_on(target: Target, op: Op, args: tuple, kwargs: dict) -> Any:
     if op.mutates is not None:
         return result
     if out is not None:
+        _check_out(op, result, out)
         out._assign(result if not isinstance(result, ndarray) else result._data)
         return out
     for a, native in zip(args, native_args, strict=True):
         if native is result and isinstance(a, ndarray):
             return a  # the target handed an argument back as it is (a view op with nothing to do)
     return wrap(result)
+
+
+def _check_out(op: Op, result: Any, out: ndarray) -> None:
+    """Refuse (before anything is written) a result that NumPy would not write into ``out``:
+    another shape (a copy would broadcast it), or a cast NumPy's rule forbids (ufuncs cast
+    same-kind; other functions are left to NumPy unless the dtypes are equal)."""
+    native = result._data if isinstance(result, ndarray) else result
+    shape = tuple(getattr(native, "shape", ()))
+    if shape != out.shape:
+        raise Unsupported(f"a result of shape {shape} into out= of shape {out.shape}: NumPy decides")
+    dtype = ndarray._from_native(native).dtype if not isinstance(native, np.generic) else native.dtype
+    if dtype == out.dtype:
+        return
+    if op.ufunc is None or not np.can_cast(dtype, out.dtype, casting="same_kind"):
+        raise Unsupported(f"casting {dtype} into out= of {out.dtype}: NumPy decides")
 
 
 def _small_on_host(values: Any, floor: int) -> list | None:
