@@ -196,8 +196,10 @@ class ndarray:
 
     @property
     def flat(self) -> Any:
-        """A flat iterator over the elements (on the host, like NumPy's ``flatiter``)."""
-        return np.asarray(self).flat
+        """A flat iterator over the elements: NumPy's ``flatiter`` for host data; for device
+        data one that reads through a host copy and writes back to the device."""
+        data = self._data
+        return data.flat if type(data) is np.ndarray else _DeviceFlat(self)
 
     # ---- indexing -------------------------------------------------------------------------------
 
@@ -401,6 +403,32 @@ class _DeviceScalar(ndarray):
 
     def __hash__(self) -> int:
         return hash(np.asarray(self)[()])
+
+
+class _DeviceFlat:
+    """``a.flat`` of a device array: reads come from a host copy, writes go to the device
+    (through the host, as ``_mutate_host`` does), so ``a.flat[i] = v`` is not lost."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: ndarray) -> None:
+        self.base = base
+
+    def __getitem__(self, key: Any) -> Any:
+        return np.asarray(self.base).flat[_host_key(key)]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        key, value = _host_key(key), _host_value(value)
+        self.base._mutate_host(lambda h: h.flat.__setitem__(key, value))
+
+    def __iter__(self):
+        return iter(np.asarray(self.base).flat)
+
+    def __len__(self) -> int:
+        return self.base.size
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return np.asarray(self.base).reshape(-1) if dtype is None else np.asarray(self.base, dtype).reshape(-1)
 
 
 def device_scalar(native: Any) -> ndarray:
