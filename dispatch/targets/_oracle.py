@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Expected", "expected"]
+__all__ = ["Expected", "expected", "indexing_gives_scalar"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,13 @@ def expected(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> Expected | 
     if key is not None:
         _cache[key] = found
     return found
+
+
+def indexing_gives_scalar(key: Any) -> bool:
+    """Whether NumPy gives a scalar (not a 0-d array) when ``a[key]`` has no dimensions left:
+    it does unless the key holds an Ellipsis (``a[..., 0]`` is a 0-d view)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return not any(k is Ellipsis for k in keys)
 
 
 def _convert(x: Any, dtype_of: Any) -> Any:

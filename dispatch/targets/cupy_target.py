@@ -20,7 +20,7 @@ import numpy as np
 from dispatch.devices import Device
 from dispatch.selector import Backend
 from dispatch.targets import Target, Unavailable, Unsupported
-from dispatch.targets._oracle import expected
+from dispatch.targets._oracle import expected, indexing_gives_scalar
 
 __all__ = ["CupyTarget"]
 
@@ -105,7 +105,12 @@ class CupyTarget(Target):
         if op.name in _REFUSED:
             raise Unsupported(_REFUSED[op.name], lasting=True)
         if op.name == "__getitem__":
-            return args[0][_checked_key(cupy, args[0], args[1])]
+            r = args[0][_checked_key(cupy, args[0], args[1])]
+            if r.ndim == 0 and indexing_gives_scalar(args[1]):
+                from dispatch._array import device_scalar
+
+                return device_scalar(r)
+            return r
         if op.name == "__setitem__":
             args[0][_checked_key(cupy, args[0], args[1])] = args[2]
             return None

@@ -29,7 +29,7 @@ from converters.numpy_ops import NUMPY_CATALOG
 from dispatch.devices import HOST, Device
 from dispatch.selector import Backend
 from dispatch.targets import Target, Unavailable, Unsupported
-from dispatch.targets._oracle import expected
+from dispatch.targets._oracle import expected, indexing_gives_scalar
 
 __all__ = ["TorchTarget", "torch_cpu", "torch_cuda", "torch_mps"]
 
@@ -40,10 +40,9 @@ _MPS_REFUSED = frozenset(np.dtype(t) for t in ("float64", "complex128"))
 # ufuncs whose torch counterpart differs from NumPy for some dtype kinds: name -> kinds refused.
 _UFUNC_REFUSED_KINDS = {
     "floor_divide": "biu", "remainder": "biu", "mod": "biu", "fmod": "biu",
-    "power": "biu", "pow": "biu",
-    # complex 1/z and log1p(z): zeros' signs and non-finite parts come out otherwise than NumPy's
-    # (https://github.com/pytorch/pytorch/issues/45690 is one of them)
-    "reciprocal": "biuc", "log1p": "c",
+    # complex z**w, 1/z and log1p(z): zeros' signs and non-finite parts come out otherwise than
+    # NumPy's, 0j**0j is NaN in torch (https://github.com/pytorch/pytorch/issues/45690 is one of them)
+    "power": "biuc", "pow": "biuc", "reciprocal": "biuc", "log1p": "c",
     "left_shift": "biu", "right_shift": "biu", "bitwise_left_shift": "biu", "bitwise_right_shift": "biu",
     "sign": "c",  # NumPy 2's complex sign is z/|z|, torch.sign refuses complex
     "float_power": "c",
@@ -424,15 +423,14 @@ def _var_std(name: str):
             raise Unsupported("the variance of nothing: NumPy warns and returns NaN")
         if correction is not None:
             ddof = correction
-        x = a.to(t.torch_dtype(dtype)) if dtype is not None else _as_float(t, a)
         if a.dtype == t.torch.float16 and dtype is None:
-            x = a.to(t.torch.float32)
+            raise Unsupported("float16 var/std: NumPy squares the deviations in float16, where they overflow")
+        x = a.to(t.torch_dtype(dtype)) if dtype is not None else _as_float(t, a)
         n = a.numel() if axis is None else math.prod(a.shape[i] for i in np.atleast_1d(axis))
         if n - ddof <= 0:
             raise Unsupported("ddof >= number of elements: NumPy warns and returns inf/NaN")
         fn = getattr(t.torch, name)
-        r = fn(x, dim=None if axis is None else _axis(axis), correction=ddof, keepdim=keepdims)
-        return r.to(t.torch.float16) if a.dtype == t.torch.float16 and dtype is None else r
+        return fn(x, dim=None if axis is None else _axis(axis), correction=ddof, keepdim=keepdims)
 
     return impl
 
@@ -770,7 +768,8 @@ def _index_key(t, a, key):
 
 
 def _getitem(t, a, key):
-    return a[_index_key(t, a, key)]
+    r = a[_index_key(t, a, key)]
+    return t._scalar(r) if r.ndim == 0 and indexing_gives_scalar(key) else r
 
 
 def _setitem(t, a, key, value):
