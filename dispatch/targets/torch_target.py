@@ -148,9 +148,9 @@ class TorchTarget(Target):
     def run(self, op: Any, args: tuple, kwargs: dict) -> Any:
         for a in (*args, *kwargs.values()):
             self._check_input(a)
-        if op.ufunc is not None and op.method == "__call__":
-            return self._ufunc(op, args, kwargs)
         impl = _IMPLS.get(op.name)
+        if op.ufunc is not None and op.method == "__call__" and impl is None:  # matmul is a ufunc with an impl
+            return self._ufunc(op, args, kwargs)
         if impl is None:
             raise Unsupported(f"{op.name} has no exact torch implementation here", lasting=True)
         want = None
@@ -499,8 +499,8 @@ def _cumulative(name: str):
 def _matmul_operands(t, a, b):
     dtype = np.result_type(t.dtype_of(a), t.dtype_of(b))
     tdtype = t.torch_dtype(dtype)
-    if dtype.kind in "biu" and t.kind != "cpu":
-        raise Unsupported("integer matrix products on the GPU in torch")
+    if dtype.kind == "b" or (dtype.kind in "iu" and t.kind != "cpu"):
+        raise Unsupported("boolean matrix products, or integer ones on the GPU, in torch")
     return a.to(tdtype), b.to(tdtype)
 
 
