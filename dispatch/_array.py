@@ -300,7 +300,7 @@ class ndarray:
             host = np.asarray(self)
             return host.view(type) if dtype is None else host.view(dtype, type)
         data = self._data
-        if isinstance(data, np.ndarray):
+        if builtins.type(data) is np.ndarray:  # `type` is the parameter here
             return wrap_host(data.view() if dtype is None else data.view(dtype))
         return wrap(_engine_of(data).view(data, None if dtype is None else np.dtype(dtype)))
 
@@ -367,7 +367,7 @@ class ndarray:
         value = value._data if isinstance(value, ndarray) else value
         data = self._data
         if type(data) is np.ndarray:
-            src = value if isinstance(value, np.ndarray) else _host(value)
+            src = value if type(value) is np.ndarray or isinstance(value, np.generic) else _host_any(value)
             np.copyto(data, src, casting="unsafe")
         else:
             _engine_of(data).assign(data, value)
@@ -521,6 +521,13 @@ def _rebuild(host: np.ndarray, device: str) -> ndarray:
 
 def _host(native: Any) -> np.ndarray:
     return _engine_of(native).to_host(native)
+
+
+def _host_any(value: Any) -> Any:
+    """Any engine's array as host NumPy (NumPy's own subclasses and Python values as they are)."""
+    from dispatch.targets.numpy_target import NUMPY
+
+    return NUMPY.from_native(value) if hasattr(value, "shape") else value
 
 
 def _host_value(value: Any) -> Any:

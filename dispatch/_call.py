@@ -104,18 +104,33 @@ def to_host(x: Any) -> Any:
     """A dispatch or native array as host NumPy (a transfer if it lives on a device)."""
     if isinstance(x, ndarray):
         x = x._data
-    if type(x) is np.ndarray or isinstance(x, np.ndarray):
+    if type(x) is np.ndarray:
         return x
     return NUMPY.from_native(x)
 
 
-def host_args(args: tuple) -> tuple:
+def _to_host_once(copies: dict) -> Any:
+    """``to_host`` that copies each device array once per call: an array passed twice stays
+    one array on the host (``shares_memory(a, a)``, ``copyto(a, a)``)."""
+
+    def convert(x: Any) -> Any:
+        key = id(x)
+        if key not in copies:
+            copies[key] = (x, to_host(x))  # x kept alive so that its id is not reused
+        return copies[key][1]
+
+    return convert
+
+
+def host_args(args: tuple, copies: dict | None = None) -> tuple:
     """Arguments with every array brought to the host as NumPy."""
-    return tuple(_convert(a, to_host) for a in args)
+    convert = _to_host_once({} if copies is None else copies)
+    return tuple(_convert(a, convert) for a in args)
 
 
-def host_kwargs(kwargs: dict) -> dict:
-    return {k: _convert(v, to_host) for k, v in kwargs.items()}
+def host_kwargs(kwargs: dict, copies: dict | None = None) -> dict:
+    convert = _to_host_once({} if copies is None else copies)
+    return {k: _convert(v, convert) for k, v in kwargs.items()}
 
 
 def to_forced_device(result: Any) -> Any:
@@ -158,7 +173,8 @@ def _split_out(op: Op, kwargs: dict) -> tuple[dict, Any]:
 
 def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     """Run on NumPy: arrays come to the host; writes into device arrays are copied back."""
-    hargs, hkwargs = host_args(args), host_kwargs(kwargs)
+    copies: dict = {}
+    hargs, hkwargs = host_args(args, copies), host_kwargs(kwargs, copies)
     if op.mutates is not None and len(args) > op.mutates:
         target = args[op.mutates]
         if isinstance(target, ndarray) and not target.device.is_host:

@@ -65,7 +65,7 @@ class Op:
     # Sizes at or under this run on NumPy without routing (-1: not computed yet; see router).
     floor: int = -1
     # Per-target state the adapters keep (resolved implementation, refusal reasons).
-    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

@@ -92,7 +92,7 @@ def _decide(op: Any, inputs: Any) -> tuple[Any, str]:
         if target is None:
             return NUMPY, f"{FALLBACK}forced {forced}, which is unavailable: {targets.unavailable().get(forced)}"
         return target, f"forced {forced}"
-    if not op.cataloged or op.work in ("host", "random"):
+    if op.work in ("host", "random"):  # functions outside the catalog are "host" work too
         return NUMPY, "host op"
     if op.local and inputs.arrays:
         return _engine_holding(inputs.arrays[0]), "where the data is"

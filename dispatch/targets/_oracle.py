@@ -15,10 +15,13 @@ NumPy's answer. Shape and value semantics are each adapter's job.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from dispatch.targets import Unsupported
 
 __all__ = ["Expected", "expected", "indexing_gives_scalar"]
 
@@ -67,9 +70,21 @@ def _signature(x: Any, dtype_of: Any) -> Any:
     raise TypeError  # not hashable in a useful way: no caching
 
 
+# Functions whose result dtype depends on the values, which stand-ins cannot tell: eig gives
+# float64 when every eigenvalue is real, complex128 otherwise (roots and poly go through it);
+# real_if_close drops the imaginary part only when it is small.
+_VALUE_DEPENDENT = frozenset({np.linalg.eig, np.linalg.eigvals, np.roots, np.poly, np.real_if_close})
+
+
 def expected(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> Expected | None:
     """NumPy's result description for ``func(*args, **kwargs)``; ``None`` if NumPy rejects
-    the stand-ins (the target should then refuse)."""
+    the stand-ins (the target should then refuse). ``Unsupported`` where stand-ins cannot
+    tell: a result dtype that depends on the values, or a one-shot iterator among the
+    arguments (running NumPy on it would consume it)."""
+    if func in _VALUE_DEPENDENT:
+        raise Unsupported(f"{func.__name__}: NumPy's result dtype depends on the values", lasting=True)
+    if any(isinstance(a, Iterator) for a in (*args, *kwargs.values())):
+        raise Unsupported("an iterator among the arguments: NumPy reads it once")
     try:
         key = (func, _signature(args, dtype_of), _signature(tuple(sorted(kwargs.items())), dtype_of))
     except TypeError:

@@ -86,9 +86,11 @@ class CupyTarget(Target):
         self.cupy.cuda.get_current_stream().synchronize()
 
     def assign(self, dst: Any, src: Any) -> None:
-        if isinstance(src, np.ndarray):
+        if self.owns(src):
+            pass
+        elif isinstance(src, np.ndarray):
             src = self.from_host(src)
-        elif not self.owns(src):
+        else:
             src = self.adopt(src)
         self.cupy.copyto(dst, src, casting="unsafe")
 
@@ -125,10 +127,12 @@ class CupyTarget(Target):
                 result = fn(*args, **kwargs)
         else:
             result = fn(*args, **kwargs)
+        if op.name in _INDEXES_TO_SCALARS:
+            return _scalar_items(result)
         return _match(cupy, result, want)
 
     def _function(self, op: Any) -> Any:
-        fn = op.cache.get("cupy")
+        fn = op.cache.get(self)  # per target object: a re-probed target resolves again
         if fn is None:
             if op.ufunc is not None:
                 ufunc = getattr(self.cupy, op.ufunc.__name__, None)
@@ -137,10 +141,21 @@ class CupyTarget(Target):
                 fn = self.cupy
                 for part in op.name.split("."):
                     fn = getattr(fn, part, None)
-            op.cache["cupy"] = fn = fn if callable(fn) else False
+            op.cache[self] = fn = fn if callable(fn) else False
         if fn is False:
             raise Unsupported(f"CuPy has no {op.name}", lasting=True)
         return fn
+
+
+# View ops that NumPy builds by indexing, so that their 0-d pieces are scalars (unstack of a
+# vector gives NumPy scalars; CuPy gives 0-d arrays).
+_INDEXES_TO_SCALARS = frozenset({"unstack"})
+
+
+def _scalar_items(result: Any) -> Any:
+    from dispatch._array import device_scalar
+
+    return tuple(device_scalar(r) if r.ndim == 0 else r for r in result)
 
 
 def _arrays(args: tuple, kwargs: dict, kind: type) -> list[Any]:
@@ -165,7 +180,7 @@ def _checked_key(cupy: Any, a: Any, key: Any) -> Any:
     for axis, k in enumerate(keys):
         if isinstance(k, list):
             k = np.asarray(k)
-        if isinstance(k, np.ndarray):
+        if isinstance(k, np.ndarray) and not isinstance(k, cupy.ndarray):
             raise Unsupported("a host index array into a device array")
         if isinstance(k, cupy.ndarray) and k.dtype.kind in "iu" and k.size:
             if axis >= a.ndim:

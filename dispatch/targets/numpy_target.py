@@ -33,11 +33,14 @@ class NumpyTarget(Target):
         return self.from_native(native)
 
     def owns(self, native: Any) -> bool:
-        return isinstance(native, np.ndarray)
+        return type(native) is np.ndarray or (isinstance(native, np.ndarray) and not _device_type(type(native)))
 
     def from_native(self, native: Any) -> np.ndarray:
-        """Any engine's array as host NumPy: a device array is copied back to the host."""
-        if isinstance(native, np.ndarray):
+        """Any engine's array as host NumPy: a device array is copied back to the host.
+
+        Device arrays are told apart by their library (a NumPy subclass can be one), NumPy's
+        own subclasses (matrix, masked arrays) stay as they are."""
+        if type(native) is np.ndarray or (isinstance(native, np.ndarray) and not _device_type(type(native))):
             return native
         from dispatch._array import _engine_of
 
@@ -51,6 +54,11 @@ class NumpyTarget(Target):
 
     def view(self, native: np.ndarray, dtype: np.dtype | None) -> np.ndarray:
         return native.view() if dtype is None else native.view(dtype)
+
+
+def _device_type(t: type) -> bool:
+    module = t.__module__
+    return module.startswith("cupy") or module.startswith("torch")
 
 
 NUMPY = NumpyTarget()
