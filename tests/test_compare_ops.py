@@ -654,13 +654,18 @@ def test_every_catalog_op_is_compared_or_says_why():
 # ---- running one case --------------------------------------------------------------------------------
 
 
-def _to_dispatch(value: Any, backend: str) -> Any:
+def _to_dispatch(value: Any, backend: str, seen: dict | None = None) -> Any:
+    """Host arrays as dispatch arrays on ``backend``; one host array given twice becomes one
+    dispatch array (``shares_memory(a, a)``)."""
+    seen = {} if seen is None else seen
     if isinstance(value, numpy.ndarray) and type(value) is numpy.ndarray:
-        return on_backend(value, backend)
+        if id(value) not in seen:
+            seen[id(value)] = on_backend(value, backend)
+        return seen[id(value)]
     if type(value) in (list, tuple):
-        return type(value)(_to_dispatch(v, backend) for v in value)
+        return type(value)(_to_dispatch(v, backend, seen) for v in value)
     if type(value) is dict:
-        return {k: _to_dispatch(v, backend) for k, v in value.items()}
+        return {k: _to_dispatch(v, backend, seen) for k, v in value.items()}
     return value
 
 
@@ -722,7 +727,8 @@ def compare_calls(name: str, ref: Any, mine: Any, make_calls: Callable[[], list[
         where = f"{name}(*{_short(args)}, **{_short(kwargs)})"
         if errors:
             assert expected_exc is not None, f"the error case {where} does not raise in NumPy"
-        my_args, my_kwargs = _to_dispatch(args, backend), _to_dispatch(kwargs, backend)
+        seen: dict = {}
+        my_args, my_kwargs = _to_dispatch(args, backend, seen), _to_dispatch(kwargs, backend, seen)
         with _forced(backend) as t:
             result, exc = _run(mine, my_args, my_kwargs, spec.seeded)
         if expected_exc is not None:
@@ -742,8 +748,9 @@ def compare_calls(name: str, ref: Any, mine: Any, make_calls: Callable[[], list[
                 assert_same(_wrapped(canon(result, my_args, my_kwargs)), canon(expected, ref_args, ref_kwargs),
                             loose=spec.loose, signed_zeros=False, path=f"{where} (canonical form)")
         _same_arguments(my_args, my_kwargs, ref_args, ref_kwargs, where)
-        if t is not None:
-            native.append(_ran_natively(t, name, backend, where))
+        ran = _ran_natively(t, name, backend, where) if t is not None else None
+        if ran is not None:
+            native.append(ran)
     return native
 
 
@@ -780,11 +787,12 @@ def _same_identity(result: Any, expected: Any, my_args: tuple, my_kwargs: dict, 
             assert result is m, f"{where}: NumPy returns the out= array itself"
 
 
-def _ran_natively(t: Any, name: str, backend: str, where: str) -> bool:
-    """Whether the call ran on ``backend``; a call that fell back must say why in the trace."""
+def _ran_natively(t: Any, name: str, backend: str, where: str) -> bool | None:
+    """Whether the call ran on ``backend``; a call that fell back must say why in the trace.
+    ``None`` for a call that raised (no record: NumPy's error is what was compared)."""
     records = [r for r in t.records if r.op == name]
     if not records:
-        return False  # not routed at all: e.g. a creation function that ran NumPy directly
+        return None
     first = records[0]
     if first.target == backend:
         return True
