@@ -460,8 +460,6 @@ def wrap_host(result: Any) -> Any:
         obj = object.__new__(ndarray)
         obj._data = result
         return obj
-    if type(result) is tuple:  # two-output ufuncs (divmod, modf, frexp)
-        return wrap(result)
     return result
 
 

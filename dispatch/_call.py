@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from dispatch import router, tracing
-from dispatch._array import ndarray, wrap, wrap_host
+from dispatch._array import ndarray, wrap
 from dispatch._ops import Op
 from dispatch._state import STATE
 from dispatch.devices import Device, device_of
@@ -308,6 +308,11 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
         bd = b._data if type(b) is ndarray else b
         if (type(ad) is np.ndarray or type(ad) in _SCALARS) and (type(bd) is np.ndarray or type(bd) in _SCALARS):
             if max(getattr(ad, "size", 1), getattr(bd, "size", 1)) <= router.host_floor(op):
-                return wrap_host(op.func(ad, bd))
+                result = op.func(ad, bd)
+                if type(result) is np.ndarray:
+                    obj = object.__new__(ndarray)
+                    obj._data = result
+                    return obj
+                return wrap(result)  # a scalar, or divmod's pair
     return call(op, (a, b), {})
 
