@@ -173,23 +173,31 @@ def _dtype_of(x: Any) -> np.dtype:
 
 
 def _checked_key(cupy: Any, a: Any, key: Any) -> Any:
-    """``key`` with every integer index array checked against its axis, as NumPy checks."""
+    """``key`` with every integer index array checked against its axis, and every boolean
+    one against the axes it covers, as NumPy checks (CuPy wraps out-of-range indices)."""
     keys = key if isinstance(key, tuple) else (key,)
     if any(k is None or k is Ellipsis for k in keys) and any(isinstance(k, (cupy.ndarray, list)) for k in keys):
         raise Unsupported("index arrays mixed with None or Ellipsis")
-    for axis, k in enumerate(keys):
+    axis = 0
+    for k in keys:
         if isinstance(k, list):
             k = np.asarray(k)
         if isinstance(k, np.ndarray) and not isinstance(k, cupy.ndarray):
             raise Unsupported("a host index array into a device array")
+        if isinstance(k, cupy.ndarray) and k.dtype.kind == "b":
+            if tuple(k.shape) != tuple(a.shape[axis:axis + k.ndim]):
+                raise Unsupported("a boolean index of another shape: NumPy raises IndexError")
+            axis += k.ndim
+            continue
         if isinstance(k, cupy.ndarray) and k.dtype.kind in "iu" and k.size:
             if axis >= a.ndim:
                 raise Unsupported("too many indices: NumPy raises IndexError")
             lo, hi = int(k.min()), int(k.max())  # one sync: the price of NumPy's IndexError
             if lo < -a.shape[axis] or hi >= a.shape[axis]:
                 raise Unsupported("an index out of range: NumPy raises IndexError")
-        elif isinstance(k, cupy.ndarray) and k.dtype.kind not in "biu":
+        elif isinstance(k, cupy.ndarray) and k.dtype.kind not in "iu":
             raise Unsupported(f"index arrays of {k.dtype}")
+        axis += 1
     return key
 
 
