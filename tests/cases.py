@@ -120,7 +120,9 @@ def make(dtype: str, layout: str, kind: str, i: int = 0) -> np.ndarray:
         if i == 0:
             return np.broadcast_to(_typed(_values(4, i), dtype, i), (3, 4))
         return _typed(_values(3, i), dtype, i).reshape(3, 1)
-    if layout == "special":
+    if layout == "special":  # integer and boolean operands of a special case keep ordinary values
+        if np.dtype(dtype).kind not in "fc":
+            return make(dtype, "contig", kind, i)
         return _special((3, 4) if two_d else (7,), dtype, i)
     raise ValueError(layout)
 
@@ -142,10 +144,10 @@ def _make_square(dtype: str, layout: str, i: int) -> np.ndarray:
         a = _square(4, dtype, i)
         a[1, 2] = np.nan
         return a
-    if layout == "singular":
+    if layout == "singular":  # a zero row: LU meets an exact zero pivot, so NumPy raises LinAlgError
         a = _square(4, dtype, i)
-        a[3] = a[0] + a[1]
-        a[2] = 2 * a[0]
+        a[2] = 0
+        a[3] = a[0]
         return a
     if layout == "0d":
         return _typed(_values(1, i), dtype, i).reshape(())

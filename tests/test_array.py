@@ -190,10 +190,11 @@ def test_inplace_operators_keep_identity_and_views(backend, name):
 
 def test_inplace_operator_casting_errors_match_numpy(backend):
     a, ref = pair(numpy.arange(3), backend)
-    with pytest.raises(numpy._core._exceptions._UFuncOutputCastingError):
+    with pytest.raises(TypeError) as want:
         ref += 1.5
-    with dispatch.using(backend), pytest.raises(numpy._core._exceptions._UFuncOutputCastingError):
+    with dispatch.using(backend), pytest.raises(TypeError) as got:
         a += 1.5
+    assert type(got.value) is type(want.value)
     assert_same(a, numpy.arange(3))
 
 

@@ -119,6 +119,8 @@ def test_checked_keys(cupy):
     assert [r.target for r in t.records if r.op == "__getitem__"] == ["cupy"]
     mask = on_gpu(x > 4)
     assert_same(a[mask], x[x > 4])
+    with pytest.raises(IndexError):
+        a[on_gpu(numpy.array([True, False]))]  # a mask of another shape
 
 
 def test_assign_and_inplace_keep_the_device_array(cupy):
