@@ -17,7 +17,7 @@ import numpy as np
 
 from dispatch._ops import GETITEM, SETITEM, op_for_function, op_for_ufunc_method, op_named
 from dispatch._state import STATE
-from dispatch.devices import HOST, Device, device_of, parse_device
+from dispatch.devices import HOST, Device, device_of, is_backend_type, parse_device
 
 __all__ = ["device_scalar", "ndarray", "wrap", "wrap_host"]
 
@@ -103,7 +103,7 @@ class ndarray:
         return _call.call(op_for_ufunc_method(ufunc, method), inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
-        if not all(issubclass(t, _HANDLED_TYPES) or _native_type(t) for t in types):
+        if not all(issubclass(t, _HANDLED_TYPES) or is_backend_type(t) for t in types):
             return NotImplemented
         return _call.call(op_for_function(func), args, kwargs)
 
@@ -367,7 +367,7 @@ class ndarray:
         value = value._data if isinstance(value, ndarray) else value
         data = self._data
         if type(data) is np.ndarray:
-            src = value if type(value) is np.ndarray or isinstance(value, np.generic) else _host_any(value)
+            src = value if type(value) is np.ndarray else _host(value)  # _host knows device arrays by library
             np.copyto(data, src, casting="unsafe")
         else:
             _engine_of(data).assign(data, value)
@@ -440,15 +440,10 @@ def device_scalar(native: Any) -> ndarray:
 
 def _handled(x: Any) -> bool:
     return isinstance(x, (ndarray, np.ndarray, int, float, complex, np.generic)) or x is None or \
-        _native_type(type(x)) or isinstance(x, (list, tuple))
+        is_backend_type(type(x)) or isinstance(x, (list, tuple))
 
 
 _HANDLED_TYPES = (ndarray, np.ndarray)
-
-
-def _native_type(t: type) -> bool:
-    module = t.__module__
-    return module.startswith("cupy") or module.startswith("torch")
 
 
 # ---- wrapping results -------------------------------------------------------------------------
@@ -519,13 +514,6 @@ def _rebuild(host: np.ndarray, device: str) -> ndarray:
 
 def _host(native: Any) -> np.ndarray:
     return _engine_of(native).to_host(native)
-
-
-def _host_any(value: Any) -> Any:
-    """Any engine's array as host NumPy (NumPy's own subclasses and Python values as they are)."""
-    from dispatch.targets.numpy_target import NUMPY
-
-    return NUMPY.from_native(value) if hasattr(value, "shape") else value
 
 
 def _host_value(value: Any) -> Any:

@@ -226,7 +226,7 @@ def _check_out(op: Op, result: Any, out: ndarray) -> None:
     shape = tuple(getattr(native, "shape", ()))
     if shape != out.shape:
         raise Unsupported(f"a result of shape {shape} into out= of shape {out.shape}: NumPy decides")
-    dtype = ndarray._from_native(native).dtype if not isinstance(native, np.generic) else native.dtype
+    dtype = _dtype(native)
     if dtype == out.dtype:
         return
     if op.ufunc is None or not np.can_cast(dtype, out.dtype, casting="same_kind"):

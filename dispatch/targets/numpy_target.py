@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.devices import HOST
+from dispatch.devices import HOST, is_backend_type
 from dispatch.selector import Backend
 from dispatch.targets import Target
 
@@ -33,14 +33,13 @@ class NumpyTarget(Target):
         return self.from_native(native)
 
     def owns(self, native: Any) -> bool:
-        return type(native) is np.ndarray or (isinstance(native, np.ndarray) and not _device_type(type(native)))
+        """NumPy arrays and NumPy's own subclasses (matrix, masked arrays); a device array is
+        told apart by its library, as it may subclass numpy.ndarray."""
+        return type(native) is np.ndarray or (isinstance(native, np.ndarray) and not is_backend_type(type(native)))
 
     def from_native(self, native: Any) -> np.ndarray:
-        """Any engine's array as host NumPy: a device array is copied back to the host.
-
-        Device arrays are told apart by their library (a NumPy subclass can be one), NumPy's
-        own subclasses (matrix, masked arrays) stay as they are."""
-        if type(native) is np.ndarray or (isinstance(native, np.ndarray) and not _device_type(type(native))):
+        """Any engine's array as host NumPy: a device array is copied back to the host."""
+        if self.owns(native):
             return native
         from dispatch._array import _engine_of
 
@@ -54,11 +53,6 @@ class NumpyTarget(Target):
 
     def view(self, native: np.ndarray, dtype: np.dtype | None) -> np.ndarray:
         return native.view() if dtype is None else native.view(dtype)
-
-
-def _device_type(t: type) -> bool:
-    module = t.__module__
-    return module.startswith("cupy") or module.startswith("torch")
 
 
 NUMPY = NumpyTarget()
