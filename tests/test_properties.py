@@ -13,7 +13,6 @@ import warnings
 
 import numpy
 import pytest
-from conftest import backend_params, require
 from helpers import assert_same, on_backend
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -85,12 +84,6 @@ def _tolerance(name: str, args: tuple) -> dict:
     if name in ("maximum", "minimum", "fmax", "fmin"):
         return {"signed_zeros": False}
     return {}
-
-
-@pytest.fixture(params=backend_params())
-def backend(request):
-    require(request.param)
-    return request.param
 
 
 def xfail_if_listed(op: str, backend: str, dtype: numpy.dtype) -> None:
