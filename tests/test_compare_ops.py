@@ -15,9 +15,11 @@ must run natively on torch-cpu.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -234,10 +236,6 @@ def fftn(**kw: Any) -> Spec:
 def creation(fn: Callable[[str], list[Call]]) -> Spec:
     """Functions that take a shape and a dtype, not arrays: only the contiguous cases."""
     return Spec(lambda x: fn(x.dtype), dtypes=DTYPES, contig_only=True)
-
-
-def like(**kw: Any) -> Spec:
-    return Spec(lambda x: [C(x(), **kw), C(x(), dtype="float32", **kw)])
 
 
 def seeded(fn: Callable[[In], list[Call]]) -> Spec:
@@ -600,10 +598,13 @@ NOT_COMPARED = {
 }
 
 
+_TMPDIR = tempfile.mkdtemp(prefix="dispatch-compare-")
+atexit.register(shutil.rmtree, _TMPDIR, ignore_errors=True)
+
+
 def _tmpfile(suffix: str) -> str:
-    fd, path = tempfile.mkstemp(suffix=suffix)
-    os.close(fd)
-    return path
+    """One file per suffix in this process's temporary folder, overwritten by each save."""
+    return os.path.join(_TMPDIR, f"saved{suffix}")
 
 
 def _spec(name: str) -> Spec:
