@@ -64,7 +64,7 @@ def _numpy_namespace(name: str) -> object:
 
 
 def __getattr__(name: str) -> object:
-    if name.startswith("_"):  # private names are submodules, imported by the import system
+    if name.startswith("_") and name not in _np.__all__:  # private names are submodules
         raise AttributeError(f"module 'dispatch' has no attribute {name!r}")
     if name in _OWN:
         value = getattr(importlib.import_module(_OWN[name]), name)

@@ -17,7 +17,7 @@ import numpy as np
 
 from dispatch._ops import GETITEM, SETITEM, op_for_function, op_for_ufunc_method, op_named
 from dispatch._state import STATE
-from dispatch.devices import HOST, Device, device_of, parse_device
+from dispatch.devices import HOST, Device, device_of, is_backend_type, parse_device
 
 __all__ = ["device_scalar", "ndarray", "wrap", "wrap_host"]
 
@@ -103,7 +103,7 @@ class ndarray:
         return _call.call(op_for_ufunc_method(ufunc, method), inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
-        if not all(issubclass(t, _HANDLED_TYPES) or _native_type(t) for t in types):
+        if not all(issubclass(t, _HANDLED_TYPES) or is_backend_type(t) for t in types):
             return NotImplemented
         return _call.call(op_for_function(func), args, kwargs)
 
@@ -196,8 +196,10 @@ class ndarray:
 
     @property
     def flat(self) -> Any:
-        """A flat iterator over the elements (on the host, like NumPy's ``flatiter``)."""
-        return np.asarray(self).flat
+        """A flat iterator over the elements: NumPy's ``flatiter`` for host data; for device
+        data one that reads through a host copy and writes back to the device."""
+        data = self._data
+        return data.flat if type(data) is np.ndarray else _DeviceFlat(self)
 
     # ---- indexing -------------------------------------------------------------------------------
 
@@ -310,7 +312,7 @@ class ndarray:
             host = np.asarray(self)
             return host.view(type) if dtype is None else host.view(dtype, type)
         data = self._data
-        if isinstance(data, np.ndarray):
+        if builtins.type(data) is np.ndarray:  # `type` is the parameter here
             return wrap_host(data.view() if dtype is None else data.view(dtype))
         return wrap(_engine_of(data).view(data, None if dtype is None else np.dtype(dtype)))
 
@@ -377,7 +379,7 @@ class ndarray:
         value = value._data if isinstance(value, ndarray) else value
         data = self._data
         if type(data) is np.ndarray:
-            src = value if isinstance(value, np.ndarray) else _host(value)
+            src = value if type(value) is np.ndarray else _host(value)  # _host knows device arrays by library
             np.copyto(data, src, casting="unsafe")
         else:
             _engine_of(data).assign(data, value)
@@ -415,6 +417,32 @@ class _DeviceScalar(ndarray):
         return hash(np.asarray(self)[()])
 
 
+class _DeviceFlat:
+    """``a.flat`` of a device array: reads come from a host copy, writes go to the device
+    (through the host, as ``_mutate_host`` does), so ``a.flat[i] = v`` is not lost."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: ndarray) -> None:
+        self.base = base
+
+    def __getitem__(self, key: Any) -> Any:
+        return np.asarray(self.base).flat[_host_key(key)]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        key, value = _host_key(key), _host_value(value)
+        self.base._mutate_host(lambda h: h.flat.__setitem__(key, value))
+
+    def __iter__(self):
+        return iter(np.asarray(self.base).flat)
+
+    def __len__(self) -> int:
+        return self.base.size
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return np.asarray(self.base).reshape(-1) if dtype is None else np.asarray(self.base, dtype).reshape(-1)
+
+
 def device_scalar(native: Any) -> ndarray:
     """Wrap a 0-d device array that stands for a NumPy scalar."""
     obj = object.__new__(_DeviceScalar)
@@ -424,15 +452,10 @@ def device_scalar(native: Any) -> ndarray:
 
 def _handled(x: Any) -> bool:
     return isinstance(x, (ndarray, np.ndarray, int, float, complex, np.generic)) or x is None or \
-        _native_type(type(x)) or isinstance(x, (list, tuple))
+        is_backend_type(type(x)) or isinstance(x, (list, tuple))
 
 
 _HANDLED_TYPES = (ndarray, np.ndarray)
-
-
-def _native_type(t: type) -> bool:
-    module = t.__module__
-    return module.startswith("cupy") or module.startswith("torch") or module.startswith("dask.array")
 
 
 # ---- wrapping results -------------------------------------------------------------------------
@@ -452,9 +475,13 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
     tuples (also named ones) and lists are wrapped item by item, scalars stay scalars.
 
     ``out_of`` is the call's ``(args, kwargs)``: a result that is the memory of an ``out=``
-    array returns that array itself, as NumPy does.
+    array, or an argument NumPy handed back as it is (``asarray``, ``atleast_1d``,
+    ``ascontiguousarray`` of a contiguous array), returns that array itself, as NumPy does.
     """
     if out_of is not None:
+        for a in out_of[0]:
+            if type(a) is ndarray and a._data is result:
+                return a
         out = out_of[1].get("out")
         if out is not None:
             outs = out if isinstance(out, tuple) else (out,)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dispatch import router, tracing
-from dispatch._array import ndarray, wrap, wrap_host
+from dispatch._array import ndarray, wrap
 from dispatch._ops import Op
 from dispatch._state import STATE
 from dispatch.devices import HOST, Device, device_of
@@ -130,18 +130,33 @@ def to_host(x: Any) -> Any:
     """A dispatch or native array as host NumPy (a transfer if it lives on a device)."""
     if isinstance(x, ndarray):
         x = x._data
-    if type(x) is np.ndarray or isinstance(x, np.ndarray):
+    if type(x) is np.ndarray:
         return x
     return NUMPY.from_native(x)
 
 
-def host_args(args: tuple) -> tuple:
+def _to_host_once(copies: dict) -> Any:
+    """``to_host`` that copies each device array once per call: an array passed twice stays
+    one array on the host (``shares_memory(a, a)``, ``copyto(a, a)``)."""
+
+    def convert(x: Any) -> Any:
+        key = id(x)
+        if key not in copies:
+            copies[key] = (x, to_host(x))  # x kept alive so that its id is not reused
+        return copies[key][1]
+
+    return convert
+
+
+def host_args(args: tuple, copies: dict | None = None) -> tuple:
     """Arguments with every array brought to the host as NumPy."""
-    return tuple(_convert(a, to_host) for a in args)
+    convert = _to_host_once({} if copies is None else copies)
+    return tuple(_convert(a, convert) for a in args)
 
 
-def host_kwargs(kwargs: dict) -> dict:
-    return {k: _convert(v, to_host) for k, v in kwargs.items()}
+def host_kwargs(kwargs: dict, copies: dict | None = None) -> dict:
+    convert = _to_host_once({} if copies is None else copies)
+    return {k: _convert(v, convert) for k, v in kwargs.items()}
 
 
 def to_forced_device(result: Any) -> Any:
@@ -184,7 +199,8 @@ def _split_out(op: Op, kwargs: dict) -> tuple[dict, Any]:
 
 def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     """Run on NumPy: arrays come to the host; writes into device arrays are copied back."""
-    hargs, hkwargs = host_args(args), host_kwargs(kwargs)
+    copies: dict = {}
+    hargs, hkwargs = host_args(args, copies), host_kwargs(kwargs, copies)
     if op.mutates is not None and len(args) > op.mutates:
         target = args[op.mutates]
         if isinstance(target, ndarray) and not target.device.is_host:
@@ -219,9 +235,28 @@ def _run_on(target: Target, op: Op, args: tuple, kwargs: dict) -> Any:
     if op.mutates is not None:
         return result
     if out is not None:
+        _check_out(op, result, out)
         out._assign(result if not isinstance(result, ndarray) else result._data)
         return out
+    for a, native in zip(args, native_args, strict=True):
+        if native is result and isinstance(a, ndarray):
+            return a  # the target handed an argument back as it is (a view op with nothing to do)
     return wrap(result)
+
+
+def _check_out(op: Op, result: Any, out: ndarray) -> None:
+    """Refuse (before anything is written) a result that NumPy would not write into ``out``:
+    another shape (a copy would broadcast it), or a cast NumPy's rule forbids (ufuncs cast
+    same-kind; other functions are left to NumPy unless the dtypes are equal)."""
+    native = result._data if isinstance(result, ndarray) else result
+    shape = tuple(getattr(native, "shape", ()))
+    if shape != out.shape:
+        raise Unsupported(f"a result of shape {shape} into out= of shape {out.shape}: NumPy decides")
+    dtype = _dtype(native)
+    if dtype == out.dtype:
+        return
+    if op.ufunc is None or not np.can_cast(dtype, out.dtype, casting="same_kind"):
+        raise Unsupported(f"casting {dtype} into out= of {out.dtype}: NumPy decides")
 
 
 def _small_on_host(values: Any, floor: int) -> list | None:
@@ -265,17 +300,20 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
     decision = router.decide(op, inputs, args, kwargs)
     target = decision.target
     if target is NUMPY:
+        if decision.reason.startswith(router.FALLBACK):  # a refusal remembered for this kind of call: still counted
+            tracing.fallback(op, decision.reason[len(router.FALLBACK):])
         return _execute(op, inputs, decision, lambda: _run_numpy(op, args, kwargs))
     try:
         return _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs))
     except Unsupported as exc:
         why = f"{target.name} refused: {exc}"
-        router.refused(op, inputs, target, why)
+        if exc.lasting:
+            router.refused(op, inputs, target, why)
     except Exception as exc:  # out of memory, driver errors, a backend bug: NumPy decides
         why = f"{target.name} failed: {type(exc).__name__}: {_first_line(exc)}"
         router.failed(op, inputs, target, why)
     tracing.fallback(op, why)
-    fallback = router.Decision(NUMPY, f"fallback: {why}", key=decision.key)
+    fallback = router.Decision(NUMPY, router.FALLBACK + why, key=decision.key)
     return _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
 
 
@@ -332,5 +370,10 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
         if (type(ad) is np.ndarray or type(ad) in _SCALARS) and (type(bd) is np.ndarray or type(bd) in _SCALARS):
             floor = op.floor if op.floor >= 0 else router.host_floor(op)
             if max(getattr(ad, "size", 1), getattr(bd, "size", 1)) <= floor:
-                return wrap_host(op.func(ad, bd))
+                result = op.func(ad, bd)
+                if type(result) is np.ndarray:
+                    obj = object.__new__(ndarray)
+                    obj._data = result
+                    return obj
+                return wrap(result)  # a scalar, or divmod's pair
     return call(op, (a, b), {})

@@ -29,7 +29,8 @@ MUTATES = {
 
 # Ops that run where their data is, whatever its size.
 LOCAL = frozenset({
-    "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "astype", "copy",
+    "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite", "require",
+    "astype", "copy", "real_if_close", "trim_zeros",
     "fill_diagonal", "diag", "tril", "triu", "zeros_like", "ones_like", "empty_like", "full_like",
 })
 
@@ -64,7 +65,7 @@ class Op:
     # Sizes at or under this run on NumPy without routing (-1: not computed yet; see router).
     floor: int = -1
     # Per-target state the adapters keep (resolved implementation, refusal reasons).
-    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-__all__ = ["DASK", "HOST", "Device", "device_of", "parse_device"]
+__all__ = ["DASK", "HOST", "Device", "device_of", "is_backend_type", "parse_device"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,13 @@ def parse_device(spec: str | Device) -> Device:
         if index.isdigit():
             return Device(kind, int(index))
     raise ValueError(f"unknown device {spec!r}: expected 'cpu', 'cuda', 'cuda:N' or 'mps'")
+
+
+def is_backend_type(t: type) -> bool:
+    """Whether ``t`` is a CuPy, torch or Dask array type: told apart by its library, since a
+    device array type may subclass ``numpy.ndarray``."""
+    module = t.__module__
+    return module.startswith("cupy") or module.startswith("torch") or module.startswith("dask.array")
 
 
 def device_of(native: object) -> Device:

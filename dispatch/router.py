@@ -249,7 +249,7 @@ def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     if forced is not None and forced != "auto":
         target = targets.probe(forced)
         if target is None:
-            return Decision(NUMPY, f"forced {forced}, unavailable: {targets.unavailable().get(forced)}", key=key), True
+            return Decision(NUMPY, f"{FALLBACK}forced {forced}, which is unavailable: {targets.unavailable().get(forced)}", key=key), True
         return Decision(target, f"forced {forced}", key=key), True
     if op.local and inputs.arrays:  # before host ops: indexing (outside the catalog) stays where the data is
         return Decision(_engine_holding(inputs.arrays[0]), "local: where the data is", key=key), True
@@ -369,6 +369,7 @@ def _engine_holding(a: Any) -> Any:
 # ---- learning from refusals and measurements -----------------------------------------------------
 
 
+FALLBACK = "fallback: "  # the reason of a remembered refusal starts with this
 _refusals: dict[tuple, set[str]] = {}
 
 
@@ -378,7 +379,7 @@ def refused(op: Any, inputs: Any, target: Any, why: str) -> None:
     _refusals.setdefault(key, set()).add(target.name)
     _decisions.pop(key, None)
     if _policy == "seed" or STATE.forced_name() not in (None, "auto"):
-        _decisions[key] = Decision(NUMPY, f"fallback: {why}", key=key)
+        _decisions[key] = Decision(NUMPY, FALLBACK + why, key=key)
 
 
 def failed(op: Any, inputs: Any, target: Any, why: str) -> None:

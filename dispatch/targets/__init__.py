@@ -25,7 +25,17 @@ __all__ = ["TARGET_NAMES", "Target", "Unavailable", "Unsupported", "available", 
 
 
 class Unsupported(Exception):
-    """A target cannot run this call exactly as NumPy would; the reason says why."""
+    """A target cannot run this call exactly as NumPy would; the reason says why.
+
+    ``lasting`` marks a refusal that holds for every call of the same kind (the op, the input
+    dtypes, the devices: an op the target lacks, an input dtype it cannot hold); the router
+    then sends that kind to NumPy straight away. Other refusals depend on this call's
+    arguments (an axis out of range, ``where=``, a value NumPy rejects) and are asked again.
+    """
+
+    def __init__(self, reason: str, *, lasting: bool = False) -> None:
+        super().__init__(reason)
+        self.lasting = lasting
 
 
 class Unavailable(Exception):

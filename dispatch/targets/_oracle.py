@@ -1,6 +1,11 @@
 """What NumPy would return for a call: result dtypes and kinds, learned by running NumPy
-itself on one-element stand-ins of the arguments (same dtypes, same number of dimensions,
-same keyword arguments), cached per signature.
+itself on small stand-ins of the arguments (same dtypes, same keyword arguments, each axis
+cut to at most two elements), cached per signature.
+
+Axes keep their length up to two: an empty axis stays empty and a length-one axis still
+broadcasts, so NumPy rejects the stand-ins exactly when it rejects such shapes, and two
+elements are enough for ops that need more than one (``irfft`` of one element has no
+output length).
 
 A target whose result differs in dtype is cast to NumPy's; a signature NumPy itself rejects
 on stand-ins is refused, so the real call runs on NumPy and raises NumPy's error or gives
@@ -10,12 +15,15 @@ NumPy's answer. Shape and value semantics are each adapter's job.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Expected", "expected"]
+from dispatch.targets import Unsupported
+
+__all__ = ["Expected", "expected", "indexing_gives_scalar"]
 
 
 @dataclass(frozen=True)
@@ -42,16 +50,27 @@ class Expected:
 _cache: dict[Any, Expected | None] = {}
 
 
+def _small(shape: Any) -> tuple[int, ...]:
+    return tuple(d if d < 2 else 2 for d in shape)
+
+
 def _stand_in(x: Any, dtype_of: Any) -> Any:
+    """Ones for vectors; identity matrices from two dimensions on, so that factorisations
+    (solve, cholesky, inv) accept them."""
     if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):
-        dtype = dtype_of(x)
-        return np.ones((1,) * len(x.shape), dtype=dtype)
+        shape = _small(x.shape)
+        if len(shape) < 2:
+            return np.ones(shape, dtype=dtype_of(x))
+        stand = np.zeros(shape, dtype=dtype_of(x))
+        for i in range(min(shape[-2:])):
+            stand[..., i, i] = 1
+        return stand
     return x
 
 
 def _signature(x: Any, dtype_of: Any) -> Any:
     if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):
-        return ("array", dtype_of(x), len(x.shape))
+        return ("array", dtype_of(x), _small(x.shape))
     if isinstance(x, (list, tuple)):
         return (type(x), tuple(_signature(v, dtype_of) for v in x))
     if isinstance(x, (int, float, complex, bool, str, type(None), np.generic, np.dtype, type)):
@@ -59,9 +78,21 @@ def _signature(x: Any, dtype_of: Any) -> Any:
     raise TypeError  # not hashable in a useful way: no caching
 
 
+# Functions whose result dtype depends on the values, which stand-ins cannot tell: eig gives
+# float64 when every eigenvalue is real, complex128 otherwise (roots and poly go through it);
+# real_if_close drops the imaginary part only when it is small.
+_VALUE_DEPENDENT = frozenset({np.linalg.eig, np.linalg.eigvals, np.roots, np.poly, np.real_if_close})
+
+
 def expected(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> Expected | None:
     """NumPy's result description for ``func(*args, **kwargs)``; ``None`` if NumPy rejects
-    the stand-ins (the target should then refuse)."""
+    the stand-ins (the target should then refuse). ``Unsupported`` where stand-ins cannot
+    tell: a result dtype that depends on the values, or a one-shot iterator among the
+    arguments (running NumPy on it would consume it)."""
+    if func in _VALUE_DEPENDENT:
+        raise Unsupported(f"{func.__name__}: NumPy's result dtype depends on the values", lasting=True)
+    if any(isinstance(a, Iterator) for a in (*args, *kwargs.values())):
+        raise Unsupported("an iterator among the arguments: NumPy reads it once")
     try:
         key = (func, _signature(args, dtype_of), _signature(tuple(sorted(kwargs.items())), dtype_of))
     except TypeError:
@@ -81,6 +112,13 @@ def expected(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> Expected | 
     if key is not None:
         _cache[key] = found
     return found
+
+
+def indexing_gives_scalar(key: Any) -> bool:
+    """Whether NumPy gives a scalar (not a 0-d array) when ``a[key]`` has no dimensions left:
+    it does unless the key holds an Ellipsis (``a[..., 0]`` is a 0-d view)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return not any(k is Ellipsis for k in keys)
 
 
 def _convert(x: Any, dtype_of: Any) -> Any:

@@ -178,14 +178,15 @@ class _CupyEngine:
         return self._event()
 
 
-_cupy_stagers: dict[int, _Stager] = {}
+# Keyed by the module too: a stager holds the cupy it was made with (tests swap in a fake one).
+_cupy_stagers: dict[tuple[Any, int], _Stager] = {}
 
 
 def _cupy_stager(cupy: Any) -> _Stager:
-    device = cupy.cuda.Device().id
-    stager = _cupy_stagers.get(device)
+    key = (cupy, cupy.cuda.Device().id)
+    stager = _cupy_stagers.get(key)
     if stager is None:
-        stager = _cupy_stagers.setdefault(device, _Stager(_CupyEngine(cupy)))
+        stager = _cupy_stagers.setdefault(key, _Stager(_CupyEngine(cupy)))
     return stager
 
 

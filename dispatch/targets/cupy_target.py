@@ -20,7 +20,7 @@ import numpy as np
 from dispatch.devices import Device
 from dispatch.selector import Backend
 from dispatch.targets import Target, Unavailable, Unsupported
-from dispatch.targets._oracle import expected
+from dispatch.targets._oracle import expected, indexing_gives_scalar
 
 __all__ = ["CupyTarget"]
 
@@ -66,7 +66,7 @@ class CupyTarget(Target):
 
     def _check_dtype(self, dtype: np.dtype) -> None:
         if dtype.kind not in _KINDS:
-            raise Unsupported(f"dtype {dtype} does not exist on the GPU")
+            raise Unsupported(f"dtype {dtype} does not exist on the GPU", lasting=True)
 
     def from_host(self, array: np.ndarray) -> Any:
         self._check_dtype(array.dtype)
@@ -86,9 +86,11 @@ class CupyTarget(Target):
         self.cupy.cuda.get_current_stream().synchronize()
 
     def assign(self, dst: Any, src: Any) -> None:
-        if isinstance(src, np.ndarray):
+        if self.owns(src):
+            pass
+        elif isinstance(src, np.ndarray):
             src = self.from_host(src)
-        elif not self.owns(src):
+        else:
             src = self.adopt(src)
         self.cupy.copyto(dst, src, casting="unsafe")
 
@@ -119,9 +121,14 @@ class CupyTarget(Target):
             self._check_dtype(a.dtype)
         kwargs = {k: v for k, v in kwargs.items() if k != "like"}
         if op.name in _REFUSED:
-            raise Unsupported(_REFUSED[op.name])
+            raise Unsupported(_REFUSED[op.name], lasting=True)
         if op.name == "__getitem__":
-            return args[0][_checked_key(cupy, args[0], args[1])]
+            r = args[0][_checked_key(cupy, args[0], args[1])]
+            if r.ndim == 0 and indexing_gives_scalar(args[1]):
+                from dispatch._array import device_scalar
+
+                return device_scalar(r)
+            return r
         if op.name == "__setitem__":
             args[0][_checked_key(cupy, args[0], args[1])] = args[2]
             return None
@@ -136,10 +143,12 @@ class CupyTarget(Target):
                 result = fn(*args, **kwargs)
         else:
             result = fn(*args, **kwargs)
+        if op.name in _INDEXES_TO_SCALARS:
+            return _scalar_items(result)
         return _match(cupy, result, want)
 
     def _function(self, op: Any) -> Any:
-        fn = op.cache.get("cupy")
+        fn = op.cache.get(self)  # per target object: a re-probed target resolves again
         if fn is None:
             if op.ufunc is not None:
                 ufunc = getattr(self.cupy, op.ufunc.__name__, None)
@@ -148,10 +157,21 @@ class CupyTarget(Target):
                 fn = self.cupy
                 for part in op.name.split("."):
                     fn = getattr(fn, part, None)
-            op.cache["cupy"] = fn = fn if callable(fn) else False
+            op.cache[self] = fn = fn if callable(fn) else False
         if fn is False:
-            raise Unsupported(f"CuPy has no {op.name}")
+            raise Unsupported(f"CuPy has no {op.name}", lasting=True)
         return fn
+
+
+# View ops that NumPy builds by indexing, so that their 0-d pieces are scalars (unstack of a
+# vector gives NumPy scalars; CuPy gives 0-d arrays).
+_INDEXES_TO_SCALARS = frozenset({"unstack"})
+
+
+def _scalar_items(result: Any) -> Any:
+    from dispatch._array import device_scalar
+
+    return tuple(device_scalar(r) if r.ndim == 0 else r for r in result)
 
 
 def _arrays(args: tuple, kwargs: dict, kind: type) -> list[Any]:
@@ -169,23 +189,31 @@ def _dtype_of(x: Any) -> np.dtype:
 
 
 def _checked_key(cupy: Any, a: Any, key: Any) -> Any:
-    """``key`` with every integer index array checked against its axis, as NumPy checks."""
+    """``key`` with every integer index array checked against its axis, and every boolean
+    one against the axes it covers, as NumPy checks (CuPy wraps out-of-range indices)."""
     keys = key if isinstance(key, tuple) else (key,)
     if any(k is None or k is Ellipsis for k in keys) and any(isinstance(k, (cupy.ndarray, list)) for k in keys):
         raise Unsupported("index arrays mixed with None or Ellipsis")
-    for axis, k in enumerate(keys):
+    axis = 0
+    for k in keys:
         if isinstance(k, list):
             k = np.asarray(k)
-        if isinstance(k, np.ndarray):
+        if isinstance(k, np.ndarray) and not isinstance(k, cupy.ndarray):
             raise Unsupported("a host index array into a device array")
+        if isinstance(k, cupy.ndarray) and k.dtype.kind == "b":
+            if tuple(k.shape) != tuple(a.shape[axis:axis + k.ndim]):
+                raise Unsupported("a boolean index of another shape: NumPy raises IndexError")
+            axis += k.ndim
+            continue
         if isinstance(k, cupy.ndarray) and k.dtype.kind in "iu" and k.size:
             if axis >= a.ndim:
                 raise Unsupported("too many indices: NumPy raises IndexError")
             lo, hi = int(k.min()), int(k.max())  # one sync: the price of NumPy's IndexError
             if lo < -a.shape[axis] or hi >= a.shape[axis]:
                 raise Unsupported("an index out of range: NumPy raises IndexError")
-        elif isinstance(k, cupy.ndarray) and k.dtype.kind not in "biu":
+        elif isinstance(k, cupy.ndarray) and k.dtype.kind not in "iu":
             raise Unsupported(f"index arrays of {k.dtype}")
+        axis += 1
     return key
 
 

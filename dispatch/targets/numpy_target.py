@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.devices import HOST
+from dispatch.devices import HOST, is_backend_type
 from dispatch.selector import Backend
 from dispatch.targets import Target
 
@@ -33,11 +33,13 @@ class NumpyTarget(Target):
         return self.from_native(native)
 
     def owns(self, native: Any) -> bool:
-        return isinstance(native, np.ndarray)
+        """NumPy arrays and NumPy's own subclasses (matrix, masked arrays); a device array is
+        told apart by its library, as it may subclass numpy.ndarray."""
+        return type(native) is np.ndarray or (isinstance(native, np.ndarray) and not is_backend_type(type(native)))
 
     def from_native(self, native: Any) -> np.ndarray:
         """Any engine's array as host NumPy: a device array is copied back to the host."""
-        if isinstance(native, np.ndarray):
+        if self.owns(native):
             return native
         from dispatch._array import _engine_of
 

@@ -29,7 +29,7 @@ from converters.numpy_ops import NUMPY_CATALOG
 from dispatch.devices import HOST, Device
 from dispatch.selector import Backend
 from dispatch.targets import Target, Unavailable, Unsupported
-from dispatch.targets._oracle import expected
+from dispatch.targets._oracle import expected, indexing_gives_scalar
 
 __all__ = ["TorchTarget", "torch_cpu", "torch_cuda", "torch_mps"]
 
@@ -40,7 +40,9 @@ _MPS_REFUSED = frozenset(np.dtype(t) for t in ("float64", "complex128"))
 # ufuncs whose torch counterpart differs from NumPy for some dtype kinds: name -> kinds refused.
 _UFUNC_REFUSED_KINDS = {
     "floor_divide": "biu", "remainder": "biu", "mod": "biu", "fmod": "biu",
-    "power": "biu", "pow": "biu", "reciprocal": "biu",
+    # complex z**w, 1/z and log1p(z): zeros' signs and non-finite parts come out otherwise than
+    # NumPy's, 0j**0j is NaN in torch (https://github.com/pytorch/pytorch/issues/45690 is one of them)
+    "power": "biuc", "pow": "biuc", "reciprocal": "biuc", "log1p": "c",
     "left_shift": "biu", "right_shift": "biu", "bitwise_left_shift": "biu", "bitwise_right_shift": "biu",
     "sign": "c",  # NumPy 2's complex sign is z/|z|, torch.sign refuses complex
     "float_power": "c",
@@ -100,7 +102,7 @@ class TorchTarget(Target):
         return self._to_torch[dtype]
 
     def from_host(self, array: np.ndarray) -> Any:
-        self.torch_dtype(array.dtype)
+        self._check_dtype(array.dtype)
         if any(s < 0 for s in array.strides) or not array.flags.writeable:
             array = np.array(array)  # torch takes no negative strides, and warns on read-only memory
         tensor = self.torch.from_numpy(array)
@@ -158,11 +160,11 @@ class TorchTarget(Target):
     def run(self, op: Any, args: tuple, kwargs: dict) -> Any:
         for a in (*args, *kwargs.values()):
             self._check_input(a)
-        if op.ufunc is not None and op.method == "__call__":
-            return self._ufunc(op, args, kwargs)
         impl = _IMPLS.get(op.name)
+        if op.ufunc is not None and op.method == "__call__" and impl is None:  # matmul is a ufunc with an impl
+            return self._ufunc(op, args, kwargs)
         if impl is None:
-            raise Unsupported(f"{op.name} has no exact torch implementation here")
+            raise Unsupported(f"{op.name} has no exact torch implementation here", lasting=True)
         want = None
         if not op.local:
             want = expected(op.func, args, kwargs, self._dtype_or_numpy)
@@ -176,11 +178,18 @@ class TorchTarget(Target):
 
     def _check_input(self, a: Any) -> None:
         if isinstance(a, self.torch.Tensor):
-            self.torch_dtype(self.dtype_of(a))
+            self._check_dtype(self.dtype_of(a))
         elif isinstance(a, (list, tuple)):
             for v in a:
                 if isinstance(v, self.torch.Tensor):
-                    self.torch_dtype(self.dtype_of(v))
+                    self._check_dtype(self.dtype_of(v))
+
+    def _check_dtype(self, dtype: np.dtype) -> None:
+        """An input dtype this target cannot compute in: every call with it is refused."""
+        try:
+            self.torch_dtype(dtype)
+        except Unsupported as exc:
+            raise Unsupported(str(exc), lasting=True) from None
 
     def _dtype_or_numpy(self, x: Any) -> np.dtype:
         return self.dtype_of(x) if isinstance(x, self.torch.Tensor) else np.asarray(x).dtype
@@ -189,8 +198,6 @@ class TorchTarget(Target):
         """Cast to NumPy's dtypes and shape the container as NumPy's."""
         if want is None:
             return result
-        from dispatch._array import _torch_cpu_to_numpy, device_scalar
-
         items = list(result) if isinstance(result, (tuple, list)) else [result]
         if len(items) != len(want.dtypes):
             raise Unsupported("torch returned a different number of outputs than NumPy")
@@ -199,17 +206,21 @@ class TorchTarget(Target):
                 item = self.torch.as_tensor(item, device=self.tdevice)
             if self.dtype_of(item) != dtype:
                 item = item.to(self.torch_dtype(dtype))
-            if scalar:  # NumPy gives a scalar: on the host make it one, on a device keep it there
-                item = _torch_cpu_to_numpy(item)[()] if self.kind == "cpu" else device_scalar(item)
-            items[i] = item
+            items[i] = self._scalar(item) if scalar else item
         return want.build(items)
+
+    def _scalar(self, item: Any) -> Any:
+        """A 0-d result NumPy gives as a scalar: on the host make it one, on a device keep it there."""
+        from dispatch._array import _torch_cpu_to_numpy, device_scalar
+
+        return _torch_cpu_to_numpy(item)[()] if self.kind == "cpu" else device_scalar(item)
 
     def _ufunc(self, op: Any, args: tuple, kwargs: dict) -> Any:
         name = op.name
         if kwargs.keys() - {"dtype"}:
             raise Unsupported(f"keywords {sorted(kwargs.keys() - {'dtype'})} of a ufunc")
         if name in _UFUNC_REFUSED:
-            raise Unsupported(f"{name} has no exact torch counterpart")
+            raise Unsupported(f"{name} has no exact torch counterpart", lasting=True)
         if len(args) != op.ufunc.nin:
             raise Unsupported("a ufunc called with outputs as positional arguments")
         in_types = tuple(self.dtype_of(a) if isinstance(a, self.torch.Tensor) else _scalar_type(a) for a in args)
@@ -236,7 +247,8 @@ class TorchTarget(Target):
         result = _ufunc_function(name)(torch, *operands)
         out = loop[op.ufunc.nin]
         tout = self.torch_dtype(out)
-        return result.to(tout) if result.dtype != tout else result
+        result = result.to(tout) if result.dtype != tout else result
+        return self._scalar(result) if result.ndim == 0 else result  # NumPy's ufuncs give 0-d results as scalars
 
 
 def _scalar_type(a: Any) -> Any:
@@ -291,19 +303,53 @@ def _sign(torch: Any, x: Any) -> Any:
     return torch.where(torch.isnan(x), x, torch.sign(x)) if x.is_floating_point() else torch.sign(x)
 
 
+def _componentwise(fn: Any) -> Any:
+    """Complex ``a ± b`` computed on the real and imaginary parts apart: torch's complex add
+    multiplies by ``alpha = 1+0j``, which turns an infinite part into NaN in the other part.
+    https://github.com/pytorch/pytorch/issues/82510"""
+
+    def apply(torch: Any, a: Any, b: Any) -> Any:
+        if not a.is_complex():
+            return fn(a, b)
+        return torch.view_as_complex(fn(torch.view_as_real(a), torch.view_as_real(b)).contiguous())
+
+    return apply
+
+
+def _negative(torch: Any, x: Any) -> Any:
+    """``-z`` flips the sign of both parts, zeros included (torch's complex neg leaves +0j)."""
+    if x.is_complex():
+        return torch.view_as_complex(torch.neg(torch.view_as_real(x)).contiguous())
+    return torch.neg(x)
+
+
+def _remainder(torch: Any, a: Any, b: Any) -> Any:
+    """A zero remainder takes the divisor's sign in NumPy; torch gives it the dividend's.
+    https://github.com/pytorch/pytorch/issues/193755"""
+    r = torch.remainder(a, b)
+    if not r.is_floating_point():
+        return r
+    return torch.where(r == 0, torch.copysign(torch.zeros_like(r), b), r)
+
+
 def _ufunc_function(name: str) -> Any:
     """``f(torch, *operands)`` for a ufunc: a fix below, else the catalog's torch counterpart."""
     fn = _UFUNC_FIXES.get(name)
     if fn is None:
         torch_name = NUMPY_CATALOG[name].counterparts.get("torch")
         if torch_name is None:
-            raise Unsupported(f"{name} has no torch counterpart")
+            raise Unsupported(f"{name} has no torch counterpart", lasting=True)
         fn = _UFUNC_FIXES[name] = lambda torch, *xs: _resolve(torch, torch_name)(*xs)
     return fn
 
 
 _UFUNC_FIXES = {
     "sign": _sign,
+    "add": _componentwise(lambda a, b: a + b),
+    "subtract": _componentwise(lambda a, b: a - b),
+    "negative": _negative,
+    "remainder": _remainder,
+    "mod": _remainder,
     "conjugate": lambda torch, x: torch.conj_physical(x) if x.is_complex() else x.clone(),
     "conj": lambda torch, x: torch.conj_physical(x) if x.is_complex() else x.clone(),
     "positive": lambda torch, x: x.clone(),
@@ -386,15 +432,14 @@ def _var_std(name: str):
             raise Unsupported("the variance of nothing: NumPy warns and returns NaN")
         if correction is not None:
             ddof = correction
-        x = a.to(t.torch_dtype(dtype)) if dtype is not None else _as_float(t, a)
         if a.dtype == t.torch.float16 and dtype is None:
-            x = a.to(t.torch.float32)
+            raise Unsupported("float16 var/std: NumPy squares the deviations in float16, where they overflow")
+        x = a.to(t.torch_dtype(dtype)) if dtype is not None else _as_float(t, a)
         n = a.numel() if axis is None else math.prod(a.shape[i] for i in np.atleast_1d(axis))
         if n - ddof <= 0:
             raise Unsupported("ddof >= number of elements: NumPy warns and returns inf/NaN")
         fn = getattr(t.torch, name)
-        r = fn(x, dim=None if axis is None else _axis(axis), correction=ddof, keepdim=keepdims)
-        return r.to(t.torch.float16) if a.dtype == t.torch.float16 and dtype is None else r
+        return fn(x, dim=None if axis is None else _axis(axis), correction=ddof, keepdim=keepdims)
 
     return impl
 
@@ -451,6 +496,10 @@ def _cumulative(name: str):
             a, axis = a.reshape(-1), 0
         if a.dtype == t.torch.bool and dtype is None:
             a = a.to(t.torch.int64)
+        if name == "cumprod" and a.is_complex():
+            # torch starts the product at 1+0j, which turns an infinite part into NaN in the
+            # first element; NumPy copies it. https://github.com/pytorch/pytorch/issues/36469
+            raise Unsupported("complex cumprod: torch multiplies the first element by 1+0j")
         return getattr(t.torch, name)(a, dim=axis, **kw)
 
     return impl
@@ -459,8 +508,8 @@ def _cumulative(name: str):
 def _matmul_operands(t, a, b):
     dtype = np.result_type(t.dtype_of(a), t.dtype_of(b))
     tdtype = t.torch_dtype(dtype)
-    if dtype.kind in "biu" and t.kind != "cpu":
-        raise Unsupported("integer matrix products on the GPU in torch")
+    if dtype.kind == "b" or (dtype.kind in "iu" and t.kind != "cpu"):
+        raise Unsupported("boolean matrix products, or integer ones on the GPU, in torch")
     return a.to(tdtype), b.to(tdtype)
 
 
@@ -526,6 +575,10 @@ def _svd(t, a, full_matrices=True, compute_uv=True, hermitian=False):
 
 
 def _solve(t, a, b):
+    if b.ndim > 1 and tuple(b.shape) == tuple(a.shape[:-1]):
+        # torch reads this b as a stack of vectors; NumPy 2 reads any b of more than one
+        # dimension as a stack of matrices.
+        raise Unsupported("b shaped like a stack of vectors: NumPy reads it as matrices")
     a, b = _linalg_input(t, a), _linalg_input(t, b)
     dtype = t.torch_dtype(np.result_type(t.dtype_of(a), t.dtype_of(b)))
     return t.torch.linalg.solve(a.to(dtype), b.to(dtype))
@@ -586,16 +639,16 @@ def _fft(name: str, sized: str):
 
 
 def _sort(t, a, axis=-1, kind=None, order=None, *, stable=None):
-    if order is not None or a.is_complex():
-        raise Unsupported("order= or complex sort (NumPy orders complex lexicographically)")
+    if order is not None or a.is_complex() or a.ndim == 0:
+        raise Unsupported("order=, a 0-d array or complex sort (NumPy orders complex lexicographically)")
     if axis is None:
         a, axis = a.reshape(-1), 0
     return t.torch.sort(a, dim=axis, stable=True).values
 
 
 def _argsort(t, a, axis=-1, kind=None, order=None, *, stable=None):
-    if order is not None or a.is_complex():
-        raise Unsupported("order= or complex argsort")
+    if order is not None or a.is_complex() or a.ndim == 0:
+        raise Unsupported("order=, a 0-d array (NumPy gives shape (1,)) or complex argsort")
     if axis is None:
         a, axis = a.reshape(-1), 0
     return t.torch.argsort(a, dim=axis, stable=True)
@@ -622,6 +675,10 @@ def _clip(t, a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwarg
     dtype = np.result_type(t.dtype_of(a), *(v for v in (lo, hi) if v is not None))
     if dtype != t.dtype_of(a):
         raise Unsupported("clip bounds that change the dtype")
+    if dtype.kind in "iu":  # NumPy compares Python integers by value; torch would wrap them into the dtype
+        info = np.iinfo(dtype)
+        lo = None if lo is None else min(max(lo, info.min), info.max)
+        hi = None if hi is None else min(max(hi, info.min), info.max)
     return t.torch.clamp(a, lo, hi)
 
 
@@ -662,7 +719,7 @@ def _transpose(t, a, axes=None):
 
 def _squeeze(t, a, axis=None):
     if axis is None:
-        return a.squeeze()
+        return a.squeeze() if 1 in a.shape else a  # nothing to squeeze: NumPy hands the array back
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     for ax in axes:
         if a.shape[ax] != 1:
@@ -673,6 +730,8 @@ def _squeeze(t, a, axis=None):
 def _expand_dims(t, a, axis):
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     ndim = a.ndim + len(axes)
+    if any(not -ndim <= ax < ndim for ax in axes) or len({ax % ndim for ax in axes}) != len(axes):
+        raise Unsupported("an axis out of range or repeated: NumPy raises")
     axes = sorted(ax % ndim for ax in axes)
     out = a
     for ax in axes:
@@ -718,7 +777,8 @@ def _index_key(t, a, key):
 
 
 def _getitem(t, a, key):
-    return a[_index_key(t, a, key)]
+    r = a[_index_key(t, a, key)]
+    return t._scalar(r) if r.ndim == 0 and indexing_gives_scalar(key) else r
 
 
 def _setitem(t, a, key, value):

@@ -1,0 +1,198 @@
+"""The CuPy target's plumbing, run in CI on a fake CuPy (``fakecupy.py``): conversions,
+residency, device scalars, ``_match``, range-checked keys, ``assign``, the staging path for
+arrays over 1 MiB, and the catalog's ops run through ``cupy_target`` end to end.
+
+The fake computes with NumPy, so these tests prove plumbing, not CuPy's semantics: the same
+suite's ``cupy`` parameters prove those on a GPU machine.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import fakecupy
+import numpy
+import pytest
+from cases import Case
+from conftest import record_run
+from helpers import assert_same
+from test_compare_ops import COMPARED, In, _dispatch_func, _numpy_func, _spec, compare_calls
+
+import dispatch
+import dispatch.targets
+from dispatch import router
+from dispatch._array import _DeviceScalar
+from dispatch._ops import op_named
+from dispatch.devices import Device
+from dispatch.targets import _staging
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cupy():
+    """The fake CuPy in sys.modules, and a cupy target probed on it, for this module only."""
+    restore = fakecupy.install()
+    dispatch.targets.reset("cupy")
+    router.clear_decisions()
+    try:
+        assert dispatch.targets.probe("cupy") is not None, dispatch.targets.unavailable().get("cupy")
+        import cupy
+
+        yield cupy
+    finally:
+        restore()
+        dispatch.targets.reset("cupy")
+        router.clear_decisions()
+
+
+def on_gpu(x: numpy.ndarray) -> dispatch.ndarray:
+    return dispatch.asarray(x).to("cupy")
+
+
+def test_the_fake_is_a_device_target(cupy):
+    target = dispatch.targets.get("cupy")
+    assert target.cupy is cupy and target.device == Device("cuda", 0)
+    assert "cupy" in dispatch.targets.available()
+    a = on_gpu(numpy.arange(4.0))
+    assert type(a._data) is cupy.ndarray and type(a._data) is not numpy.ndarray
+    assert a.device == "cuda:0" and a.target == "cupy"
+
+
+def test_results_stay_on_the_device(cupy):
+    x = numpy.arange(12.0).reshape(3, 4)
+    a = on_gpu(x)
+    with dispatch.trace() as t:
+        results = [a + 1, dispatch.exp(a), a @ a.T, a[1], a.T, dispatch.linalg.svd(a, compute_uv=False), a.sum(0)]
+    for r in results:
+        assert isinstance(r._data, cupy.ndarray) and r.device == a.device
+    assert {r.target for r in t.records} == {"cupy"}, [(r.op, r.target, r.reason) for r in t.records]
+    assert_same(results[2], x @ x.T)
+    host = a.to("cpu")
+    assert type(host._data) is numpy.ndarray and host.device.is_host
+    assert type(dispatch.asnumpy(a)) is numpy.ndarray and type(numpy.asarray(a)) is numpy.ndarray
+
+
+def test_device_scalars(cupy):
+    x = numpy.arange(5.0) - 1.5
+    a = on_gpu(x)
+    s = a.sum()
+    assert isinstance(s, _DeviceScalar) and s.device == a.device
+    assert repr(s) == repr(x.sum()) and str(s) == str(x.sum()) and float(s) == x.sum()
+    assert hash(s) == hash(x.sum())
+    assert_same(s, x.sum())
+    assert a[2].device == a.device and float(a[2]) == x[2]
+    assert isinstance(a[2], _DeviceScalar) and not isinstance(a[..., 2], _DeviceScalar)
+
+
+def test_match_casts_to_numpys_dtype(cupy, monkeypatch):
+    """A CuPy function that gives another dtype (or a Python scalar) is cast to NumPy's."""
+    monkeypatch.setattr(cupy, "mean", lambda *a, **k: cupy.asarray(numpy.float32(2.5)), raising=False)
+    monkeypatch.setattr(cupy, "count_nonzero", lambda *a, **k: 3, raising=False)
+    a = on_gpu(numpy.arange(6.0))
+    target = dispatch.targets.get("cupy")
+    ops = [op_named("mean"), op_named("count_nonzero")]
+    try:
+        for op in ops:
+            op.cache.pop(target, None)  # resolve through the patched module
+        m = dispatch.mean(a)
+        assert isinstance(m, _DeviceScalar) and m.dtype == numpy.float64 and float(m) == 2.5
+        c = dispatch.count_nonzero(a)
+        assert c.dtype == numpy.intp and int(c) == 3
+    finally:
+        for op in ops:
+            op.cache.pop(target, None)
+
+
+def test_checked_keys(cupy):
+    x = numpy.arange(10.0)
+    a = on_gpu(x)
+    index = on_gpu(numpy.array([1, -1, 3]))
+    with dispatch.trace() as t:
+        assert_same(a[index], x[[1, -1, 3]])
+    assert [r.target for r in t.records if r.op == "__getitem__"] == ["cupy"]
+    with pytest.raises(IndexError):
+        a[on_gpu(numpy.array([0, 10]))]
+    with pytest.raises(IndexError):
+        a[on_gpu(numpy.array([0, 10]))] = 1.0
+    assert_same(a, x)
+    with dispatch.trace() as t:
+        assert_same(a[numpy.array([2, 0])], x[[2, 0]])  # a host index array goes to the device with the call
+    assert [r.target for r in t.records if r.op == "__getitem__"] == ["cupy"]
+    mask = on_gpu(x > 4)
+    assert_same(a[mask], x[x > 4])
+    with pytest.raises(IndexError):
+        a[on_gpu(numpy.array([True, False]))]  # a mask of another shape
+
+
+def test_assign_and_inplace_keep_the_device_array(cupy):
+    x = numpy.arange(8.0)
+    a = on_gpu(x)
+    data, view = a._data, a[2:6]
+    a[1:3] = 5.0
+    a[on_gpu(x > 6)] = -1.0
+    a += 1
+    a *= on_gpu(numpy.full(8, 2.0))
+    want = x.copy()
+    want[1:3] = 5.0
+    want[x > 6] = -1.0
+    want = (want + 1) * 2
+    assert a._data is data
+    assert_same(a, want)
+    assert_same(view, want[2:6])
+    a.sort()
+    a.fill(3.0)
+    a.flat[2] = 9.0
+    want[:] = 3.0
+    want[2] = 9.0
+    assert a._data is data and isinstance(a._data, cupy.ndarray)
+    assert_same(a, want)
+
+
+@pytest.mark.parametrize("nbytes", [64, 3 << 20])
+def test_staging_round_trip(cupy, nbytes):
+    x = numpy.random.default_rng(0).standard_normal(nbytes // 8)
+    before = _staging.moved()
+    a = on_gpu(x)
+    back = numpy.asarray(a)
+    after = _staging.moved()
+    assert after["to_device"] - before["to_device"] == x.nbytes
+    assert after["to_host"] - before["to_host"] == x.nbytes
+    numpy.testing.assert_array_equal(back, x)
+    if nbytes > _staging.THRESHOLD:
+        assert any(key[0] is cupy for key in _staging._cupy_stagers), "the staging path was not taken"
+    strided = on_gpu(x[::2].reshape(-1, 2).T)  # non-contiguous sources are made contiguous first
+    numpy.testing.assert_array_equal(numpy.asarray(strided), x[::2].reshape(-1, 2).T)
+
+
+def test_pickle_and_copies_stay_on_the_device(cupy):
+    a = on_gpu(numpy.arange(6.0).reshape(2, 3))
+    for b in (pickle.loads(pickle.dumps(a)), a.copy()):
+        assert isinstance(b._data, cupy.ndarray) and b._data is not a._data
+        assert_same(b, numpy.arange(6.0).reshape(2, 3))
+
+
+def test_numpy_fallback_results_are_host_arrays(cupy):
+    a = on_gpu(numpy.arange(6.0))
+    with dispatch.trace() as t:
+        r = dispatch.unique(a)  # refused by the cupy target: NumPy runs it on the host
+    assert r.device.is_host and type(r._data) is numpy.ndarray
+    assert any(name == "unique" for (name, _) in t.fallbacks)
+
+
+# ---- the catalog through cupy_target, end to end -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n in COMPARED if not _spec(n).seeded])
+def test_every_op_through_the_cupy_plumbing(cupy, name, request):
+    spec = _spec(name)
+    native = []
+    for case in (Case(dt, "contig") for dt in ("bool", "int64", "float32", "float64", "complex128")
+                 if dt in spec.dtypes):
+        x = In(case, spec.kind)
+        native += compare_calls(name, _numpy_func(name), _dispatch_func(name), lambda x=x: spec.make(x), "cupy",
+                                spec)
+    if native:
+        record_run(request, "cupy (fake)", name, native)
+    if spec.errors is not None:
+        x = In(Case("float64", "errors"), spec.kind)
+        compare_calls(name, _numpy_func(name), _dispatch_func(name), lambda: spec.errors(x), "cupy", spec,
+                      errors=True)
