@@ -170,8 +170,40 @@ def _versions() -> dict[str, str]:
     return found
 
 
+def _identity() -> dict[str, Any]:
+    """What the fingerprint is made of: CPU model and count, the GPUs the driver lists, library
+    versions; read without importing torch or CuPy, since the first routed call loads the calibration."""
+    return {
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "gpu_hardware": _gpu_hardware(),
+        "libraries": _versions(),
+    }
+
+
+def _gpu_hardware() -> list[str]:
+    """GPU models and driver as the kernel drivers list them (NVIDIA, AMD), or Apple silicon."""
+    found = []
+    nvidia = Path("/proc/driver/nvidia")
+    for info in sorted(nvidia.glob("gpus/*/information")):
+        found += [line.split(":", 1)[1].strip() for line in _lines(info) if line.startswith("Model:")]
+    found += _lines(nvidia / "version")[:1]
+    found += [" ".join(_lines(p)) for p in sorted(Path("/sys/class/drm").glob("card*/device/product_name"))]
+    if sys.platform == "darwin" and platform.machine() == "arm64":
+        found.append("apple silicon")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES")
+    return [*found, f"visible {visible}"] if visible is not None else found
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text().splitlines()
+    except OSError:
+        return []
+
+
 def machine() -> dict[str, Any]:
-    """What the fingerprint is made of: CPU model and count, GPUs and driver, library versions."""
+    """The fingerprint's parts, and the GPUs as their libraries describe them (probes the targets)."""
     from dispatch import targets
 
     gpus = []
@@ -181,11 +213,9 @@ def machine() -> dict[str, Any]:
             continue
         gpus.append({"target": name, **_gpu_description(target)})
     return {
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "gpus": gpus,
-        "libraries": _versions(),
+        **_identity(),
     }
 
 
@@ -209,10 +239,8 @@ def _gpu_description(target: Any) -> dict[str, Any]:
 
 def fingerprint(info: dict[str, Any] | None = None) -> str:
     """A short hash of this machine's hardware and library versions."""
-    info = info or machine()
-    key = {k: info[k] for k in ("cpu", "cpu_count", "gpus", "libraries")}
-    for gpu in key["gpus"]:
-        gpu.pop("error", None)
+    info = info or _identity()
+    key = {k: info.get(k) for k in ("cpu", "cpu_count", "gpu_hardware", "libraries")}
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

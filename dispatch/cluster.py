@@ -502,6 +502,7 @@ def creation(name: str, plain: Any) -> Any:
                     pass  # arguments only NumPy takes: NumPy decides
         return plain(*args, **kwargs)
 
+    wrapper.__wrapped__ = getattr(plain, "__wrapped__", plain)  # NumPy's function, as for every routed name
     return wrapper
 
 

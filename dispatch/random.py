@@ -230,12 +230,15 @@ def _compute_state(pending: Any) -> dict:
     return state
 
 
+_ALIASES = {"ranf": "random_sample", "sample": "random_sample"}  # module-level names only
+
+
 def _global(name: str, routed: Any) -> Any:
     """A module-level draw (NumPy's global RandomState): chunked in Dask when too large."""
 
     @functools.wraps(routed)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        method = getattr(_np.random.mtrand._rand, name)
+        method = getattr(_np.random.mtrand._rand, _ALIASES.get(name, name))
         chunked = _chunked(None, name, method, args, kwargs)
         return chunked if chunked is not None else routed(*args, **kwargs)
 

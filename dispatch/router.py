@@ -249,7 +249,8 @@ def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     if forced is not None and forced != "auto":
         target = targets.probe(forced)
         if target is None:
-            return Decision(NUMPY, f"{FALLBACK}forced {forced}, which is unavailable: {targets.unavailable().get(forced)}", key=key), True
+            why = targets.unavailable().get(forced)
+            return Decision(NUMPY, f"{FALLBACK}forced {forced}, which is unavailable: {why}", key=key), True
         return Decision(target, f"forced {forced}", key=key), True
     if op.local and inputs.arrays:  # before host ops: indexing (outside the catalog) stays where the data is
         return Decision(_engine_holding(inputs.arrays[0]), "local: where the data is", key=key), True

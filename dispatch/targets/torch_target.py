@@ -382,7 +382,7 @@ def _no_where(where: Any) -> None:
 
 def _no_uint_reduction(t: Any, x: Any) -> None:
     if x.dtype == t.torch.uint8:
-        raise Unsupported("NumPy reduces unsigned integers to uint64, which torch cannot hold")
+        raise Unsupported("NumPy reduces unsigned integers to uint64, which torch cannot hold", lasting=True)
 
 
 def _sum(t, a, axis=None, dtype=None, keepdims=False, initial=None, where=True):
