@@ -12,6 +12,7 @@
 #   dask-cuda         click cuda-core numpy nvidia-ml-py pandas zict, rapids-dask-dependency
 #   partd             locket toolz
 #   array-api-compat  (none)
+#   libcst            pyyaml (the migrate tests)
 # rapids-dask-dependency only pins dask to 2026.7.x (and pulls bokeh); dask-cuda does not import
 # it, so it is left out and dask / distributed are the versions the CPU tests use.
 # One version each; --no-deps, so exactly this list lands.
@@ -29,6 +30,7 @@ python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --im
     locket==1.0.0 \
     tornado==6.6.1 \
     tblib==3.2.2 \
-    zict==3.0.0
+    zict==3.0.0 \
+    libcst==1.9.0
 ls -l .whl/*.whl | awk '{printf "%8.1f kB  %s\n", $5 / 1000, $NF}'
 du -ch .whl/*.whl | tail -n 1

@@ -4,7 +4,8 @@
 
 For each GPU target here and each size, the bandwidth of ``target.from_host`` /
 ``target.to_host`` (staged through pinned buffers above 1 MiB) and of the library's own plain
-copy (``cupy.asarray`` / ``cupy.asnumpy``, ``tensor.to(device)`` / ``.cpu()``), interleaved.
+copy (``cupy.asarray`` / ``cupy.asnumpy``, ``tensor.to(device)`` / ``.cpu()``), interleaved;
+and, as the bound, a copy from memory that is already pinned.
 """
 
 from __future__ import annotations
@@ -42,6 +43,19 @@ def _plain(target: Any) -> tuple[Any, Any]:
     return (lambda a: torch.from_numpy(a).to(device)), (lambda t: t.cpu().numpy())
 
 
+def _from_pinned(target: Any, host: numpy.ndarray) -> Any:
+    """A copy to the device from a pinned copy of ``host``: the bus's speed, no host memcpy."""
+    if target.library == "cupy":
+        import cupyx
+
+        pinned = cupyx.empty_pinned(host.shape, host.dtype)
+        pinned[...] = host
+        return lambda: target.cupy.asarray(pinned, blocking=False)
+    torch = target.torch
+    pinned = torch.from_numpy(host).pin_memory()
+    return lambda: pinned.to(target.tdevice, non_blocking=True)
+
+
 def measure(target: Any) -> list[dict[str, float]]:
     rows = []
     plain_in, plain_out = _plain(target)
@@ -51,11 +65,13 @@ def measure(target: Any) -> list[dict[str, float]]:
         sync = target.synchronize
         staged_in = _time(lambda h=host: target.from_host(h), sync)
         direct_in = _time(lambda h=host: plain_in(h), sync)
+        pinned_in = _time(_from_pinned(target, host), sync)
         staged_out = _time(lambda n=native: target.to_host(n), sync)
         direct_out = _time(lambda n=native: plain_out(n), sync)
         assert numpy.array_equal(target.to_host(target.from_host(host)), host)
         gb = host.nbytes / 1e9
         rows.append({"MB": mb, "to_device_staged_GBs": gb / staged_in, "to_device_plain_GBs": gb / direct_in,
+                     "to_device_from_pinned_GBs": gb / pinned_in,
                      "to_host_staged_GBs": gb / staged_out, "to_host_plain_GBs": gb / direct_out})
     return rows
 
@@ -70,9 +86,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if target is None:
             continue
         rows = result[name] = measure(target)
-        print(f"{name}: GB/s  {'MB':>5} {'in staged':>10} {'in plain':>9} {'out staged':>11} {'out plain':>10}")
+        print(f"{name}: GB/s  {'MB':>5} {'in staged':>10} {'in plain':>9} {'in pinned':>10} "
+              f"{'out staged':>11} {'out plain':>10}")
         for r in rows:
             print(f"{'':10}{r['MB']:>5} {r['to_device_staged_GBs']:>10.1f} {r['to_device_plain_GBs']:>9.1f} "
+                  f"{r['to_device_from_pinned_GBs']:>10.1f} "
                   f"{r['to_host_staged_GBs']:>11.1f} {r['to_host_plain_GBs']:>10.1f}")
     if not result:
         print("no GPU target here: nothing to measure")
