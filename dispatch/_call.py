@@ -273,7 +273,7 @@ def _small_on_host(values: Any, floor: int) -> list | None:
             if v.size > floor:
                 return None
         elif kind is list or kind is tuple:
-            if any(type(x) is ndarray or type(x) is list or type(x) is tuple for x in v):
+            if any(type(x) is list or type(x) is tuple or _is_array(x) for x in v):
                 inner = _small_on_host(v, floor)
                 if inner is None:
                     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import dispatch
 from dispatch import router
@@ -23,3 +24,16 @@ def test_indexing_runs_where_the_data_is():
     x = dispatch.asarray(np.arange(10.0))
     decision = router.decide(GETITEM, Inputs([x]), (x, 3), {})
     assert decision.target.name == "numpy" and decision.reason.startswith("local")
+
+
+def test_a_list_of_device_scalars_is_stacked_where_they_live():
+    """``stack`` of 0-d results left on a device (a loop's ``.sum()`` values): the list's items
+    are seen as arrays, not handed back to NumPy, which would ask dispatch again."""
+    torch = pytest.importorskip("torch")
+    from dispatch._array import device_scalar
+
+    values = [device_scalar(torch.tensor(float(i), dtype=torch.float64)) for i in range(3)]
+    result = dispatch.stack(values)
+    assert isinstance(result, dispatch.ndarray)
+    np.testing.assert_array_equal(np.asarray(result), np.arange(3.0))
+    assert result.dtype == np.float64 and result.shape == (3,)
