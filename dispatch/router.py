@@ -83,6 +83,8 @@ _oracle: dict[tuple, dict[str, float]] = {}
 
 
 def selector() -> BackendSelector:
+    """The MoE table in effect: this machine's, derived from its calibration, once loaded."""
+    _ensure_calibration()
     return _selector
 
 
