@@ -83,9 +83,13 @@ _oracle: dict[tuple, dict[str, float]] = {}
 
 
 def selector() -> BackendSelector:
-    """The MoE table in effect: this machine's, derived from its calibration, once loaded."""
+    """The MoE table for this machine: derived from its calibration once one is loaded (what
+    scikit-learn routing and ``recommend_backend`` read), else the seed policy's table."""
     _ensure_calibration()
-    return _selector
+    return _machine_selector if _machine_selector is not None and _policy != "seed" else _selector
+
+
+_machine_selector: BackendSelector | None = None
 
 
 def policy() -> str:
@@ -143,6 +147,8 @@ def use_calibration(cal: Any) -> None:
         if target is not None and not target.device.is_host and model.transfer:
             devices.setdefault(target.device, model)
     cost.set_device_models(devices)
+    global _machine_selector
+    _machine_selector = BackendSelector.from_calibration(cal)
     clear_decisions()
     _switch("cost")
 

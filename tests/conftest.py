@@ -11,7 +11,13 @@ Tests that run an op on a backend report whether it ran there natively or fell b
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
+
+# The tests route by the seed's table or by calibrations they make: never by one this machine
+# stored for its user (set before dispatch loads anything).
+os.environ["DISPATCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="dispatch-tests-")
 
 import pytest
 
