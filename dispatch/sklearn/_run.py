@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import tracing
+from dispatch import router, tracing
 from dispatch._array import ndarray, wrap_host
 from dispatch._state import STATE
 from dispatch.sklearn._routing import Choice, array_kind, choose, engine_of, is_native, remember_unsupported
@@ -83,6 +83,10 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
     if outer is _LEAF:
         return invoke(est, args, kwargs)
     X = args[0] if args else kwargs.get(spec.first)
+    if STATE.plain and type(X) is np.ndarray and not spec.composite:
+        key = (type(est), spec.method, X.shape, id(router.selector()))
+        if key in _stock_calls and not _any_off_host(args, kwargs):  # the serving loop's next batch
+            return _as_leaf(invoke, est, args, kwargs)
     caller = array_kind(X)
     if spec.composite:
         token = _scope.set(CompositeScope(est))
@@ -98,11 +102,11 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
     choice = choose(est, spec.method, X, others)
     if not STATE.tracing:
         if choice.target is None and not choice.fallback and caller == "numpy" and not _any_off_host(args, kwargs):
-            token = _scope.set(_LEAF)  # the common case, stock scikit-learn on NumPy: nothing to convert
-            try:
-                return invoke(est, args, kwargs)
-            finally:
-                _scope.reset(token)
+            if type(X) is np.ndarray and STATE.plain:  # the common case, stock scikit-learn on NumPy
+                if len(_stock_calls) > 4096:
+                    _stock_calls.clear()
+                _stock_calls.add((type(est), spec.method, X.shape, id(router.selector())))
+            return _as_leaf(invoke, est, args, kwargs)
         return _execute(est, spec, invoke, args, kwargs, X, caller, choice, outer)[0]
     from dispatch.targets._staging import moved
 
@@ -121,6 +125,20 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
         bytes_moved=sum(moved().values()) - before,
     ))
     return result
+
+
+# Calls that ran as stock scikit-learn on host NumPy data, by (class, method, shape, MoE table):
+# the same call again skips routing (a new calibration makes a new table, hence new keys).
+_stock_calls: set[tuple] = set()
+
+
+def _as_leaf(invoke: Any, est: Any, args: tuple, kwargs: dict) -> Any:
+    """Stock scikit-learn: nothing to convert; the estimators it calls inside are not routed."""
+    token = _scope.set(_LEAF)
+    try:
+        return invoke(est, args, kwargs)
+    finally:
+        _scope.reset(token)
 
 
 def _execute(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict, X: Any, caller: str,
