@@ -58,7 +58,7 @@ for s in "${steps[@]}"; do
         ;;
     dask)
         step dask
-        python3 -m pytest tests/test_dask_gpu.py tests/test_dask.py -q -p no:cacheprovider -o addopts="" -rfEs \
+        python3 -m pytest tests/test_dask_gpu.py -q -p no:cacheprovider -o addopts="" -rfEs \
             >"$OUT/dask-tests.log" 2>&1 || status=1
         tail -n 5 "$OUT/dask-tests.log"
         python3 -m benchmarks.dask_scale --out "$OUT/dask.json" ${DASK_ARGS:-} || status=1
