@@ -235,6 +235,8 @@ def run(args: argparse.Namespace) -> dict:
     forced = None if args.target == "auto" else args.target
     rows = []
     for w in workloads(sizes, dtype):
+        if args.only and args.only not in w["name"]:
+            continue
         stock_s, accel_s, want, got = _compare(lambda w=w: w["run"]("stock"), lambda w=w: w["run"]("accelerated"),
                                                args.repeat, forced)
         routes = _routes(lambda w=w: w["run"]("accelerated"), forced)
@@ -249,8 +251,9 @@ def run(args: argparse.Namespace) -> dict:
             row["all_on_numpy"] = all(r.startswith("numpy") for r in routes.values())
         rows.append(row)
         _print_row(row)
-    rows.append(_resident(sizes, dtype, args.repeat))
-    _print_row(rows[-1])
+    if not args.only or args.only in "data already on the GPU":
+        rows.append(_resident(sizes, dtype, args.repeat))
+        _print_row(rows[-1])
     return {"machine": _machine(), "target": args.target, "quick": args.quick, "repeat": args.repeat,
             "results": rows}
 
@@ -298,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default="auto", help="force a target (default: auto, the router decides)")
     parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default="", help="run only the pipelines whose name contains this")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     print(f"scikit-learn pipelines, stock vs dispatch.sklearn ({args.dtype}, target {args.target}"
