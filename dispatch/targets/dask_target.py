@@ -24,6 +24,8 @@ own "not implemented by Dask" FutureWarning never appears. Differences handled h
 - percentiles and quantiles: Dask's are approximate on chunked data; refused.
 - Results whose shape depends on values (boolean indexing, ``nonzero``, ``unique``) get their
   chunk sizes computed at once, so shapes are known as in NumPy.
+- Empty operands hold no values: NumPy itself runs on them, so their results and errors are
+  NumPy's, and nothing is computed.
 - No views: an array sliced from a Dask array does not see later writes into it.
 """
 
@@ -104,6 +106,8 @@ class DaskTarget(Target):
         """Chunks of about ``cluster.chunk_bytes()`` each."""
         from dask.array.core import normalize_chunks
 
+        if 0 in shape:  # nothing to split (Dask's automatic chunking divides by the size)
+            return tuple((n,) for n in shape)
         return normalize_chunks("auto", shape, limit=cluster.chunk_bytes(), dtype=np.dtype(dtype))
 
     def from_host(self, array: np.ndarray) -> Any:
@@ -144,6 +148,9 @@ class DaskTarget(Target):
     def assign(self, dst: Any, src: Any) -> None:
         if not self.owns(src):
             src = np.asarray(src) if type(src).__module__.startswith("numpy") else src
+        if dst.size == 0:  # nothing to write (Dask cannot assign into an empty array)
+            np.broadcast_shapes(np.shape(src), dst.shape)
+            return
         dst[...] = src
 
     def view(self, native: Any, dtype: np.dtype | None) -> Any:
@@ -185,12 +192,15 @@ class DaskTarget(Target):
         if name == "__setitem__":
             args[0][_dask_key(args[1])] = args[2]
             return None
-        for a in _arrays(args, kwargs, self.da.Array):
+        arrays = _arrays(args, kwargs, self.da.Array)
+        for a in arrays:
             if a.dtype.kind not in _KINDS:
                 raise Unsupported(f"dtype {a.dtype}")
         if op.work == "create" and name in _creation().CREATORS:
             return _creation().create(self, name, args, kwargs)
         self._check(op, name, args, kwargs)
+        if arrays and all(a.size == 0 for a in arrays):
+            return self._on_empty(op, args, kwargs)
         fn = self._function(op)
         # NumPy's result dtypes, learned from one-element stand-ins; where the stand-ins do not
         # fit (index-dependent calls: take, delete, insert), Dask's own dtypes (from NumPy on its
@@ -204,6 +214,42 @@ class DaskTarget(Target):
             warnings.simplefilter("ignore", getattr(self.da, "PerformanceWarning", FutureWarning))
             result = fn(*args, **kwargs)
         return _match(self.da, result, want, scalar_0d=not op.local)
+
+    def _on_empty(self, op: Any, args: tuple, kwargs: dict) -> Any:
+        """NumPy itself on empty operands: an empty array holds no values, so ``numpy.empty``
+        of its shape and dtype is the array, and nothing is computed. Every edge case of empty
+        input (a reduction without identity, an FFT of no points, an index into nothing) is
+        NumPy's own; the result is chunked again (an argument NumPy hands back is the Dask one)."""
+        originals: dict[int, Any] = {}
+
+        def host(value: Any) -> Any:
+            if isinstance(value, self.da.Array):
+                empty = np.empty(value.shape, value.dtype)
+                originals[id(empty)] = value
+                return empty
+            if type(value) in (list, tuple):
+                return type(value)(host(v) for v in value)
+            return value
+
+        try:
+            result = op.func(*host(args), **{k: host(v) for k, v in kwargs.items()})
+        except Exception as exc:
+            raise Unsupported(f"NumPy raises {type(exc).__name__} for this empty input: it decides") from None
+        return self._from_numpy(result, originals)
+
+    def _from_numpy(self, result: Any, originals: dict[int, Any]) -> Any:
+        """A NumPy result as this target's: arrays chunked, NumPy scalars as device scalars."""
+        from dispatch._array import device_scalar
+
+        if isinstance(result, np.ndarray):
+            return originals[id(result)] if id(result) in originals else self.from_host(result)
+        if isinstance(result, np.generic):
+            return device_scalar(self.from_host(np.asarray(result)))
+        if isinstance(result, tuple) and hasattr(result, "_fields"):
+            return type(result)(*(self._from_numpy(r, originals) for r in result))
+        if type(result) in (list, tuple):
+            return type(result)(self._from_numpy(r, originals) for r in result)
+        return result
 
     def _check(self, op: Any, name: str, args: tuple, kwargs: dict) -> None:
         if name in _REFUSED:
