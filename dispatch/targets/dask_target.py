@@ -26,6 +26,8 @@ own "not implemented by Dask" FutureWarning never appears. Differences handled h
   chunk sizes computed at once, so shapes are known as in NumPy.
 - Empty operands hold no values: NumPy itself runs on them, so their results and errors are
   NumPy's, and nothing is computed.
+- A call NumPy rejects on stand-ins of its arguments (``dispatch.targets._oracle``: same dtypes,
+  axes cut to two) is refused, so NumPy raises its own error.
 - No views: an array sliced from a Dask array does not see later writes into it.
 """
 
@@ -41,7 +43,7 @@ from dispatch import cluster
 from dispatch.devices import DASK
 from dispatch.selector import Backend
 from dispatch.targets import Target, Unavailable, Unsupported
-from dispatch.targets._oracle import expected
+from dispatch.targets._oracle import expected, rejects
 
 __all__ = ["DaskTarget"]
 
@@ -72,6 +74,14 @@ _REFUSED = {
 
 # Ops that are methods of a Dask array rather than functions of dask.array.
 _METHODS = {"copy", "astype", "ascontiguousarray", "asfortranarray"}
+
+# Ops whose arguments hold indices or lengths (or dimension counts): stand-ins cut to two
+# elements can be rejected where the call itself is valid, so Dask runs them and raises what
+# NumPy would, itself.
+_INDEX_VALUED = frozenset({
+    "take", "compress", "choose", "delete", "insert", "repeat", "ravel_multi_index", "unravel_index",
+    "histogramdd", "histogram2d", "cross", "linalg.cross", "linalg.tensorinv", "linalg.tensorsolve",
+})
 
 
 class DaskTarget(Target):
@@ -202,10 +212,13 @@ class DaskTarget(Target):
         if arrays and all(a.size == 0 for a in arrays):
             return self._on_empty(op, args, kwargs)
         fn = self._function(op)
-        # NumPy's result dtypes, learned from one-element stand-ins; where the stand-ins do not
-        # fit (index-dependent calls: take, delete, insert), Dask's own dtypes (from NumPy on its
-        # meta arrays) serve, and a call NumPy would reject raises in Dask, so NumPy decides.
+        # NumPy's result dtypes, learned from stand-ins (axes cut to two elements). A call NumPy
+        # rejects on them (a dtype it refuses, shapes that do not fit) is refused: NumPy raises
+        # its own error. Where stand-ins can mislead (arguments holding indices or lengths),
+        # Dask's own dtypes serve and Dask raises what NumPy would.
         want = None if op.local else expected(op.func, args, kwargs, _dtype_of)
+        if want is None and not op.local and name not in _INDEX_VALUED and rejects(op.func, args, kwargs, _dtype_of):
+            raise Unsupported("NumPy rejects this call (its dtypes, or its shapes cut to two): it decides the error")
         args, kwargs = _ADAPT.get(name, _same)(self, args, kwargs)
         with warnings.catch_warnings():
             # Dask's "not implemented by Dask" FutureWarning cannot arise (unimplemented ops are
