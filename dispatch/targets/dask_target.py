@@ -28,6 +28,7 @@ own "not implemented by Dask" FutureWarning never appears. Differences handled h
   NumPy's, and nothing is computed.
 - A call NumPy rejects on stand-ins of its arguments (``dispatch.targets._oracle``: same dtypes,
   axes cut to two) is refused, so NumPy raises its own error.
+- A read-only host array (a broadcast view, a read-only memory map) stays read-only in Dask.
 - No views: an array sliced from a Dask array does not see later writes into it.
 """
 
@@ -48,6 +49,7 @@ from dispatch.targets._oracle import expected, rejects
 __all__ = ["DaskTarget"]
 
 _KINDS = "biufc"
+_READ_ONLY = "_dispatch_read_only"  # set on the Dask snapshot of a read-only host array
 
 # NumPy names Dask spells otherwise.
 _ALIASES = {
@@ -129,16 +131,19 @@ class DaskTarget(Target):
             raise Unsupported(f"dtype {array.dtype} is not chunked by dispatch")
         chunks = self.chunks(array.shape, array.dtype)
         client = cluster.client()
-        if client is None and array.flags.writeable:
+        writeable = array.flags.writeable
+        if client is None and writeable:
             array = array.copy()
         out = self.da.from_array(array, chunks=chunks, inline_array=True, name=_host_name())
         if cluster.gpu_workers():
             out = self.on_gpu(out)
-        if client is None:
-            return out
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Sending large graph", UserWarning)  # it is the data itself
-            return client.persist(out)
+        if client is not None:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Sending large graph", UserWarning)  # it is the data itself
+                out = client.persist(out)
+        if not writeable:  # a broadcast view, a read-only memory map: writes raise, as NumPy's do
+            setattr(out, _READ_ONLY, True)
+        return out
 
     def on_gpu(self, arr: Any) -> Any:
         """NumPy chunks as CuPy chunks (GPU workers)."""
@@ -156,6 +161,7 @@ class DaskTarget(Target):
         return native if self.owns(native) else self.from_host(np.asarray(native))
 
     def assign(self, dst: Any, src: Any) -> None:
+        _check_writeable(dst)
         if not self.owns(src):
             src = np.asarray(src) if type(src).__module__.startswith("numpy") else src
         if dst.size == 0:  # nothing to write (Dask cannot assign into an empty array)
@@ -200,6 +206,7 @@ class DaskTarget(Target):
         if name == "__getitem__":
             return _indexed(args[0], _dask_key(args[1]))
         if name == "__setitem__":
+            _check_writeable(args[0])
             args[0][_dask_key(args[1])] = args[2]
             return None
         arrays = _arrays(args, kwargs, self.da.Array)
@@ -498,6 +505,12 @@ def _arrays(args: tuple, kwargs: dict, kind: type) -> list[Any]:
 
 def _dtype_of(x: Any) -> np.dtype:
     return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+def _check_writeable(a: Any) -> None:
+    """Writes into the Dask snapshot of a read-only host array raise, as NumPy's do."""
+    if getattr(a, _READ_ONLY, False):
+        raise ValueError("assignment destination is read-only")
 
 
 def _indexed(a: Any, key: Any) -> Any:
