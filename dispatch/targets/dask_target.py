@@ -28,6 +28,10 @@ own "not implemented by Dask" FutureWarning never appears. Differences handled h
   NumPy's, and nothing is computed.
 - A call NumPy rejects on stand-ins of its arguments (``dispatch.targets._oracle``: same dtypes,
   axes cut to two) is refused, so NumPy raises its own error.
+- Errors that depend on values (a singular matrix, an index out of range, a negative integer
+  exponent): operands that fit in one chunk go to NumPy, which raises at the call; on larger
+  ones Dask raises the same error when the result is computed. An integer index array held by
+  Dask is computed first (Dask would read out-of-range indices of a lazy one as other elements).
 - A read-only host array (a broadcast view, a read-only memory map) stays read-only in Dask.
 - No views: an array sliced from a Dask array does not see later writes into it.
 """
@@ -218,6 +222,9 @@ class DaskTarget(Target):
         self._check(op, name, args, kwargs)
         if arrays and all(a.size == 0 for a in arrays):
             return self._on_empty(op, args, kwargs)
+        if name in _VALUE_ERRORS and _one_chunk(arrays) and _VALUE_ERRORS[name][1](args):
+            # Dask for data that fits one chunk gains nothing: NumPy raises at the call.
+            raise Unsupported(f"{_VALUE_ERRORS[name][0]}: Dask meets it only when computing, NumPy at the call")
         fn = self._function(op)
         # NumPy's result dtypes, learned from stand-ins (axes cut to two elements). A call NumPy
         # rejects on them (a dtype it refuses, shapes that do not fit) is refused: NumPy raises
@@ -303,6 +310,42 @@ class DaskTarget(Target):
         return fn
 
 
+# ---- errors that depend on the values ------------------------------------------------------------------
+
+# Calls that fail on some values (a singular or not positive definite matrix, NaNs an SVD does
+# not converge on, an index or a choice out of range, an all-NaN slice, a negative integer
+# exponent), which Dask meets only when it computes. Operands that fit in one chunk, where Dask
+# gains nothing, go to NumPy, which raises at the call.
+# Larger data is not read twice to look first: the same error is raised when the result is computed.
+# name -> (what may fail, whether this call can fail so)
+_VALUE_ERRORS: dict[str, tuple[str, Any]] = {
+    **dict.fromkeys(["linalg.inv", "linalg.solve", "linalg.cholesky", "linalg.svd"],
+                    ("a singular, not positive definite or non-finite matrix", lambda args: True)),
+    "choose": ("a choice out of range", lambda args: True),
+    "ravel_multi_index": ("an index out of range", lambda args: True),
+    "unravel_index": ("an index out of range", lambda args: True),
+    **dict.fromkeys(["nanargmax", "nanargmin"], ("an all-NaN slice", lambda args: _kind(args[0]) in "fc")),
+    **dict.fromkeys(["power", "pow"], ("a negative integer exponent", lambda args: _integer_power(*args[:2]))),
+}
+
+
+def _kind(x: Any) -> str:
+    """The dtype kind of an array or a scalar; Python numbers count as NumPy's weak scalars."""
+    if hasattr(x, "dtype"):
+        return x.dtype.kind
+    return {bool: "b", int: "i", float: "f", complex: "c"}.get(type(x), "O")
+
+
+def _integer_power(base: Any, exponent: Any = 1.0) -> bool:
+    """Whether NumPy raises for a negative exponent here: integer powers by a signed array."""
+    return _kind(base) in "biu" and _kind(exponent) == "i" and hasattr(exponent, "dtype")
+
+
+def _one_chunk(arrays: list[Any]) -> bool:
+    """Whether the operands together fit in one chunk."""
+    return sum(a.nbytes for a in arrays) <= cluster.chunk_bytes()
+
+
 # ---- per-op adapters: (target, args, kwargs) -> (args, kwargs) ---------------------------------------
 
 
@@ -315,9 +358,18 @@ def _take(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     axis = rest[0] if rest else kwargs.pop("axis", None)
     if kwargs.pop("mode", "raise") != "raise" or rest[1:]:
         raise Unsupported("take with mode= or out=")
+    indices = _concrete(indices)
     if axis is None:
         return (target.da.ravel(a), indices, 0), kwargs
     return (a, indices, axis), kwargs
+
+
+def _power(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """An integer array to a negative scalar power is an error NumPy raises at once."""
+    if len(args) > 1 and _kind(args[0]) in "biu" and isinstance(args[1], (int, np.integer)) \
+            and not isinstance(args[1], bool) and args[1] < 0:
+        raise Unsupported("an integer array to a negative power: NumPy raises")
+    return args, kwargs
 
 
 def _flat_if_no_axis(at: int, ravel: tuple[int, ...] = (0,)) -> Any:
@@ -459,6 +511,8 @@ def _axes_nd(last: int | None) -> Any:
 
 _ADAPT = {
     "take": _take,
+    "power": _power,
+    "pow": _power,
     "insert": _flat_if_no_axis(3),
     "delete": _flat_if_no_axis(2),
     "append": _flat_if_no_axis(2, ravel=(0, 1)),
@@ -525,12 +579,23 @@ def _indexed(a: Any, key: Any) -> Any:
 
 
 def _dask_key(key: Any) -> Any:
-    """Index lists become arrays (Dask reads a list of slices differently)."""
+    """Index lists become arrays (Dask reads a list of slices differently); integer index
+    arrays held by Dask are computed (see ``_concrete``)."""
     if isinstance(key, list):
         return np.asarray(key)
     if isinstance(key, tuple):
-        return tuple(np.asarray(k) if isinstance(k, list) else k for k in key)
-    return key
+        return tuple(np.asarray(k) if isinstance(k, list) else _concrete(k) for k in key)
+    return _concrete(key)
+
+
+def _concrete(index: Any) -> Any:
+    """An integer index array held by Dask, computed: Dask checks the range of NumPy indices
+    at once, as NumPy does, but reads out-of-range indices of a lazy index array as other
+    elements. Boolean masks stay lazy (their shape is checked at once)."""
+    if type(index).__module__.startswith("dask.array") and getattr(index, "dtype", None) is not None \
+            and index.dtype.kind in "iu":
+        return _host_array(index.compute())
+    return index
 
 
 def _host_name() -> str:
