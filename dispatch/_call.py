@@ -219,6 +219,9 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
         return device_out
     if op.work == "random":
         return to_forced_device(wrap(result))
+    for original, copy in copies.values():
+        if copy is result and isinstance(original, ndarray):
+            return original  # NumPy handed an argument back as it is: that array, on its device
     return wrap(result, out_of=(args, kwargs))
 
 

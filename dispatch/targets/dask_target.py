@@ -33,7 +33,8 @@ own "not implemented by Dask" FutureWarning never appears. Differences handled h
   ones Dask raises the same error when the result is computed. An integer index array held by
   Dask is computed first (Dask would read out-of-range indices of a lazy one as other elements).
 - A read-only host array (a broadcast view, a read-only memory map) stays read-only in Dask.
-- No views: an array sliced from a Dask array does not see later writes into it.
+- No views: an array sliced from a Dask array does not see later writes into it. No memory
+  layout: a Dask array computes to C order (``ascontiguousarray`` and ``require`` hand it back).
 """
 
 from __future__ import annotations
@@ -225,7 +226,8 @@ class DaskTarget(Target):
         if name in _VALUE_ERRORS and _one_chunk(arrays) and _VALUE_ERRORS[name][1](args):
             # Dask for data that fits one chunk gains nothing: NumPy raises at the call.
             raise Unsupported(f"{_VALUE_ERRORS[name][0]}: Dask meets it only when computing, NumPy at the call")
-        fn = self._function(op)
+        own = _OWN.get(name)
+        fn = self._function(op) if own is None else None
         # NumPy's result dtypes, learned from stand-ins (axes cut to two elements). A call NumPy
         # rejects on them (a dtype it refuses, shapes that do not fit) is refused: NumPy raises
         # its own error. Where stand-ins can mislead (arguments holding indices or lengths),
@@ -233,13 +235,16 @@ class DaskTarget(Target):
         want = None if op.local else expected(op.func, args, kwargs, _dtype_of)
         if want is None and not op.local and name not in _INDEX_VALUED and rejects(op.func, args, kwargs, _dtype_of):
             raise Unsupported("NumPy rejects this call (its dtypes, or its shapes cut to two): it decides the error")
-        args, kwargs = _ADAPT.get(name, _same)(self, args, kwargs)
-        with warnings.catch_warnings():
-            # Dask's "not implemented by Dask" FutureWarning cannot arise (unimplemented ops are
-            # refused above); its chunking advice is not the user's concern.
-            warnings.simplefilter("ignore", FutureWarning)
-            warnings.simplefilter("ignore", getattr(self.da, "PerformanceWarning", FutureWarning))
-            result = fn(*args, **kwargs)
+        if own is not None:
+            result = own(self, args, kwargs)
+        else:
+            args, kwargs = _ADAPT.get(name, _same)(self, args, kwargs)
+            with warnings.catch_warnings():
+                # Dask's "not implemented by Dask" FutureWarning cannot arise (unimplemented ops are
+                # refused above); its chunking advice is not the user's concern.
+                warnings.simplefilter("ignore", FutureWarning)
+                warnings.simplefilter("ignore", getattr(self.da, "PerformanceWarning", FutureWarning))
+                result = fn(*args, **kwargs)
         return _match(self.da, result, want, scalar_0d=not op.local)
 
     def _on_empty(self, op: Any, args: tuple, kwargs: dict) -> Any:
@@ -344,6 +349,104 @@ def _integer_power(base: Any, exponent: Any = 1.0) -> bool:
 def _one_chunk(arrays: list[Any]) -> bool:
     """Whether the operands together fit in one chunk."""
     return sum(a.nbytes for a in arrays) <= cluster.chunk_bytes()
+
+
+# ---- ops run here rather than as dask.array's: (target, args, kwargs) -> result ----------------------------
+
+
+def _real(target: Any, args: tuple, kwargs: dict) -> Any:
+    """A real array's real part is the array itself in NumPy."""
+    a = args[0] if args else kwargs["val"]
+    return a if a.dtype.kind != "c" else target.da.real(a)
+
+
+def _real_if_close(target: Any, args: tuple, kwargs: dict) -> Any:
+    a = args[0] if args else kwargs["a"]
+    if a.dtype.kind != "c":
+        return a
+    raise Unsupported("real_if_close of a complex array: its result dtype depends on the values", lasting=True)
+
+
+def _asarray_chkfinite(target: Any, args: tuple, kwargs: dict) -> Any:
+    """The array itself once it is known to be finite: one pass over it, on the cluster."""
+    a, *rest = args
+    dtype = rest[0] if rest else kwargs.get("dtype")
+    if rest[1:] or kwargs.get("order") not in (None, "C", "F", "A", "K"):
+        raise Unsupported("asarray_chkfinite with order=")
+    if dtype is not None and np.dtype(dtype) != a.dtype:
+        a = a.astype(dtype)
+    if a.dtype.kind in "fc" and not bool(_host_array(target.da.isfinite(a).all().compute())):
+        raise Unsupported("infinities or NaNs: NumPy raises")
+    return a
+
+
+def _require(target: Any, args: tuple, kwargs: dict) -> Any:
+    """A Dask array has no memory layout (it computes to C order), owns what it holds and is
+    writable unless made from a read-only host array: only a dtype, or writability, changes it."""
+    a, *rest = args
+    dtype = rest[0] if rest else kwargs.get("dtype")
+    requirements = rest[1] if len(rest) > 1 else kwargs.get("requirements")
+    if len(rest) > 2 or kwargs.keys() - {"dtype", "requirements"}:
+        raise Unsupported("require with like=")
+    wanted = {requirements} if isinstance(requirements, str) else set(requirements or ())
+    wanted = {_REQUIREMENTS.get(str(r).upper(), "?") for r in wanted}
+    if "?" in wanted or {"C", "F"} <= wanted:
+        raise Unsupported(f"require({requirements!r}): NumPy decides")
+    out = a if dtype is None or np.dtype(dtype) == a.dtype else a.astype(dtype)
+    if "W" in wanted and getattr(out, _READ_ONLY, False):
+        out = out.copy()  # NumPy copies a read-only array
+    return out
+
+
+_REQUIREMENTS = {
+    **dict.fromkeys(["C", "C_CONTIGUOUS", "CONTIGUOUS"], "C"), **dict.fromkeys(["F", "F_CONTIGUOUS", "FORTRAN"], "F"),
+    **dict.fromkeys(["A", "ALIGNED"], "A"), **dict.fromkeys(["W", "WRITEABLE"], "W"),
+    **dict.fromkeys(["O", "OWNDATA"], "O"), **dict.fromkeys(["E", "ENSUREARRAY"], "E"),
+}
+
+
+def _squeeze(target: Any, args: tuple, kwargs: dict) -> Any:
+    a = args[0] if args else kwargs["a"]
+    axis = args[1] if len(args) > 1 else kwargs.get("axis")
+    if a.ndim == 0 and axis is None:
+        return a  # NumPy hands a 0-d array back
+    return target.da.squeeze(a, axis=axis)
+
+
+def _flip(target: Any, args: tuple, kwargs: dict) -> Any:
+    from dispatch._array import device_scalar
+
+    a = args[0] if args else kwargs["m"]
+    axis = args[1] if len(args) > 1 else kwargs.get("axis")
+    if a.ndim == 0 and axis is None:
+        return device_scalar(a.copy())  # NumPy indexes with (): a scalar
+    return target.da.flip(a, axis=axis)
+
+
+def _allclose(target: Any, args: tuple, kwargs: dict) -> bool:
+    """NumPy's ``allclose`` is a Python bool: computed on the cluster, read back."""
+    return bool(_host_array(target.da.allclose(*args, **kwargs).compute()))
+
+
+def _searchsorted(target: Any, args: tuple, kwargs: dict) -> Any:
+    """Dask searches an array of values: a 0-d one is searched as one element."""
+    p = {**dict(zip(("a", "v", "side", "sorter"), args, strict=False)), **kwargs}
+    v, side, sorter = p["v"], p.get("side", "left"), p.get("sorter")
+    if getattr(v, "ndim", np.ndim(v)) != 0:
+        return target.da.searchsorted(p["a"], v, side=side, sorter=sorter)
+    return target.da.searchsorted(p["a"], target.da.asarray(v).reshape(1), side=side, sorter=sorter)[0]
+
+
+_OWN = {
+    "real": _real,
+    "real_if_close": _real_if_close,
+    "asarray_chkfinite": _asarray_chkfinite,
+    "require": _require,
+    "squeeze": _squeeze,
+    "flip": _flip,
+    "allclose": _allclose,
+    "searchsorted": _searchsorted,
+}
 
 
 # ---- per-op adapters: (target, args, kwargs) -> (args, kwargs) ---------------------------------------
@@ -535,7 +638,9 @@ def _method(name: str) -> Any:
         return lambda a, *args, **kwargs: a.copy()
     if name == "astype":
         return lambda a, dtype, *args, **kwargs: a.astype(dtype) if kwargs.get("copy", True) or a.dtype != dtype else a
-    return lambda a, *args, **kwargs: a if not kwargs.get("dtype") else a.astype(kwargs["dtype"])
+    # ascontiguousarray, asfortranarray: a Dask array has no memory layout; NumPy makes a 0-d one 1-d.
+    return lambda a, *args, **kwargs: (a if a.ndim else a.reshape(1)) if not kwargs.get("dtype") else \
+        a.astype(kwargs["dtype"]).reshape(a.shape or (1,))
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
@@ -622,7 +727,7 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
     """NumPy's dtypes; results NumPy returns as scalars become device scalars (0-d, lazy).
     Without ``want`` (NumPy's description), Dask's dtypes stand and a 0-d result of a function
     (not of a view or copy) is a scalar, as NumPy's functions return."""
-    from dispatch._array import device_scalar
+    from dispatch._array import device_scalar, ndarray
 
     if want is None:
         if isinstance(result, (tuple, list)):
@@ -636,6 +741,8 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
     if len(items) != len(want.dtypes):
         raise Unsupported("Dask returned a different number of outputs than NumPy")
     for i, (item, dtype, scalar) in enumerate(zip(items, want.dtypes, want.scalars, strict=True)):
+        if isinstance(item, ndarray):  # a device scalar made here
+            item = item._data
         if not isinstance(item, da.Array):
             item = da.from_array(np.asarray(item), chunks=-1)
         item = _known_shape(item)
