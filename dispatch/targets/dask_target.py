@@ -32,6 +32,8 @@ own "not implemented by Dask" FutureWarning never appears. Differences handled h
   exponent): operands that fit in one chunk go to NumPy, which raises at the call; on larger
   ones Dask raises the same error when the result is computed. An integer index array held by
   Dask is computed first (Dask would read out-of-range indices of a lazy one as other elements).
+- Linear algebra computes integers in float64, as NumPy's does; ``lstsq`` is computed at once
+  (its outputs are small, and NumPy's residuals depend on the rank).
 - A read-only host array (a broadcast view, a read-only memory map) stays read-only in Dask.
 - No views: an array sliced from a Dask array does not see later writes into it. No memory
   layout: a Dask array computes to C order (``ascontiguousarray`` and ``require`` hand it back).
@@ -437,6 +439,26 @@ def _searchsorted(target: Any, args: tuple, kwargs: dict) -> Any:
     return target.da.searchsorted(p["a"], target.da.asarray(v).reshape(1), side=side, sorter=sorter)[0]
 
 
+def _lstsq_now(target: Any, args: tuple, kwargs: dict) -> Any:
+    """Least squares on a tall matrix, computed at once (its outputs are small: n × k, and the
+    rank decides what NumPy returns). A rank-deficient matrix goes to NumPy: Dask solves with
+    its QR factors, NumPy gives the least-norm solution; so does one Dask cannot factorise
+    (non-finite values). A square matrix has empty residuals, as in NumPy."""
+    import dask
+
+    (a, b), _ = _lstsq(target, args, kwargs)
+    try:
+        x, residuals, rank, s = dask.compute(*target.da.linalg.lstsq(a, b))
+    except (np.linalg.LinAlgError, ValueError) as exc:
+        raise Unsupported(f"Dask's lstsq failed: {exc}") from None
+    if int(rank) < a.shape[1]:
+        raise Unsupported("a rank-deficient matrix: NumPy's solution is the least-norm one")
+    residuals = _host_array(residuals)
+    if a.shape[0] == a.shape[1]:
+        residuals = np.empty((0,), residuals.dtype)
+    return tuple(target.from_host(np.asarray(_host_array(v))) for v in (x, residuals, rank, s))
+
+
 _OWN = {
     "real": _real,
     "real_if_close": _real_if_close,
@@ -446,6 +468,7 @@ _OWN = {
     "flip": _flip,
     "allclose": _allclose,
     "searchsorted": _searchsorted,
+    "linalg.lstsq": _lstsq_now,
 }
 
 
@@ -499,7 +522,7 @@ def _cholesky(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     a = args[0]
     if a.ndim != 2 or kwargs.pop("upper", False):
         raise Unsupported("stacked or upper Cholesky factors")
-    return (_square_chunks(a),), {"lower": True}
+    return (_square_chunks(_float(a)),), {"lower": True}
 
 
 def _square_chunks(a: Any) -> Any:
@@ -519,15 +542,15 @@ def _solve(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     a, b = args[0], args[1]
     if a.ndim != 2 or b.ndim not in (1, 2) or kwargs:
         raise Unsupported("stacked matrices")
-    a = _square_chunks(a)
-    b = target.da.asarray(b).rechunk((a.chunks[0], *b.chunks[1:])) if hasattr(b, "rechunk") else b
+    a = _square_chunks(_float(a))
+    b = _float(target.da.asarray(b).rechunk((a.chunks[0], *b.chunks[1:])) if hasattr(b, "rechunk") else b)
     return (a, b), {}
 
 
 def _inv(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     if args[0].ndim != 2:
         raise Unsupported("stacked matrices")
-    return (_square_chunks(args[0]),), kwargs
+    return (_square_chunks(_float(args[0])),), kwargs
 
 
 def _svd(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -538,7 +561,7 @@ def _svd(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         raise Unsupported("stacked matrices, hermitian=True or compute_uv=False")
     if opts.get("full_matrices", True) and a.shape[0] != a.shape[1]:
         raise Unsupported("full_matrices=True of a non-square matrix (Dask computes the reduced SVD)")
-    return (_skinny(a),), {}
+    return (_skinny(_float(a)),), {}
 
 
 def _skinny(a: Any) -> Any:
@@ -556,7 +579,7 @@ def _qr(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     mode = args[1] if len(args) > 1 else kwargs.get("mode", "reduced")
     if a.ndim != 2 or mode != "reduced" or a.shape[0] < a.shape[1]:
         raise Unsupported("only the reduced QR of a tall (or square) matrix")
-    return (_skinny(a),), {}
+    return (_skinny(_float(a)),), {}
 
 
 def _lstsq(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -564,9 +587,14 @@ def _lstsq(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     rcond = rest[0] if rest else kwargs.pop("rcond", None)
     if rcond is not None or kwargs or a.ndim != 2 or a.shape[0] < a.shape[1]:
         raise Unsupported("lstsq of a wide matrix, or with rcond=")
-    a = _skinny(a)
-    b = target.da.asarray(b).rechunk((a.chunks[0], *b.chunks[1:])) if hasattr(b, "rechunk") else b
+    a = _skinny(_float(a))
+    b = _float(target.da.asarray(b).rechunk((a.chunks[0], *b.chunks[1:])) if hasattr(b, "rechunk") else b)
     return (a, b), {}
+
+
+def _float(a: Any) -> Any:
+    """NumPy's linear algebra computes on integers and booleans in float64."""
+    return a.astype(np.float64) if getattr(a, "dtype", np.dtype("f8")).kind in "biu" else a
 
 
 def _reshape(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -625,7 +653,7 @@ _ADAPT = {
     "linalg.inv": _inv,
     "linalg.svd": _svd,
     "linalg.qr": _qr,
-    "linalg.lstsq": lambda t, args, kwargs: _lstsq(t, args, kwargs),
+    "linalg.norm": lambda t, args, kwargs: ((_float(args[0]), *args[1:]), kwargs),
     "reshape": lambda t, args, kwargs: _reshape(t, args, kwargs),
     **{f"fft.{n}": _fft(_axis_1d) for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")},
     **{f"fft.{n}": _fft(_axes_nd(2)) for n in ("fft2", "ifft2", "rfft2", "irfft2")},
