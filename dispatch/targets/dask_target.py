@@ -21,7 +21,8 @@ own "not implemented by Dask" FutureWarning never appears. Differences handled h
   fat) matrix with one chunk across its short side; ``full_matrices=True`` is refused unless
   the matrix is square. ``linalg.qr``: mode ``"reduced"`` only.
 - FFTs need the transformed axes in one chunk: they are rechunked so.
-- percentiles and quantiles: Dask's are approximate on chunked data; refused.
+- percentiles and quantiles: Dask's are approximate on chunked data; refused. ``unique`` and
+  ``union1d`` of floating arrays too (NaNs and signed zeros come out otherwise).
 - Results whose shape depends on values (boolean indexing, ``nonzero``, ``unique``) get their
   chunk sizes computed at once, so shapes are known as in NumPy.
 - Empty operands hold no values: NumPy itself runs on them, so their results and errors are
@@ -91,6 +92,12 @@ _INDEX_VALUED = frozenset({
     "take", "compress", "choose", "delete", "insert", "repeat", "ravel_multi_index", "unravel_index",
     "histogramdd", "histogram2d", "cross", "linalg.cross", "linalg.tensorinv", "linalg.tensorsolve",
 })
+
+# Sorting results where Dask's differ for floating inputs, however they are chunked.
+_INEXACT_REFUSED = {
+    "unique": "Dask's unique counts NaNs apart (NumPy collapses them) and may keep the other of -0.0 and 0.0",
+    "union1d": "Dask's union1d may keep the other of -0.0 and 0.0 than NumPy's",
+}
 
 
 class DaskTarget(Target):
@@ -298,6 +305,8 @@ class DaskTarget(Target):
             raise Unsupported("out= into a host array")
         if "like" in kwargs and kwargs["like"] is not None:
             raise Unsupported("like=")
+        if name in _INEXACT_REFUSED and any(a.dtype.kind in "fc" for a in _arrays(args, kwargs, self.da.Array)):
+            raise Unsupported(_INEXACT_REFUSED[name], lasting=True)
 
     def _function(self, op: Any) -> Any:
         fn = op.cache.get("dask")
