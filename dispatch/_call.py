@@ -204,7 +204,11 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     if op.mutates is not None and len(args) > op.mutates:
         target = args[op.mutates]
         if isinstance(target, ndarray) and not target.device.is_host:
-            result = op.func(*hargs, **hkwargs)
+            try:
+                result = op.func(*hargs, **hkwargs)
+            except Exception:
+                target._assign(hargs[op.mutates])  # NumPy keeps what it wrote before it raised (put, ufunc.at)
+                raise
             target._assign(hargs[op.mutates])  # the host copy got the writes
             return result
     out, device_out = kwargs.get("out"), None
