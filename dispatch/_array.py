@@ -113,10 +113,17 @@ class ndarray:
         return dispatch
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        return self._data.__dlpack__(**kwargs)
+        return self._exporter().__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self._data.__dlpack_device__()
+        return self._exporter().__dlpack_device__()
+
+    def _exporter(self) -> Any:
+        data = self._data
+        if not hasattr(data, "__dlpack__"):  # a lazy array (Dask) has no memory yet
+            raise BufferError(f"an array held by {self.device} has no memory to share through DLPack: "
+                              "compute it first (dispatch.compute)")
+        return data
 
     # ---- attributes ---------------------------------------------------------------------------
 

@@ -204,7 +204,11 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     if op.mutates is not None and len(args) > op.mutates:
         target = args[op.mutates]
         if isinstance(target, ndarray) and not target.device.is_host:
-            result = op.func(*hargs, **hkwargs)
+            try:
+                result = op.func(*hargs, **hkwargs)
+            except Exception:
+                target._assign(hargs[op.mutates])  # NumPy keeps what it wrote before it raised (put, ufunc.at)
+                raise
             target._assign(hargs[op.mutates])  # the host copy got the writes
             return result
     out, device_out = kwargs.get("out"), None
@@ -219,6 +223,9 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
         return device_out
     if op.work == "random":
         return to_forced_device(wrap(result))
+    for original, copy in copies.values():
+        if copy is result and isinstance(original, ndarray):
+            return original  # NumPy handed an argument back as it is: that array, on its device
     return wrap(result, out_of=(args, kwargs))
 
 

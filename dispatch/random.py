@@ -147,7 +147,7 @@ def _chunked(owner: Any, name: str, method: Any, args: tuple, kwargs: dict) -> A
 
     if name not in chunked.CHAINED[kind]:
         return None
-    plan = chunked.random_plan(kind, name, method, args, kwargs)
+    plan = chunked.random_plan(kind, _ALIASES.get(name, name), method, args, kwargs)  # ranf: random_sample
     if plan is None:
         return None
     legacy = kind == "legacy"

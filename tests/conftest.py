@@ -55,6 +55,21 @@ def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+@pytest.fixture(autouse=True)
+def _dask_in_the_calling_thread(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests with the ``dask`` backend parameter compute in the calling thread (Dask's
+    synchronous scheduler): the same graphs and values as with its thread pool, without the
+    pool's cost on every one of the suite's many small computations."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is None or callspec.params.get("backend") != "dask":
+        yield
+        return
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
 @pytest.fixture
 def forced(backend: str) -> Iterator[str]:
     """The test body runs with every call forced onto ``backend`` (``dispatch.using``)."""

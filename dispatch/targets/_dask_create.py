@@ -123,7 +123,9 @@ def create(target: Any, name: str, args: tuple, kwargs: dict) -> Any:
             n = operator.index(p["N"] if name == "eye" else p["n"])
             m = n if name == "identity" or p["M"] is None else operator.index(p["M"])
             dtype = np.dtype(p["dtype"] if p["dtype"] is not None else float)
-            side = max(1, int(math.sqrt(cluster.chunk_bytes() / dtype.itemsize)))
+            # Square chunks no taller than the matrix: Dask's eye leaves out column chunks when
+            # its chunk side lies between N and M.
+            side = max(1, min(int(math.sqrt(cluster.chunk_bytes() / dtype.itemsize)), n))
             out = da.eye(n, chunks=side, M=m, k=operator.index(p.get("k", 0)), dtype=dtype)
         else:
             shape = _shape(p["shape"])

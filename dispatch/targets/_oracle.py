@@ -23,7 +23,7 @@ import numpy as np
 
 from dispatch.targets import Unsupported
 
-__all__ = ["Expected", "expected", "indexing_gives_scalar"]
+__all__ = ["Expected", "expected", "indexing_gives_scalar", "rejects"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Expected:
         return self.dtypes[0]
 
 
-_cache: dict[Any, Expected | None] = {}
+_cache: dict[Any, tuple[Expected | None, bool]] = {}  # signature -> (description, rejected)
 
 
 def _small(shape: Any) -> tuple[int, ...]:
@@ -86,9 +86,20 @@ _VALUE_DEPENDENT = frozenset({np.linalg.eig, np.linalg.eigvals, np.roots, np.pol
 
 def expected(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> Expected | None:
     """NumPy's result description for ``func(*args, **kwargs)``; ``None`` if NumPy rejects
-    the stand-ins (the target should then refuse). ``Unsupported`` where stand-ins cannot
-    tell: a result dtype that depends on the values, or a one-shot iterator among the
-    arguments (running NumPy on it would consume it)."""
+    the stand-ins (the target should then refuse) or gives no array or NumPy scalar (a Python
+    ``bool``, a list). ``Unsupported`` where stand-ins cannot tell: a result dtype that
+    depends on the values, or a one-shot iterator among the arguments (running NumPy on it
+    would consume it)."""
+    return _learn(func, args, kwargs, dtype_of)[0]
+
+
+def rejects(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> bool:
+    """Whether NumPy raises on the stand-ins of this call (where ``expected`` is ``None``
+    because NumPy refused it, not because its result is a Python object)."""
+    return _learn(func, args, kwargs, dtype_of)[1]
+
+
+def _learn(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> tuple[Expected | None, bool]:
     if func in _VALUE_DEPENDENT:
         raise Unsupported(f"{func.__name__}: NumPy's result dtype depends on the values", lasting=True)
     if any(isinstance(a, Iterator) for a in (*args, *kwargs.values())):
@@ -106,12 +117,12 @@ def expected(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> Expected | 
             warnings.simplefilter("ignore")
             result = func(*stand_args, **stand_kwargs)
     except Exception:
-        found = None
+        learned: tuple[Expected | None, bool] = (None, True)
     else:
-        found = _describe(result)
+        learned = (_describe(result), False)
     if key is not None:
-        _cache[key] = found
-    return found
+        _cache[key] = learned
+    return learned
 
 
 def indexing_gives_scalar(key: Any) -> bool:

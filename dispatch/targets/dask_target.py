@@ -21,10 +21,23 @@ own "not implemented by Dask" FutureWarning never appears. Differences handled h
   fat) matrix with one chunk across its short side; ``full_matrices=True`` is refused unless
   the matrix is square. ``linalg.qr``: mode ``"reduced"`` only.
 - FFTs need the transformed axes in one chunk: they are rechunked so.
-- percentiles and quantiles: Dask's are approximate on chunked data; refused.
+- percentiles and quantiles: Dask's are approximate on chunked data; refused. ``unique`` and
+  ``union1d`` of floating arrays too (NaNs and signed zeros come out otherwise).
 - Results whose shape depends on values (boolean indexing, ``nonzero``, ``unique``) get their
   chunk sizes computed at once, so shapes are known as in NumPy.
-- No views: an array sliced from a Dask array does not see later writes into it.
+- Empty operands hold no values: NumPy itself runs on them, so their results and errors are
+  NumPy's, and nothing is computed.
+- A call NumPy rejects on stand-ins of its arguments (``dispatch.targets._oracle``: same dtypes,
+  axes cut to two) is refused, so NumPy raises its own error.
+- Errors that depend on values (a singular matrix, an index out of range, a negative integer
+  exponent): operands that fit in one chunk go to NumPy, which raises at the call; on larger
+  ones Dask raises the same error when the result is computed. An integer index array held by
+  Dask is computed first (Dask would read out-of-range indices of a lazy one as other elements).
+- Linear algebra computes integers in float64, as NumPy's does; ``lstsq`` is computed at once
+  (its outputs are small, and NumPy's residuals depend on the rank).
+- A read-only host array (a broadcast view, a read-only memory map) stays read-only in Dask.
+- No views: an array sliced from a Dask array does not see later writes into it. No memory
+  layout: a Dask array computes to C order (``ascontiguousarray`` and ``require`` hand it back).
 """
 
 from __future__ import annotations
@@ -39,11 +52,12 @@ from dispatch import cluster
 from dispatch.devices import DASK
 from dispatch.selector import Backend
 from dispatch.targets import Target, Unavailable, Unsupported
-from dispatch.targets._oracle import expected
+from dispatch.targets._oracle import expected, rejects
 
 __all__ = ["DaskTarget"]
 
 _KINDS = "biufc"
+_READ_ONLY = "_dispatch_read_only"  # set on the Dask snapshot of a read-only host array
 
 # NumPy names Dask spells otherwise.
 _ALIASES = {
@@ -70,6 +84,20 @@ _REFUSED = {
 
 # Ops that are methods of a Dask array rather than functions of dask.array.
 _METHODS = {"copy", "astype", "ascontiguousarray", "asfortranarray"}
+
+# Ops whose arguments hold indices or lengths (or dimension counts): stand-ins cut to two
+# elements can be rejected where the call itself is valid, so Dask runs them and raises what
+# NumPy would, itself.
+_INDEX_VALUED = frozenset({
+    "take", "compress", "choose", "delete", "insert", "repeat", "ravel_multi_index", "unravel_index",
+    "histogramdd", "histogram2d", "cross", "linalg.cross", "linalg.tensorinv", "linalg.tensorsolve",
+})
+
+# Sorting results where Dask's differ for floating inputs, however they are chunked.
+_INEXACT_REFUSED = {
+    "unique": "Dask's unique counts NaNs apart (NumPy collapses them) and may keep the other of -0.0 and 0.0",
+    "union1d": "Dask's union1d may keep the other of -0.0 and 0.0 than NumPy's",
+}
 
 
 class DaskTarget(Target):
@@ -104,6 +132,8 @@ class DaskTarget(Target):
         """Chunks of about ``cluster.chunk_bytes()`` each."""
         from dask.array.core import normalize_chunks
 
+        if 0 in shape:  # nothing to split (Dask's automatic chunking divides by the size)
+            return tuple((n,) for n in shape)
         return normalize_chunks("auto", shape, limit=cluster.chunk_bytes(), dtype=np.dtype(dtype))
 
     def from_host(self, array: np.ndarray) -> Any:
@@ -115,16 +145,19 @@ class DaskTarget(Target):
             raise Unsupported(f"dtype {array.dtype} is not chunked by dispatch")
         chunks = self.chunks(array.shape, array.dtype)
         client = cluster.client()
-        if client is None and array.flags.writeable:
+        writeable = array.flags.writeable
+        if client is None and writeable:
             array = array.copy()
         out = self.da.from_array(array, chunks=chunks, inline_array=True, name=_host_name())
         if cluster.gpu_workers():
             out = self.on_gpu(out)
-        if client is None:
-            return out
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Sending large graph", UserWarning)  # it is the data itself
-            return client.persist(out)
+        if client is not None:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Sending large graph", UserWarning)  # it is the data itself
+                out = client.persist(out)
+        if not writeable:  # a broadcast view, a read-only memory map: writes raise, as NumPy's do
+            setattr(out, _READ_ONLY, True)
+        return out
 
     def on_gpu(self, arr: Any) -> Any:
         """NumPy chunks as CuPy chunks (GPU workers)."""
@@ -142,8 +175,12 @@ class DaskTarget(Target):
         return native if self.owns(native) else self.from_host(np.asarray(native))
 
     def assign(self, dst: Any, src: Any) -> None:
+        _check_writeable(dst)
         if not self.owns(src):
             src = np.asarray(src) if type(src).__module__.startswith("numpy") else src
+        if dst.size == 0:  # nothing to write (Dask cannot assign into an empty array)
+            np.broadcast_shapes(np.shape(src), dst.shape)
+            return
         dst[...] = src
 
     def view(self, native: Any, dtype: np.dtype | None) -> Any:
@@ -183,27 +220,77 @@ class DaskTarget(Target):
         if name == "__getitem__":
             return _indexed(args[0], _dask_key(args[1]))
         if name == "__setitem__":
+            _check_writeable(args[0])
             args[0][_dask_key(args[1])] = args[2]
             return None
-        for a in _arrays(args, kwargs, self.da.Array):
+        arrays = _arrays(args, kwargs, self.da.Array)
+        for a in arrays:
             if a.dtype.kind not in _KINDS:
                 raise Unsupported(f"dtype {a.dtype}")
         if op.work == "create" and name in _creation().CREATORS:
             return _creation().create(self, name, args, kwargs)
         self._check(op, name, args, kwargs)
-        fn = self._function(op)
-        # NumPy's result dtypes, learned from one-element stand-ins; where the stand-ins do not
-        # fit (index-dependent calls: take, delete, insert), Dask's own dtypes (from NumPy on its
-        # meta arrays) serve, and a call NumPy would reject raises in Dask, so NumPy decides.
+        if arrays and all(a.size == 0 for a in arrays):
+            return self._on_empty(op, args, kwargs)
+        if name in _VALUE_ERRORS and _one_chunk(arrays) and _VALUE_ERRORS[name][1](args):
+            # Dask for data that fits one chunk gains nothing: NumPy raises at the call.
+            raise Unsupported(f"{_VALUE_ERRORS[name][0]}: Dask meets it only when computing, NumPy at the call")
+        own = _OWN.get(name)
+        fn = self._function(op) if own is None else None
+        # NumPy's result dtypes, learned from stand-ins (axes cut to two elements). A call NumPy
+        # rejects on them (a dtype it refuses, shapes that do not fit) is refused: NumPy raises
+        # its own error. Where stand-ins can mislead (arguments holding indices or lengths),
+        # Dask's own dtypes serve and Dask raises what NumPy would.
         want = None if op.local else expected(op.func, args, kwargs, _dtype_of)
-        args, kwargs = _ADAPT.get(name, _same)(self, args, kwargs)
-        with warnings.catch_warnings():
-            # Dask's "not implemented by Dask" FutureWarning cannot arise (unimplemented ops are
-            # refused above); its chunking advice is not the user's concern.
-            warnings.simplefilter("ignore", FutureWarning)
-            warnings.simplefilter("ignore", getattr(self.da, "PerformanceWarning", FutureWarning))
-            result = fn(*args, **kwargs)
+        if want is None and not op.local and name not in _INDEX_VALUED and rejects(op.func, args, kwargs, _dtype_of):
+            raise Unsupported("NumPy rejects this call (its dtypes, or its shapes cut to two): it decides the error")
+        if own is not None:
+            result = own(self, args, kwargs)
+        else:
+            args, kwargs = _ADAPT.get(name, _same)(self, args, kwargs)
+            with warnings.catch_warnings():
+                # Dask's "not implemented by Dask" FutureWarning cannot arise (unimplemented ops are
+                # refused above); its chunking advice is not the user's concern.
+                warnings.simplefilter("ignore", FutureWarning)
+                warnings.simplefilter("ignore", getattr(self.da, "PerformanceWarning", FutureWarning))
+                result = fn(*args, **kwargs)
         return _match(self.da, result, want, scalar_0d=not op.local)
+
+    def _on_empty(self, op: Any, args: tuple, kwargs: dict) -> Any:
+        """NumPy itself on empty operands: an empty array holds no values, so ``numpy.empty``
+        of its shape and dtype is the array, and nothing is computed. Every edge case of empty
+        input (a reduction without identity, an FFT of no points, an index into nothing) is
+        NumPy's own; the result is chunked again (an argument NumPy hands back is the Dask one)."""
+        originals: dict[int, Any] = {}
+
+        def host(value: Any) -> Any:
+            if isinstance(value, self.da.Array):
+                empty = np.empty(value.shape, value.dtype)
+                originals[id(empty)] = value
+                return empty
+            if type(value) in (list, tuple):
+                return type(value)(host(v) for v in value)
+            return value
+
+        try:
+            result = op.func(*host(args), **{k: host(v) for k, v in kwargs.items()})
+        except Exception as exc:
+            raise Unsupported(f"NumPy raises {type(exc).__name__} for this empty input: it decides") from None
+        return self._from_numpy(result, originals)
+
+    def _from_numpy(self, result: Any, originals: dict[int, Any]) -> Any:
+        """A NumPy result as this target's: arrays chunked, NumPy scalars as device scalars."""
+        from dispatch._array import device_scalar
+
+        if isinstance(result, np.ndarray):
+            return originals[id(result)] if id(result) in originals else self.from_host(result)
+        if isinstance(result, np.generic):
+            return device_scalar(self.from_host(np.asarray(result)))
+        if isinstance(result, tuple) and hasattr(result, "_fields"):
+            return type(result)(*(self._from_numpy(r, originals) for r in result))
+        if type(result) in (list, tuple):
+            return type(result)(self._from_numpy(r, originals) for r in result)
+        return result
 
     def _check(self, op: Any, name: str, args: tuple, kwargs: dict) -> None:
         if name in _REFUSED:
@@ -218,6 +305,8 @@ class DaskTarget(Target):
             raise Unsupported("out= into a host array")
         if "like" in kwargs and kwargs["like"] is not None:
             raise Unsupported("like=")
+        if name in _INEXACT_REFUSED and any(a.dtype.kind in "fc" for a in _arrays(args, kwargs, self.da.Array)):
+            raise Unsupported(_INEXACT_REFUSED[name], lasting=True)
 
     def _function(self, op: Any) -> Any:
         fn = op.cache.get("dask")
@@ -237,6 +326,161 @@ class DaskTarget(Target):
         return fn
 
 
+# ---- errors that depend on the values ------------------------------------------------------------------
+
+# Calls that fail on some values (a singular or not positive definite matrix, NaNs an SVD does
+# not converge on, an index or a choice out of range, an all-NaN slice, a negative integer
+# exponent), which Dask meets only when it computes. Operands that fit in one chunk, where Dask
+# gains nothing, go to NumPy, which raises at the call.
+# Larger data is not read twice to look first: the same error is raised when the result is computed.
+# name -> (what may fail, whether this call can fail so)
+_VALUE_ERRORS: dict[str, tuple[str, Any]] = {
+    **dict.fromkeys(["linalg.inv", "linalg.solve", "linalg.cholesky", "linalg.svd"],
+                    ("a singular, not positive definite or non-finite matrix", lambda args: True)),
+    "choose": ("a choice out of range", lambda args: True),
+    "ravel_multi_index": ("an index out of range", lambda args: True),
+    "unravel_index": ("an index out of range", lambda args: True),
+    **dict.fromkeys(["nanargmax", "nanargmin"], ("an all-NaN slice", lambda args: _kind(args[0]) in "fc")),
+    **dict.fromkeys(["power", "pow"], ("a negative integer exponent", lambda args: _integer_power(*args[:2]))),
+}
+
+
+def _kind(x: Any) -> str:
+    """The dtype kind of an array or a scalar; Python numbers count as NumPy's weak scalars."""
+    if hasattr(x, "dtype"):
+        return x.dtype.kind
+    return {bool: "b", int: "i", float: "f", complex: "c"}.get(type(x), "O")
+
+
+def _integer_power(base: Any, exponent: Any = 1.0) -> bool:
+    """Whether NumPy raises for a negative exponent here: integer powers by a signed array."""
+    return _kind(base) in "biu" and _kind(exponent) == "i" and hasattr(exponent, "dtype")
+
+
+def _one_chunk(arrays: list[Any]) -> bool:
+    """Whether the operands together fit in one chunk."""
+    return sum(a.nbytes for a in arrays) <= cluster.chunk_bytes()
+
+
+# ---- ops run here rather than as dask.array's: (target, args, kwargs) -> result ----------------------------
+
+
+def _real(target: Any, args: tuple, kwargs: dict) -> Any:
+    """A real array's real part is the array itself in NumPy."""
+    a = args[0] if args else kwargs["val"]
+    return a if a.dtype.kind != "c" else target.da.real(a)
+
+
+def _real_if_close(target: Any, args: tuple, kwargs: dict) -> Any:
+    a = args[0] if args else kwargs["a"]
+    if a.dtype.kind != "c":
+        return a
+    raise Unsupported("real_if_close of a complex array: its result dtype depends on the values", lasting=True)
+
+
+def _asarray_chkfinite(target: Any, args: tuple, kwargs: dict) -> Any:
+    """The array itself once it is known to be finite: one pass over it, on the cluster."""
+    a, *rest = args
+    dtype = rest[0] if rest else kwargs.get("dtype")
+    if rest[1:] or kwargs.get("order") not in (None, "C", "F", "A", "K"):
+        raise Unsupported("asarray_chkfinite with order=")
+    if dtype is not None and np.dtype(dtype) != a.dtype:
+        a = a.astype(dtype)
+    if a.dtype.kind in "fc" and not bool(_host_array(target.da.isfinite(a).all().compute())):
+        raise Unsupported("infinities or NaNs: NumPy raises")
+    return a
+
+
+def _require(target: Any, args: tuple, kwargs: dict) -> Any:
+    """A Dask array has no memory layout (it computes to C order), owns what it holds and is
+    writable unless made from a read-only host array: only a dtype, or writability, changes it."""
+    a, *rest = args
+    dtype = rest[0] if rest else kwargs.get("dtype")
+    requirements = rest[1] if len(rest) > 1 else kwargs.get("requirements")
+    if len(rest) > 2 or kwargs.keys() - {"dtype", "requirements"}:
+        raise Unsupported("require with like=")
+    wanted = {requirements} if isinstance(requirements, str) else set(requirements or ())
+    wanted = {_REQUIREMENTS.get(str(r).upper(), "?") for r in wanted}
+    if "?" in wanted or {"C", "F"} <= wanted:
+        raise Unsupported(f"require({requirements!r}): NumPy decides")
+    out = a if dtype is None or np.dtype(dtype) == a.dtype else a.astype(dtype)
+    if "W" in wanted and getattr(out, _READ_ONLY, False):
+        out = out.copy()  # NumPy copies a read-only array
+    return out
+
+
+_REQUIREMENTS = {
+    **dict.fromkeys(["C", "C_CONTIGUOUS", "CONTIGUOUS"], "C"), **dict.fromkeys(["F", "F_CONTIGUOUS", "FORTRAN"], "F"),
+    **dict.fromkeys(["A", "ALIGNED"], "A"), **dict.fromkeys(["W", "WRITEABLE"], "W"),
+    **dict.fromkeys(["O", "OWNDATA"], "O"), **dict.fromkeys(["E", "ENSUREARRAY"], "E"),
+}
+
+
+def _squeeze(target: Any, args: tuple, kwargs: dict) -> Any:
+    a = args[0] if args else kwargs["a"]
+    axis = args[1] if len(args) > 1 else kwargs.get("axis")
+    if a.ndim == 0 and axis is None:
+        return a  # NumPy hands a 0-d array back
+    return target.da.squeeze(a, axis=axis)
+
+
+def _flip(target: Any, args: tuple, kwargs: dict) -> Any:
+    from dispatch._array import device_scalar
+
+    a = args[0] if args else kwargs["m"]
+    axis = args[1] if len(args) > 1 else kwargs.get("axis")
+    if a.ndim == 0 and axis is None:
+        return device_scalar(a.copy())  # NumPy indexes with (): a scalar
+    return target.da.flip(a, axis=axis)
+
+
+def _allclose(target: Any, args: tuple, kwargs: dict) -> bool:
+    """NumPy's ``allclose`` is a Python bool: computed on the cluster, read back."""
+    return bool(_host_array(target.da.allclose(*args, **kwargs).compute()))
+
+
+def _searchsorted(target: Any, args: tuple, kwargs: dict) -> Any:
+    """Dask searches an array of values: a 0-d one is searched as one element."""
+    p = {**dict(zip(("a", "v", "side", "sorter"), args, strict=False)), **kwargs}
+    v, side, sorter = p["v"], p.get("side", "left"), p.get("sorter")
+    if getattr(v, "ndim", np.ndim(v)) != 0:
+        return target.da.searchsorted(p["a"], v, side=side, sorter=sorter)
+    return target.da.searchsorted(p["a"], target.da.asarray(v).reshape(1), side=side, sorter=sorter)[0]
+
+
+def _lstsq_now(target: Any, args: tuple, kwargs: dict) -> Any:
+    """Least squares on a tall matrix, computed at once (its outputs are small: n × k, and the
+    rank decides what NumPy returns). A rank-deficient matrix goes to NumPy: Dask solves with
+    its QR factors, NumPy gives the least-norm solution; so does one Dask cannot factorise
+    (non-finite values). A square matrix has empty residuals, as in NumPy."""
+    import dask
+
+    (a, b), _ = _lstsq(target, args, kwargs)
+    try:
+        x, residuals, rank, s = dask.compute(*target.da.linalg.lstsq(a, b))
+    except (np.linalg.LinAlgError, ValueError) as exc:
+        raise Unsupported(f"Dask's lstsq failed: {exc}") from None
+    if int(rank) < a.shape[1]:
+        raise Unsupported("a rank-deficient matrix: NumPy's solution is the least-norm one")
+    residuals = _host_array(residuals)
+    if a.shape[0] == a.shape[1]:
+        residuals = np.empty((0,), residuals.dtype)
+    return tuple(target.from_host(np.asarray(_host_array(v))) for v in (x, residuals, rank, s))
+
+
+_OWN = {
+    "real": _real,
+    "real_if_close": _real_if_close,
+    "asarray_chkfinite": _asarray_chkfinite,
+    "require": _require,
+    "squeeze": _squeeze,
+    "flip": _flip,
+    "allclose": _allclose,
+    "searchsorted": _searchsorted,
+    "linalg.lstsq": _lstsq_now,
+}
+
+
 # ---- per-op adapters: (target, args, kwargs) -> (args, kwargs) ---------------------------------------
 
 
@@ -249,9 +493,18 @@ def _take(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     axis = rest[0] if rest else kwargs.pop("axis", None)
     if kwargs.pop("mode", "raise") != "raise" or rest[1:]:
         raise Unsupported("take with mode= or out=")
+    indices = _concrete(indices)
     if axis is None:
         return (target.da.ravel(a), indices, 0), kwargs
     return (a, indices, axis), kwargs
+
+
+def _power(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """An integer array to a negative scalar power is an error NumPy raises at once."""
+    if len(args) > 1 and _kind(args[0]) in "biu" and isinstance(args[1], (int, np.integer)) \
+            and not isinstance(args[1], bool) and args[1] < 0:
+        raise Unsupported("an integer array to a negative power: NumPy raises")
+    return args, kwargs
 
 
 def _flat_if_no_axis(at: int, ravel: tuple[int, ...] = (0,)) -> Any:
@@ -278,7 +531,7 @@ def _cholesky(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     a = args[0]
     if a.ndim != 2 or kwargs.pop("upper", False):
         raise Unsupported("stacked or upper Cholesky factors")
-    return (_square_chunks(a),), {"lower": True}
+    return (_square_chunks(_float(a)),), {"lower": True}
 
 
 def _square_chunks(a: Any) -> Any:
@@ -298,15 +551,15 @@ def _solve(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     a, b = args[0], args[1]
     if a.ndim != 2 or b.ndim not in (1, 2) or kwargs:
         raise Unsupported("stacked matrices")
-    a = _square_chunks(a)
-    b = target.da.asarray(b).rechunk((a.chunks[0], *b.chunks[1:])) if hasattr(b, "rechunk") else b
+    a = _square_chunks(_float(a))
+    b = _float(target.da.asarray(b).rechunk((a.chunks[0], *b.chunks[1:])) if hasattr(b, "rechunk") else b)
     return (a, b), {}
 
 
 def _inv(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     if args[0].ndim != 2:
         raise Unsupported("stacked matrices")
-    return (_square_chunks(args[0]),), kwargs
+    return (_square_chunks(_float(args[0])),), kwargs
 
 
 def _svd(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -317,7 +570,7 @@ def _svd(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         raise Unsupported("stacked matrices, hermitian=True or compute_uv=False")
     if opts.get("full_matrices", True) and a.shape[0] != a.shape[1]:
         raise Unsupported("full_matrices=True of a non-square matrix (Dask computes the reduced SVD)")
-    return (_skinny(a),), {}
+    return (_skinny(_float(a)),), {}
 
 
 def _skinny(a: Any) -> Any:
@@ -335,7 +588,7 @@ def _qr(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     mode = args[1] if len(args) > 1 else kwargs.get("mode", "reduced")
     if a.ndim != 2 or mode != "reduced" or a.shape[0] < a.shape[1]:
         raise Unsupported("only the reduced QR of a tall (or square) matrix")
-    return (_skinny(a),), {}
+    return (_skinny(_float(a)),), {}
 
 
 def _lstsq(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -343,9 +596,14 @@ def _lstsq(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     rcond = rest[0] if rest else kwargs.pop("rcond", None)
     if rcond is not None or kwargs or a.ndim != 2 or a.shape[0] < a.shape[1]:
         raise Unsupported("lstsq of a wide matrix, or with rcond=")
-    a = _skinny(a)
-    b = target.da.asarray(b).rechunk((a.chunks[0], *b.chunks[1:])) if hasattr(b, "rechunk") else b
+    a = _skinny(_float(a))
+    b = _float(target.da.asarray(b).rechunk((a.chunks[0], *b.chunks[1:])) if hasattr(b, "rechunk") else b)
     return (a, b), {}
+
+
+def _float(a: Any) -> Any:
+    """NumPy's linear algebra computes on integers and booleans in float64."""
+    return a.astype(np.float64) if getattr(a, "dtype", np.dtype("f8")).kind in "biu" else a
 
 
 def _reshape(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -393,6 +651,8 @@ def _axes_nd(last: int | None) -> Any:
 
 _ADAPT = {
     "take": _take,
+    "power": _power,
+    "pow": _power,
     "insert": _flat_if_no_axis(3),
     "delete": _flat_if_no_axis(2),
     "append": _flat_if_no_axis(2, ravel=(0, 1)),
@@ -402,7 +662,7 @@ _ADAPT = {
     "linalg.inv": _inv,
     "linalg.svd": _svd,
     "linalg.qr": _qr,
-    "linalg.lstsq": lambda t, args, kwargs: _lstsq(t, args, kwargs),
+    "linalg.norm": lambda t, args, kwargs: ((_float(args[0]), *args[1:]), kwargs),
     "reshape": lambda t, args, kwargs: _reshape(t, args, kwargs),
     **{f"fft.{n}": _fft(_axis_1d) for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")},
     **{f"fft.{n}": _fft(_axes_nd(2)) for n in ("fft2", "ifft2", "rfft2", "irfft2")},
@@ -415,7 +675,9 @@ def _method(name: str) -> Any:
         return lambda a, *args, **kwargs: a.copy()
     if name == "astype":
         return lambda a, dtype, *args, **kwargs: a.astype(dtype) if kwargs.get("copy", True) or a.dtype != dtype else a
-    return lambda a, *args, **kwargs: a if not kwargs.get("dtype") else a.astype(kwargs["dtype"])
+    # ascontiguousarray, asfortranarray: a Dask array has no memory layout; NumPy makes a 0-d one 1-d.
+    return lambda a, *args, **kwargs: (a if a.ndim else a.reshape(1)) if not kwargs.get("dtype") else \
+        a.astype(kwargs["dtype"]).reshape(a.shape or (1,))
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
@@ -441,6 +703,12 @@ def _dtype_of(x: Any) -> np.dtype:
     return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
 
 
+def _check_writeable(a: Any) -> None:
+    """Writes into the Dask snapshot of a read-only host array raise, as NumPy's do."""
+    if getattr(a, _READ_ONLY, False):
+        raise ValueError("assignment destination is read-only")
+
+
 def _indexed(a: Any, key: Any) -> Any:
     """``a[key]``; a full integer index gives a (device) scalar, as NumPy's does."""
     result = _known_shape(a[key])
@@ -453,12 +721,23 @@ def _indexed(a: Any, key: Any) -> Any:
 
 
 def _dask_key(key: Any) -> Any:
-    """Index lists become arrays (Dask reads a list of slices differently)."""
+    """Index lists become arrays (Dask reads a list of slices differently); integer index
+    arrays held by Dask are computed (see ``_concrete``)."""
     if isinstance(key, list):
         return np.asarray(key)
     if isinstance(key, tuple):
-        return tuple(np.asarray(k) if isinstance(k, list) else k for k in key)
-    return key
+        return tuple(np.asarray(k) if isinstance(k, list) else _concrete(k) for k in key)
+    return _concrete(key)
+
+
+def _concrete(index: Any) -> Any:
+    """An integer index array held by Dask, computed: Dask checks the range of NumPy indices
+    at once, as NumPy does, but reads out-of-range indices of a lazy index array as other
+    elements. Boolean masks stay lazy (their shape is checked at once)."""
+    if type(index).__module__.startswith("dask.array") and getattr(index, "dtype", None) is not None \
+            and index.dtype.kind in "iu":
+        return _host_array(index.compute())
+    return index
 
 
 def _host_name() -> str:
@@ -485,7 +764,7 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
     """NumPy's dtypes; results NumPy returns as scalars become device scalars (0-d, lazy).
     Without ``want`` (NumPy's description), Dask's dtypes stand and a 0-d result of a function
     (not of a view or copy) is a scalar, as NumPy's functions return."""
-    from dispatch._array import device_scalar
+    from dispatch._array import device_scalar, ndarray
 
     if want is None:
         if isinstance(result, (tuple, list)):
@@ -499,6 +778,8 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
     if len(items) != len(want.dtypes):
         raise Unsupported("Dask returned a different number of outputs than NumPy")
     for i, (item, dtype, scalar) in enumerate(zip(items, want.dtypes, want.scalars, strict=True)):
+        if isinstance(item, ndarray):  # a device scalar made here
+            item = item._data
         if not isinstance(item, da.Array):
             item = da.from_array(np.asarray(item), chunks=-1)
         item = _known_shape(item)
