@@ -9,6 +9,7 @@ refusals and fixes where CuPy differs from NumPy:
   arrays are range-checked first.
 - ``like=`` is NumPy's dispatch keyword; CuPy does not take it.
 - object, string and datetime dtypes do not exist on the GPU.
+- Random draws must come from NumPy's streams (a seed gives NumPy's numbers): refused.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class CupyTarget(Target):
     # ---- running ops ----------------------------------------------------------------------------
 
     def supports(self, op: Any) -> bool:
-        if op.name in _REFUSED:
+        if op.name in _REFUSED or op.work == "random":
             return False
         if op.name in ("__getitem__", "__setitem__"):
             return True
@@ -122,6 +123,8 @@ class CupyTarget(Target):
         kwargs = {k: v for k, v in kwargs.items() if k != "like"}
         if op.name in _REFUSED:
             raise Unsupported(_REFUSED[op.name], lasting=True)
+        if op.work == "random":
+            raise Unsupported("random draws come from NumPy's streams (CuPy's give other numbers)", lasting=True)
         if op.name == "__getitem__":
             r = args[0][_checked_key(cupy, args[0], args[1])]
             if r.ndim == 0 and indexing_gives_scalar(args[1]):
