@@ -11,8 +11,9 @@ refusals and fixes where CuPy differs from NumPy:
 - object, string and datetime dtypes do not exist on the GPU.
 - Random draws must come from NumPy's streams (a seed gives NumPy's numbers): refused.
 - Where a CuPy kernel gives other values than NumPy's loop (the sign of a zero, NaN and
-  infinities, rounding), the op is refused for the dtypes it differs on; each table entry
-  below says why.
+  infinities, rounding), the op is computed with NumPy's own algorithm on CuPy's
+  element-wise kernels (``_cupy_fixes``) or refused for the dtypes it differs on; each
+  table entry below says why.
 
 CuPy compiles its kernels to flush float32 subnormals to zero; NumPy keeps them. That
 difference is not handled here: it would mean refusing float32 and complex64 altogether.
@@ -27,6 +28,7 @@ import numpy as np
 from dispatch.devices import Device
 from dispatch.selector import Backend
 from dispatch.targets import Target, Unavailable, Unsupported
+from dispatch.targets import _cupy_fixes as fixes
 from dispatch.targets._oracle import expected, indexing_gives_scalar
 
 __all__ = ["CupyTarget"]
@@ -83,8 +85,17 @@ _UFUNC_REFUSED = {
 
 # Ufuncs computed with NumPy's algorithm for some loop kinds: name -> (kinds, the function of
 # the operands cast to the loop's dtypes).
-_UFUNC_FIXED: dict[str, tuple[str, Any]] = {}
-
+_UFUNC_FIXED = {
+    "remainder": ("f", lambda xp, a, b: fixes.divmod_(xp, a, b)[1]),
+    "floor_divide": ("f", lambda xp, a, b: fixes.divmod_(xp, a, b)[0]),
+    "divmod": ("f", fixes.divmod_),
+    "divide": ("c", fixes.complex_divide),
+    "reciprocal": ("c", fixes.complex_reciprocal),
+    **{n: ("c", lambda xp, a, b, n=n: fixes.complex_compare(xp, n, a, b))
+       for n in ("greater", "greater_equal", "less", "less_equal")},
+    **{n: ("c", lambda xp, a, b, n=n: fixes.complex_extreme(xp, n, a, b))
+       for n in ("maximum", "minimum", "fmax", "fmin")},
+}
 
 class CupyTarget(Target):
     name = "cupy"
@@ -377,6 +388,37 @@ def _operand(cupy: Any, a: Any, dtype: np.dtype) -> Any:
 # the difference does not arise it calls CuPy's function.
 
 
+def _clip(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
+    """Real floats with both bounds: NumPy's NaN-propagating clip (CuPy ignores NaN bounds)."""
+    a = args[0]
+    rest = dict(zip(("a_min", "a_max"), args[1:3], strict=False))
+    lo = rest.get("a_min", kwargs.get("a_min", kwargs.get("min")))
+    hi = rest.get("a_max", kwargs.get("a_max", kwargs.get("max")))
+    plain = len(args) <= 3 and not kwargs.keys() - {"a_min", "a_max", "min", "max"}
+    if not plain or lo is None or hi is None or want.dtype.kind != "f":
+        return cupy.clip(*args, **kwargs)
+    dtype = want.dtype
+    return fixes.clip(cupy, _operand(cupy, a, dtype), _operand(cupy, lo, dtype), _operand(cupy, hi, dtype))
+
+
+def _angle(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
+    """Real input: ``arctan2(0, x)`` as NumPy (CuPy gives pi for NaN and 0 for -0.0)."""
+    z = args[0]
+    if not isinstance(z, cupy.ndarray):
+        raise Unsupported("angle of a Python scalar")
+    if z.dtype.kind == "c":
+        return cupy.angle(*args, **kwargs)
+    deg = _argument(args, kwargs, 1, "deg", False)
+    return fixes.angle(cupy, _operand(cupy, z, want.dtype), bool(deg))
+
+
+def _sinc(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
+    """NumPy's ``sin(pi x) / (pi x)`` (CuPy's sinpi gives exact zeros where NumPy's sin does not)."""
+    if len(args) != 1 or kwargs:
+        raise Unsupported("sinc takes one argument")
+    return fixes.sinc(cupy, _operand(cupy, args[0], want.dtype))
+
+
 def _flip(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
     """A 0-d array flipped is NumPy's ``m[()]``: a scalar (CuPy gives the 0-d array)."""
     m = args[0]
@@ -389,7 +431,7 @@ def _flip(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
     return device_scalar(m.copy())
 
 
-_FIXES = {"flip": _flip}
+_FIXES = {"clip": _clip, "angle": _angle, "sinc": _sinc, "flip": _flip}
 
 
 # View ops that NumPy builds by indexing, so that their 0-d pieces are scalars (unstack of a
