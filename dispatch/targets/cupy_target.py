@@ -9,6 +9,14 @@ refusals and fixes where CuPy differs from NumPy:
   arrays are range-checked first.
 - ``like=`` is NumPy's dispatch keyword; CuPy does not take it.
 - object, string and datetime dtypes do not exist on the GPU.
+- Random draws must come from NumPy's streams (a seed gives NumPy's numbers): refused.
+- Where a CuPy kernel gives other values than NumPy's loop (the sign of a zero, NaN and
+  infinities, rounding), the op is computed with NumPy's own algorithm on CuPy's
+  element-wise kernels (``_cupy_fixes``) or refused for the dtypes it differs on; each
+  table entry below says why.
+
+CuPy compiles its kernels to flush float32 subnormals to zero; NumPy keeps them. That
+difference is not handled here: it would mean refusing float32 and complex64 altogether.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import numpy as np
 from dispatch.devices import Device
 from dispatch.selector import Backend
 from dispatch.targets import Target, Unavailable, Unsupported
+from dispatch.targets import _cupy_fixes as fixes
 from dispatch.targets._oracle import expected, indexing_gives_scalar
 
 __all__ = ["CupyTarget"]
@@ -34,8 +43,59 @@ _REFUSED = {
     "choose": "CuPy wraps out-of-range choices where NumPy raises",
     "lexsort": "CuPy's lexsort takes only 2-D keys",
     "einsum_path": "a planning helper, host work",
+    "unique_values": "NumPy gives the unique values in its hash table's order, CuPy sorted",
+    "i0": "CuPy computes small integer inputs in float16 and gives inf where NumPy gives NaN",
+    "kaiser": "CuPy's Bessel function (i0) is computed in single precision",
+    **dict.fromkeys(["blackman", "hamming", "hanning"], "CuPy computes the window's cosines in single precision"),
+    **dict.fromkeys(["percentile", "quantile"], "CuPy interpolates otherwise than NumPy's lerp (rounding), and "
+                    "a NaN in the data does not make the result NaN"),
 }
 
+# Functions refused for some input dtypes: name -> (the dtypes' kinds or names, why).
+_REFUSED_DTYPES = {
+    **dict.fromkeys(["convolve", "polymul"], ("fc", "CuPy convolves floats through FFTs: rounding leaves tiny "
+                                              "non-zeros where NumPy's direct sums give 0, and one NaN or inf "
+                                              "spreads to every output")),
+    "vander": ("c", "CuPy raises complex infinities to powers otherwise than NumPy's running products"),
+    **dict.fromkeys(["nansum", "nanprod"], ("c", "CuPy replaces each NaN part of a complex number, NumPy the "
+                                                 "whole number")),
+    **dict.fromkeys(["setdiff1d", "setxor1d", "union1d"], ("c", "CuPy orders and collapses complex NaNs "
+                                                                "otherwise than NumPy's unique")),
+    "histogram": ((np.dtype("int8"),), "CuPy's CUB histogram reads int8 samples as unsigned bytes: negative "
+                                        "values are lost"),
+    "polyval": ((np.dtype("float16"),), "CuPy evaluates float16 polynomials otherwise than NumPy's Horner steps"),
+}
+
+# Ufuncs whose CuPy kernel differs from NumPy's loop for some loop dtypes: NumPy name (the
+# ufunc's __name__: mod is remainder, pow is power, true_divide is divide) -> (the loop's
+# input kinds or dtypes, why).
+_UFUNC_REFUSED = {
+    "power": ("biuc", "integer powers: NumPy raises on negative exponents, CuPy gives 0; complex powers of "
+                      "infinities and zeros differ"),
+    "float_power": ("c", "CuPy computes complex64 float_power in single precision, NumPy in complex128; complex "
+                         "powers of infinities differ"),
+    "reciprocal": ("biu", "NumPy's integer reciprocal of 0 is the minimum integer (the CPU's division), CuPy's 0"),
+    "sign": ("c", "CuPy's complex sign of an infinity is NaN, NumPy's is the infinity's direction"),
+    **dict.fromkeys(["log", "log2", "log10", "log1p", "exp2", "expm1"],
+                    ("c", "CuPy's complex function does not follow C99's rules at infinities and signed zeros, "
+                          "NumPy's does")),
+    "nextafter": ((np.dtype("float32"),), "CuPy flushes float32 subnormals to zero: nextafter(0, 1) is the "
+                                          "smallest normal, not the smallest subnormal"),
+}
+
+# Ufuncs computed with NumPy's algorithm for some loop kinds: name -> (kinds, the function of
+# the operands cast to the loop's dtypes).
+_UFUNC_FIXED = {
+    "remainder": ("f", lambda xp, a, b: fixes.divmod_(xp, a, b)[1]),
+    "floor_divide": ("f", lambda xp, a, b: fixes.divmod_(xp, a, b)[0]),
+    "divmod": ("f", fixes.divmod_),
+    "divide": ("c", fixes.complex_divide),
+    "reciprocal": ("c", fixes.complex_reciprocal),
+    **{n: ("c", lambda xp, a, b, n=n: fixes.complex_compare(xp, n, a, b))
+       for n in ("greater", "greater_equal", "less", "less_equal")},
+    **{n: ("c", lambda xp, a, b, n=n: fixes.complex_extreme(xp, n, a, b))
+       for n in ("maximum", "minimum", "fmax", "fmin")},
+}
 
 class CupyTarget(Target):
     name = "cupy"
@@ -100,7 +160,7 @@ class CupyTarget(Target):
     # ---- running ops ----------------------------------------------------------------------------
 
     def supports(self, op: Any) -> bool:
-        if op.name in _REFUSED:
+        if op.name in _REFUSED or op.work == "random":
             return False
         if op.name in ("__getitem__", "__setitem__"):
             return True
@@ -122,6 +182,8 @@ class CupyTarget(Target):
         kwargs = {k: v for k, v in kwargs.items() if k != "like"}
         if op.name in _REFUSED:
             raise Unsupported(_REFUSED[op.name], lasting=True)
+        if op.work == "random":
+            raise Unsupported("random draws come from NumPy's streams (CuPy's give other numbers)", lasting=True)
         if op.name == "__getitem__":
             r = args[0][_checked_key(cupy, args[0], args[1])]
             if r.ndim == 0 and indexing_gives_scalar(args[1]):
@@ -130,19 +192,25 @@ class CupyTarget(Target):
                 return device_scalar(r)
             return r
         if op.name == "__setitem__":
+            if _float_to_integer(_value_dtype(cupy, args[2]), args[0].dtype):
+                raise Unsupported(_FLOAT_TO_INTEGER)
             args[0][_checked_key(cupy, args[0], args[1])] = args[2]
             return None
         fn = self._function(op)
+        _refuse_known_differences(cupy, op, args, kwargs)
+        fix = _ufunc_fix(cupy, op, args, kwargs) if op.ufunc is not None else _FIXES.get(op.name)
         want = None if op.local else expected(op.func, args, kwargs, _dtype_of)
         if want is None and not op.local and op.mutates is None:
             raise Unsupported("NumPy rejects this signature; it decides the error")
-        if op.name.startswith("linalg."):
+        if fix is not None:
+            result = fix(cupy, args, kwargs, want)
+        elif op.name.startswith("linalg."):
             import cupyx
 
             with cupyx.errstate(linalg="raise"):
                 result = fn(*args, **kwargs)
         else:
-            result = fn(*args, **kwargs)
+            result = fn(*args, **{**_DEFAULTS.get(op.name, {}), **kwargs})
         if op.name in _INDEXES_TO_SCALARS:
             return _scalar_items(result)
         return _match(cupy, result, want)
@@ -161,6 +229,209 @@ class CupyTarget(Target):
         if fn is False:
             raise Unsupported(f"CuPy has no {op.name}", lasting=True)
         return fn
+
+
+# Keywords whose CuPy default differs from NumPy's: NumPy's default is passed.
+_DEFAULTS = {
+    "ravel_multi_index": {"mode": "raise"},  # CuPy wraps out-of-range indices by default, NumPy raises
+}
+
+
+def _refuse_known_differences(cupy: Any, op: Any, args: tuple, kwargs: dict) -> None:
+    """Refuse the calls this module knows CuPy computes otherwise than NumPy."""
+    name = op.name
+    if name in _REFUSED_DTYPES:
+        which, why = _REFUSED_DTYPES[name]
+        if any(_matches(which, a.dtype) for a in _arrays(args, kwargs, cupy.ndarray)):
+            raise Unsupported(why, lasting=True)
+    if name in _CASTS:
+        source = args[0] if args and isinstance(args[0], cupy.ndarray) else None
+        dtype = _argument(args, kwargs, 1, "dtype", None)
+        if source is not None and dtype is not None and _float_to_integer(source.dtype, _as_dtype(dtype)):
+            raise Unsupported(_FLOAT_TO_INTEGER)
+    if name in ("nanstd", "nanvar") and args and isinstance(args[0], cupy.ndarray) and args[0].size == 0:
+        raise Unsupported("the variance of nothing: NumPy warns and returns NaN, CuPy returns 0")
+
+
+# Casts: NumPy converts NaN, infinities and floats out of the integer's range as the CPU does
+# (x86 gives the minimum integer), CuPy saturates.
+_CASTS = frozenset({"astype", "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray"})
+_FLOAT_TO_INTEGER = ("float to integer casts of NaN, infinities and out-of-range values: NumPy gives what the "
+                     "CPU's conversion gives, CuPy saturates")
+
+
+def _float_to_integer(source: np.dtype | None, into: np.dtype | None) -> bool:
+    return source is not None and into is not None and source.kind in "fc" and into.kind in "iu"
+
+
+def _as_dtype(dtype: Any) -> np.dtype | None:
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return None  # not a dtype: CuPy and NumPy raise
+
+
+def _value_dtype(cupy: Any, value: Any) -> np.dtype | None:
+    """The dtype of a value assigned into an array (``None`` where it has none to tell)."""
+    if isinstance(value, (cupy.ndarray, np.ndarray, np.generic)):
+        return value.dtype
+    if isinstance(value, (bool, int, float, complex, list, tuple)):
+        try:
+            return np.asarray(value).dtype
+        except Exception:  # a list holding device arrays: CuPy decides
+            return None
+    return None
+
+
+def _matches(which: Any, dtype: np.dtype) -> bool:
+    """``which`` is a string of dtype kinds or a tuple of dtypes."""
+    return dtype.kind in which if isinstance(which, str) else dtype in which
+
+
+def _argument(args: tuple, kwargs: dict, position: int, name: str, default: Any) -> Any:
+    return args[position] if len(args) > position else kwargs.get(name, default)
+
+
+# ---- ufuncs CuPy computes otherwise than NumPy --------------------------------------------------------
+
+
+def _ufunc_fix(cupy: Any, op: Any, args: tuple, kwargs: dict) -> Any:
+    """``None`` where CuPy's ufunc gives NumPy's result; else NumPy's algorithm for these
+    operands (``_UFUNC_FIXED``), or ``Unsupported`` (``_UFUNC_REFUSED``)."""
+    name = op.ufunc.__name__
+    refused, fixed = _UFUNC_REFUSED.get(name), _UFUNC_FIXED.get(name)
+    if refused is None and fixed is None:
+        return None
+    if op.method != "__call__":
+        return _method_fix(cupy, op, name, args, kwargs)
+    nin = op.ufunc.nin
+    inputs = _loop_inputs(op.ufunc, tuple(_operand_type(cupy, a) for a in args[:nin]))
+    if inputs is None:
+        return None  # NumPy rejects these operands: the call path lets NumPy raise
+    every_array = all(isinstance(a, cupy.ndarray) for a in args[:nin])
+    for table, entry in (("refused", refused), ("fixed", fixed)):
+        if entry is None or not any(_matches(entry[0], d) for d in inputs):
+            continue
+        if table == "refused":
+            raise Unsupported(f"{name} on {inputs[0]}: {entry[1]}", lasting=every_array)
+        if len(args) != nin or kwargs:
+            raise Unsupported(f"{name} on {inputs[0]} with outputs among the arguments or keywords "
+                              f"{sorted(kwargs)}: computed here only in the plain form")
+        compute = entry[1]
+        return lambda cupy, args, kwargs, want: compute(
+            cupy, *(_operand(cupy, a, d) for a, d in zip(args, inputs, strict=True)))
+    return None
+
+
+_loops: dict[tuple, tuple[np.dtype, ...] | None] = {}
+
+
+def _loop_inputs(ufunc: np.ufunc, types: tuple) -> tuple[np.dtype, ...] | None:
+    """The input dtypes of NumPy's loop for operands of these types (cached)."""
+    key = (ufunc, types)
+    if key not in _loops:
+        try:
+            _loops[key] = ufunc.resolve_dtypes((*types, *[None] * ufunc.nout))[:ufunc.nin]
+        except Exception:
+            _loops[key] = None
+    return _loops[key]
+
+
+def _method_fix(cupy: Any, op: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    """``outer`` of a fixed ufunc is the ufunc on broadcast operands; the other methods of a
+    ufunc whose kernel differs for these dtypes are refused."""
+    arrays = [a for i, a in enumerate(args) if isinstance(a, cupy.ndarray) and not (op.method == "at" and i == 1)]
+    dtypes = [a.dtype for a in arrays]
+    if kwargs.get("dtype") is not None:
+        dtypes.append(np.dtype(kwargs["dtype"]))
+    if not dtypes:
+        return None
+    common = np.result_type(*dtypes)
+    refused, fixed = _UFUNC_REFUSED.get(name), _UFUNC_FIXED.get(name)
+    if refused is not None and _matches(refused[0], common):
+        raise Unsupported(f"{name}.{op.method} on {common}: {refused[1]}", lasting=True)
+    if fixed is None or not _matches(fixed[0], common):
+        return None
+    if op.method == "outer" and len(args) == 2 and len(arrays) == 2 and not kwargs:
+        a, b = args
+        inputs = _loop_inputs(op.ufunc, (a.dtype, b.dtype))
+        if inputs is None:
+            return None
+        compute = fixed[1]
+        return lambda cupy, args, kwargs, want: compute(
+            cupy, _operand(cupy, a.reshape(a.shape + (1,) * b.ndim), inputs[0]), _operand(cupy, b, inputs[1]))
+    raise Unsupported(f"{name}.{op.method} on {common}: CuPy's {name} kernel differs from NumPy's loop", lasting=True)
+
+
+def _operand_type(cupy: Any, a: Any) -> Any:
+    """What NumPy's type resolution sees: a dtype, or a Python scalar's type (weak, NEP 50)."""
+    if isinstance(a, cupy.ndarray):
+        return a.dtype
+    if isinstance(a, bool):
+        return np.dtype(bool)  # Python booleans are not weak
+    if isinstance(a, (int, float, complex)):
+        return type(a)
+    if isinstance(a, np.generic):
+        return a.dtype
+    raise Unsupported(f"a {type(a).__name__} operand")
+
+
+def _operand(cupy: Any, a: Any, dtype: np.dtype) -> Any:
+    """An operand as a device array of the loop's dtype."""
+    if isinstance(a, cupy.ndarray):
+        return a if a.dtype == dtype else a.astype(dtype)
+    return cupy.asarray(a, dtype=dtype)
+
+
+# ---- functions CuPy computes otherwise than NumPy ------------------------------------------------------
+# Each takes (cupy, args, kwargs, NumPy's result description) and returns CuPy arrays; where
+# the difference does not arise it calls CuPy's function.
+
+
+def _clip(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
+    """Real floats with both bounds: NumPy's NaN-propagating clip (CuPy ignores NaN bounds)."""
+    a = args[0]
+    rest = dict(zip(("a_min", "a_max"), args[1:3], strict=False))
+    lo = rest.get("a_min", kwargs.get("a_min", kwargs.get("min")))
+    hi = rest.get("a_max", kwargs.get("a_max", kwargs.get("max")))
+    plain = len(args) <= 3 and not kwargs.keys() - {"a_min", "a_max", "min", "max"}
+    if not plain or lo is None or hi is None or want.dtype.kind != "f":
+        return cupy.clip(*args, **kwargs)
+    dtype = want.dtype
+    return fixes.clip(cupy, _operand(cupy, a, dtype), _operand(cupy, lo, dtype), _operand(cupy, hi, dtype))
+
+
+def _angle(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
+    """Real input: ``arctan2(0, x)`` as NumPy (CuPy gives pi for NaN and 0 for -0.0)."""
+    z = args[0]
+    if not isinstance(z, cupy.ndarray):
+        raise Unsupported("angle of a Python scalar")
+    if z.dtype.kind == "c":
+        return cupy.angle(*args, **kwargs)
+    deg = _argument(args, kwargs, 1, "deg", False)
+    return fixes.angle(cupy, _operand(cupy, z, want.dtype), bool(deg))
+
+
+def _sinc(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
+    """NumPy's ``sin(pi x) / (pi x)`` (CuPy's sinpi gives exact zeros where NumPy's sin does not)."""
+    if len(args) != 1 or kwargs:
+        raise Unsupported("sinc takes one argument")
+    return fixes.sinc(cupy, _operand(cupy, args[0], want.dtype))
+
+
+def _flip(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
+    """A 0-d array flipped is NumPy's ``m[()]``: a scalar (CuPy gives the 0-d array)."""
+    m = args[0]
+    if getattr(m, "ndim", None) != 0:
+        return cupy.flip(*args, **kwargs)
+    if _argument(args, kwargs, 1, "axis", None) is not None:
+        raise Unsupported("an axis of a 0-d array: NumPy raises")
+    from dispatch._array import device_scalar
+
+    return device_scalar(m.copy())
+
+
+_FIXES = {"clip": _clip, "angle": _angle, "sinc": _sinc, "flip": _flip}
 
 
 # View ops that NumPy builds by indexing, so that their 0-d pieces are scalars (unstack of a
