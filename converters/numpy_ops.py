@@ -554,4 +554,9 @@ random.zipf                   LOW random  =   -
 
 NUMPY_CATALOG = parse_table(_TABLE, ("cupy", "torch"), WORKS)
 
+# Catalog names that newer NumPy releases removed (after deprecating them), with the first
+# release without them. Their entries stay, for programs on older NumPy; where the installed
+# NumPy lacks one, ``dispatch`` has no such attribute either, as NumPy has not.
+REMOVED_IN_NUMPY = {"row_stack": "2.5"}
+
 NumPyOp = make_enum("NumPyOp", __name__, NUMPY_CATALOG)

@@ -71,6 +71,14 @@ class TargetModel:
         self.ops: dict[str, dict[str, list[list[float]]]] = data.get("ops", {})
         self.transfer: dict[str, float] = data.get("transfer", {})
 
+    @property
+    def device(self) -> Any:
+        """The device the target computed on when calibrated (read from the calibration: pricing
+        a target never imports its library)."""
+        from dispatch.devices import parse_device
+
+        return parse_device(self.data.get("device", "cpu"))
+
     # ---- the seed's protocol -----------------------------------------------------------------------
 
     def gemm_flops(self, m: int, k: int, n: int, dtype: str = "float64") -> float:

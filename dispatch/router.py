@@ -47,6 +47,11 @@ __all__ = ["Decision", "clear_decisions", "decide", "failed", "host_floor", "pol
 TORCH_CPU_FASTER = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "add.reduce"})
 GPU_TARGETS = ("cupy", "torch-cuda", "torch-mps")
 HOST_TARGETS = ("numpy", "torch-cpu")
+_PRICED = frozenset((*HOST_TARGETS, *GPU_TARGETS))
+# Host calls of at most this many elements run on NumPy under every policy, without probing any
+# other target (which would import torch or CuPy): no engine's call overhead (microseconds for
+# torch, a launch and a transfer for a GPU) is repaid on so little data.
+SMALL = 1 << 8
 
 
 class Decision:
@@ -142,10 +147,9 @@ def use_calibration(cal: Any) -> None:
     _models.clear()
     _models.update(cost.models_from(cal))
     devices = {}
-    for name, model in _models.items():
-        target = targets.probe(name)
-        if target is not None and not target.device.is_host and model.transfer:
-            devices.setdefault(target.device, model)
+    for model in _models.values():  # the calibration says where each target ran: nothing is probed
+        if not model.device.is_host and model.transfer:
+            devices.setdefault(model.device, model)
     cost.set_device_models(devices)
     global _machine_selector
     _machine_selector = BackendSelector.from_calibration(cal)
@@ -181,7 +185,7 @@ def host_floor(op: Any) -> int:
         return floor
     _ensure_calibration()
     if _policy == "oracle":
-        floor = 0  # the oracle measures every call itself, small ones too
+        floor = 0  # the oracle measures every call itself, but the smallest (SMALL)
     elif _policy == "cost":
         floor = _cost_floor(op)
     else:
@@ -190,7 +194,7 @@ def host_floor(op: Any) -> int:
             t = _selector.thresholds
             floor = min(v for v in (t.simd[op.complexity], t.gpu[op.complexity], 2**62) if v is not None)
             _floors[op.complexity] = floor
-    floor = min(floor, cluster.LIVE_ELEMENTS - 1)  # larger calls may need Dask: the router decides
+    floor = min(max(floor, SMALL), cluster.LIVE_ELEMENTS - 1)  # larger calls may need Dask: the router decides
     op.floor = floor
     return floor
 
@@ -211,14 +215,13 @@ def _cost_floor(op: Any) -> int:
         n = 1 << exp
         mine = numpy_model.seconds(rep, _side(rep, n), "float64")
         others = []
-        for name, model in _models.items():
-            target = targets.probe(name)
-            if name == "numpy" or target is None:
+        for name, model in _models.items():  # priced from the calibration alone: nothing is probed
+            if name == "numpy" or name not in _PRICED:
                 continue
             t = model.seconds(rep, _side(rep, n), "float64")
             if t is not None:
                 t32 = model.seconds(rep, _side(rep, n), "float32")
-                if not target.device.is_host:
+                if not model.device.is_host:
                     t += model.to_device_seconds(n * 8)
                     t32 = (t32 or t) + model.to_device_seconds(n * 4)
                 others.append(min(t, t32 or t))
@@ -264,6 +267,8 @@ def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
         return Decision(_engine_holding(inputs.arrays[0]), "local: where the data is", key=key), True
     if not op.cataloged or op.work in ("host", "random"):
         return Decision(NUMPY, "host op", key=key), True
+    if inputs.size <= SMALL and all(d.is_host for d in inputs.devices):
+        return Decision(NUMPY, "small: NumPy on the host", key=key), True
     scaled = cluster.route(op, inputs, key)
     if scaled is not None:
         return scaled
@@ -314,20 +319,38 @@ def _scalar_result(op: Any) -> bool:
     return op.work == "reduce"
 
 
+class _Priced:
+    """A target as the calibration knows it (name and device), priced without importing it."""
+
+    __slots__ = ("device", "name")
+
+    def __init__(self, name: str, device: Any) -> None:
+        self.name, self.device = name, device
+
+
 def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
-    ranked = []
+    refused_here = _refusals.get(key, ())
     scalar = _scalar_result(op)
-    for target in candidates(op, key):
-        model = _models.get(target.name)
-        if model is None:
+    priced = []
+    for name, model in _models.items():
+        if name not in _PRICED or name in refused_here:
             continue
-        model_s = cost.estimate(model, target, op, inputs, scalar)
-        seconds, samples = history.blended(key, target.name, model_s)
+        model_s = cost.estimate(model, _Priced(name, model.device), op, inputs, scalar)
+        seconds, samples = history.blended(key, name, model_s)
         if seconds is not None:
-            ranked.append((seconds, target.name, samples))
+            priced.append((seconds, name, samples))
+    priced.sort()
+    # Probed cheapest first, and only the best and the alternatives close enough to be explored:
+    # a library that cannot win this call is not imported for it.
+    ranked = []
+    for seconds, name, samples in priced:
+        if ranked and seconds > history.explore_ratio * ranked[0][0]:
+            break
+        target = targets.probe(name)
+        if target is not None and target.supports(op):
+            ranked.append((seconds, name, samples))
     if not ranked:
         return Decision(NUMPY, "cost model: nothing else can be priced", key=key), True
-    ranked.sort()
     best_s, best_name, samples = ranked[0]
     sample = best_s >= history.sample_threshold_s
     explore = history.explore(key, [(s, n) for s, n, _ in ranked]) if sample else None

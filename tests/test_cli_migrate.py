@@ -278,10 +278,14 @@ def test_without_libcst_migrate_says_what_to_install(tmp_path, monkeypatch, caps
     assert err.count("\n") == 1
 
 
-def test_missing_path_is_a_usage_error(tmp_path):
+@pytest.mark.parametrize("libcst", ["installed", "missing"])
+def test_missing_path_is_a_usage_error(tmp_path, libcst):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # the path is checked before libcst is imported: the same usage error without it
+    start = ["-m", "dispatch"] if libcst == "installed" else [
+        "-c", "import runpy, sys; sys.modules['libcst'] = None; runpy.run_module('dispatch', run_name='__main__')"]
     done = subprocess.run(
-        [sys.executable, "-m", "dispatch", "migrate", "nowhere"], capture_output=True, text=True, env=env, cwd=tmp_path
+        [sys.executable, *start, "migrate", "nowhere"], capture_output=True, text=True, env=env, cwd=tmp_path
     )
     assert (done.returncode, done.stderr) == (2, "dispatch migrate: error: no such file or directory: nowhere\n")
 

@@ -99,13 +99,17 @@ def test_the_scripts_own_numpy_is_dispatch_and_libraries_keep_numpy(project, cap
     """)
     assert main(["run", "--no-sklearn", "app.py"]) == 0
     out = capsys.readouterr().out.splitlines()
+    import numpy.typing
+
     import dispatch
 
     array = type(dispatch.zeros(3)).__module__  # dispatch.ndarray
     assert array.startswith("dispatch")
+    ndarray_alias = numpy.typing.NDArray.__module__  # NumPy's own (numpy._typing._array_like from NumPy 2.5 on)
+    assert ndarray_alias.split(".")[0] == "numpy"
     assert out == [
         f"script {array} dispatch dispatch.linalg dispatch dispatch.fft",
-        f"names {dispatch.zeros.__module__} dispatch.linalg numpy",
+        f"names {dispatch.zeros.__module__} dispatch.linalg {ndarray_alias}",
         "import_module dispatch dispatch.linalg",
         f"helper {array}",
         "libraries numpy numpy numpy numpy json",

@@ -17,12 +17,13 @@ import warnings
 
 import numpy
 import pytest
+from _synthetic import synthetic
 from conftest import DEVICE_BACKENDS, require
 from helpers import assert_same
 
 import dispatch
 import dispatch.targets
-from dispatch import router
+from dispatch import calibration, router
 from dispatch.targets import torch_target
 
 
@@ -87,6 +88,27 @@ a = dispatch.arange(5.0)
 print(json.dumps(sorted({"torch", "cupy"} & set(sys.modules))))
 """)
     assert result == []
+
+
+@pytest.mark.parametrize("policy", ["seed", "cost", "oracle"])
+def test_small_host_calls_import_no_backend_whatever_the_policy(tmp_path, policy):
+    """A stored calibration that knows torch and a GPU (the cost policy), or the oracle: a small
+    call on host data still runs on NumPy without probing them, traced or not."""
+    synthetic(gpu=True).save(tmp_path / f"calibration-{calibration.fingerprint()}.json")
+    result = run_python(f"""
+import json, sys
+import dispatch
+from dispatch import router
+if {policy!r} != "cost":
+    router.set_policy({policy!r})
+a = dispatch.arange(5.0)
+(a + 1).sum()
+with dispatch.trace() as t:
+    b = dispatch.linalg.inv(dispatch.eye(3) * 2) @ a[:3]
+print(json.dumps({{"policy": router.policy(), "imported": sorted({{"torch", "cupy"}} & set(sys.modules)),
+                  "targets": sorted({{r.target for r in t.records}})}}))
+""", DISPATCH_CACHE_DIR=str(tmp_path))
+    assert result == {"policy": policy, "imported": [], "targets": ["numpy"]}
 
 
 # ---- a failure in the middle of a call -------------------------------------------------------------------------
@@ -328,7 +350,9 @@ def test_a_device_failure_mid_call_leaves_device_inputs_alone(monkeypatch, name)
     x = numpy.arange(12.0).reshape(3, 4)
     a = dispatch.asarray(x).to(name)
     out = dispatch.zeros((3, 4)).to(name)
-    with dispatch.trace() as t:
+    # Forced: routed, the call may go to another engine on the same device (cupy and torch-cuda
+    # share CUDA memory), or to NumPy where a calibration prices it so, and never reach `run`.
+    with dispatch.using(name), dispatch.trace() as t:
         got = dispatch.multiply(a, 2.0, out=out)
     assert got is out and out.device == a.device
     assert_same(out, x * 2)

@@ -29,15 +29,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for path in args.paths:  # a usage error first, whether or not libcst is installed
+        if not os.path.exists(path):
+            raise CommandError(f"no such file or directory: {path}", 2)
     try:
         from dispatch.cli._codemod import MigrationError
     except ImportError as exc:  # libcst is the optional 'migrate' extra
         raise CommandError(f"migrate needs libcst: pip install 'dispatch-accel[migrate]' ({exc})") from None
     from converters.scanner import iter_source_files
 
-    for path in args.paths:
-        if not os.path.exists(path):
-            raise CommandError(f"no such file or directory: {path}", 2)
     changed = unchanged = refused = 0
     for path in (file for root in args.paths for file in iter_source_files(root)):
         try:
