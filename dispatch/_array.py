@@ -29,7 +29,9 @@ class ndarray:
     other creation functions; ``dispatch.ndarray(shape, dtype)`` mirrors ``numpy.ndarray``.
     """
 
-    __slots__ = ("__weakref__", "_data")
+    # _origin: the router's key for a result a device computed from host data, until it is next
+    # used (dispatch._call.settle); unset on every other array
+    __slots__ = ("__weakref__", "_data", "_origin")
     __array_priority__ = 100.0  # NumPy defers to us in mixed binary operators
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
@@ -88,7 +90,11 @@ class ndarray:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = self._data
-        host = data if type(data) is np.ndarray else _host(data)
+        if type(data) is np.ndarray:
+            host = data
+        else:
+            _call.settle(self, False)
+            host = _host(data)
         if copy is False and host is not data:
             raise ValueError("the array lives on a device: making a host array needs a copy")
         if dtype is not None and host.dtype != dtype:

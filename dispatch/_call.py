@@ -126,9 +126,23 @@ def _holds_array(values: Any) -> bool:
     return any(_is_array(v) or (type(v) in (list, tuple) and _holds_array(v)) for v in values)
 
 
+def settle(x: ndarray, stayed: bool) -> None:
+    """``x`` is used next on its device (``stayed``) or on the host: if a device computed it
+    from host data, the router learns which (``router.settle``), once per array."""
+    try:
+        key = x._origin
+    except AttributeError:  # most arrays carry no origin: only results of a call entering a device
+        return
+    if key is not None:
+        x._origin = None
+        router.settle(key, stayed)
+
+
 def to_host(x: Any) -> Any:
     """A dispatch or native array as host NumPy (a transfer if it lives on a device)."""
     if isinstance(x, ndarray):
+        if type(x._data) is not np.ndarray:
+            settle(x, False)
         x = x._data
     if type(x) is np.ndarray:
         return x
@@ -171,6 +185,8 @@ def _native_for(target: Target):
     def convert(x: Any) -> Any:
         data = x._data if isinstance(x, ndarray) else x
         if target.owns(data):
+            if isinstance(x, ndarray):
+                settle(x, True)
             return data
         if isinstance(data, np.ndarray):
             return target.from_host(data)
@@ -311,7 +327,10 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
             tracing.fallback(op, decision.reason[len(router.FALLBACK):])
         return _execute(op, inputs, decision, lambda: _run_numpy(op, args, kwargs))
     try:
-        return _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs))
+        result = _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs))
+        if type(result) is ndarray and inputs.resident is None and not target.device.is_host:
+            result._origin = decision.key  # entered a device from host data: see what becomes of it
+        return result
     except Unsupported as exc:
         why = f"{target.name} refused: {exc}"
         if exc.lasting:

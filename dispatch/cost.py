@@ -8,6 +8,10 @@ of representative ops. An estimate is::
       + transfer of every input that is not on the target's device
       + the read-back of a result NumPy returns as a scalar, when the target is a device
 
+and, when every input is on the host and the target is a device, the router adds the copy of
+the result back (``return_seconds``) times the learned chance that it is read back before
+the device uses it again: a device must pay the whole round trip to win a lone call.
+
 Curves are interpolated in log-log space between measured sizes and extrapolated past the
 largest by the op's work shape (linear, n·log n, or cubic in the side of a square operand).
 """
@@ -22,7 +26,7 @@ import numpy as np
 
 from dispatch.calibration import SQUARE_OPS, Calibration
 
-__all__ = ["TargetModel", "estimate", "estimate_call", "models_from", "representative"]
+__all__ = ["TargetModel", "estimate", "estimate_call", "models_from", "representative", "return_seconds"]
 
 # Element-wise ops that cost about what exp costs (transcendental); the rest cost what add costs.
 TRANSCENDENTAL = frozenset({
@@ -219,6 +223,30 @@ def estimate(model: TargetModel, target: Any, op: Any, inputs: Any, scalar_resul
     return compute + transfer + readback
 
 
+def result_bytes(op: Any, inputs: Any) -> int:
+    """About how many bytes the result of ``op`` holds (0 for a reduction: a scalar, priced as a
+    read-back already)."""
+    if op.work == "reduce":
+        return 0
+    itemsize = max((d.itemsize for d in inputs.dtypes), default=8)
+    if representative(op) == "matmul":
+        shapes = [s for s in _shapes(inputs) if len(s) >= 1]
+        if len(shapes) >= 2:
+            a, b = shapes[0], shapes[1]
+            m = a[-2] if len(a) >= 2 else 1
+            n = b[-1] if len(b) >= 2 else 1
+            return max(math.prod(a[:-2]), math.prod(b[:-2]), 1) * m * n * itemsize
+    return inputs.size * itemsize
+
+
+def return_seconds(model: TargetModel, op: Any, inputs: Any) -> float:
+    """Copying the result of ``op`` from this (device) target back to the host, with its sync."""
+    nbytes = result_bytes(op, inputs)
+    if not nbytes:
+        return 0.0
+    return model.to_host_seconds(nbytes) + float(model.data.get("sync_overhead_s", 0.0))
+
+
 # The models of the targets holding data elsewhere (set by the router with the calibration).
 _device_models: dict[Any, TargetModel] = {}
 
@@ -262,7 +290,8 @@ def _gpu_seconds(model: TargetModel, rep: str, n: int) -> float | None:
     if compute is None:
         return None
     inputs = 2 if rep in ("add", "matmul") else 1
-    readback = model.roundtrip_overhead_s() if rep == "sum" else 0.0
+    # the round trip: inputs in, the result out (a scalar for the sum)
+    readback = model.roundtrip_overhead_s() if rep == "sum" else model.to_host_seconds(n * 8)
     return compute + inputs * model.to_device_seconds(n * 8) + readback
 
 

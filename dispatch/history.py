@@ -8,6 +8,10 @@ learns it. Only calls predicted to take over ``sample_threshold_s`` (100 µs) ar
 called more than ``hot_calls_per_s`` (10,000) times a second are "hot": neither timed nor
 traced. GPU calls are timed with device events, read back later without a host sync. The
 history can be saved and loaded (``save()``, ``load()``) in the user's cache directory.
+
+It also learns what becomes of a result that a device computed from host data: used on the
+device again, or read back to the host first (``settle``). ``p_return`` is that chance, starting
+at 1 (the cautious round trip), so entering a device is priced with the copy back it will cost.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class History:
         self.measured_s = 0.0  # time measured in all
         self.explored_s = 0.0  # time spent on exploration
         self._pending: list[tuple[Any, Any, float, tuple, str, bool]] = []
+        self.outcomes: dict[tuple, list[int]] = {}  # key -> [read back, used on the device]
 
     # ---- learning ------------------------------------------------------------------------------------
 
@@ -89,6 +94,24 @@ class History:
                 if self._rng.random() < self.explore_probability:
                     return name
         return None
+
+    # ---- what becomes of results computed on a device from host data -------------------------------
+
+    def settle(self, key: tuple, stayed: bool) -> int:
+        """One such result was next used on its device (``stayed``) or read back; returns how many
+        outcomes this key has now."""
+        with self._lock:
+            counts = self.outcomes.setdefault(key, [0, 0])
+            counts[1 if stayed else 0] += 1
+            return counts[0] + counts[1]
+
+    def p_return(self, key: tuple) -> float:
+        """The chance that a result of this kind of call is read back before the device uses it
+        again; a prior of one read-back keeps it at 1 until results are seen to stay."""
+        counts = self.outcomes.get(key)
+        if counts is None:
+            return 1.0
+        return (counts[0] + 1) / (counts[0] + counts[1] + 1)
 
     # ---- hot paths -----------------------------------------------------------------------------------
 
@@ -144,7 +167,8 @@ class History:
             for key, per in self.stats.items()
             for t, s in per.items()
         ]
-        return json.dumps({"version": 1, "stats": rows})
+        outcomes = [{"key": _jsonable(key), "returned": r, "stayed": k} for key, (r, k) in self.outcomes.items()]
+        return json.dumps({"version": 1, "stats": rows, "outcomes": outcomes})
 
     def save(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -155,6 +179,8 @@ class History:
         for row in data.get("stats", []):
             key = _from_jsonable(row["key"])
             self.stats.setdefault(key, {})[row["target"]] = Stat(row["seconds"], row["samples"])
+        for row in data.get("outcomes", []):
+            self.outcomes[_from_jsonable(row["key"])] = [int(row["returned"]), int(row["stayed"])]
 
 
 def _done(event: Any) -> bool:

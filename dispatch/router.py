@@ -11,7 +11,10 @@ Rules, first match wins:
 5. the policy:
    - ``cost`` (once this machine is calibrated): every target allowed for the op is priced
      (compute + transfers of inputs not on it + read-back of a scalar result), blended with
-     what calls measured (``history``); the cheapest wins                          "cost model" / "history"
+     what calls measured (``history``); a device asked to take a call whose inputs are all
+     on the host also pays the copy of its result back, times the learned chance that the
+     program reads it back before using it there again (``history.p_return``): it must
+     win the round trip, not the call alone; the cheapest wins                     "cost model" / "history"
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
      table on the op's complexity and element count, each tier mapped to the best target
      available here (GPU: cupy, torch-cuda, torch-mps; SIMD: torch-cpu where it is known to be
@@ -39,7 +42,7 @@ from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
 __all__ = ["Decision", "clear_decisions", "decide", "failed", "host_floor", "policy", "refused", "selector",
-           "set_policy", "set_selector", "use_calibration"]
+           "set_policy", "set_selector", "settle", "use_calibration"]
 
 # Measured on a 2-core CPU machine and a 16-core one (DESIGN.md): torch on the CPU beats NumPy
 # at reductions from about 1e4 elements and loses badly at sorting. The seed policy's SIMD tier
@@ -221,9 +224,10 @@ def _cost_floor(op: Any) -> int:
             t = model.seconds(rep, _side(rep, n), "float64")
             if t is not None:
                 t32 = model.seconds(rep, _side(rep, n), "float32")
-                if not model.device.is_host:
-                    t += model.to_device_seconds(n * 8)
-                    t32 = (t32 or t) + model.to_device_seconds(n * 4)
+                if not model.device.is_host:  # the round trip: in, and the result (or a scalar) back
+                    back = model.roundtrip_overhead_s() if rep == "sum" else model.to_host_seconds(n * 4)
+                    t += model.to_device_seconds(n * 8) + back
+                    t32 = (t32 or t) + model.to_device_seconds(n * 4) + back
                 others.append(min(t, t32 or t))
         if mine is None or any(o < mine for o in others):
             break
@@ -331,6 +335,8 @@ class _Priced:
 def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     refused_here = _refusals.get(key, ())
     scalar = _scalar_result(op)
+    entering = inputs.resident is None  # every input on the host: a device pays the way back too
+    p_return = history.p_return(key) if entering else 0.0
     priced = []
     for name, model in _models.items():
         if name not in _PRICED or name in refused_here:
@@ -338,6 +344,8 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
         model_s = cost.estimate(model, _Priced(name, model.device), op, inputs, scalar)
         seconds, samples = history.blended(key, name, model_s)
         if seconds is not None:
+            if p_return and not model.device.is_host:
+                seconds += p_return * cost.return_seconds(model, op, inputs)
             priced.append((seconds, name, samples))
     priced.sort()
     # Probed cheapest first, and only the best and the alternatives close enough to be explored:
@@ -419,6 +427,14 @@ def failed(op: Any, inputs: Any, target: Any, why: str) -> None:
 
     Failures can be transient (memory frees up), so the decision stays for the next call.
     """
+
+
+def settle(key: tuple, stayed: bool) -> None:
+    """A result a device computed from host data (a call of kind ``key``) was next used on that
+    device (``stayed``) or read back to the host: learn it, and re-decide the key now and then."""
+    outcomes = history.settle(key, stayed)
+    if outcomes & (outcomes - 1) == 0:  # after 1, 2, 4, 8... outcomes
+        _decisions.pop(key, None)
 
 
 def observe(decision: Decision, seconds: float) -> None:

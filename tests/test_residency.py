@@ -1,0 +1,136 @@
+"""Entering a device from host data: the router prices the way back, and learns from what the
+program then does with the result (used on the device again, or read back).
+
+Runs the cupy target on the fake CuPy (``tests/fakecupy.py``) under hand-made calibrations, so
+the prices are known; the values are still compared with NumPy's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import fakecupy
+import numpy
+import pytest
+from _synthetic import GPU_TRANSFER, synthetic
+
+import dispatch
+from dispatch import calibration, cost, router
+from dispatch._call import Inputs
+from dispatch._ops import op_named
+from dispatch.history import History
+
+
+def _real_cupy_installed() -> bool:
+    try:
+        return importlib.util.find_spec("cupy") is not None
+    except ValueError:  # a module in sys.modules without a spec: the fake itself
+        return False
+
+
+if _real_cupy_installed():
+    pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def fake_gpu(tmp_path, monkeypatch):
+    """The fake CuPy as the cupy target, a fresh history that neither explores nor times calls (the
+    fake runs at NumPy's speed), and the router's state restored afterwards."""
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    restore = fakecupy.install()
+    dispatch.targets.reset("cupy")
+    saved = (router._policy, dict(router._models), router.history, router._calibration_checked)
+    router.history = History(explore_probability=0.0, sample_threshold_s=1e9)
+    try:
+        assert dispatch.targets.probe("cupy") is not None, dispatch.targets.unavailable().get("cupy")
+        yield
+    finally:
+        restore()
+        dispatch.targets.reset("cupy")
+        router.history, router._calibration_checked = saved[2], saved[3]
+        router._models.clear()
+        router._models.update(saved[1])
+        router._switch(saved[0])
+        router._refusals.clear()
+        router.clear_decisions()
+        calibration._loaded.clear()
+
+
+def _slow_way_back() -> calibration.Calibration:
+    """The synthetic GPU (100x NumPy's speed, 10 GB/s in) with a 1 GB/s way back."""
+    cal = synthetic(gpu=True, torch_cpu=False)
+    cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_host_staged=1e9, to_host_pageable=1e9)
+    return cal
+
+
+def _priced(cal: calibration.Calibration, name: str, op, inputs) -> float:
+    model = cost.models_from(cal)[name]
+    where = type("Priced", (), {"name": name, "device": model.device})()
+    return cost.estimate(model, where, op, inputs, scalar_result=False)
+
+
+N = 1_000_000
+
+
+def test_a_lone_call_must_win_the_round_trip():
+    cal = _slow_way_back()
+    router.use_calibration(cal)
+    op = op_named("exp")
+    inputs = Inputs([dispatch.asarray(numpy.linspace(0.0, 1.0, N))])
+    # the device wins the call with the copy in (0.9 ms against NumPy's 4 ms)...
+    assert _priced(cal, "cupy", op, inputs) < _priced(cal, "numpy", op, inputs) / 3
+    # ...but not with its 8 MB result copied back at 1 GB/s
+    way_back = cost.return_seconds(cost.models_from(cal)["cupy"], op, inputs)
+    assert way_back == pytest.approx(30e-6 + N * 8 / 1e9)
+    decision = router.decide(op, inputs, (), {})
+    assert decision.target.name == "numpy" and decision.reason.startswith("cost model")
+
+
+def test_results_seen_to_stay_make_entering_cheaper():
+    router.use_calibration(_slow_way_back())
+    op = op_named("exp")
+    inputs = Inputs([dispatch.asarray(numpy.linspace(0.0, 1.0, N))])
+    key = router._key(op, inputs)
+    assert router.history.p_return(key) == 1.0
+    assert router.decide(op, inputs, (), {}).target.name == "numpy"
+    for _ in range(8):
+        router.settle(key, stayed=True)
+    assert router.history.p_return(key) == pytest.approx(1 / 9)
+    assert router.decide(op, inputs, (), {}).target.name == "cupy"
+    # data already on the device is never charged a way back: it is there either way
+    on_device = Inputs([dispatch.asarray(numpy.linspace(0.0, 1.0, N)).to("cupy")])
+    assert router.decide(op, on_device, (), {}).target.name == "cupy"
+
+
+def test_the_call_path_learns_what_becomes_of_a_result():
+    router.use_calibration(synthetic(gpu=True, torch_cpu=False))  # the device wins exp's round trip
+    host = numpy.linspace(0.0, 1.0, N)
+    x = dispatch.asarray(host)
+    y = dispatch.exp(x)
+    assert y.target == "cupy"
+    key = y._origin
+    assert key is not None and key[0] == "exp"
+    z = y * 2.0  # used on the device: it stayed
+    assert z.target == "cupy" and y._origin is None
+    assert router.history.outcomes[key] == [0, 1]
+    w = dispatch.exp(x)
+    back = numpy.asarray(w)  # read back before any device use
+    assert router.history.outcomes[key] == [1, 1]
+    numpy.testing.assert_allclose(back, numpy.exp(host), rtol=1e-15)
+    numpy.testing.assert_allclose(numpy.asarray(z), numpy.exp(host) * 2.0, rtol=1e-15)
+    assert back.dtype == numpy.float64 and back.shape == (N,)
+    numpy.asarray(w)  # settled once per array
+    assert router.history.outcomes[key] == [1, 1]
+
+
+def test_outcomes_persist_with_the_history(tmp_path):
+    h = History()
+    key = ("exp", (numpy.dtype("float64"),), 20, frozenset({dispatch.devices.HOST}))
+    h.settle(key, stayed=True)
+    h.settle(key, stayed=False)
+    h.settle(key, stayed=True)
+    h.save(tmp_path / "history.json")
+    again = History()
+    again.load(tmp_path / "history.json")
+    assert again.outcomes[key] == [1, 2]
+    assert again.p_return(key) == pytest.approx(2 / 4)
