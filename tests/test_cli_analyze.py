@@ -196,7 +196,7 @@ def test_examples_report(tmp_path, monkeypatch):
     out = tmp_path / "examples.json"
     assert main(["analyze", "examples", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert report["summary"]["files"] == 3 and report["summary"]["errors"] == 0
+    assert report["summary"]["files"] == 4 and report["summary"]["errors"] == 0
     dot = [s for s in report["sites"] if s["source"] == "np.dot(grid, grid)"]
     assert [(d["size"], d["tier"]) for d in dot] == [(90_000, "GPU")]
     fit = [(s["op"], s["method"], s["tier"]) for s in report["sites"] if s["source"] == "model.fit(X_train, y_train)"]
