@@ -261,9 +261,18 @@ def test_profile_merge(tmp_path, monkeypatch, capsys):
         "unmatched": 1,
     }
     table = capsys.readouterr().out
-    assert "calls  measured  best target  speedup" in table
+    assert "n at run  calls  measured  best target  speedup" in table
+    # the measured size: elements of the largest input recorded (400 x 400), where the scan saw 300 x 300
+    dot_row = next(line for line in table.splitlines() if line.startswith("tests/data/aliases.py:12:"))
+    assert dot_row.split()[-12:] == ["90,000", "GPU", "GPU", "229", "µs", "×4.7", "160,000", "4", "20", "ms", "cupy",
+                                     "×5.0"]
     assert "profiled calls without a static site:" in table
-    assert "tests/data/helpers.py:7  linalg.svd      3    120 ms  numpy   cupy             ×12" in table
+    assert "tests/data/helpers.py:7  linalg.svd  1,000,000      3    120 ms  numpy   cupy             ×12" in table
+    page = tmp_path / "merged.html"
+    assert main(["analyze", "tests/data/aliases.py", "--profile", "tests/data/profile.json", "--html", str(page)]) == 0
+    html = page.read_text()
+    assert "<th>n at run</th>" in html and '<td class="num" data-sort="160000">160,000</td>' in html
+    assert '<td class="num" data-sort="1000000">1,000,000</td><td class="num" data-sort="3">3</td>' in html
 
 
 def test_profile_paths_resolve_against_the_profile_folder(tmp_path, monkeypatch):

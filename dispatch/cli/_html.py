@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from html import escape
 
+from dispatch.cli._profile import ProfileCall
 from dispatch.cli._report import Report
-from dispatch.cli._table import format_seconds, profile_only_table, site_table, summary_lines
+from dispatch.cli._table import NUMERIC, format_seconds, profile_only_table, site_table, summary_lines
 
 __all__ = ["render_html"]
 
@@ -48,7 +49,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 });
 """
 
-_NUMERIC = {"n", "calls", "measured", "speedup", "speedup there", "model estimate (best)"}
+_NUMERIC = NUMERIC | {"model estimate (best)"}
 
 
 def render_html(report: Report) -> str:
@@ -69,7 +70,8 @@ def render_html(report: Report) -> str:
     ]
     if report.profile_only:
         headers, cells = profile_only_table(report)
-        parts += ["<h2>Profiled calls without a static site</h2>", _table(headers, cells, [None] * len(cells))]
+        values = [_profile_values(call) for call in report.profile_only]
+        parts += ["<h2>Profiled calls without a static site</h2>", _table(headers, cells, values)]
     if report.unclassified:
         parts += ["<h2>Library calls outside the catalogs (unclassified)</h2>", "<ul>"]
         parts += [f"<li>{escape(s.location)} <code>{escape(s.name)}</code></li>" for s in report.unclassified]
@@ -93,10 +95,15 @@ def _sites_table(report: Report) -> str:
         best = row.best
         values = {"n": row.site.size, "model estimate (best)": best[1] if best else None}
         if row.profile is not None:
-            values |= {"calls": row.profile.count, "measured": row.profile.seconds, "speedup": row.profile.speedup,
-                       "speedup there": row.profile.hardware_speedup}
+            values |= _profile_values(row.profile)
         sort_values.append(values)
     return _table(headers, cells, sort_values)
+
+
+def _profile_values(call: ProfileCall) -> dict:
+    """What the numeric profile columns sort by."""
+    return {"n at run": call.size, "calls": call.count, "measured": call.seconds, "speedup": call.speedup,
+            "speedup there": call.hardware_speedup}
 
 
 def _table(headers: list[str], cells: list[list[str]], sort_values: list[dict | None]) -> str:

@@ -33,6 +33,7 @@ on their own.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -68,6 +69,12 @@ class ProfileCall:
     @property
     def line(self) -> int:
         return int(self.site.rpartition(":")[2])
+
+    @property
+    def size(self) -> int | None:
+        """The elements of the largest input the call was recorded with (the size the static
+        scan could not see); ``None`` without shapes."""
+        return max((math.prod(shape) for shape in self.shapes), default=None)
 
     @property
     def recommended_target(self) -> str:

@@ -22,6 +22,8 @@ __all__ = [
 ]
 
 _CALL_WIDTH = 44
+# right-aligned columns (and sorted as numbers on the HTML page)
+NUMERIC = frozenset({"n", "n at run", "calls", "measured", "speedup", "speedup there"})
 
 
 def format_seconds(seconds: float) -> str:
@@ -71,7 +73,7 @@ def site_table(report: Report) -> tuple[list[str], list[list[str]]]:
     headers = ["location", "call", "op", "complexity", "n", "tier", "model estimate (best)"]
     with_profile = report.profile is not None
     if with_profile:
-        headers += ["calls", "measured", "best target", "speedup"]
+        headers += ["n at run", "calls", "measured", "best target", "speedup"]
         if report.hardware is not None:
             headers += _HARDWARE_HEADERS
     mark = _calibrated(report)
@@ -96,10 +98,12 @@ def site_table(report: Report) -> tuple[list[str], list[list[str]]]:
 
 
 def _profile_cells(call: ProfileCall | None) -> list[str]:
+    """n at run, calls, measured, best target, speedup."""
     if call is None:
-        return ["", "", "", ""]
+        return ["", "", "", "", ""]
     speedup = format_ratio(call.speedup) if call.speedup is not None else "-"
-    return [f"{call.count:,}", format_seconds(call.seconds), call.recommended_target, speedup]
+    size = f"{call.size:,}" if call.size is not None else "-"
+    return [size, f"{call.count:,}", format_seconds(call.seconds), call.recommended_target, speedup]
 
 
 # on the machine of the --hardware calibration: its cheapest target, and the gain over NumPy there
@@ -115,13 +119,13 @@ def _hardware_cells(call: ProfileCall | None) -> list[str]:
 
 def profile_only_table(report: Report) -> tuple[list[str], list[list[str]]]:
     """Headers and cells of the profiled calls no static site took."""
-    headers = ["site", "op", "calls", "measured", "ran on", "best target", "speedup"]
+    headers = ["site", "op", "n at run", "calls", "measured", "ran on", "best target", "speedup"]
     if report.hardware is not None:
         headers += _HARDWARE_HEADERS
     cells = []
     for call in report.profile_only:
-        count, measured, best, speedup = _profile_cells(call)
-        line = [call.site, call.op, count, measured, call.target, best, speedup]
+        size, count, measured, best, speedup = _profile_cells(call)
+        line = [call.site, call.op, size, count, measured, call.target, best, speedup]
         if report.hardware is not None:
             line += _hardware_cells(call)
         cells.append(line)
@@ -172,7 +176,7 @@ def _count(n: int, noun: str) -> str:
 
 def _plain(headers: list[str], cells: list[list[str]]) -> list[str]:
     widths = [max(len(h), *(len(row[i]) for row in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    numeric = {"n", "calls", "measured", "speedup", "speedup there"}
+    numeric = NUMERIC
     out = []
     for row in [headers, *cells]:
         parts = [c.rjust(w) if h in numeric else c.ljust(w) for c, w, h in zip(row, widths, headers, strict=True)]
@@ -200,7 +204,7 @@ def render_rich(report: Report, console: Any) -> None:
             continue
         table = Table(title=title, title_justify="left")
         for header in headers:
-            numeric = header in ("n", "calls", "measured", "speedup", "speedup there")
+            numeric = header in NUMERIC
             table.add_column(header, justify="right" if numeric else "left", overflow="fold")
         for row in cells:
             table.add_row(*row)
