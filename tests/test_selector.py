@@ -152,3 +152,42 @@ def test_invalid_threshold_tables():
         MoeThresholds.from_dict({"LOW": {"simd": 1, "gpu": None}})
     with pytest.raises(TypeError, match="MoeThresholds"):
         BackendSelector(thresholds={"LOW": 1})
+
+
+def test_constructor_rejects_what_the_builders_reject():
+    with pytest.raises(ValueError, match="PCIe bandwidth must be a finite number > 0"):
+        BackendSelector(pcie_bandwidth=0)
+    with pytest.raises(ValueError, match="GPU throughput must be a finite number > 0"):
+        BackendSelector(gpu_gflops=math.nan)
+    with pytest.raises(ValueError, match="minimum dispatch ratio must be a finite number > 0"):
+        BackendSelector(min_dispatch_ratio=-5.0)
+    with pytest.raises(TypeError, match="must be a real number"):
+        BackendSelector(gpu_gflops="20e12")
+
+
+# ---- the adaptive backend's seed facts (dispatch.history) ------------------------------------------
+
+
+def test_adaptive_defaults_hot_path_and_sampling_threshold():
+    from dispatch.history import History
+
+    h = History()
+    assert h.hot_calls_per_s == 10_000 and h.sample_threshold_s == 100e-6
+    # "hot" is more than 10,000 calls a second: the 10,000th call within a second is not, the 10,001st is
+    assert not any(h.count("add") for _ in range(10_000))
+    assert h.count("add") and "add" in h.hot
+    assert not h.count("sum")  # per operation
+
+
+def test_the_fastest_historical_average_wins():
+    from dispatch.history import History
+
+    h = History()
+    key = ("matmul", (), 20, frozenset())
+    for seconds in (3e-3, 1e-3, 2e-3):
+        h.observe(key, "numpy", seconds)
+    h.observe(key, "torch-cpu", 1.5e-3)
+    # with measurements alone (no model), each target's estimate is its historical average
+    averages = {t: h.blended(key, t, None)[0] for t in ("numpy", "torch-cpu")}
+    assert min(averages, key=averages.get) == "torch-cpu"
+    assert h.blended(key, "cupy", 4e-3) == (4e-3, 0)  # never measured: the model (heuristic) stands
