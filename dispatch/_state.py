@@ -66,5 +66,11 @@ _using: contextvars.ContextVar[str | None] = contextvars.ContextVar("dispatch_us
 
 STATE = _State()
 
-if os.environ.get("DISPATCH_BACKEND", _AUTO) != _AUTO:
-    STATE.set_global(os.environ["DISPATCH_BACKEND"])
+_ENV_BACKEND = os.environ.get("DISPATCH_BACKEND") or _AUTO
+if _ENV_BACKEND != _AUTO:
+    from dispatch.targets import TARGET_NAMES
+
+    if _ENV_BACKEND not in TARGET_NAMES:  # say so once, here, rather than on every call
+        raise ValueError(f"DISPATCH_BACKEND={_ENV_BACKEND!r} is not a backend; "
+                         f"choose one of: auto, {', '.join(TARGET_NAMES)}")
+    STATE.set_global(_ENV_BACKEND)
