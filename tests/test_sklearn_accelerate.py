@@ -498,3 +498,61 @@ def test_trace_summary_lists_estimator_calls():
     assert [r["op"] for r in rows] in (["Ridge.fit", "Ridge.predict"], ["Ridge.predict", "Ridge.fit"])
     assert all(r["target"] == "numpy" for r in rows)
     assert "Ridge.fit" in t.summary(file=open("/dev/null", "w"))
+
+
+# ---- large calls are measured on both sides, then run where they were faster ----------------------------
+
+
+def _large_regression() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((20_000, 60))  # 1.2M elements: over LEARN_MIN
+    return X, X @ rng.standard_normal(60) + 0.1 * rng.standard_normal(20_000)
+
+
+@needs_torch
+def test_large_calls_are_measured_both_ways_then_routed_by_the_measurements(monkeypatch):
+    from sklearn.linear_model import Ridge
+
+    monkeypatch.setattr(_routing, "first_gpu", lambda: None)  # this machine's other side: torch-cpu
+    X, y = _large_regression()
+    assert X.size >= _routing.LEARN_MIN
+    with dispatch.using("numpy"):  # stock scikit-learn, not measured
+        reference = Ridge(alpha=2.0).fit(X, y)
+    key = (Ridge, "fit", X.size.bit_length())
+    ran = []
+    for _ in range(3):
+        with dispatch.trace() as t:
+            est = Ridge(alpha=2.0).fit(X, y)
+        (record,) = [r for r in t.records if r.op == "Ridge.fit"]
+        ran.append((record.target, record.reason))
+        np.testing.assert_allclose(est.coef_, reference.coef_, rtol=1e-9, atol=1e-12)
+        assert type(est.coef_) is np.ndarray and est.coef_.dtype == reference.coef_.dtype
+    # first the table's choice (MEDIUM on the CPU tier: stock), then the other side, then the faster
+    assert ran[0][0] == "numpy" and ran[0][1].endswith("measuring: stock scikit-learn")
+    assert ran[1] == ("torch-cpu", "measuring the alternative")
+    seen = _routing.measured()[key]
+    assert set(seen) == {None, "torch-cpu"} and all(s > 0 for s in seen.values())
+    faster = min(seen, key=seen.get)
+    assert ran[2][0] == (faster or "numpy") and ran[2][1].startswith("measured: torch-cpu ")
+    # the measurements decide: change them and the route follows
+    _routing.observe(key, "torch-cpu", 1e-9)
+    assert _routing.choose(Ridge(), "fit", X, (y,)).target == "torch-cpu"
+    _routing.observe(key, "torch-cpu", 1e9)
+    assert _routing.choose(Ridge(), "fit", X, (y,)).target is None
+
+
+def test_a_large_call_the_other_side_cannot_run_is_not_measured_again(monkeypatch):
+    from sklearn.cluster import KMeans
+
+    monkeypatch.setattr(_routing, "first_gpu", lambda: "torch-cpu")  # stands in for a GPU
+    X = np.random.default_rng(3).standard_normal((30_000, 40))
+    est = KMeans(n_clusters=3, n_init=1, random_state=0)
+    if _routing.array_api_support(est):
+        pytest.skip("this scikit-learn runs KMeans in Array API mode")
+    for _ in range(2):
+        choice = _routing.choose(est, "fit", X)
+        assert choice.target is None and choice.learn is None
+        assert "no Array API support" in choice.reason
+    est.fit(X)  # runs stock, not measured
+    np.testing.assert_array_equal(est.labels_, KMeans(n_clusters=3, n_init=1, random_state=0).fit(X).labels_)
+    assert _routing.measured() == {}

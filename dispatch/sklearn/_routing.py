@@ -13,6 +13,13 @@ match wins:
    ``torch-mps``); SCALAR and SIMD run stock scikit-learn on NumPy (``torch-cpu`` only when
    forced, until calibration shows it pays). Small batches therefore never leave NumPy.
 
+Large calls (``LEARN_MIN`` elements or more, host data, not forced) are measured instead: the
+table's choice runs first, then the other side once (stock scikit-learn, or the best other
+target: the first GPU, else torch-cpu), each timed to completion; from then on the kind of
+call, (class, method, size bucket), runs where it measured faster. No NumPy kernel prices what
+an estimator does (LinearDiscriminantAnalysis's SVD solver takes far longer than a GEMM over
+the same data), and one call of each kind is a bounded price for knowing.
+
 Whatever 1-3 picked, the hard rules then may send the call back to stock scikit-learn, with
 the reason recorded as a fallback:
 
@@ -28,6 +35,7 @@ the reason recorded as a fallback:
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 import threading
@@ -40,9 +48,11 @@ from dispatch import router
 from dispatch._state import STATE
 from dispatch.selector import Backend, OpComplexity
 
-__all__ = ["Choice", "choose", "forget", "remember_unsupported", "unsupported"]
+__all__ = ["LEARN_MIN", "Choice", "choose", "forget", "measured", "observe", "remember_unsupported", "unsupported"]
 
 GPU_ORDER = ("cupy", "torch-cuda", "torch-mps")
+# From this many elements (n_samples x n_features) a call is worth timing on both sides once.
+LEARN_MIN = 1 << 20
 
 
 class Choice(NamedTuple):
@@ -52,6 +62,7 @@ class Choice(NamedTuple):
     target: str | None
     reason: str
     fallback: bool = False
+    learn: tuple | None = None  # time this call and teach ``observe`` under this key
 
 
 def choose(estimator: Any, method: str, X: Any, others: Iterable = ()) -> Choice:
@@ -80,6 +91,12 @@ def choose(estimator: Any, method: str, X: Any, others: Iterable = ()) -> Choice
             if complexity is None:
                 return _remember_host(key, f"{type(estimator).__name__} is not in the catalog: stock scikit-learn")
             tier = selector.select_with_moe(complexity, n)
+            if n >= LEARN_MIN:
+                other = _other_target()
+                if other is not None:
+                    return _measuring(estimator, method, X, tuple(others), n, f"MoE: {complexity.name} on "
+                                      f"{n:,} elements -> {tier.name}", tier is Backend.GPU and other in GPU_ORDER,
+                                      other)
             if tier is not Backend.GPU:
                 return _remember_host(key, f"MoE: {complexity.name} on {n:,} elements -> {tier.name}: "
                                            "stock scikit-learn")
@@ -95,6 +112,58 @@ def choose(estimator: Any, method: str, X: Any, others: Iterable = ()) -> Choice
 
 
 _FORCED_NUMPY = Choice(None, "forced numpy")
+
+
+# ---- measuring large calls ------------------------------------------------------------------------
+
+# (class, method, size bucket) -> {target name, or None for stock scikit-learn: seconds}
+_measured: dict[tuple, dict[str | None, float]] = {}
+
+
+def _other_target() -> str | None:
+    """What a large call is measured against stock scikit-learn on: the first GPU, else torch-cpu."""
+    gpu = first_gpu()
+    if gpu is not None:
+        return gpu
+    from dispatch import targets
+
+    return "torch-cpu" if targets.probe("torch-cpu") is not None else None
+
+
+def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table: str, table_wants_other: bool,
+               other: str) -> Choice:
+    refusal = _refusal(estimator, method, other, X, others)  # nothing to measure against
+    if refusal is not None:
+        return Choice(None, refusal, fallback=table_wants_other)
+    key = (type(estimator), method, n.bit_length())
+    seen = _measured.get(key, {})
+    if not seen:
+        name, why = (other if table_wants_other else None), f"{table}, measuring"
+    elif len(seen) == 1:
+        name, why = (other if None in seen else None), "measuring the alternative"
+    else:
+        name = min(seen, key=lambda k: seen[k])
+        why = f"measured: {other} {_ms(seen.get(other))} vs stock {_ms(seen.get(None))}"
+    learn = key if len(seen) < 2 else None
+    if name is None:
+        return Choice(None, f"{why}: stock scikit-learn", learn=learn)
+    return Choice(name, why, learn=learn)
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None or math.isinf(seconds) else f"{seconds * 1e3:,.0f} ms"
+
+
+def observe(key: tuple, target: str | None, seconds: float) -> None:
+    """A measured call of kind ``key`` ran on ``target`` (``None``: stock scikit-learn)."""
+    with _lock:
+        _measured.setdefault(key, {})[target] = seconds
+
+
+def measured() -> dict[tuple, dict[str | None, float]]:
+    """What large calls measured, by (class, method, size bucket)."""
+    with _lock:
+        return {k: dict(v) for k, v in _measured.items()}
 
 # Decisions that depend only on (class, element count, selector): the serving loop's repeated
 # small batches skip the table after the first call.
@@ -234,6 +303,7 @@ def forget() -> None:
         _unsupported.clear()
         _unsupported_classes.clear()
         _host_choices.clear()
+        _measured.clear()
 
 
 def _hashable(v: Any) -> Any:
