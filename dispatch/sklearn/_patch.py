@@ -221,10 +221,15 @@ class _RoutedDescriptor:
         fn = getattr(raw, "fn", None)
         if isinstance(fn, types.FunctionType):
             routed = functools.wraps(fn)(routed)
+            self._fn = fn
         setattr(routed, _MARK, True)
         self._routed = routed
 
+    _fn = None
+
     def _invoke(self, obj: Any, args: tuple, kwargs: dict) -> Any:
+        if self._fn is not None:  # __get__ has run the availability check already: not twice a call
+            return self._fn(obj, *args, **kwargs)
         return self.raw.__get__(obj, type(obj))(*args, **kwargs)
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
