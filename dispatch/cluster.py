@@ -122,10 +122,14 @@ def use_cluster(client_or_address: Any = None, *, timeout: float | None = None, 
     ``ConnectionError`` naming it. ``gpu`` says whether the workers hold CuPy chunks; by
     default it is asked of the workers (every worker sees a CUDA device). Returns the client.
     """
+    return _use(client_or_address, timeout, gpu, reprobe=True)
+
+
+def _use(client_or_address: Any, timeout: float | None, gpu: bool | None, *, reprobe: bool) -> Any:
     global _client, _owned, _gpu_workers
     _disconnect()
     if client_or_address is None:
-        _after_change()
+        _after_change(reprobe)
         return None
     try:
         from distributed import Client
@@ -138,7 +142,7 @@ def use_cluster(client_or_address: Any = None, *, timeout: float | None = None, 
     _ship_blocks_by_value()
     _client, _owned = client, owned
     _gpu_workers = _workers_have_gpus(client) if gpu is None else bool(gpu)
-    _after_change()  # the chunk size (measured on first need, unless set) decides LIVE_ELEMENTS
+    _after_change(reprobe)  # the chunk size (measured on first need, unless set) decides LIVE_ELEMENTS
     return client
 
 
@@ -171,10 +175,11 @@ def _disconnect() -> None:
             client.close()
 
 
-def _after_change() -> None:
-    from dispatch import targets
+def _after_change(reprobe: bool = True) -> None:
+    if reprobe:
+        from dispatch import targets
 
-    targets.reset("dask")  # probed again: a scheduler from the environment is tried once more
+        targets.reset("dask")  # probed again: a scheduler from the environment is tried once more
     _refresh_live()
 
 
@@ -186,7 +191,9 @@ def client() -> Any:
     """The connected ``distributed.Client``, connecting to ``DISPATCH_DASK_SCHEDULER`` on first
     use; ``None`` when no cluster is connected (Dask's threaded scheduler runs the work)."""
     if _client is None and _env_address() is not None:
-        use_cluster(_env_address())
+        # Reached while the dask target is being probed (its constructor connects) or after it
+        # was: probing it again from here would wait on that probe's lock for ever.
+        _use(_env_address(), None, None, reprobe=False)
     return _client
 
 
