@@ -2,7 +2,7 @@
 # One call on a GPU machine: the GPU test suite, a calibration, and every benchmark, with the
 # figures written under $OUT and a short table printed last.
 #
-#   OUT=/some/dir bash benchmarks/gpu_run.sh [tests|calibrate|overhead|transfers|suite|sklearn|dask ...]
+#   OUT=/some/dir bash benchmarks/gpu_run.sh [tests|calibrate|overhead|transfers|suite|sklearn|dask|trace ...]
 #
 # With no arguments every step runs. Runs from the source tree (PYTHONPATH=.), so nothing needs
 # building there; wheels that the machine lacks (array-api-compat, dask...) are installed from
@@ -30,8 +30,10 @@ for s in "${steps[@]}"; do
         nvidia-smi -L || true
         python3 -m dispatch info || status=1
         # the whole suite: GPU-marked tests run here, the rest prove nothing broke on this stack
-        # (PYTEST_K narrows it, as -k does; TESTS_TIMEOUT bounds it so the later steps still run)
-        timeout "${TESTS_TIMEOUT:-1200}" python3 -m pytest tests -q -p no:cacheprovider --timeout=300 -n 8 \
+        # (PYTEST_K narrows it, as -k does; TESTS_TIMEOUT bounds it so the later steps still run;
+        # TEST_TIMEOUT bounds one test, so a hanging one fails by name instead of eating the budget)
+        timeout "${TESTS_TIMEOUT:-1200}" python3 -m pytest tests -q -p no:cacheprovider \
+            --timeout="${TEST_TIMEOUT:-120}" -n 8 \
             -o addopts="" -rfEs --junitxml="$OUT/tests.xml" ${PYTEST_K:+-k "$PYTEST_K"} >"$OUT/tests.log" 2>&1 || status=1
         grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -n 60
         tail -n 3 "$OUT/tests.log"
@@ -62,6 +64,11 @@ for s in "${steps[@]}"; do
             >"$OUT/dask-tests.log" 2>&1 || status=1
         tail -n 5 "$OUT/dask-tests.log"
         python3 -m benchmarks.dask_scale --out "$OUT/dask.json" ${DASK_ARGS:-} || status=1
+        ;;
+    trace)
+        step trace
+        # where the router sends chosen workloads' calls (TRACE_ARGS: pairs of workload and size)
+        python3 -m benchmarks.route_trace ${TRACE_ARGS:-kmeans medium} 2>&1 | tee "$OUT/trace.log" || status=1
         ;;
     *)
         echo "unknown step $s" >&2

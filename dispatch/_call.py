@@ -178,7 +178,10 @@ def to_forced_device(result: Any) -> Any:
     target = STATE.forced_target() if not STATE.plain else None
     if target is None or target.device.is_host or not isinstance(result, ndarray):
         return result
-    return result.to(target.name)
+    try:
+        return result.to(target.name)
+    except Unsupported:  # a dtype the device cannot hold (strings drawn by choice): it stays on the host
+        return result
 
 
 def _native_for(target: Target):

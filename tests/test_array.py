@@ -551,6 +551,13 @@ def test_random_draws_move_to_a_forced_device(backend):
     assert x.device == expected
 
 
+def test_a_draw_a_forced_device_cannot_hold_stays_on_the_host(backend):
+    labels = ["north", "south", "east"]
+    with dispatch.using(backend):
+        drawn = dispatch.random.RandomState(0).choice(labels, size=5)
+    assert_same(drawn, numpy.random.RandomState(0).choice(labels, size=5))
+
+
 @pytest.mark.parametrize("name", BACKENDS)
 def test_every_backend_has_an_id(name):
     assert name in [p.id for p in backend_params()]

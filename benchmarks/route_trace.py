@@ -1,0 +1,74 @@
+"""Where the router sends a workload's calls, and what they cost: for tuning the router.
+
+    python -m benchmarks.route_trace kmeans medium [pairwise small ...] [--warmup 3] [--top 25]
+
+Each workload runs under the calibrated cost policy (this machine's stored calibration, or a
+full one measured first) for ``--warmup`` runs, as the suite's ``router`` mode does, then once
+traced. Per (op, target, reason): calls, total and median seconds, bytes moved; then the run's
+total against plain NumPy's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections import defaultdict
+
+import numpy
+
+import dispatch
+from benchmarks.workloads import get
+from dispatch import calibration, router, targets
+
+
+def _synchronize() -> None:
+    for target in targets.available().values():
+        target.synchronize()
+
+
+def trace_case(name: str, size: str, warmup: int, top: int) -> None:
+    workload = get(name)
+    data = workload.make_data(size)
+    start = time.perf_counter()
+    workload.run(numpy, **data)
+    numpy_s = time.perf_counter() - start
+    for _ in range(warmup):
+        {k: numpy.asarray(v) for k, v in workload.run(dispatch, **data).items()}
+    _synchronize()
+    start = time.perf_counter()
+    with dispatch.trace() as t:
+        {k: numpy.asarray(v) for k, v in workload.run(dispatch, **data).items()}
+        _synchronize()
+    routed_s = time.perf_counter() - start
+    groups: dict[tuple, list] = defaultdict(list)
+    for r in t.records:
+        shapes = "x".join(str(s) for s in (r.shapes[0] if r.shapes else []))
+        groups[(r.op, shapes, r.target, r.reason[:60])].append(r)
+    rows = sorted(groups.items(), key=lambda kv: -sum(r.seconds for r in kv[1]))
+    print(f"== {name} {size}: numpy {numpy_s * 1e3:.2f} ms, router (traced) {routed_s * 1e3:.2f} ms, "
+          f"{len(t.records)} calls, {sum(r.bytes_moved for r in t.records) / 1e6:.1f} MB moved")
+    print(f"{'op':<16}{'first shape':<14}{'target':<12}{'calls':>6}{'total ms':>10}{'med µs':>9}{'MB':>8}  reason")
+    for (op, shapes, target, reason), rs in rows[:top]:
+        total = sum(r.seconds for r in rs)
+        print(f"{op[:15]:<16}{shapes[:13]:<14}{target:<12}{len(rs):>6}{total * 1e3:>10.2f}"
+              f"{statistics.median(r.seconds for r in rs) * 1e6:>9.1f}{sum(r.bytes_moved for r in rs) / 1e6:>8.2f}"
+              f"  {reason}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="+", help="pairs: workload size")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args(argv)
+    if len(args.cases) % 2:
+        parser.error("give cases as pairs: workload size")
+    cal = calibration.load() or calibration.calibrate(quick=False, progress=False)
+    router.use_calibration(cal)
+    for name, size in zip(args.cases[::2], args.cases[1::2], strict=True):
+        trace_case(name, size, args.warmup, args.top)
+
+
+if __name__ == "__main__":
+    main()
