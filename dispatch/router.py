@@ -360,7 +360,10 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     if not ranked:
         return Decision(NUMPY, "cost model: nothing else can be priced", key=key), True
     best_s, best_name, samples = ranked[0]
-    sample = best_s >= history.sample_threshold_s
+    # Calls predicted over the threshold are timed; so is the first call of each kind on the
+    # target chosen for it, so that a model wrong by orders of magnitude under the threshold
+    # (a thread pool woken for one small call: milliseconds, not microseconds) is caught once.
+    sample = best_s >= history.sample_threshold_s or not samples
     explore = history.explore(key, [(s, n) for s, n, _ in ranked]) if sample else None
     if explore is not None:
         seconds = next(s for s, n, _ in ranked if n == explore)

@@ -34,13 +34,14 @@ if _real_cupy_installed():
 
 @pytest.fixture(autouse=True)
 def fake_gpu(tmp_path, monkeypatch):
-    """The fake CuPy as the cupy target, a fresh history that neither explores nor times calls (the
-    fake runs at NumPy's speed), and the router's state restored afterwards."""
+    """The fake CuPy as the cupy target, a fresh history that neither explores nor learns from
+    timed calls (the fake runs at NumPy's speed), and the router's state restored afterwards."""
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
     restore = fakecupy.install()
     dispatch.targets.reset("cupy")
     saved = (router._policy, dict(router._models), router.history, router._calibration_checked)
-    router.history = History(explore_probability=0.0, sample_threshold_s=1e9)
+    router.history = History(explore_probability=0.0)
+    monkeypatch.setattr(router.history, "observe", lambda *args, **kwargs: None)
     try:
         assert dispatch.targets.probe("cupy") is not None, dispatch.targets.unavailable().get("cupy")
         yield

@@ -273,3 +273,20 @@ def test_inputs_count_the_elements_of_a_native_torch_tensor():
     torch = pytest.importorskip("torch")
     inputs = _inputs(torch.ones(3, 4, dtype=torch.float64), np.ones(5))
     assert inputs.size == 12 and inputs.nbytes == (12 + 5) * 8  # torch's .size() is a shape, not a count
+
+
+def test_the_first_call_of_a_kind_is_timed_even_under_the_threshold(isolated):
+    pytest.importorskip("torch")
+    router.use_calibration(synthetic())
+    op = op_named("sum")
+    inputs = _inputs(dispatch.ones(50_000))  # torch-cpu 17.5 µs against NumPy's 26 µs: far under 100 µs
+    first = router.decide(op, inputs, (), {})
+    assert first.target.name == "torch-cpu" and first.predicted < router.history.sample_threshold_s
+    assert first.sample  # timed once, though predicted under the threshold
+    router.observe(first, 5e-3)  # the call really took 5 ms (a thread pool woken for one small call)
+    second = router.decide(op, inputs, (), {})
+    assert second.target.name == "numpy" and second.sample  # NumPy's first call is timed in turn
+    router.observe(second, 30e-6)
+    settled = router.decide(op, inputs, (), {})
+    assert settled.target.name == "numpy" and not settled.sample  # under the threshold, measured: no more timing
+    assert settled is router.decide(op, inputs, (), {})  # and cached
