@@ -222,6 +222,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             cases.append(case)
             print(f"  {workload.NAME} {size}: " + ", ".join(
                 f"{m} {s * 1e3:.2f} ms" for m, s in case["seconds"].items()), file=sys.stderr, flush=True)
+            if args.out:  # case by case, so a run stopped at a time limit keeps what it measured
+                with open(args.out, "w") as f:
+                    json.dump({"cases": cases, "partial": True}, f, indent=1, default=str)
     machine = calibration.machine()
     lines = report(cases, modes)
     print(f"machine: {machine['cpu']} x{machine['cpu_count']}; GPUs: "
