@@ -33,7 +33,7 @@ for s in "${steps[@]}"; do
         # (PYTEST_K narrows it, as -k does; TESTS_TIMEOUT bounds it so the later steps still run;
         # TEST_TIMEOUT bounds one test, so a hanging one fails by name instead of eating the budget)
         timeout "${TESTS_TIMEOUT:-1200}" python3 -m pytest tests -q -p no:cacheprovider \
-            --timeout="${TEST_TIMEOUT:-120}" -n 8 \
+            --timeout="${TEST_TIMEOUT:-120}" -n "${TEST_WORKERS:-8}" \
             -o addopts="" -rfEs --junitxml="$OUT/tests.xml" ${PYTEST_K:+-k "$PYTEST_K"} >"$OUT/tests.log" 2>&1 || status=1
         grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -n 60
         tail -n 3 "$OUT/tests.log"
