@@ -259,3 +259,57 @@ def test_serving_loop_default_route_stays_on_numpy():
     assert {r.target for r in t.records} == {"numpy"}
     assert not t.fallbacks
     assert all("MoE" in r.reason for r in t.records)
+
+
+def test_serving_loop_skips_routing_once_a_composite_ran_stock_throughout(monkeypatch):
+    from dispatch.sklearn import _run
+
+    X, y = regression()
+    with dispatch.using("numpy"):
+        want = scaler_pca_ridge().fit(X, y).predict(X[:32])
+    pipe = scaler_pca_ridge().fit(X, y)
+    routed = []
+    choose = _run.choose
+    monkeypatch.setattr(_run, "choose", lambda *a, **k: routed.append(type(a[0]).__name__) or choose(*a, **k))
+    first = pipe.predict(X[:32])
+    assert routed == ["StandardScaler", "PCA", "Ridge"]  # each step routed once, all stock
+    assert _composite_remembered(pipe)  # so the pipeline itself runs whole as stock from now on
+    routed.clear()
+    for i in range(5):  # the next batches of that shape: the pipeline runs whole as stock, unrouted
+        got = pipe.predict(X[i * 32:(i + 1) * 32])
+        assert type(got) is np.ndarray and got.shape == (32,)
+    assert routed == []
+    np.testing.assert_allclose(first, want, rtol=1e-12)
+    np.testing.assert_allclose(pipe.predict(X[:32]), want, rtol=1e-12)
+    pipe.predict(X[:48])  # another shape is routed afresh
+    assert routed == ["StandardScaler", "PCA", "Ridge"]
+
+
+def test_a_composite_whose_step_ran_elsewhere_keeps_routing(monkeypatch):
+    from dispatch.sklearn import _routing, _run
+
+    if targets.probe("torch-cpu") is None:
+        pytest.skip("torch is not installed")
+    X, y = regression()
+    pipe = scaler_pca_ridge().fit(X, y)
+    with dispatch.using("numpy"):
+        want = pipe.predict(X[:32])
+    real, ridge_routed = _run.choose, []
+
+    def choose(est, method, X, others=()):
+        if type(est).__name__ == "Ridge":  # Ridge.predict runs on torch-cpu, as on a GPU target
+            ridge_routed.append(method)
+            return _routing.Choice("torch-cpu", "test: elsewhere")
+        return real(est, method, X, others)
+
+    monkeypatch.setattr(_run, "choose", choose)
+    for _ in range(3):  # not stock throughout: every call is routed again
+        np.testing.assert_allclose(pipe.predict(X[:32]), want, rtol=1e-9)
+    assert ridge_routed == ["predict"] * 3
+    assert not _composite_remembered(pipe)
+
+
+def _composite_remembered(est, method: str = "predict") -> bool:
+    from dispatch.sklearn import _run
+
+    return any(key[:3] == (id(est), type(est), method) for key in _run._stock_calls)

@@ -304,6 +304,9 @@ def forget() -> None:
         _unsupported_classes.clear()
         _host_choices.clear()
         _measured.clear()
+    from dispatch.sklearn import _run  # the calls remembered to run stock: routed afresh
+
+    _run._stock_calls.clear()
 
 
 def _hashable(v: Any) -> Any:

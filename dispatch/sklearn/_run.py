@@ -57,13 +57,15 @@ class Spec:
 class CompositeScope:
     """Open while a composite estimator runs; knows whether every estimator inside it is
     routed (only then may step outputs stay on the device: an unrouted, user-written step
-    must get the NumPy arrays it was written for)."""
+    must get the NumPy arrays it was written for), and whether any call inside it did more
+    than run stock scikit-learn on NumPy (``elsewhere``)."""
 
-    __slots__ = ("_closed", "estimator")
+    __slots__ = ("_closed", "elsewhere", "estimator")
 
     def __init__(self, estimator: Any) -> None:
         self.estimator = estimator
         self._closed: bool | None = None
+        self.elsewhere = False
 
     def closed(self) -> bool:
         if self._closed is None:
@@ -97,11 +99,23 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
             return _as_leaf(invoke, est, args, kwargs)
     caller = array_kind(X)
     if spec.composite:
-        token = _scope.set(CompositeScope(est))
+        key = None
+        if STATE.plain and type(X) is np.ndarray:
+            # This composite's last call of this method and shape ran stock throughout: run it
+            # whole as stock scikit-learn, its estimators unrouted (the serving loop's next batch).
+            key = (id(est), type(est), spec.method, X.shape, id(router.selector()))
+            if key in _stock_calls and not _any_off_host(args, kwargs):
+                return _as_leaf(invoke, est, args, kwargs)
+        scope = CompositeScope(est)
+        token = _scope.set(scope)
         try:
             result = invoke(est, args, kwargs)
         finally:
             _scope.reset(token)
+        if scope.elsewhere:
+            _elsewhere(outer)
+        elif key is not None and STATE.plain:
+            _remember_stock(key)
         if result is est:
             return result
         keep = spec.keeps_device and isinstance(outer, CompositeScope) and outer.closed()
@@ -111,11 +125,11 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
     if not STATE.tracing and choice.learn is None:
         if choice.target is None and not choice.fallback and caller == "numpy" and not _any_off_host(args, kwargs):
             if type(X) is np.ndarray and STATE.plain:  # the common case, stock scikit-learn on NumPy
-                if len(_stock_calls) > 4096:
-                    _stock_calls.clear()
-                _stock_calls.add((type(est), spec.method, X.shape, id(router.selector())))
+                _remember_stock((type(est), spec.method, X.shape, id(router.selector())))
             return _as_leaf(invoke, est, args, kwargs)
+        _elsewhere(outer)
         return _execute(est, spec, invoke, args, kwargs, X, caller, choice, outer)[0]
+    _elsewhere(outer)
     from dispatch.targets._staging import moved
 
     before = sum(moved().values())
@@ -143,9 +157,22 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
     return result
 
 
-# Calls that ran as stock scikit-learn on host NumPy data, by (class, method, shape, MoE table):
-# the same call again skips routing (a new calibration makes a new table, hence new keys).
+# Calls that ran as stock scikit-learn on host NumPy data, by (class, method, shape, MoE table),
+# and composites by their instance too: the same call again skips routing (a new calibration
+# makes a new table, hence new keys). A wrong skip can only run stock scikit-learn: never wrong.
 _stock_calls: set[tuple] = set()
+
+
+def _remember_stock(key: tuple) -> None:
+    if len(_stock_calls) > 4096:
+        _stock_calls.clear()
+    _stock_calls.add(key)
+
+
+def _elsewhere(outer: Any) -> None:
+    """A call inside the composite ``outer`` did more than run stock on NumPy."""
+    if isinstance(outer, CompositeScope):
+        outer.elsewhere = True
 
 
 def _as_leaf(invoke: Any, est: Any, args: tuple, kwargs: dict) -> Any:
