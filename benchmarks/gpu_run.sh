@@ -29,11 +29,14 @@ for s in "${steps[@]}"; do
         step tests
         nvidia-smi -L || true
         python3 -m dispatch info || status=1
-        # the whole suite: GPU-marked tests run here, the rest prove nothing broke on this stack
-        # (PYTEST_K narrows it, as -k does; TESTS_TIMEOUT bounds it so the later steps still run;
-        # TEST_TIMEOUT bounds one test, so a hanging one fails by name instead of eating the budget)
-        timeout "${TESTS_TIMEOUT:-1200}" python3 -m pytest tests -q -p no:cacheprovider \
-            --timeout="${TEST_TIMEOUT:-120}" -n "${TEST_WORKERS:-8}" \
+        # the tests marked gpu (every test run on cupy, torch-cuda or torch-mps); CI runs the rest.
+        # PYTEST_M="" runs the whole suite; PYTEST_K narrows it, as -k does; TESTS_TIMEOUT bounds
+        # the step so the later steps still run; TEST_TIMEOUT bounds one test, so a hanging one
+        # fails by name; PYTEST_VERBOSITY=-v names every test in the log, even in a run cut short.
+        marker=(-m "${PYTEST_M-gpu}")
+        [ -z "${PYTEST_M-gpu}" ] && marker=()
+        timeout "${TESTS_TIMEOUT:-1200}" python3 -m pytest tests "${PYTEST_VERBOSITY:--q}" -p no:cacheprovider \
+            --timeout="${TEST_TIMEOUT:-120}" -n "${TEST_WORKERS:-8}" "${marker[@]}" \
             -o addopts="" -rfEs --junitxml="$OUT/tests.xml" ${PYTEST_K:+-k "$PYTEST_K"} >"$OUT/tests.log" 2>&1 || status=1
         grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -n 60
         tail -n 3 "$OUT/tests.log"
