@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import sys
 import types
 from typing import Any
 
 import numpy as np
 
-__all__ = ["install"]
+__all__ = ["install", "real_cupy_installed"]
 
 
 class ndarray(np.ndarray):  # CuPy's name
@@ -276,3 +277,11 @@ def install() -> Any:
                 sys.modules[name] = module
 
     return restore
+
+
+def real_cupy_installed() -> bool:
+    """Whether a real CuPy can be imported (then the fake must stay out of ``sys.modules``)."""
+    try:
+        return importlib.util.find_spec("cupy") is not None
+    except ValueError:  # a module in sys.modules without a spec: the fake itself
+        return False

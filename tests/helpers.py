@@ -17,7 +17,7 @@ import pytest
 import dispatch
 from dispatch._array import _DeviceScalar
 
-__all__ = ["RTOL", "Outcomes", "assert_same", "host", "on_backend", "rtol_for"]
+__all__ = ["RTOL", "Outcomes", "assert_same", "host", "on_backend", "router_restored", "rtol_for"]
 
 # Relative tolerance by the precision of the result: a few units in the last place, because a
 # backend may evaluate transcendental functions with another library (SLEEF, cuda libm) and
@@ -164,3 +164,28 @@ class Outcomes:
 
 def _clip(text: str, limit: int = 1500) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
+
+
+@contextlib.contextmanager
+def router_restored(history: Any) -> Iterator[None]:
+    """The router with no calibration loaded, ``history`` as its history and the seed policy;
+    its policy, models, history and caches as they were afterwards."""
+    from dispatch import calibration, router
+
+    calibration._loaded.clear()
+    saved = (router._policy, dict(router._models), router.history, router._calibration_checked)
+    router._calibration_checked = False
+    router._models.clear()
+    router._switch("seed")
+    router.history = history
+    router.clear_decisions()
+    try:
+        yield
+    finally:
+        router.history, router._calibration_checked = saved[2], saved[3]
+        router._models.clear()
+        router._models.update(saved[1])
+        router._switch(saved[0])
+        router._refusals.clear()
+        router.clear_decisions()
+        calibration._loaded.clear()

@@ -8,7 +8,6 @@ suite's ``cupy`` parameters prove those on a GPU machine.
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 
 import fakecupy
@@ -27,15 +26,7 @@ from dispatch._ops import op_named
 from dispatch.devices import Device
 from dispatch.targets import _staging
 
-
-def _real_cupy_installed() -> bool:
-    try:
-        return importlib.util.find_spec("cupy") is not None
-    except ValueError:  # a module in sys.modules without a spec: the fake itself
-        return False
-
-
-if _real_cupy_installed():
+if fakecupy.real_cupy_installed():
     pytest.skip("a real CuPy is installed: the suite's cupy parameters test it, and swapping the fake into "
                 "sys.modules would mix the fake with the real cupy target", allow_module_level=True)
 

@@ -7,12 +7,11 @@ the prices are known; the values are still compared with NumPy's.
 
 from __future__ import annotations
 
-import importlib.util
-
 import fakecupy
 import numpy
 import pytest
 from _synthetic import GPU_TRANSFER, synthetic
+from helpers import router_restored
 
 import dispatch
 from dispatch import calibration, cost, router
@@ -20,15 +19,7 @@ from dispatch._call import Inputs
 from dispatch._ops import op_named
 from dispatch.history import History
 
-
-def _real_cupy_installed() -> bool:
-    try:
-        return importlib.util.find_spec("cupy") is not None
-    except ValueError:  # a module in sys.modules without a spec: the fake itself
-        return False
-
-
-if _real_cupy_installed():
+if fakecupy.real_cupy_installed():
     pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules", allow_module_level=True)
 
 
@@ -39,22 +30,15 @@ def fake_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
     restore = fakecupy.install()
     dispatch.targets.reset("cupy")
-    saved = (router._policy, dict(router._models), router.history, router._calibration_checked)
-    router.history = History(explore_probability=0.0)
-    monkeypatch.setattr(router.history, "observe", lambda *args, **kwargs: None)
+    history = History(explore_probability=0.0)
+    monkeypatch.setattr(history, "observe", lambda *args, **kwargs: None)
     try:
-        assert dispatch.targets.probe("cupy") is not None, dispatch.targets.unavailable().get("cupy")
-        yield
+        with router_restored(history):
+            assert dispatch.targets.probe("cupy") is not None, dispatch.targets.unavailable().get("cupy")
+            yield
     finally:
         restore()
         dispatch.targets.reset("cupy")
-        router.history, router._calibration_checked = saved[2], saved[3]
-        router._models.clear()
-        router._models.update(saved[1])
-        router._switch(saved[0])
-        router._refusals.clear()
-        router.clear_decisions()
-        calibration._loaded.clear()
 
 
 def _slow_way_back() -> calibration.Calibration:

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import router_restored
 
 import dispatch
 from dispatch import BackendSelector, OpComplexity, calibration, cost, router
@@ -51,21 +52,8 @@ def synthetic(gpu: bool = False) -> calibration.Calibration:
 def isolated(tmp_path, monkeypatch):
     """No stored calibration, a fresh history, and the seed policy restored afterwards."""
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
-    calibration._loaded.clear()
-    saved = (router._policy, dict(router._models), router.history, router._calibration_checked)
-    router._calibration_checked = False
-    router._models.clear()
-    router._switch("seed")
-    router.history = History()
-    router.clear_decisions()
-    yield tmp_path
-    router.history, router._calibration_checked = saved[2], saved[3]
-    router._models.clear()
-    router._models.update(saved[1])
-    router._switch(saved[0])
-    router._refusals.clear()
-    router.clear_decisions()
-    calibration._loaded.clear()
+    with router_restored(History()):
+        yield tmp_path
 
 
 def _inputs(*arrays) -> Inputs:
