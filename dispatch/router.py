@@ -225,9 +225,11 @@ def _cost_floor(op: Any) -> int:
             if t is not None:
                 t32 = model.seconds(rep, _side(rep, n), "float32")
                 if not model.device.is_host:  # the round trip: in, and the result (or a scalar) back
-                    back = model.roundtrip_overhead_s() if rep == "sum" else model.to_host_seconds(n * 4)
-                    t += model.to_device_seconds(n * 8) + back
-                    t32 = (t32 or t) + model.to_device_seconds(n * 4) + back
+                    scalar = rep == "sum"
+                    back64 = model.roundtrip_overhead_s() if scalar else model.to_host_seconds(n * 8)
+                    back32 = model.roundtrip_overhead_s() if scalar else model.to_host_seconds(n * 4)
+                    t += model.to_device_seconds(n * 8) + back64
+                    t32 = (t32 or t) + model.to_device_seconds(n * 4) + back32
                 others.append(min(t, t32 or t))
         if mine is None or any(o < mine for o in others):
             break
