@@ -18,13 +18,9 @@ from collections import defaultdict
 import numpy
 
 import dispatch
+from benchmarks.suite import _synchronize, _to_host
 from benchmarks.workloads import get
-from dispatch import calibration, router, targets
-
-
-def _synchronize() -> None:
-    for target in targets.available().values():
-        target.synchronize()
+from dispatch import calibration, router
 
 
 def trace_case(name: str, size: str, warmup: int, top: int) -> None:
@@ -34,11 +30,11 @@ def trace_case(name: str, size: str, warmup: int, top: int) -> None:
     workload.run(numpy, **data)
     numpy_s = time.perf_counter() - start
     for _ in range(warmup):
-        {k: numpy.asarray(v) for k, v in workload.run(dispatch, **data).items()}
+        _to_host(workload.run(dispatch, **data))
     _synchronize()
     start = time.perf_counter()
     with dispatch.trace() as t:
-        {k: numpy.asarray(v) for k, v in workload.run(dispatch, **data).items()}
+        _to_host(workload.run(dispatch, **data))
         _synchronize()
     routed_s = time.perf_counter() - start
     groups: dict[tuple, list] = defaultdict(list)
