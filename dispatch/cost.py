@@ -26,7 +26,8 @@ import numpy as np
 
 from dispatch.calibration import SQUARE_OPS, Calibration
 
-__all__ = ["TargetModel", "estimate", "estimate_call", "models_from", "representative", "return_seconds"]
+__all__ = ["TargetModel", "estimate", "estimate_call", "models_from", "representative", "return_seconds",
+           "way_back_seconds"]
 
 # Element-wise ops that cost about what exp costs (transcendental); the rest cost what add costs.
 TRANSCENDENTAL = frozenset({
@@ -290,9 +291,13 @@ def _gpu_seconds(model: TargetModel, rep: str, n: int) -> float | None:
     if compute is None:
         return None
     inputs = 2 if rep in ("add", "matmul") else 1
-    # the round trip: inputs in, the result out (a scalar for the sum)
-    readback = model.roundtrip_overhead_s() if rep == "sum" else model.to_host_seconds(n * 8)
-    return compute + inputs * model.to_device_seconds(n * 8) + readback
+    return compute + inputs * model.to_device_seconds(n * 8) + way_back_seconds(model, rep, n * 8)
+
+
+def way_back_seconds(model: TargetModel, rep: str, nbytes: float) -> float:
+    """A device's result of the representative op ``rep`` back on the host: a scalar read-back
+    for the reduction, else its ``nbytes``."""
+    return model.roundtrip_overhead_s() if rep == "sum" else model.to_host_seconds(nbytes)
 
 
 def derive_selector(cls: type, cal: Calibration) -> Any:

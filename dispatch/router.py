@@ -225,11 +225,8 @@ def _cost_floor(op: Any) -> int:
             if t is not None:
                 t32 = model.seconds(rep, _side(rep, n), "float32")
                 if not model.device.is_host:  # the round trip: in, and the result (or a scalar) back
-                    scalar = rep == "sum"
-                    back64 = model.roundtrip_overhead_s() if scalar else model.to_host_seconds(n * 8)
-                    back32 = model.roundtrip_overhead_s() if scalar else model.to_host_seconds(n * 4)
-                    t += model.to_device_seconds(n * 8) + back64
-                    t32 = (t32 or t) + model.to_device_seconds(n * 4) + back32
+                    t += model.to_device_seconds(n * 8) + cost.way_back_seconds(model, rep, n * 8)
+                    t32 = (t32 or t) + model.to_device_seconds(n * 4) + cost.way_back_seconds(model, rep, n * 4)
                 others.append(min(t, t32 or t))
         if mine is None or any(o < mine for o in others):
             break
