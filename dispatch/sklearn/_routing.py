@@ -35,7 +35,6 @@ the reason recorded as a fallback:
 from __future__ import annotations
 
 import functools
-import math
 import os
 import sys
 import threading
@@ -151,7 +150,7 @@ def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table
 
 
 def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None or math.isinf(seconds) else f"{seconds * 1e3:,.0f} ms"
+    return "-" if seconds is None else f"{seconds * 1e3:,.0f} ms"
 
 
 def observe(key: tuple, target: str | None, seconds: float) -> None:
