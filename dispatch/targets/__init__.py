@@ -21,7 +21,8 @@ from dispatch.selector import Backend
 if TYPE_CHECKING:
     from dispatch._ops import Op
 
-__all__ = ["TARGET_NAMES", "Target", "Unavailable", "Unsupported", "available", "get", "probe"]
+__all__ = ["FINITE_INPUTS", "TARGET_NAMES", "Target", "Unavailable", "Unsupported", "available", "check_finite",
+           "get", "probe"]
 
 
 class Unsupported(Exception):
@@ -36,6 +37,27 @@ class Unsupported(Exception):
     def __init__(self, reason: str, *, lasting: bool = False) -> None:
         super().__init__(reason)
         self.lasting = lasting
+
+
+# Linear algebra that NumPy's LAPACK answers with NaNs, or with a LinAlgError, when an input
+# holds a NaN or an infinity, where cuSOLVER and torch pivot around it and return finite
+# numbers. A device checks these inputs first (one reduction read on the host: little next to a
+# factorisation) and leaves non-finite ones to NumPy.
+FINITE_INPUTS = frozenset({
+    "linalg.inv", "linalg.tensorinv", "linalg.solve", "linalg.tensorsolve", "linalg.det", "linalg.slogdet",
+    "linalg.matrix_power", "linalg.svd", "linalg.svdvals", "linalg.matrix_rank", "linalg.cond", "linalg.pinv",
+    "linalg.lstsq", "linalg.eig", "linalg.eigvals", "linalg.eigh", "linalg.eigvalsh", "linalg.cholesky",
+    "linalg.qr", "polyfit",
+})
+
+
+def check_finite(arrays: Any, all_finite: Any) -> None:
+    """Refuse the call (NumPy decides) if ``all_finite(a)`` is false for a float or complex array."""
+    for a in arrays:
+        if str(a.dtype).startswith(("float", "complex", "torch.float", "torch.complex", "torch.bfloat")) \
+                and not all_finite(a):
+            raise Unsupported("a NaN or an infinity in a linear algebra input: NumPy's LAPACK decides "
+                              "(NaN results, or LinAlgError)")
 
 
 class Unavailable(Exception):

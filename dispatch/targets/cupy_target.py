@@ -5,6 +5,7 @@ refusals and fixes where CuPy differs from NumPy:
 
 - Linear algebra on a singular or non-positive-definite matrix returns NaNs silently in CuPy
   unless asked to raise; it is asked (``cupyx.errstate(linalg="raise")``), so NumPy decides.
+  An input holding NaN or infinity is left to NumPy too (``targets.FINITE_INPUTS``).
 - Out-of-range integer indices wrap around in CuPy and raise ``IndexError`` in NumPy: index
   arrays are range-checked first.
 - ``like=`` is NumPy's dispatch keyword; CuPy does not take it.
@@ -27,7 +28,7 @@ import numpy as np
 
 from dispatch.devices import Device
 from dispatch.selector import Backend
-from dispatch.targets import Target, Unavailable, Unsupported
+from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
 from dispatch.targets import _cupy_fixes as fixes
 from dispatch.targets._oracle import expected, indexing_gives_scalar
 
@@ -81,6 +82,8 @@ _UFUNC_REFUSED = {
                           "NumPy's does")),
     "nextafter": ((np.dtype("float32"),), "CuPy flushes float32 subnormals to zero: nextafter(0, 1) is the "
                                           "smallest normal, not the smallest subnormal"),
+    "divide": ((np.dtype("float16"),), "CuPy's float16 division loses the sign of zeros and infinities "
+                                       "(-0.0 / 1 is 0.0, 1 / -0.0 is inf)"),
 }
 
 # Ufuncs computed with NumPy's algorithm for some loop kinds: name -> (kinds, the function of
@@ -198,6 +201,8 @@ class CupyTarget(Target):
             return None
         fn = self._function(op)
         _refuse_known_differences(cupy, op, args, kwargs)
+        if op.name in FINITE_INPUTS:
+            check_finite(_arrays(args, kwargs, cupy.ndarray), lambda a: bool(cupy.isfinite(a).all()))
         fix = _ufunc_fix(cupy, op, args, kwargs) if op.ufunc is not None else _FIXES.get(op.name)
         want = None if op.local else expected(op.func, args, kwargs, _dtype_of)
         if want is None and not op.local and op.mutates is None:

@@ -16,6 +16,9 @@ differences handled here, each with the reason:
 - Views: torch has no negative strides, so ``flip`` and negative-step slices (views in
   NumPy) are refused rather than returned as copies that would not see later writes.
 - MPS holds neither float64 nor complex128: refused there.
+- Linear algebra on an input holding NaN or infinity: NumPy decides (``targets.FINITE_INPUTS``).
+- Complex division, ``cosh`` and ``arctan``: the signs of zeros and the non-finite parts differ
+  from NumPy's at zeros and infinities (on CUDA); refused for complex.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 from converters.numpy_ops import NUMPY_CATALOG
 from dispatch.devices import HOST, Device
 from dispatch.selector import Backend
-from dispatch.targets import Target, Unavailable, Unsupported
+from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
 from dispatch.targets._oracle import expected, indexing_gives_scalar
 
 __all__ = ["TorchTarget", "torch_cpu", "torch_cuda", "torch_mps"]
@@ -46,6 +49,9 @@ _UFUNC_REFUSED_KINDS = {
     "left_shift": "biu", "right_shift": "biu", "bitwise_left_shift": "biu", "bitwise_right_shift": "biu",
     "sign": "c",  # NumPy 2's complex sign is z/|z|, torch.sign refuses complex
     "float_power": "c",
+    # complex 1/0 is NaN in torch, (NaN, inf) in NumPy; (0-0j)/1 loses the zero's sign; CUDA's
+    # complex cosh and arctan give other signed zeros than C99's at the special values
+    **dict.fromkeys(["divide", "true_divide", "cosh", "arctan", "atan"], "c"),
 }
 # ufuncs with no exact torch counterpart.
 _UFUNC_REFUSED = frozenset({"divmod", "modf", "cbrt", "spacing", "isnat", "bitwise_count", "matvec", "vecmat",
@@ -170,6 +176,10 @@ class TorchTarget(Target):
             want = expected(op.func, args, kwargs, self._dtype_or_numpy)
             if want is None:
                 raise Unsupported("NumPy rejects this signature; it decides the error")
+        if op.name in FINITE_INPUTS:
+            torch = self.torch
+            check_finite([a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)],
+                         lambda a: bool(torch.isfinite(a).all()))
         try:
             result = impl(self, *args, **kwargs)
         except TypeError as exc:  # a keyword or argument form this implementation does not take
