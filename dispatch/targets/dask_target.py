@@ -221,7 +221,10 @@ class DaskTarget(Target):
             return _indexed(args[0], _dask_key(args[1]))
         if name == "__setitem__":
             _check_writeable(args[0])
-            args[0][_dask_key(args[1])] = args[2]
+            key = _dask_key(args[1])
+            if getattr(args[2], "ndim", 0):  # Dask assigns an array through a lazy mask only if it knows its size
+                key = tuple(_computed_mask(k) for k in key) if isinstance(key, tuple) else _computed_mask(key)
+            args[0][key] = args[2]
             return None
         arrays = _arrays(args, kwargs, self.da.Array)
         for a in arrays:
@@ -728,6 +731,13 @@ def _dask_key(key: Any) -> Any:
     if isinstance(key, tuple):
         return tuple(np.asarray(k) if isinstance(k, list) else _concrete(k) for k in key)
     return _concrete(key)
+
+
+def _computed_mask(index: Any) -> Any:
+    """A boolean mask held by Dask, computed (the count of its True elements is then known)."""
+    if type(index).__module__.startswith("dask.array") and getattr(index, "dtype", None) == np.bool_:
+        return _host_array(index.compute())
+    return index
 
 
 def _concrete(index: Any) -> Any:
