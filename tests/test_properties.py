@@ -14,7 +14,7 @@ import warnings
 import numpy
 import pytest
 from helpers import assert_same, on_backend
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from xfails import lookup
@@ -86,6 +86,18 @@ def _tolerance(name: str, args: tuple) -> dict:
     return {}
 
 
+def assume_no_listed_subnormals(op: str, backend: str, dtype: numpy.dtype, *values) -> None:
+    """Reject an example holding a subnormal where ``xfails.py`` lists ``backend`` as flushing
+    them to zero for ``dtype`` (the reason is in the table; other examples still run)."""
+    if lookup(op, backend, str(dtype), "subnormal") is None:
+        return
+    tiny = numpy.finfo(dtype).smallest_normal
+    for v in values:
+        a = numpy.asarray(v).astype(dtype)
+        parts = numpy.abs(numpy.stack([a.real, a.imag]))
+        assume(not ((parts > 0) & (parts < tiny)).any())
+
+
 def xfail_if_listed(op: str, backend: str, dtype: numpy.dtype) -> None:
     known = lookup(op, backend, str(dtype), "property")
     if known is not None:
@@ -105,6 +117,8 @@ def test_binary_with_broadcasting(backend, name, data):
     shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=4), label="shapes")
     x = data.draw(arrays(dtype, shapes.input_shapes[0]), label="x")
     y = data.draw(arrays(dtype, shapes.input_shapes[1]), label="y")
+    if dtype.kind in "fc":
+        assume_no_listed_subnormals(name, backend, dtype, x, y)
     same_or_same_error(backend, name, getattr(dispatch, name), getattr(numpy, name), x, y)
 
 
@@ -116,6 +130,8 @@ def test_binary_with_python_scalars(backend, name, data):
     shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=4), label="shape")
     x = data.draw(arrays(dtype, shape), label="x")
     scalar = data.draw(st.one_of(st.integers(-50, 50), st.floats(-50, 50), st.booleans()), label="scalar")
+    if dtype.kind in "fc":
+        assume_no_listed_subnormals(name, backend, dtype, x, scalar)
     same_or_same_error(backend, name, getattr(dispatch, name), getattr(numpy, name), x, scalar)
     same_or_same_error(backend, name, getattr(dispatch, name), getattr(numpy, name), scalar, x)
 
