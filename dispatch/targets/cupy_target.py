@@ -82,8 +82,9 @@ _UFUNC_REFUSED = {
                           "NumPy's does")),
     "nextafter": ((np.dtype("float32"),), "CuPy flushes float32 subnormals to zero: nextafter(0, 1) is the "
                                           "smallest normal, not the smallest subnormal"),
-    "divide": ((np.dtype("float16"),), "CuPy's float16 division loses the sign of zeros and infinities "
-                                       "(-0.0 / 1 is 0.0, 1 / -0.0 is inf)"),
+    **dict.fromkeys(["add", "subtract", "multiply", "divide"],
+                    ((np.dtype("float16"),), "CuPy's float16 arithmetic loses the sign of zeros and infinities "
+                                             "(-0.0 + -0.0 is 0.0, 1 / -0.0 is inf)")),
 }
 
 # Ufuncs computed with NumPy's algorithm for some loop kinds: name -> (kinds, the function of
