@@ -76,6 +76,25 @@ def test_float32_equals_stock_on_torch_cpu(case, data_name):
     cases.compare_on("torch-cpu", case, data_name, np.float32)
 
 
+@needs_torch
+def test_fitted_scalars_are_numpy_scalars_as_stock_stores_them():
+    from sklearn.decomposition import PCA
+    from sklearn.linear_model import Ridge
+    from sklearn.preprocessing import StandardScaler
+
+    X = np.random.default_rng(0).standard_normal((500, 12))
+    y = X @ np.arange(12.0)
+    for make in (lambda: StandardScaler().fit(X), lambda: PCA(4).fit(X), lambda: Ridge().fit(X, y)):
+        stock = make()
+        with ds.accelerated(), dispatch.using("torch-cpu"):
+            mine = make()
+        for name, value in vars(stock).items():
+            if isinstance(value, (np.ndarray, np.generic)):
+                theirs = vars(mine)[name]
+                assert type(theirs) is type(value), f"{type(stock).__name__}.{name}: {type(theirs)} vs {type(value)}"
+                assert np.shape(theirs) == np.shape(value) and np.asarray(theirs).dtype == np.asarray(value).dtype
+
+
 # ---- the default route ------------------------------------------------------------------------------------
 
 
@@ -463,7 +482,8 @@ def test_fit_returns_the_users_estimator_with_numpy_attributes():
     with dispatch.using("torch-cpu"):
         assert est.fit(X) is est
         est.transform(X)
-    assert {type(v).__name__ for v in cases.fitted_attributes(est).values()} <= {"ndarray", "int"}
+    stock = {k: type(v) for k, v in cases.fitted_attributes(StandardScaler().fit(X)).items()}
+    assert {k: type(v) for k, v in cases.fitted_attributes(est).items()} == stock  # NumPy arrays and scalars
     cases.assert_plain(est, "StandardScaler")
 
 
