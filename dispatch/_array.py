@@ -31,7 +31,9 @@ class ndarray:
 
     # _origin: the router's key for a result a device computed from host data, until it is next
     # used (dispatch._call.settle); unset on every other array
-    __slots__ = ("__weakref__", "_data", "_origin")
+    # _root: the router's key for the call that made the fresh array this one is, or was computed
+    # from (dispatch._call.lineage); unset on arrays the router never saw made
+    __slots__ = ("__weakref__", "_data", "_origin", "_root")
     __array_priority__ = 100.0  # NumPy defers to us in mixed binary operators
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
@@ -219,7 +221,12 @@ class ndarray:
     def __getitem__(self, key: Any) -> Any:
         data = self._data
         if type(data) is np.ndarray and STATE.plain:
-            return wrap_host(data[_host_key(key)])
+            view = wrap_host(data[_host_key(key)])
+            if type(view) is ndarray and view._data.size > _LINEAGE_MIN:  # a large view keeps its root
+                root = getattr(self, "_root", None)
+                if root is not None:
+                    view._root = root
+            return view
         return _call.call(GETITEM, (self, key), {})
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -306,9 +313,9 @@ class ndarray:
 
     def copy(self, order: str = "C") -> ndarray:
         data = self._data
-        if type(data) is np.ndarray:
+        if type(data) is np.ndarray and (data.size <= _call.router.host_floor(_COPY) or order != "C"):
             return wrap_host(data.copy(order))
-        return _call.call(op_named("copy"), (self,), {})
+        return _call.call(_COPY, (self,), {})  # a large copy is made where the router places it
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> ndarray:
@@ -729,3 +736,6 @@ ndarray.__module__ = "dispatch"
 
 # The call path needs this module's names; it is imported last to close the cycle.
 from dispatch import _call  # noqa: E402
+
+_COPY = op_named("copy")
+_LINEAGE_MIN = 1 << 14  # smaller arrays are never worth making on a device: their views skip the bookkeeping

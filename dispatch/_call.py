@@ -328,12 +328,12 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
     if target is NUMPY:
         if decision.reason.startswith(router.FALLBACK):  # a refusal remembered for this kind of call: still counted
             tracing.fallback(op, decision.reason[len(router.FALLBACK):])
-        return _execute(op, inputs, decision, lambda: _run_numpy(op, args, kwargs))
+        return lineage(inputs, decision, _execute(op, inputs, decision, lambda: _run_numpy(op, args, kwargs)))
     try:
         result = _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs))
         if type(result) is ndarray and inputs.resident is None and not target.device.is_host:
             result._origin = decision.key  # entered a device from host data: see what becomes of it
-        return result
+        return lineage(inputs, decision, result)
     except Unsupported as exc:
         why = f"{target.name} refused: {exc}"
         if exc.lasting:
@@ -344,6 +344,30 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
     tracing.fallback(op, why)
     fallback = router.Decision(NUMPY, router.FALLBACK + why, key=decision.key)
     return _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
+
+
+def lineage(inputs: Inputs, decision: Any, result: Any) -> Any:
+    """Carry the root (the call that made the fresh array a computation started from) to the
+    result, and credit that root with what a device holding the data saves on this call; a
+    call that could have made its result on a device, from host data, becomes a root."""
+    root = None
+    shared = True  # every host input comes from that root: a device would hold them all
+    for a in inputs.arrays:
+        mine = getattr(a, "_root", None)
+        if mine is None and type(a) is ndarray and type(a._data) is not np.ndarray:
+            continue  # on a device already
+        if root is None:
+            root = mine
+        shared = shared and mine is not None and mine == root
+    if root is not None:
+        if decision.gain and shared:
+            router.history.credit(root, decision.gain)
+    elif decision.placeable and type(result) is ndarray:
+        root = decision.key
+        router.made(root)
+    if root is not None and type(result) is ndarray:
+        result._root = root
+    return result
 
 
 def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:

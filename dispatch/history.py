@@ -14,6 +14,11 @@ history can be saved and loaded (``save()``, ``load()``) in the user's cache dir
 It also learns what becomes of a result that a device computed from host data: used on the
 device again, or read back to the host first (``settle``). ``p_return`` is that chance, starting
 at 1 (the cautious round trip), so entering a device is priced with the copy back it will cost.
+
+And it learns what a fresh array made from host data is worth on a device (``placements``):
+every later call on it, or on what is computed from it, credits the call that made it with
+what a device would save on that call; the average credit per array lowers the price of
+making such arrays on a device (the router's ``placement``).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ class History:
         self.explored_s = 0.0  # time spent on exploration
         self._pending: list[tuple[Any, Any, float, tuple, str, bool]] = []
         self.outcomes: dict[tuple, list[int]] = {}  # key -> [read back, used on the device]
+        self.placements: dict[tuple, list[float]] = {}  # root key -> [arrays made, device savings on them]
 
     # ---- learning ------------------------------------------------------------------------------------
 
@@ -115,6 +121,28 @@ class History:
             return 1.0
         return (counts[0] + 1) / (counts[0] + counts[1] + 1)
 
+    # ---- where fresh arrays are made ------------------------------------------------------------------
+
+    def made(self, key: tuple) -> int:
+        """A call of this kind made a fresh array on the host's data (a root): count it; returns
+        how many it has made."""
+        with self._lock:
+            entry = self.placements.setdefault(key, [0, 0.0])
+            entry[0] += 1
+            return entry[0]
+
+    def credit(self, key: tuple, seconds: float) -> None:
+        """A call on an array made by a call of kind ``key`` (or on what was computed from it)
+        would take ``seconds`` less on a device that held its data."""
+        entry = self.placements.get(key)
+        if entry is not None:
+            entry[1] += seconds
+
+    def placement_credit(self, key: tuple) -> float:
+        """Seconds a device saves, on average, on the work done with one array of this kind."""
+        entry = self.placements.get(key)
+        return entry[1] / entry[0] if entry is not None and entry[0] else 0.0
+
     # ---- hot paths -----------------------------------------------------------------------------------
 
     def count(self, op: str) -> bool:
@@ -170,7 +198,8 @@ class History:
             for t, s in per.items()
         ]
         outcomes = [{"key": _jsonable(key), "returned": r, "stayed": k} for key, (r, k) in self.outcomes.items()]
-        return json.dumps({"version": 1, "stats": rows, "outcomes": outcomes})
+        placements = [{"key": _jsonable(key), "made": m, "credit": c} for key, (m, c) in self.placements.items()]
+        return json.dumps({"version": 1, "stats": rows, "outcomes": outcomes, "placements": placements})
 
     def save(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -183,6 +212,8 @@ class History:
             self.stats.setdefault(key, {})[row["target"]] = Stat(row["seconds"], row["samples"])
         for row in data.get("outcomes", []):
             self.outcomes[_from_jsonable(row["key"])] = [int(row["returned"]), int(row["stayed"])]
+        for row in data.get("placements", []):
+            self.placements[_from_jsonable(row["key"])] = [int(row["made"]), float(row["credit"])]
 
 
 def _done(event: Any) -> bool:

@@ -14,7 +14,10 @@ Rules, first match wins:
      what calls measured (``history``); a device asked to take a call whose inputs are all
      on the host also pays the copy of its result back, times the learned chance that the
      program reads it back before using it there again (``history.p_return``): it must
-     win the round trip, not the call alone; the cheapest wins                     "cost model" / "history"
+     win the round trip, not the call alone; and a call making a fresh array from host data
+     is priced on a device less what the later calls on that array, and on what is computed
+     from it, have saved there on average (``history.placement_credit``): a loop over an
+     array made once moves it once; the cheapest wins          "cost model" / "history" / "placement"
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
      table on the op's complexity and element count, each tier mapped to the best target
      available here (GPU: cupy, torch-cuda, torch-mps; SIMD: torch-cpu where it is known to be
@@ -41,7 +44,7 @@ from dispatch.history import History
 from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["Decision", "clear_decisions", "decide", "failed", "host_floor", "policy", "refused", "selector",
+__all__ = ["Decision", "clear_decisions", "decide", "failed", "host_floor", "made", "policy", "refused", "selector",
            "set_policy", "set_selector", "settle", "use_calibration"]
 
 # Measured on a 2-core CPU machine and a 16-core one (DESIGN.md): torch on the CPU beats NumPy
@@ -55,12 +58,15 @@ _PRICED = frozenset((*HOST_TARGETS, *GPU_TARGETS))
 # other target (which would import torch or CuPy): no engine's call overhead (microseconds for
 # torch, a launch and a transfer for a GPU) is repaid on so little data.
 SMALL = 1 << 8
+# Copies of host data: a local op elsewhere, but a fresh array the router may make on a device
+# (``_decide_placement``).
+PLACED_COPIES = frozenset({"copy", "array"})
 
 
 class Decision:
     """Where one kind of call runs, why, and what it is expected to take."""
 
-    __slots__ = ("explored", "key", "predicted", "reason", "sample", "target")
+    __slots__ = ("explored", "gain", "key", "placeable", "predicted", "reason", "sample", "target")
 
     def __init__(self, target: Any, reason: str, predicted: float | None = None, key: tuple = (),
                  sample: bool = False, explored: bool = False) -> None:
@@ -70,6 +76,8 @@ class Decision:
         self.key = key
         self.sample = sample  # time this call and learn from it
         self.explored = explored
+        self.gain = 0.0  # seconds a device holding the inputs would save on this call (placement credit)
+        self.placeable = False  # its result, made from host data, could have been made on a device
 
     def __repr__(self) -> str:
         p = f", predicted {self.predicted:.3g} s" if self.predicted is not None else ""
@@ -203,7 +211,9 @@ def host_floor(op: Any) -> int:
 
 
 def _cost_floor(op: Any) -> int:
-    """The largest size (a power of two) at which NumPy is still cheapest for host data."""
+    """The largest size (a power of two) at which NumPy is still cheapest for host data, even
+    against a device that already held it: larger calls go to the router, which follows what
+    is computed from a fresh array (its lineage) and may make such arrays on a device."""
     rep = cost.representative(op)
     if rep is None or op.local or not op.cataloged or op.work in ("host", "random"):
         return 2**62 if (not op.cataloged or op.work in ("host", "random")) else 1 << 12
@@ -223,11 +233,7 @@ def _cost_floor(op: Any) -> int:
                 continue
             t = model.seconds(rep, _side(rep, n), "float64")
             if t is not None:
-                t32 = model.seconds(rep, _side(rep, n), "float32")
-                if not model.device.is_host:  # the round trip: in, and the result (or a scalar) back
-                    t += model.to_device_seconds(n * 8) + cost.way_back_seconds(model, rep, n * 8)
-                    t32 = (t32 or t) + model.to_device_seconds(n * 4) + cost.way_back_seconds(model, rep, n * 4)
-                others.append(min(t, t32 or t))
+                others.append(min(t, model.seconds(rep, _side(rep, n), "float32") or t))
         if mine is None or any(o < mine for o in others):
             break
         floor = n
@@ -266,6 +272,8 @@ def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
             why = targets.unavailable().get(forced)
             return Decision(NUMPY, f"{FALLBACK}forced {forced}, which is unavailable: {why}", key=key), True
         return Decision(target, f"forced {forced}", key=key), True
+    if op.name in PLACED_COPIES and _policy == "cost" and inputs.resident is None and inputs.size > SMALL:
+        return _decide_placement(op, inputs, key), True
     if op.local and inputs.arrays:  # before host ops: indexing (outside the catalog) stays where the data is
         return Decision(_engine_holding(inputs.arrays[0]), "local: where the data is", key=key), True
     if not op.cataloged or op.work in ("host", "random"):
@@ -336,16 +344,25 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     scalar = _scalar_result(op)
     entering = inputs.resident is None  # every input on the host: a device pays the way back too
     p_return = history.p_return(key) if entering else 0.0
+    placement = history.placement_credit(key) if entering else 0.0
     priced = []
+    host_compute = device_compute = math.inf
     for name, model in _models.items():
         if name not in _PRICED or name in refused_here:
             continue
         model_s = cost.estimate(model, _Priced(name, model.device), op, inputs, scalar)
         seconds, samples = history.blended(key, name, model_s)
         if seconds is not None:
-            if p_return and not model.device.is_host:
-                seconds += p_return * cost.return_seconds(model, op, inputs)
+            compute = cost.compute_seconds(model, op, inputs) or math.inf
+            if model.device.is_host:  # measured, where the inputs are on the host: compute alone
+                host_compute = min(host_compute, seconds if entering else compute)
+            else:
+                device_compute = min(device_compute, compute)
+                if p_return:
+                    seconds += p_return * cost.return_seconds(model, op, inputs)
+                seconds -= placement  # what the later calls on its result save there
             priced.append((seconds, name, samples))
+    gain = host_compute - device_compute if max(host_compute, device_compute) < math.inf else 0.0
     priced.sort()
     # Probed cheapest first, and only the best and the alternatives close enough to be explored:
     # a library that cannot win this call is not imported for it.
@@ -366,10 +383,42 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     explore = history.explore(key, [(s, n) for s, n, _ in ranked]) if sample else None
     if explore is not None:
         seconds = next(s for s, n, _ in ranked if n == explore)
-        return Decision(targets.get(explore), "exploring: measuring an alternative", seconds, key, True, True), False
+        return _placed(Decision(targets.get(explore), "exploring: measuring an alternative", seconds, key, True, True),
+                       gain, entering), False
     reason = "history" if samples else "cost model"
+    if placement and best_name not in HOST_TARGETS:
+        reason = "placement: later calls on its result run there"
     runner_up = f" (next: {ranked[1][1]})" if len(ranked) > 1 else ""
-    return Decision(targets.get(best_name), reason + runner_up, best_s, key, sample), True
+    return _placed(Decision(targets.get(best_name), reason + runner_up, best_s, key, sample), gain, entering), True
+
+
+def _decide_placement(op: Any, inputs: Any, key: tuple) -> Decision:
+    """A copy of host data is made on a device when what later calls on it saved there, on
+    average (``history.placement_credit``), repays the copy in and the chance of the way back."""
+    credit = history.placement_credit(key)
+    decision = Decision(NUMPY, "local: where the data is", key=key)
+    numpy_model = _models.get("numpy")
+    if credit > 0.0 and numpy_model is not None:
+        here = cost.compute_seconds(numpy_model, op, inputs) or 0.0
+        refused_here = _refusals.get(key, ())
+        for name in GPU_TARGETS:
+            model = _models.get(name)
+            if model is None or name in refused_here:
+                continue
+            there = model.to_device_seconds(inputs.nbytes) + history.p_return(key) * cost.return_seconds(
+                model, op, inputs) - credit
+            target = targets.probe(name) if there < here else None
+            if target is not None and target.supports(op):
+                decision = Decision(target, "placement: later calls on this copy run there", there, key=key)
+                break
+    decision.placeable = True
+    return decision
+
+
+def _placed(decision: Decision, gain: float, entering: bool) -> Decision:
+    decision.gain = max(gain, 0.0)
+    decision.placeable = entering and gain > 0.0
+    return decision
 
 
 def _decide_oracle(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
@@ -429,6 +478,14 @@ def failed(op: Any, inputs: Any, target: Any, why: str) -> None:
 
     Failures can be transient (memory frees up), so the decision stays for the next call.
     """
+
+
+def made(key: tuple) -> None:
+    """A call of kind ``key`` made a fresh array from host data: count it, and re-decide the key
+    now and then, as what later calls on such arrays save on a device is learned."""
+    count = history.made(key)
+    if count & (count - 1) == 0:  # after 1, 2, 4, 8... arrays
+        _decisions.pop(key, None)
 
 
 def settle(key: tuple, stayed: bool) -> None:

@@ -32,6 +32,7 @@ def fake_gpu(tmp_path, monkeypatch):
     dispatch.targets.reset("cupy")
     history = History(explore_probability=0.0)
     monkeypatch.setattr(history, "observe", lambda *args, **kwargs: None)
+    monkeypatch.setattr(router, "observe", lambda *args, **kwargs: None)
     try:
         with router_restored(history):
             assert dispatch.targets.probe("cupy") is not None, dispatch.targets.unavailable().get("cupy")
@@ -119,3 +120,59 @@ def test_outcomes_persist_with_the_history(tmp_path):
     again.load(tmp_path / "history.json")
     assert again.outcomes[key] == [1, 2]
     assert again.p_return(key) == pytest.approx(2 / 4)
+
+
+def _stencil_program(u0: numpy.ndarray, steps: int):
+    """A loop over an array made once, updated in place (the heat workload's shape)."""
+    u = dispatch.asarray(u0).copy()
+    made_on = u.target
+    for _ in range(steps):
+        u[1:-1] += 0.25 * (u[:-2] - 2.0 * u[1:-1] + u[2:])
+    return made_on, u, u.sum()
+
+
+def _stencil_numpy(u0: numpy.ndarray, steps: int) -> numpy.ndarray:
+    u = u0.copy()
+    for _ in range(steps):
+        u[1:-1] += 0.25 * (u[:-2] - 2.0 * u[1:-1] + u[2:])
+    return u
+
+
+def test_an_array_made_once_and_worked_on_in_a_loop_is_made_on_the_device():
+    router.use_calibration(_slow_way_back())  # alone, neither the copy nor one step pays the device
+    u0 = numpy.linspace(0.0, 1.0, N) ** 2
+    made_on, u, total = _stencil_program(u0, steps=20)
+    assert made_on == "numpy" and u.target == "numpy"  # nothing learned yet: all on the host
+    copy_key = u._root
+    assert copy_key is not None and copy_key[0] == "copy"
+    assert router.history.placement_credit(copy_key) > 0.01  # 20 steps' work, seconds a device saves
+    made_on, u, total = _stencil_program(u0, steps=20)
+    assert made_on == "cupy" and u.target == "cupy"  # made there once, worked on there
+    inputs = Inputs([dispatch.asarray(u0)])
+    assert router.decide(op_named("copy"), inputs, (), {}).reason.startswith("placement")
+    expected = _stencil_numpy(u0, 20)
+    result = numpy.asarray(u)
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    numpy.testing.assert_allclose(result, expected, rtol=1e-12)
+    numpy.testing.assert_allclose(float(total), expected.sum(), rtol=1e-12)
+
+
+def test_an_array_made_and_barely_used_stays_on_the_host():
+    router.use_calibration(_slow_way_back())
+    u0 = numpy.linspace(0.0, 1.0, N)
+    for _ in range(3):
+        made_on, u, _ = _stencil_program(u0, steps=0)  # the copy, then only its sum
+        assert made_on == "numpy"
+    numpy.testing.assert_array_equal(numpy.asarray(u), u0)
+
+
+def test_placements_persist_with_the_history(tmp_path):
+    h = History()
+    key = ("copy", (numpy.dtype("float64"),), 20, frozenset({dispatch.devices.HOST}))
+    h.made(key)
+    h.credit(key, 0.5)
+    h.made(key)
+    h.save(tmp_path / "history.json")
+    again = History()
+    again.load(tmp_path / "history.json")
+    assert again.placement_credit(key) == pytest.approx(0.25)
