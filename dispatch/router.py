@@ -58,6 +58,10 @@ _PRICED = frozenset((*HOST_TARGETS, *GPU_TARGETS))
 # other target (which would import torch or CuPy): no engine's call overhead (microseconds for
 # torch, a launch and a transfer for a GPU) is repaid on so little data.
 SMALL = 1 << 8
+# About what routing one call costs (its input summary, the decision, the bookkeeping; see
+# benchmarks/overhead.py): below the size where another target beats NumPy by more than this,
+# a host call runs on NumPy without asking the router.
+ROUTING_S = 10e-6
 # Copies of host data: a local op elsewhere, but a fresh array the router may make on a device
 # (``_decide_placement``).
 PLACED_COPIES = frozenset({"copy", "array"})
@@ -212,8 +216,9 @@ def host_floor(op: Any) -> int:
 
 def _cost_floor(op: Any) -> int:
     """The largest size (a power of two) at which NumPy is still cheapest for host data, even
-    against a device that already held it: larger calls go to the router, which follows what
-    is computed from a fresh array (its lineage) and may make such arrays on a device."""
+    against a device that already held it, by more than routing the call would cost: larger
+    calls go to the router, which follows what is computed from a fresh array (its lineage)
+    and may make such arrays on a device."""
     rep = cost.representative(op)
     if rep is None or op.local or not op.cataloged or op.work in ("host", "random"):
         return 2**62 if (not op.cataloged or op.work in ("host", "random")) else 1 << 12
@@ -234,7 +239,7 @@ def _cost_floor(op: Any) -> int:
             t = model.seconds(rep, _side(rep, n), "float64")
             if t is not None:
                 others.append(min(t, model.seconds(rep, _side(rep, n), "float32") or t))
-        if mine is None or any(o < mine for o in others):
+        if mine is None or any(o + ROUTING_S < mine for o in others):
             break
         floor = n
     _floors[rep] = floor
