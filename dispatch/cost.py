@@ -191,8 +191,27 @@ def compute_seconds(model: TargetModel, op: Any, inputs: Any) -> float | None:
     rep = representative(op)
     if rep is None:  # copies and creation: memory bandwidth
         return model.bytes_seconds(2.0 * inputs.nbytes)
+    if rep == "fft.fft" and op.name in FFT_1D and inputs.arrays:
+        return _batched_fft_seconds(model, inputs, dtype, factor)
     seconds = model.seconds(rep, _size(op, rep, inputs), dtype)
     return None if seconds is None else seconds * factor
+
+
+# One-dimensional transforms: a batch of short ones costs far less than one long one of as many
+# points (the calibration times a single transform per size).
+FFT_1D = frozenset({"fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", "fft.ihfft"})
+
+
+def _batched_fft_seconds(model: TargetModel, inputs: Any, dtype: str, factor: float) -> float | None:
+    """Transforms along the last axis (the default): one call, ``size / length`` transforms."""
+    shape = tuple(inputs.arrays[0].shape)
+    length = max(shape[-1], 1) if shape else 1
+    one = model.seconds("fft.fft", float(length), dtype)
+    if one is None:
+        return None
+    overhead = model.dispatch_overhead_s()
+    batches = max(inputs.size, 1) / length
+    return (overhead + max(one - overhead, 0.0) * batches) * factor
 
 
 def transfer_seconds(model: TargetModel, target: Any, inputs: Any) -> tuple[float, int]:
