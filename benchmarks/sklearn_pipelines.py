@@ -48,6 +48,9 @@ import numpy as np
 
 FULL = {"pipeline": (1_000_000, 100), "lda": (1_000_000, 100), "kmeans": (500_000, 50),
         "grid": (300_000, 100), "serving": (1000, 32)}
+# The serving loop's 300-500 ms swing by a third between runs on a busy host, far more than the
+# difference it measures: it is timed best of this many, the two sides taking turns.
+SERVING_REPEAT = 15
 QUICK = {"pipeline": (20_000, 20), "lda": (20_000, 20), "kmeans": (10_000, 10),
          "grid": (10_000, 20), "serving": (200, 32)}
 
@@ -237,8 +240,9 @@ def run(args: argparse.Namespace) -> dict:
     for w in workloads(sizes, dtype):
         if args.only and args.only not in w["name"]:
             continue
+        repeat = max(args.repeat, SERVING_REPEAT) if w.get("serving") else args.repeat
         stock_s, accel_s, want, got = _compare(lambda w=w: w["run"]("stock"), lambda w=w: w["run"]("accelerated"),
-                                               args.repeat, forced)
+                                               repeat, forced)
         routes = _routes(lambda w=w: w["run"]("accelerated"), forced)
         equal, gap = _agree(got, want, dtype)
         row = {"workload": w["name"], "shape": w["shape"], "dtype": str(dtype), "stock_s": stock_s,
@@ -305,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     print(f"scikit-learn pipelines, stock vs dispatch.sklearn ({args.dtype}, target {args.target}"
-          f"{', quick' if args.quick else ''}); best of {args.repeat}")
+          f"{', quick' if args.quick else ''}); best of {args.repeat}, "
+          f"the serving loop best of {max(args.repeat, SERVING_REPEAT)}")
     result = run(args)
     bad = [r["workload"] for r in result["results"] if r.get("outputs_agree") is False]
     serving = [r for r in result["results"] if "all_on_numpy" in r]
