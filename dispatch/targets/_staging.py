@@ -212,6 +212,8 @@ def _cupy_stager(cupy: Any) -> _Stager:
 def to_device_cupy(cupy: Any, array: np.ndarray) -> Any:
     """A host array copied to the current CUDA device as a CuPy array."""
     _count("to_device", array.nbytes)
+    if array.ndim == 0:  # CuPy reads a 0-d array as a scalar: float16 -0.0 would arrive as 0.0
+        return cupy.asarray(array.reshape(1)).reshape(())
     if array.nbytes < THRESHOLD:
         return cupy.asarray(array)
     src = np.ascontiguousarray(array)
