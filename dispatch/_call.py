@@ -292,13 +292,16 @@ def _check_out(op: Op, result: Any, out: ndarray) -> None:
 _ANY_SIZE = 1 << 62
 
 
-def _small_on_host(values: Any, floor: int) -> list | None:
+def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | None:
     """``values`` with dispatch arrays unwrapped, if every array among them is a host array
-    of at most ``floor`` elements; ``None`` otherwise (the router must decide)."""
+    of at most ``floor`` elements (and, if ``rootless``, carries no root: no fresh array's
+    lineage to follow); ``None`` otherwise (the router must decide)."""
     out = []
     for v in values:
         kind = type(v)
         if kind is ndarray:
+            if rootless and getattr(v, "_root", None) is not None:
+                return None
             v = v._data
             if type(v) is not np.ndarray or v.size > floor:
                 return None
@@ -307,7 +310,7 @@ def _small_on_host(values: Any, floor: int) -> list | None:
                 return None
         elif kind is list or kind is tuple:
             if any(type(x) is list or type(x) is tuple or _is_array(x) for x in v):
-                inner = _small_on_host(v, floor)
+                inner = _small_on_host(v, floor, rootless)
                 if inner is None:
                     return None
                 v = kind(inner)
@@ -320,12 +323,17 @@ def _small_on_host(values: Any, floor: int) -> list | None:
 def call(op: Op, args: tuple, kwargs: dict) -> Any:
     """Run ``op`` on the target the router picks; NumPy on the host when that target refuses."""
     if STATE.plain and not op.local:
-        floor = router.host_floor(op)
+        floor, rootless = router.host_floor(op), False
         hargs = _small_on_host(args, floor)
+        if hargs is None:  # larger: NumPy still, up to the round-trip floor, for arrays no lineage reaches
+            trip = op.trip_floor if op.trip_floor >= 0 else router.trip_floor(op)
+            if trip > floor:
+                floor, rootless = trip, True
+                hargs = _small_on_host(args, floor, rootless)
         if hargs is not None:
             if not kwargs:
                 return wrap(op.func(*hargs))
-            hvalues = _small_on_host(kwargs.values(), floor)
+            hvalues = _small_on_host(kwargs.values(), floor, rootless)
             if hvalues is not None:
                 result = op.func(*hargs, **dict(zip(kwargs, hvalues, strict=True)))
                 return wrap(result, out_of=(args, kwargs)) if "out" in kwargs else wrap(result)

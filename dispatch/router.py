@@ -45,7 +45,7 @@ from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
 __all__ = ["Decision", "clear_decisions", "decide", "failed", "host_floor", "made", "policy", "refused", "selector",
-           "set_policy", "set_selector", "settle", "use_calibration"]
+           "set_policy", "set_selector", "settle", "trip_floor", "use_calibration"]
 
 # Measured on a 2-core CPU machine and a 16-core one (DESIGN.md): torch on the CPU beats NumPy
 # at reductions from about 1e4 elements and loses badly at sorting. The seed policy's SIMD tier
@@ -127,7 +127,7 @@ def clear_decisions() -> None:
 def _reset_floors() -> None:
     _floors.clear()
     for op in all_ops():
-        op.floor = -1
+        op.floor = op.trip_floor = -1
 
 
 def _switch(name: str) -> None:
@@ -214,7 +214,23 @@ def host_floor(op: Any) -> int:
     return floor
 
 
-def _cost_floor(op: Any) -> int:
+def trip_floor(op: Any) -> int:
+    """Host arrays at or under this size that carry no root (``ndarray._root``) run on NumPy
+    without asking the router: no device wins the round trip of data the program only reads
+    there once. At least ``host_floor``; above it only under the cost policy on a machine with
+    a device."""
+    trip = op.trip_floor
+    if trip >= 0:
+        return trip
+    floor = host_floor(op)
+    trip = floor
+    if _policy == "cost" and any(not m.device.is_host for m in _models.values()):
+        trip = min(max(_cost_floor(op, round_trip=True), floor), cluster.LIVE_ELEMENTS - 1)
+    op.trip_floor = trip
+    return trip
+
+
+def _cost_floor(op: Any, round_trip: bool = False) -> int:
     """The largest size (a power of two) at which NumPy is still cheapest for host data, even
     against a device that already held it, by more than routing the call would cost: larger
     calls go to the router, which follows what is computed from a fresh array (its lineage)
@@ -222,7 +238,7 @@ def _cost_floor(op: Any) -> int:
     rep = cost.representative(op)
     if rep is None or op.local or not op.cataloged or op.work in ("host", "random"):
         return 2**62 if (not op.cataloged or op.work in ("host", "random")) else 1 << 12
-    cached = _floors.get(rep)
+    cached = _floors.get((rep, round_trip))
     if cached is not None:
         return cached
     numpy_model = _models.get("numpy")
@@ -238,11 +254,14 @@ def _cost_floor(op: Any) -> int:
                 continue
             t = model.seconds(rep, _side(rep, n), "float64")
             if t is not None:
-                others.append(min(t, model.seconds(rep, _side(rep, n), "float32") or t))
+                t = min(t, model.seconds(rep, _side(rep, n), "float32") or t)
+                if round_trip and not model.device.is_host:  # in, and the result (or a scalar) back
+                    t += model.to_device_seconds(n * 4) + cost.way_back_seconds(model, rep, n * 4)
+                others.append(t)
         if mine is None or any(o + ROUTING_S < mine for o in others):
             break
         floor = n
-    _floors[rep] = floor
+    _floors[(rep, round_trip)] = floor
     return floor
 
 

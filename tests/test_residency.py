@@ -176,3 +176,26 @@ def test_placements_persist_with_the_history(tmp_path):
     again = History()
     again.load(tmp_path / "history.json")
     assert again.placement_credit(key) == pytest.approx(0.25)
+
+
+def test_only_arrays_a_lineage_reaches_are_routed_between_the_two_floors(monkeypatch):
+    router.use_calibration(_slow_way_back())
+    op = op_named("add")
+    floor, trip = router.host_floor(op), router.trip_floor(op)
+    assert floor < trip  # resident on the device, add wins early; its round trip, much later
+    n = trip
+    plain = dispatch.asarray(numpy.arange(n, dtype=numpy.float64))
+    decided = []
+    decide = router.decide
+    monkeypatch.setattr(router, "decide", lambda op, *rest: decided.append(op.name) or decide(op, *rest))
+    twice = plain + plain  # no lineage: NumPy, without asking the router
+    assert decided == [] and twice.target == "numpy"
+    made = plain.copy()  # a fresh array: a root, and what is computed from it is followed
+    assert made._root is not None and decided == ["copy"]
+    again = made + made
+    assert decided == ["copy", "add"] and again._root == made._root
+    expected = numpy.arange(n, dtype=numpy.float64) * 2
+    for result in (twice, again):
+        out = numpy.asarray(result)
+        assert out.dtype == expected.dtype and out.shape == expected.shape
+        numpy.testing.assert_array_equal(out, expected)
