@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import sys
 from typing import Any
 
 import numpy as np
@@ -624,6 +625,34 @@ _ND = np.ndarray
 _PY_SCALARS = (float, int, bool, complex)
 
 
+# NumPy computes ``a + b + c`` in place in the temporary ``a + b`` (arrays of 256 KiB or more):
+# one buffer instead of two, and no fresh pages to fault in. Wrapped in a dispatch array, the
+# temporary is hidden from NumPy, so dispatch does it: a host operand whose wrapper only the
+# expression holds (the reference count a temporary shows, measured at import) and which owns
+# its memory, alone, takes the result when NumPy's result would have its dtype and shape.
+_ELIDE_BYTES = 256 * 1024
+_temporary_refs: int | None = None  # None: not measured, or this Python cannot tell temporaries apart
+_owned_refs = -1  # what ``_elides`` sees on an array only its wrapper holds (measured at import)
+_rc = sys.getrefcount
+
+
+def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
+    if data.base is not None or not data.flags.writeable or _rc(data) != _owned_refs:  # no view, no other holder
+        return False
+    okind = type(odata)
+    if okind is _ND:
+        if odata.ndim > data.ndim or np.broadcast_shapes(data.shape, odata.shape) != data.shape:
+            return False
+        other_type = odata.dtype
+    else:
+        other_type = bool if okind is bool else okind
+    types = (data.dtype, other_type) if data_first else (other_type, data.dtype)
+    try:
+        return func.resolve_dtypes((*types, None))[-1] == data.dtype
+    except Exception:  # NumPy has no loop for these: the plain call raises NumPy's error
+        return False
+
+
 def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
     op = op_named(ufunc_name)
     func = op.func
@@ -649,16 +678,29 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
                 n = data.size
             else:
                 return _call.call_fast_ufunc(op, self, other)
-            if n <= op.floor:
-                result = func(data, odata)
-                if type(result) is _ND:
-                    obj = new(ndarray)
-                    obj._data = result
-                    return obj
-                return result
+            if n > (op.floor if op.floor >= 0 else _call.router.host_floor(op)) and not (
+                    n <= (op.trip_floor if op.trip_floor >= 0 else _call.router.trip_floor(op))
+                    and _rootless(self, other)):
+                return _call.call_fast_ufunc(op, self, other)
+            if data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(func, data, odata, True):
+                func(data, odata, out=data)
+                return self
+            result = func(data, odata)
+            if type(result) is _ND:
+                obj = new(ndarray)
+                obj._data = result
+                return obj
+            return result
         return _call.call_fast_ufunc(op, self, other)
 
     def reflected(self: ndarray, other: Any) -> Any:
+        data = self._data
+        if (type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND and data.nbytes >= _ELIDE_BYTES
+                and _rc(self) == _temporary_refs and (data.size <= _call.router.host_floor(op) or (
+                    data.size <= _call.router.trip_floor(op) and _rootless(self, other)))
+                and _elides(func, data, other, False)):
+            func(other, data, out=data)  # ``2.0 * (a + b)``: in the temporary, as NumPy would
+            return self
         if not _handled(other):
             return NotImplemented
         return _call.call_fast_ufunc(op, other, self)
@@ -669,6 +711,52 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
         return _call.call(op, (self, other), {"out": (self,)})
 
     return forward, reflected, inplace
+
+
+def _rootless(a: Any, b: Any) -> bool:
+    return getattr(a, "_root", None) is None and getattr(b, "_root", None) is None
+
+
+def _measure_temporaries() -> None:
+    """The reference count ``forward`` sees on a temporary left operand, if it differs from a
+    named one's (Python versions differ; where they do not, nothing is elided)."""
+    global _temporary_refs
+    seen = []
+    probe = op_named("add")
+
+    def record(self: ndarray, other: Any) -> Any:
+        seen.append(_rc(self))
+        return NotImplemented
+
+    ops = (probe.floor, probe.trip_floor)
+    try:
+        ndarray.__add__ = record  # the same frame depth as forward: called by the operator
+        named = wrap_host(np.zeros(1))
+        for _ in (0, 1):
+            try:
+                named + 1.0
+            except TypeError:
+                pass
+            try:
+                wrap_host(np.zeros(1)) + 1.0
+            except TypeError:
+                pass
+    finally:
+        ndarray.__add__ = _binary("add")[0]
+        probe.floor, probe.trip_floor = ops
+    named_refs, temporary_refs = seen[-2], seen[-1]
+    _temporary_refs = temporary_refs if temporary_refs < named_refs else None
+
+    global _owned_refs
+
+    def outer(self: ndarray) -> int:
+        data = self._data
+        return inner(data)
+
+    def inner(data: np.ndarray) -> int:  # the frames of forward and _elides
+        return _rc(data)
+
+    _owned_refs = outer(wrap_host(np.zeros(1)))
 
 
 def _unary(op: Any) -> Any:
@@ -731,6 +819,7 @@ def _install_methods() -> None:
 
 
 _install_operators()
+_measure_temporaries()
 _install_methods()
 ndarray.__module__ = "dispatch"
 
