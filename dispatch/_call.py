@@ -391,18 +391,22 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
     Device work is timed with device events read later (no sync); the oracle policy, which
     must compare targets exactly, synchronises."""
     tracing_on = STATE.tracing and not router.history.count(op.name)
-    if not (decision.sample or tracing_on):
+    sample = decision.sample
+    if sample and decision.settled:
+        decision.calls += 1
+        sample = decision.calls % router.SETTLED_EVERY == 0
+    if not (sample or tracing_on):
         return run()
     target = decision.target
     before = _staging.moved()
-    events = target.events() if decision.sample else None
+    events = target.events() if sample else None
     start = time.perf_counter()
     result = run()
-    if decision.sample and router.policy() == "oracle":
+    if sample and router.policy() == "oracle":
         target.synchronize()
         events = None
     seconds = time.perf_counter() - start
-    if decision.sample:
+    if sample:
         if events is not None:
             events[1].record()
             router.history.pend(events[0], events[1], seconds, decision.key, target.name, decision.explored)

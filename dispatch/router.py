@@ -37,9 +37,9 @@ import math
 from typing import Any
 
 from dispatch import cluster, cost, targets
-from dispatch._ops import all_ops
+from dispatch._ops import all_ops, op_named
 from dispatch._state import STATE
-from dispatch.devices import DASK
+from dispatch.devices import DASK, HOST
 from dispatch.history import History
 from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
@@ -70,7 +70,8 @@ PLACED_COPIES = frozenset({"copy", "array"})
 class Decision:
     """Where one kind of call runs, why, and what it is expected to take."""
 
-    __slots__ = ("explored", "gain", "key", "placeable", "predicted", "reason", "sample", "target")
+    __slots__ = ("calls", "explored", "gain", "key", "placeable", "predicted", "reason", "sample", "settled",
+                 "target")
 
     def __init__(self, target: Any, reason: str, predicted: float | None = None, key: tuple = (),
                  sample: bool = False, explored: bool = False) -> None:
@@ -81,6 +82,8 @@ class Decision:
         self.sample = sample  # time this call and learn from it
         self.explored = explored
         self.gain = 0.0  # seconds a device holding the inputs would save on this call (placement credit)
+        self.settled = False  # measured often enough: only one call in SETTLED_EVERY is timed
+        self.calls = 0
         self.placeable = False  # its result, made from host data, could have been made on a device
 
     def __repr__(self) -> str:
@@ -217,8 +220,8 @@ def host_floor(op: Any) -> int:
 def trip_floor(op: Any) -> int:
     """Host arrays at or under this size that carry no root (``ndarray._root``) run on NumPy
     without asking the router: no device wins the round trip of data the program only reads
-    there once. At least ``host_floor``; above it only under the cost policy on a machine with
-    a device."""
+    there once. At least ``host_floor``; above it under the cost policy on a machine with a
+    device, and wherever NumPy was measured best for the sizes above it (``_learn_floor``)."""
     trip = op.trip_floor
     if trip >= 0:
         return trip
@@ -404,16 +407,23 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     # target chosen for it, so that a model wrong by orders of magnitude under the threshold
     # (a thread pool woken for one small call: milliseconds, not microseconds) is caught once.
     sample = best_s >= history.sample_threshold_s or not samples
-    explore = history.explore(key, [(s, n) for s, n, _ in ranked]) if sample else None
+    # Alternatives are explored where the data already is: a transfer is priced from measured
+    # bandwidths, and trying a device for host data costs the copy (and its first kernels).
+    here = None if entering else inputs.resident
+    explore = history.explore(key, [(s, n) for s, n, _ in ranked if n == best_name or (
+        _models[n].device.is_host if here is None else _models[n].device == here)]) if sample else None
     if explore is not None:
         seconds = next(s for s, n, _ in ranked if n == explore)
         return _placed(Decision(targets.get(explore), "exploring: measuring an alternative", seconds, key, True, True),
                        gain, entering), False
     reason = "history" if samples else "cost model"
+    settled = samples >= SETTLED_SAMPLES
     if placement and best_name not in HOST_TARGETS:
         reason = "placement: later calls on its result run there"
     runner_up = f" (next: {ranked[1][1]})" if len(ranked) > 1 else ""
-    return _placed(Decision(targets.get(best_name), reason + runner_up, best_s, key, sample), gain, entering), True
+    decision = Decision(targets.get(best_name), reason + runner_up, best_s, key, sample)
+    decision.settled = settled
+    return _placed(decision, gain, entering), True
 
 
 def _decide_placement(op: Any, inputs: Any, key: tuple) -> Decision:
@@ -435,7 +445,7 @@ def _decide_placement(op: Any, inputs: Any, key: tuple) -> Decision:
             if target is not None and target.supports(op):
                 decision = Decision(target, "placement: later calls on this copy run there", there, key=key)
                 break
-    decision.placeable = True
+    decision.placeable = any(name in _models for name in GPU_TARGETS)  # no device: nothing to place
     return decision
 
 
@@ -527,5 +537,37 @@ def observe(decision: Decision, seconds: float) -> None:
         return
     history.observe(decision.key, decision.target.name, seconds, decision.explored)
     samples = history.stats[decision.key][decision.target.name].samples
+    if decision.target is NUMPY and samples == LEARNED_FLOOR_SAMPLES:
+        _learn_floor(decision.key)
     if samples & (samples - 1) == 0:  # re-rank after 1, 2, 4, 8... samples: cheap, and it converges
         _decisions.pop(decision.key, None)
+
+
+# A kind of call measured this many times on the target chosen for it is timed one call in
+# SETTLED_EVERY from then on: still corrected if it drifts, no longer paying a timing per call.
+SETTLED_SAMPLES = 16
+SETTLED_EVERY = 8
+
+# NumPy measured this many times on a kind of host call, and nothing measured faster: host
+# arrays of that size skip the router from then on.
+LEARNED_FLOOR_SAMPLES = 8
+_HOST_ONLY = frozenset({HOST})
+
+
+def _learn_floor(key: tuple) -> None:
+    """Raise the op's round-trip floor over this key's size bucket, if the bucket sits right
+    above it: routing such calls only ever chose NumPy, and cost the router's time each call."""
+    name, _, bucket, devices, forced = key
+    if forced is not None or devices != _HOST_ONLY:
+        return
+    per = history.stats.get(key, {})
+    mine = per.get("numpy")
+    if mine is None or any(s.seconds < mine.seconds for n, s in per.items() if n != "numpy"):
+        return
+    try:
+        op = op_named(name)
+    except KeyError:
+        return
+    trip = trip_floor(op)
+    if (trip + 1).bit_length() == bucket:
+        op.trip_floor = min((1 << bucket) - 1, cluster.LIVE_ELEMENTS - 1)
