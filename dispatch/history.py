@@ -91,7 +91,7 @@ class History:
 
     def explore(self, key: tuple, ranked: list[tuple[float, str]]) -> str | None:
         """A plausible, little-measured alternative to try instead of the best, or ``None``."""
-        if len(ranked) < 2 or self.explored_s > self.explore_budget * max(self.measured_s, 1.0):
+        if len(ranked) < 2 or self.explored_s > self.explore_budget * self.measured_s:
             return None
         best = ranked[0][0]
         per = self.stats.get(key, {})
