@@ -353,6 +353,8 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
         why = f"{target.name} refused: {exc}"
         if exc.lasting:
             router.refused(op, inputs, target, why)
+        else:
+            router.refused_this_call(op, inputs, target, why)
     except Exception as exc:  # out of memory, driver errors, a backend bug: NumPy decides
         why = f"{target.name} failed: {type(exc).__name__}: {_first_line(exc)}"
         router.failed(op, inputs, target, why)

@@ -27,7 +27,8 @@ Rules, first match wins:
 
 Decisions are cached by (op, dtypes, size bucket, devices of the inputs, forced target); a
 cache hit is one dict lookup. Calls of ``cluster.LIVE_ELEMENTS`` elements or more are decided
-afresh each time (free memory changes). A target that refused a kind of call is remembered for that key.
+afresh each time (free memory changes). A target that refused a kind of call is remembered for that key
+(at once for a lasting refusal, after two for one that depends on the arguments).
 The router never synchronises a device to decide.
 """
 
@@ -44,8 +45,8 @@ from dispatch.history import History
 from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["Decision", "clear_decisions", "decide", "failed", "host_floor", "made", "policy", "refused", "selector",
-           "set_policy", "set_selector", "settle", "trip_floor", "use_calibration"]
+__all__ = ["Decision", "clear_decisions", "decide", "failed", "host_floor", "made", "policy", "refused",
+           "refused_this_call", "selector", "set_policy", "set_selector", "settle", "trip_floor", "use_calibration"]
 
 # Measured on a 2-core CPU machine and a 16-core one (DESIGN.md): torch on the CPU beats NumPy
 # at reductions from about 1e4 elements and loses badly at sorting. The seed policy's SIMD tier
@@ -505,6 +506,23 @@ def refused(op: Any, inputs: Any, target: Any, why: str) -> None:
     _decisions.pop(key, None)
     if _policy == "seed" or STATE.forced_name() not in (None, "auto"):
         _decisions[key] = Decision(NUMPY, FALLBACK + why, key=key)
+
+
+# A refusal that depends on the call's arguments is asked again, but under automatic routing a
+# kind of call refused this many times by a target is not offered to it any more: each try can
+# cost a copy across the bus before the refusal.
+REFUSALS_TO_REMEMBER = 2
+_argument_refusals: dict[tuple, int] = {}
+
+
+def refused_this_call(op: Any, inputs: Any, target: Any, why: str) -> None:
+    """``target`` refused this call for its arguments (``Unsupported`` that is not lasting)."""
+    if STATE.forced_name() not in (None, "auto"):
+        return  # forced: every call asks the forced target
+    key = (_key(op, inputs), target.name)
+    count = _argument_refusals[key] = _argument_refusals.get(key, 0) + 1
+    if count >= REFUSALS_TO_REMEMBER:
+        refused(op, inputs, target, why)
 
 
 def failed(op: Any, inputs: Any, target: Any, why: str) -> None:

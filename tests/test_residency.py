@@ -199,3 +199,24 @@ def test_only_arrays_a_lineage_reaches_are_routed_between_the_two_floors(monkeyp
         out = numpy.asarray(result)
         assert out.dtype == expected.dtype and out.shape == expected.shape
         numpy.testing.assert_array_equal(out, expected)
+
+
+def test_a_kind_of_call_refused_twice_for_its_arguments_is_not_offered_again(monkeypatch):
+    router.use_calibration(synthetic(gpu=True, torch_cpu=False))  # the device wins exp's round trip
+    cupy_target = dispatch.targets.probe("cupy")
+    tries = []
+    real_run = type(cupy_target).run
+
+    def refusing(self, op, args, kwargs):
+        if op.name == "exp":
+            tries.append(op.name)
+            raise dispatch.targets.Unsupported("not these arguments")
+        return real_run(self, op, args, kwargs)
+
+    monkeypatch.setattr(type(cupy_target), "run", refusing)
+    host = numpy.linspace(0.0, 1.0, N)
+    for _ in range(4):
+        out = dispatch.exp(dispatch.asarray(host))
+        assert out.target == "numpy"
+        numpy.testing.assert_array_equal(numpy.asarray(out), numpy.exp(host))
+    assert tries == ["exp", "exp"]  # asked twice, then remembered
