@@ -899,3 +899,14 @@ def test_ufunc_methods(name: str, backend: str, request: pytest.FixtureRequest) 
                 if native and backend != "auto":
                     record_run(request, backend, op, native)
     outcomes.finish()
+
+
+def test_partition_index_beyond_the_stand_ins_still_runs_on_the_target():
+    """The result-dtype oracle runs NumPy on two-element stand-ins: kth=5 must not make every
+    target refuse argpartition on a 10-long axis (it ran on NumPy, after a copy, every call)."""
+    from dispatch.targets._oracle import expected
+
+    found = expected(numpy.argpartition, (numpy.ones((3, 10)), 5), {"axis": 1}, lambda x: x.dtype)
+    assert found is not None and found.dtypes == (numpy.dtype(numpy.intp),)
+    found = expected(numpy.partition, (numpy.ones((3, 10), numpy.float32),), {"kth": [2, 5]}, lambda x: x.dtype)
+    assert found is not None and found.dtypes == (numpy.dtype(numpy.float32),)

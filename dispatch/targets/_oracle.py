@@ -84,6 +84,21 @@ def _signature(x: Any, dtype_of: Any) -> Any:
 _VALUE_DEPENDENT = frozenset({np.linalg.eig, np.linalg.eigvals, np.roots, np.poly, np.real_if_close})
 
 
+# Arguments that index into an axis, which two-element stand-ins cannot hold (kth=4 of a
+# 1000-long axis): the stand-in call gets index 0, which leaves the result's dtype as it is.
+# Where the real index is out of range, the target raises and NumPy runs the call, raising its own error.
+_AXIS_INDEX = {np.argpartition: (1, "kth"), np.partition: (1, "kth")}
+
+
+def _axis_indices_zeroed(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    position, name = _AXIS_INDEX[func]
+    if name in kwargs:
+        return args, {**kwargs, name: 0}
+    if len(args) > position:
+        return (*args[:position], 0, *args[position + 1:]), kwargs
+    return args, kwargs
+
+
 def expected(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> Expected | None:
     """NumPy's result description for ``func(*args, **kwargs)``; ``None`` if NumPy rejects
     the stand-ins (the target should then refuse) or gives no array or NumPy scalar (a Python
@@ -110,6 +125,8 @@ def _learn(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> tuple[Expecte
         key = None
     if key is not None and key in _cache:
         return _cache[key]
+    if func in _AXIS_INDEX:
+        args, kwargs = _axis_indices_zeroed(func, args, kwargs)
     stand_args = tuple(_convert(a, dtype_of) for a in args)
     stand_kwargs = {k: _convert(v, dtype_of) for k, v in kwargs.items()}
     try:
