@@ -540,7 +540,7 @@ def test_large_calls_are_measured_both_ways_then_routed_by_the_measurements(monk
         reference = Ridge(alpha=2.0).fit(X, y)
     key = (Ridge, "fit", X.size.bit_length())
     ran = []
-    for _ in range(3):
+    for _ in range(4):
         with dispatch.trace() as t:
             est = Ridge(alpha=2.0).fit(X, y)
         (record,) = [r for r in t.records if r.op == "Ridge.fit"]
@@ -550,14 +550,39 @@ def test_large_calls_are_measured_both_ways_then_routed_by_the_measurements(monk
     # first the table's choice (MEDIUM on the CPU tier: stock), then the other side, then the faster
     assert ran[0][0] == "numpy" and ran[0][1].endswith("measuring: stock scikit-learn")
     assert ran[1] == ("torch-cpu", "measuring the alternative")
+    # a loss of the alternative is measured once more (its first call pays one-time costs)
+    assert ran[2][1].startswith(("measured: torch-cpu ", "measuring torch-cpu again"))
     seen = _routing.measured()[key]
     assert set(seen) == {None, "torch-cpu"} and all(s > 0 for s in seen.values())
     faster = min(seen, key=seen.get)
-    assert ran[2][0] == (faster or "numpy") and ran[2][1].startswith("measured: torch-cpu ")
+    assert ran[3][0] == (faster or "numpy") and ran[3][1].startswith("measured: torch-cpu ")
     # the measurements decide: change them and the route follows
     _routing.observe(key, "torch-cpu", 1e-9)
     assert _routing.choose(Ridge(), "fit", X, (y,)).target == "torch-cpu"
     _routing.observe(key, "torch-cpu", 1e9)
+    assert _routing.choose(Ridge(), "fit", X, (y,)).target is None
+
+
+@needs_torch
+def test_a_first_loss_of_the_alternative_is_measured_once_more(monkeypatch):
+    from sklearn.linear_model import Ridge
+
+    monkeypatch.setattr(_routing, "first_gpu", lambda: None)
+    X, y = _large_regression()
+    key = (Ridge, "fit", X.size.bit_length())
+    _routing.observe(key, None, 1.0)
+    _routing.observe(key, "torch-cpu", 5.0)  # its first call: compiled kernels, a new pool...
+    again = _routing.choose(Ridge(), "fit", X, (y,))
+    assert again.target == "torch-cpu" and again.reason.startswith("measuring torch-cpu again")
+    assert again.learn == key
+    _routing.observe(key, "torch-cpu", 0.5)  # the second try replaces the first
+    settled = _routing.choose(Ridge(), "fit", X, (y,))
+    assert settled.target == "torch-cpu" and settled.reason.startswith("measured: torch-cpu ")
+    assert settled.learn is None
+    _routing.forget()
+    _routing.observe(key, None, 1.0)
+    _routing.observe(key, "torch-cpu", 5.0)
+    _routing.observe(key, "torch-cpu", 4.0)  # lost twice: stock from now on
     assert _routing.choose(Ridge(), "fit", X, (y,)).target is None
 
 
