@@ -74,6 +74,14 @@ def suite_lines(out: Path) -> list[str]:
             or "equal" in line]
 
 
+def sklearn_lines(out: Path) -> list[str]:
+    data = _load(out / "sklearn.json")
+    if not data:
+        return []
+    return [f"sklearn    {r['workload']:<50} x{r['speedup']:6.2f}  agree {'yes' if r['outputs_agree'] else 'NO'}"
+            for r in data.get("results", [])]
+
+
 def named_summary(out: Path, name: str, label: str) -> list[str]:
     data = _load(out / f"{name}.json")
     if not data:
@@ -85,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path((argv or sys.argv[1:] or ["gpu-results"])[0])
     lines = [line for line in (tests_line(out), calibration_line(out), overhead_line(out), transfers_line(out))
              if line]
-    lines += suite_lines(out) + named_summary(out, "sklearn", "sklearn") + named_summary(out, "dask", "dask")
+    lines += suite_lines(out) + sklearn_lines(out) + named_summary(out, "dask", "dask")
     print("\n".join(lines) if lines else f"nothing measured under {out}")
     return 0
 
