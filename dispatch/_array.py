@@ -637,15 +637,15 @@ _rc = sys.getrefcount
 
 
 def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
-    if data.base is not None or not data.flags.writeable or _rc(data) != _owned_refs:  # no view, no other holder
-        return False
+    if func.nout != 1 or data.base is not None or not data.flags.writeable or _rc(data) != _owned_refs:
+        return False  # divmod's two results; a view; an array someone else holds
     okind = type(odata)
     if okind is _ND:
         if odata.ndim > data.ndim or np.broadcast_shapes(data.shape, odata.shape) != data.shape:
             return False
         other_type = odata.dtype
     else:
-        other_type = bool if okind is bool else okind
+        other_type = np.dtype(bool) if okind is bool else okind  # Python's bool is not weak (NEP 50)
     types = (data.dtype, other_type) if data_first else (other_type, data.dtype)
     try:
         return func.resolve_dtypes((*types, None))[-1] == data.dtype

@@ -68,3 +68,18 @@ def test_a_result_of_another_dtype_or_shape_is_not_written_into_the_temporary(el
     assert grid.shape == (3, N)
     numpy.testing.assert_array_equal(numpy.asarray(grid), numpy.full((3, N), 3.0))
     assert (3, N) not in elided and all(shape == (N,) for shape in elided if shape != (1, N))
+
+
+def test_divmod_and_comparisons_of_temporaries_are_numpys():
+    base = numpy.arange(N, dtype=numpy.float64)
+    a = dispatch.asarray(base)
+    quotient, remainder = divmod(a + 1.0, 7.0)
+    expected_q, expected_r = divmod(base + 1.0, 7.0)
+    numpy.testing.assert_array_equal(numpy.asarray(quotient), expected_q)
+    numpy.testing.assert_array_equal(numpy.asarray(remainder), expected_r)
+    flags = (a + 1.0) > 5.0
+    assert flags.dtype == numpy.bool_
+    numpy.testing.assert_array_equal(numpy.asarray(flags), base + 1.0 > 5.0)
+    masked = (a + 1.0) * True
+    assert masked.dtype == numpy.float64
+    numpy.testing.assert_array_equal(numpy.asarray(masked), base + 1.0)
