@@ -678,9 +678,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
                 n = data.size
             else:
                 return _call.call_fast_ufunc(op, self, other)
-            if n > (op.floor if op.floor >= 0 else _call.router.host_floor(op)) and not (
-                    n <= (op.trip_floor if op.trip_floor >= 0 else _call.router.trip_floor(op))
-                    and _rootless(self, other)):
+            if n > op.floor and not _numpy_takes(op, n, self, other):
                 return _call.call_fast_ufunc(op, self, other)
             if data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(func, data, odata, True):
                 func(data, odata, out=data)
@@ -696,8 +694,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
     def reflected(self: ndarray, other: Any) -> Any:
         data = self._data
         if (type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND and data.nbytes >= _ELIDE_BYTES
-                and _rc(self) == _temporary_refs and (data.size <= _call.router.host_floor(op) or (
-                    data.size <= _call.router.trip_floor(op) and _rootless(self, other)))
+                and _rc(self) == _temporary_refs and _numpy_takes(op, data.size, self, other)
                 and _elides(func, data, other, False)):
             func(other, data, out=data)  # ``2.0 * (a + b)``: in the temporary, as NumPy would
             return self
@@ -713,8 +710,12 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
     return forward, reflected, inplace
 
 
-def _rootless(a: Any, b: Any) -> bool:
-    return getattr(a, "_root", None) is None and getattr(b, "_root", None) is None
+def _numpy_takes(op: Any, n: int, a: Any, b: Any) -> bool:
+    """Whether host operands of ``n`` elements run on NumPy without routing (``_call.call``'s
+    rule): under the op's floor, or under its round-trip floor if neither carries a root."""
+    router = _call.router
+    return n <= router.host_floor(op) or (
+        n <= router.trip_floor(op) and getattr(a, "_root", None) is None and getattr(b, "_root", None) is None)
 
 
 def _measure_temporaries() -> None:
@@ -722,13 +723,12 @@ def _measure_temporaries() -> None:
     named one's (Python versions differ; where they do not, nothing is elided)."""
     global _temporary_refs
     seen = []
-    probe = op_named("add")
 
     def record(self: ndarray, other: Any) -> Any:
         seen.append(_rc(self))
         return NotImplemented
 
-    ops = (probe.floor, probe.trip_floor)
+    forward = ndarray.__add__
     try:
         ndarray.__add__ = record  # the same frame depth as forward: called by the operator
         named = wrap_host(np.zeros(1))
@@ -742,8 +742,7 @@ def _measure_temporaries() -> None:
             except TypeError:
                 pass
     finally:
-        ndarray.__add__ = _binary("add")[0]
-        probe.floor, probe.trip_floor = ops
+        ndarray.__add__ = forward
     named_refs, temporary_refs = seen[-2], seen[-1]
     _temporary_refs = temporary_refs if temporary_refs < named_refs else None
 

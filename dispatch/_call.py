@@ -326,7 +326,7 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
         floor, rootless = router.host_floor(op), False
         hargs = _small_on_host(args, floor)
         if hargs is None:  # larger: NumPy still, up to the round-trip floor, for arrays no lineage reaches
-            trip = op.trip_floor if op.trip_floor >= 0 else router.trip_floor(op)
+            trip = router.trip_floor(op)
             if trip > floor:
                 floor, rootless = trip, True
                 hargs = _small_on_host(args, floor, rootless)
