@@ -136,18 +136,19 @@ def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table
         return Choice(None, refusal, fallback=table_wants_other)
     key = (type(estimator), method, n.bit_length())
     seen = _measured.get(key, {})
+    # The alternative's first call pays one-time costs (kernels compiled on first use, memory
+    # pools, a CUDA context): a loss is measured once more before it counts.
+    again = len(seen) == 2 and seen.get(other, 0.0) > seen.get(None, 0.0) and _tries.get(key, 0) < 2
     if not seen:
         name, why = (other if table_wants_other else None), f"{table}, measuring"
     elif len(seen) == 1:
         name, why = (other if None in seen else None), "measuring the alternative"
-    elif seen.get(other, 0.0) > seen.get(None, 0.0) and _tries.get(key, 0) < 2:
-        # The alternative's first call pays one-time costs (kernels compiled on first use,
-        # memory pools, a CUDA context): a loss is measured once more before it counts.
+    elif again:
         name, why = other, f"measuring {other} again (lost {_ms(seen.get(other))} vs stock {_ms(seen.get(None))})"
     else:
         name = min(seen, key=lambda k: seen[k])
         why = f"measured: {other} {_ms(seen.get(other))} vs stock {_ms(seen.get(None))}"
-    learn = key if len(seen) < 2 or (name == other and _tries.get(key, 0) < 2) else None
+    learn = key if len(seen) < 2 or again else None
     if name is None:
         return Choice(None, f"{why}: stock scikit-learn", learn=learn)
     return Choice(name, why, learn=learn)
