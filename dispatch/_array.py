@@ -637,8 +637,9 @@ _rc = sys.getrefcount
 
 
 def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
-    if func.nout != 1 or data.base is not None or not data.flags.writeable or _rc(data) != _owned_refs:
-        return False  # divmod's two results; a view; an array someone else holds
+    if (func.nout != 1 or func.signature is not None or data.base is not None or not data.flags.writeable
+            or _rc(data) != _owned_refs):
+        return False  # divmod's two results; matmul's core dimensions; a view; an array someone else holds
     okind = type(odata)
     if okind is _ND:
         if odata.ndim > data.ndim or np.broadcast_shapes(data.shape, odata.shape) != data.shape:
@@ -678,9 +679,10 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
                 n = data.size
             else:
                 return _call.call_fast_ufunc(op, self, other)
+            elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(func, data, odata, True)
             if n > op.floor and not _numpy_takes(op, n, self, other):
-                return _call.call_fast_ufunc(op, self, other)
-            if data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(func, data, odata, True):
+                return _call.call(op, (self, other), {}, into=self if elide else None)
+            if elide:
                 func(data, odata, out=data)
                 return self
             result = func(data, odata)
@@ -694,8 +696,9 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
     def reflected(self: ndarray, other: Any) -> Any:
         data = self._data
         if (type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND and data.nbytes >= _ELIDE_BYTES
-                and _rc(self) == _temporary_refs and _numpy_takes(op, data.size, self, other)
-                and _elides(func, data, other, False)):
+                and _rc(self) == _temporary_refs and _elides(func, data, other, False)):
+            if not _numpy_takes(op, data.size, self, other):
+                return _call.call(op, (other, self), {}, into=self)
             func(other, data, out=data)  # ``2.0 * (a + b)``: in the temporary, as NumPy would
             return self
         if not _handled(other):

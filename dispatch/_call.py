@@ -216,6 +216,11 @@ def _split_out(op: Op, kwargs: dict) -> tuple[dict, Any]:
     return rest, out
 
 
+def _run_into(op: Op, args: tuple, into: ndarray) -> ndarray:
+    op.func(*[a._data if type(a) is ndarray else a for a in args], out=into._data)
+    return into
+
+
 def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     """Run on NumPy: arrays come to the host; writes into device arrays are copied back."""
     if not kwargs and op.mutates is None and op.work != "random":
@@ -320,8 +325,11 @@ def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | No
     return out
 
 
-def call(op: Op, args: tuple, kwargs: dict) -> Any:
-    """Run ``op`` on the target the router picks; NumPy on the host when that target refuses."""
+def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
+    """Run ``op`` on the target the router picks; NumPy on the host when that target refuses.
+
+    ``into``: a host temporary among an operator's operands that NumPy may write the result
+    into, as NumPy's own temporary elision would (``_array._elides`` checked it may)."""
     if STATE.plain and not op.local:
         floor, rootless = router.host_floor(op), False
         hargs = _small_on_host(args, floor)
@@ -343,7 +351,8 @@ def call(op: Op, args: tuple, kwargs: dict) -> Any:
     if target is NUMPY:
         if decision.reason.startswith(router.FALLBACK):  # a refusal remembered for this kind of call: still counted
             tracing.fallback(op, decision.reason[len(router.FALLBACK):])
-        return lineage(inputs, decision, _execute(op, inputs, decision, lambda: _run_numpy(op, args, kwargs)))
+        run = (lambda: _run_numpy(op, args, kwargs)) if into is None else (lambda: _run_into(op, args, into))
+        return lineage(inputs, decision, _execute(op, inputs, decision, run))
     try:
         result = _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs))
         if type(result) is ndarray and inputs.resident is None and not target.device.is_host:
