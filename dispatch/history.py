@@ -73,7 +73,10 @@ class History:
             if stat is None:
                 per[target] = Stat(seconds, 1)
             else:
-                stat.seconds += self.alpha * (seconds - stat.seconds)
+                if stat.samples == 1 and seconds < stat.seconds:
+                    stat.seconds = seconds  # the first call paid a one-time cost (a thread pool's start)
+                else:
+                    stat.seconds += self.alpha * (seconds - stat.seconds)
                 stat.samples += 1
             self.measured_s += seconds
             if explored:
@@ -102,6 +105,14 @@ class History:
                 if self._rng.random() < self.explore_probability:
                     return name
         return None
+
+    def retry(self, key: tuple, names: list[str]) -> str | None:
+        """A target among ``names`` measured once for this key, to measure once more (its one
+        call may have paid a one-time cost and lost on it), while the exploration budget lasts."""
+        if self.explored_s > self.explore_budget * self.measured_s:
+            return None
+        per = self.stats.get(key, {})
+        return next((name for name in names if name in per and per[name].samples == 1), None)
 
     # ---- what becomes of results computed on a device from host data -------------------------------
 

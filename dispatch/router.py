@@ -411,10 +411,15 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     # Alternatives are explored where the data already is: a transfer is priced from measured
     # bandwidths, and trying a device for host data costs the copy (and its first kernels).
     here = None if entering else inputs.resident
-    explore = history.explore(key, [(s, n) for s, n, _ in ranked if n == best_name or (
-        _models[n].device.is_host if here is None else _models[n].device == here)]) if sample else None
+    near = [n for _, n, _ in priced if n != best_name and (
+        _models[n].device.is_host if here is None else _models[n].device == here)]
+    explore = history.explore(key, [(s, n) for s, n, _ in ranked if n == best_name or n in near]) if sample else None
+    if explore is None and samples:  # one that lost on its only call to a measured best: once more
+        again = history.retry(key, near)
+        target = targets.probe(again) if again is not None else None
+        explore = again if target is not None and target.supports(op) else None
     if explore is not None:
-        seconds = next(s for s, n, _ in ranked if n == explore)
+        seconds = next(s for s, n, _ in priced if n == explore)
         return _placed(Decision(targets.get(explore), "exploring: measuring an alternative", seconds, key, True, True),
                        gain, entering), False
     reason = "history" if samples else "cost model"
@@ -422,9 +427,11 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     if placement and best_name not in HOST_TARGETS:
         reason = "placement: later calls on its result run there"
     runner_up = f" (next: {ranked[1][1]})" if len(ranked) > 1 else ""
-    decision = Decision(targets.get(best_name), reason + runner_up, best_s, key, sample)
+    decision = _placed(Decision(targets.get(best_name), reason + runner_up, best_s, key, sample), gain, entering)
     decision.settled = settled
-    return _placed(decision, gain, entering), True
+    if best_name == "numpy" and not sample and not decision.placeable:
+        _learn_floor(key)  # measured, under the threshold: this decision is final, and routing it only costs
+    return decision, True
 
 
 def _decide_placement(op: Any, inputs: Any, key: tuple) -> Decision:
@@ -573,19 +580,27 @@ _HOST_ONLY = frozenset({HOST})
 
 
 def _learn_floor(key: tuple) -> None:
-    """Raise the op's round-trip floor over this key's size bucket, if the bucket sits right
-    above it: routing such calls only ever chose NumPy, and cost the router's time each call."""
-    name, _, bucket, devices, forced = key
-    if forced is not None or devices != _HOST_ONLY:
-        return
-    per = history.stats.get(key, {})
-    mine = per.get("numpy")
-    if mine is None or any(s.seconds < mine.seconds for n, s in per.items() if n != "numpy"):
+    """Raise the op's round-trip floor over this key's size bucket: routing such calls only
+    ever chose NumPy, and cost the router's time each call. The buckets between the floor and
+    this one go with it unless another target was measured faster in one of them: a target
+    that loses at a size loses at the smaller ones, where its fixed costs weigh more."""
+    name, _, bucket, devices, forced = key[:5]
+    if forced is not None or devices != _HOST_ONLY or not _numpy_best(history.stats.get(key, {})):
         return
     try:
         op = op_named(name)
     except KeyError:
         return
-    trip = trip_floor(op)
-    if (trip + 1).bit_length() == bucket:
-        op.trip_floor = min((1 << bucket) - 1, cluster.LIVE_ELEMENTS - 1)
+    low = (trip_floor(op) + 1).bit_length()
+    if bucket < low or any(not _numpy_best(per, measured=False) for k, per in history.stats.items()
+                           if k[0] == name and low <= k[2] < bucket and k[3] == _HOST_ONLY and k[4] is None):
+        return
+    op.trip_floor = min((1 << bucket) - 1, cluster.LIVE_ELEMENTS - 1)
+
+
+def _numpy_best(per: dict, measured: bool = True) -> bool:
+    """Whether NumPy is the fastest target measured (``measured``: and NumPy was measured)."""
+    mine = per.get("numpy")
+    if mine is None:
+        return not measured and not per
+    return not any(s.seconds < mine.seconds for n, s in per.items() if n != "numpy")

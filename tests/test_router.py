@@ -139,10 +139,11 @@ def test_refusal_is_remembered_for_the_key(isolated):
     router.use_calibration(synthetic())
     op = op_named("sum")
     x = dispatch.ones(1_000_000, dtype=np.uint8)  # torch-cpu refuses unsigned reductions
-    first = router.decide(op, _inputs(x), (), {})
+    as_called = _inputs(x)
+    first = router.decide(op, as_called, (), {})
     assert first.target.name == "torch-cpu"
     assert int(dispatch.sum(x)) == 1_000_000
-    again = router.decide(op, _inputs(x), (), {})
+    again = router.decide(op, as_called, (), {})
     assert again.target.name == "numpy"
     assert "torch-cpu" in router._refusals[again.key]
 
@@ -276,6 +277,51 @@ def test_the_first_call_of_a_kind_is_timed_even_under_the_threshold(isolated):
     second = router.decide(op, inputs, (), {})
     assert second.target.name == "numpy" and second.sample  # NumPy's first call is timed in turn
     router.observe(second, 30e-6)
+    again = router.decide(op, inputs, (), {})
+    assert again.target.name == "torch-cpu" and again.explored  # it lost on its only call: once more
+    router.observe(again, 4e-3)
     settled = router.decide(op, inputs, (), {})
     assert settled.target.name == "numpy" and not settled.sample  # under the threshold, measured: no more timing
     assert settled is router.decide(op, inputs, (), {})  # and cached
+
+
+def test_a_target_that_lost_its_first_call_to_a_one_time_cost_wins_on_its_second(isolated):
+    pytest.importorskip("torch")
+    router.use_calibration(synthetic())
+    op = op_named("sum")
+    inputs = _inputs(dispatch.ones(1_000_000))
+    first = router.decide(op, inputs, (), {})
+    assert first.target.name == "torch-cpu"
+    router.observe(first, 50e-3)  # its thread pool started on this call: far behind anything
+    second = router.decide(op, inputs, (), {})
+    assert second.target.name == "numpy"
+    router.observe(second, 2e-3)
+    retried = router.decide(op, inputs, (), {})
+    assert retried.target.name == "torch-cpu" and retried.explored
+    router.observe(retried, 200e-6)  # the second call replaces the first, not averaged with it
+    assert router.history.stats[first.key]["torch-cpu"].seconds == pytest.approx(200e-6)
+    numpy_again = router.decide(op, inputs, (), {})  # NumPy now lost its only call: once more too
+    assert numpy_again.target.name == "numpy" and numpy_again.explored
+    router.observe(numpy_again, 2e-3)
+    assert router.decide(op, inputs, (), {}).target.name == "torch-cpu"
+
+
+def test_numpy_settled_under_the_threshold_raises_the_floor_over_unmeasured_sizes(isolated):
+    pytest.importorskip("torch")
+    router.use_calibration(synthetic())
+    op = op_named("sum")
+    trip = router.trip_floor(op)
+    n = 8 * (trip + 1)  # three size buckets over the floor, none measured
+    x = dispatch.ones(n)
+    first = router.decide(op, _inputs(x), (), {})
+    assert first.target.name == "torch-cpu"
+    router.observe(first, 5e-3)
+    second = router.decide(op, _inputs(x), (), {})
+    assert second.target.name == "numpy"
+    router.observe(second, 30e-6)
+    router.observe(router.decide(op, _inputs(x), (), {}), 5e-3)  # torch-cpu's second try: slow again
+    settled = router.decide(op, _inputs(x), (), {})
+    assert settled.target.name == "numpy" and not settled.sample
+    assert router.trip_floor(op) == (1 << n.bit_length()) - 1  # its size and those under it skip the router
+    out = dispatch.sum(x)
+    assert float(out) == n
