@@ -35,10 +35,11 @@ _SCALARS = (int, float, complex, bool, np.generic)
 class Inputs:
     """The arrays among a call's arguments, summarised for the router."""
 
-    __slots__ = ("arrays", "devices", "dtypes", "nbytes", "size")
+    __slots__ = ("arrays", "devices", "dtypes", "layout", "nbytes", "size")
 
-    def __init__(self, arrays: list[Any]) -> None:
+    def __init__(self, arrays: list[Any], layout: Any = None) -> None:
         self.arrays = arrays
+        self.layout = layout  # what else tells calls of one size apart (a reduction's axis)
         size = nbytes = 0
         dtypes = []
         devices = set()
@@ -65,6 +66,21 @@ class Inputs:
             if not d.is_host:
                 return d
         return None
+
+
+# Reductions and scans of one size cost differently along different axes (a full max, against
+# one over rows of ten): their axis is part of the router's key.
+_BY_AXIS = frozenset({"reduce", "scan"})
+
+
+def _layout(op: Op, args: tuple, kwargs: dict) -> Any:
+    axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
+    ndim = getattr(args[0], "ndim", 0) if args else 0
+    if type(axis) is int:
+        return (ndim, axis % ndim if ndim else axis)
+    if axis is None or (type(axis) is tuple and all(type(a) is int for a in axis)):
+        return (ndim, axis)
+    return None  # not an axis (a percentile's q): one key for all
 
 
 def _is_array(x: Any) -> bool:
@@ -345,7 +361,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
             if hvalues is not None:
                 result = op.func(*hargs, **dict(zip(kwargs, hvalues, strict=True)))
                 return wrap(result, out_of=(args, kwargs)) if "out" in kwargs else wrap(result)
-    inputs = Inputs(_collect(args, kwargs))
+    inputs = Inputs(_collect(args, kwargs), _layout(op, args, kwargs) if op.work in _BY_AXIS else None)
     decision = router.decide(op, inputs, args, kwargs)
     target = decision.target
     if target is NUMPY:

@@ -40,6 +40,9 @@ class Stat:
     samples: int
 
 
+HISTORY_VERSION = 2  # 2: keys carry the forced target and the layout
+
+
 class History:
     """Measured durations, the exploration policy and hot-path detection."""
 
@@ -210,14 +213,18 @@ class History:
         ]
         outcomes = [{"key": _jsonable(key), "returned": r, "stayed": k} for key, (r, k) in self.outcomes.items()]
         placements = [{"key": _jsonable(key), "made": m, "credit": c} for key, (m, c) in self.placements.items()]
-        return json.dumps({"version": 1, "stats": rows, "outcomes": outcomes, "placements": placements})
+        return json.dumps({"version": HISTORY_VERSION, "stats": rows, "outcomes": outcomes, "placements": placements})
 
     def save(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(self.to_json())
 
     def load(self, path: str | Path) -> None:
+        """Add what a saved history measured (one saved by another version of dispatch is ignored:
+        its keys would match no call)."""
         data = json.loads(Path(path).read_text())
+        if data.get("version") != HISTORY_VERSION:
+            return
         for row in data.get("stats", []):
             key = _from_jsonable(row["key"])
             self.stats.setdefault(key, {})[row["target"]] = Stat(row["seconds"], row["samples"])
@@ -247,8 +254,8 @@ def _elapsed(start: Any, end: Any) -> float:
 
 
 def _jsonable(key: tuple) -> Any:
-    op, dtypes, bucket, devices = key[:4]
-    return [op, [str(d) for d in dtypes], bucket, sorted(str(d) for d in devices)]
+    op, dtypes, bucket, devices, *rest = key  # then the forced target and the layout, where the key has them
+    return [op, [str(d) for d in dtypes], bucket, sorted(str(d) for d in devices), *rest]
 
 
 def _from_jsonable(raw: list) -> tuple:
@@ -256,5 +263,10 @@ def _from_jsonable(raw: list) -> tuple:
 
     from dispatch.devices import parse_device
 
-    op, dtypes, bucket, devices = raw
-    return (op, tuple(np.dtype(d) for d in dtypes), bucket, frozenset(parse_device(d) for d in devices))
+    op, dtypes, bucket, devices, *rest = raw
+    return (op, tuple(np.dtype(d) for d in dtypes), bucket, frozenset(parse_device(d) for d in devices),
+            *(_tupled(r) for r in rest))  # JSON made the layout's tuples lists
+
+
+def _tupled(value: Any) -> Any:
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value

@@ -277,7 +277,8 @@ def _side(rep: str, elements: int) -> float:
 
 
 def _key(op: Any, inputs: Any) -> tuple:
-    return (op.name, inputs.dtypes, inputs.size.bit_length(), inputs.devices, STATE.forced_name())
+    return (op.name, inputs.dtypes, inputs.size.bit_length(), inputs.devices, STATE.forced_name(),
+            inputs.layout)
 
 
 def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:

@@ -12,7 +12,7 @@ from helpers import router_restored
 
 import dispatch
 from dispatch import BackendSelector, OpComplexity, calibration, cost, router
-from dispatch._call import Inputs
+from dispatch._call import Inputs, _layout
 from dispatch._ops import op_named
 from dispatch.devices import HOST, Device
 from dispatch.history import History
@@ -139,7 +139,7 @@ def test_refusal_is_remembered_for_the_key(isolated):
     router.use_calibration(synthetic())
     op = op_named("sum")
     x = dispatch.ones(1_000_000, dtype=np.uint8)  # torch-cpu refuses unsigned reductions
-    as_called = _inputs(x)
+    as_called = Inputs([x], _layout(op, (x,), {}))  # what the call path sees: a full reduction
     first = router.decide(op, as_called, (), {})
     assert first.target.name == "torch-cpu"
     assert int(dispatch.sum(x)) == 1_000_000
@@ -204,6 +204,22 @@ def test_history_persists(tmp_path):
     back = History()
     back.load(tmp_path / "h.json")
     assert back.stats[key]["numpy"].seconds == pytest.approx(2e-3)
+
+
+def test_saved_history_keys_are_the_keys_calls_look_up(isolated, tmp_path):
+    op = op_named("max")
+    full, rows = _inputs(dispatch.ones((400, 10))), _inputs(dispatch.ones((400, 10)))
+    full.layout, rows.layout = (2, None), (2, 1)
+    key_full, key_rows = router._key(op, full), router._key(op, rows)
+    assert key_full != key_rows  # a full reduction and one over rows of ten are different kinds of call
+    h = History()
+    h.observe(key_full, "numpy", 2e-3)
+    h.observe(key_rows, "torch-cpu", 1e-3)
+    h.save(tmp_path / "h.json")
+    back = History()
+    back.load(tmp_path / "h.json")
+    assert back.stats[key_full]["numpy"].seconds == pytest.approx(2e-3)
+    assert back.stats[key_rows]["torch-cpu"].seconds == pytest.approx(1e-3)
 
 
 def test_selector_from_a_synthetic_calibration(isolated):
