@@ -5,7 +5,7 @@
 Each workload runs under the calibrated cost policy (this machine's stored calibration, or a
 full one measured first) for ``--warmup`` runs, as the suite's ``router`` mode does, then once
 traced. Per (op, target, reason): calls, total and median seconds, bytes moved; then the run's
-total against plain NumPy's.
+total against plain NumPy's; then one untraced run, with the calls that reached the router.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy
 
@@ -50,6 +50,33 @@ def trace_case(name: str, size: str, warmup: int, top: int) -> None:
         print(f"{op[:15]:<16}{shapes[:13]:<14}{target:<12}{len(rs):>6}{total * 1e3:>10.2f}"
               f"{statistics.median(r.seconds for r in rs) * 1e6:>9.1f}{sum(r.bytes_moved for r in rs) / 1e6:>8.2f}"
               f"  {reason}")
+    untraced(workload, data, top)
+
+
+def untraced(workload: object, data: dict, top: int) -> None:
+    """The same run without a trace: a trace sends every call through the router, so it shows
+    decisions that an untraced run, whose calls under the floors go straight to NumPy, never
+    asks for. Here only the calls that reach the router are counted, by decision."""
+    decided: Counter = Counter()
+    decide = router.decide
+
+    def counting(op: object, inputs: object, *rest: object) -> object:
+        d = decide(op, inputs, *rest)
+        decided[(op.name, inputs.size, d.target.name, d.reason[:60])] += 1
+        return d
+
+    router.decide = counting
+    try:
+        start = time.perf_counter()
+        _to_host(workload.run(dispatch, **data))
+        _synchronize()
+        seconds = time.perf_counter() - start
+    finally:
+        router.decide = decide
+    print(f"-- untraced: {seconds * 1e3:.2f} ms, {sum(decided.values())} calls routed (the rest ran on NumPy under "
+          f"the floors)")
+    for (op, size, target, reason), calls in decided.most_common(top):
+        print(f"{op[:15]:<16}{size:<14}{target:<12}{calls:>6}  {reason}")
 
 
 def main(argv: list[str] | None = None) -> None:
