@@ -57,6 +57,7 @@ class History:
         self.explore_samples = explore_samples
         self.explore_budget = explore_budget
         self.stats: dict[tuple, dict[str, Stat]] = {}
+        self.ran: set[tuple] = set()  # (op, dtypes, target) measured at least once, at any size
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self._calls: dict[str, list[float]] = {}  # op -> [window start, calls in window]
@@ -72,6 +73,7 @@ class History:
     def observe(self, key: tuple, target: str, seconds: float, explored: bool = False) -> None:
         with self._lock:
             per = self.stats.setdefault(key, {})
+            self.ran.add((*key[:2], target))
             stat = per.get(target)
             if stat is None:
                 per[target] = Stat(seconds, 1)
@@ -228,6 +230,7 @@ class History:
         for row in data.get("stats", []):
             key = _from_jsonable(row["key"])
             self.stats.setdefault(key, {})[row["target"]] = Stat(row["seconds"], row["samples"])
+            self.ran.add((*key[:2], row["target"]))
         for row in data.get("outcomes", []):
             self.outcomes[_from_jsonable(row["key"])] = [int(row["returned"]), int(row["stayed"])]
         for row in data.get("placements", []):

@@ -63,6 +63,10 @@ SMALL = 1 << 8
 # benchmarks/overhead.py): below the size where another target beats NumPy by more than this,
 # a host call runs on NumPy without asking the router.
 ROUTING_S = 10e-6
+# A device's first call of an op on some dtypes pays for its kernel (CuPy compiles one, torch
+# loads a module, cuFFT makes a plan): milliseconds to a second, once. Host data goes to a device
+# that never ran the op on those dtypes only where the call is priced to save more than this.
+FIRST_USE_S = 1e-3
 # Copies of host data: a local op elsewhere, but a fresh array the router may make on a device
 # (``_decide_placement``).
 PLACED_COPIES = frozenset({"copy", "array"})
@@ -390,6 +394,8 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
                 if p_return:
                     seconds += p_return * cost.return_seconds(model, op, inputs)
                 seconds -= placement  # what the later calls on its result save there
+                if entering and (op.name, inputs.dtypes, name) not in history.ran:
+                    seconds += FIRST_USE_S
             priced.append((seconds, name, samples))
     gain = host_compute - device_compute if max(host_compute, device_compute) < math.inf else 0.0
     priced.sort()

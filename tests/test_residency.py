@@ -220,3 +220,22 @@ def test_a_kind_of_call_refused_twice_for_its_arguments_is_not_offered_again(mon
         assert out.target == "numpy"
         numpy.testing.assert_array_equal(numpy.asarray(out), numpy.exp(host))
     assert tries == ["exp", "exp"]  # asked twice, then remembered
+
+
+def test_a_device_new_to_an_op_gets_host_data_only_where_it_saves_more_than_a_first_call_costs():
+    router.use_calibration(synthetic(gpu=True, torch_cpu=False))
+    op = op_named("exp")
+    small = Inputs([dispatch.asarray(numpy.linspace(0.0, 1.0, 1 << 17))])  # the device saves 0.25 ms there
+    large = Inputs([dispatch.asarray(numpy.linspace(0.0, 1.0, 1 << 19))])  # and 1.2 ms there
+    assert router.FIRST_USE_S == pytest.approx(1e-3)
+    assert router.decide(op, small, (), {}).target.name == "numpy"
+    assert router.decide(op, large, (), {}).target.name == "cupy"
+    router.history.ran.add(("exp", small.dtypes, "cupy"))  # it ran exp on float64 once (at any size)
+    router.clear_decisions()
+    assert router.decide(op, small, (), {}).target.name == "cupy"
+    host = numpy.linspace(0.0, 1.0, 1 << 17)
+    out = dispatch.exp(dispatch.asarray(host))
+    assert out.target == "cupy"
+    got, want = numpy.asarray(out), numpy.exp(host)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    numpy.testing.assert_allclose(got, want, rtol=1e-15)
