@@ -436,7 +436,7 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
     if sample:
         if events is not None:
             events[1].record()
-            router.history.pend(events[0], events[1], seconds, decision.key, target.name, decision.explored)
+            router.pend(decision, events, seconds)  # a device's time, read when it has passed the events
         else:
             router.observe(decision, seconds)
     if tracing_on:

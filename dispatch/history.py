@@ -183,17 +183,19 @@ class History:
 
     # ---- device timing ----------------------------------------------------------------------------------
 
-    def pend(self, start: Any, end: Any, host_s: float, key: tuple, target: str, explored: bool) -> None:
-        """Remember device events to read once the GPU has passed them (no sync now)."""
+    def pend(self, start: Any, end: Any, host_s: float, key: tuple, target: str,
+             explored: bool) -> list[tuple[tuple, str]]:
+        """Remember device events to read once the GPU has passed them (no sync now); returns
+        the (key, target) of the timings that completed meanwhile (see ``poll``)."""
         with self._lock:
             self._pending.append((start, end, host_s, key, target, explored))
-        self.poll()
+        return self.poll()
 
-    def poll(self) -> None:
-        """Fold in every pending device timing that has completed."""
+    def poll(self) -> list[tuple[tuple, str]]:
+        """Fold in every pending device timing that has completed; returns their (key, target)."""
         with self._lock:
             pending, self._pending = self._pending, []
-        keep = []
+        keep, done = [], []
         for item in pending:
             start, end, host_s, key, target, explored = item
             if not _done(end):
@@ -201,9 +203,11 @@ class History:
                 continue
             device_s = _elapsed(start, end)
             self.observe(key, target, max(host_s, device_s), explored)
+            done.append((key, target))
         if keep:
             with self._lock:
                 self._pending[:0] = keep[-1000:]
+        return done
 
     # ---- persistence ------------------------------------------------------------------------------------
 

@@ -568,11 +568,25 @@ def observe(decision: Decision, seconds: float) -> None:
         oracle_observe(decision.key, decision.target.name, seconds)
         return
     history.observe(decision.key, decision.target.name, seconds, decision.explored)
-    samples = history.stats[decision.key][decision.target.name].samples
-    if decision.target is NUMPY and samples == LEARNED_FLOOR_SAMPLES:
-        _learn_floor(decision.key)
+    _observed(decision.key, decision.target.name)
+
+
+def pend(decision: Decision, events: Any, host_s: float) -> None:
+    """A call timed with device events: read once the device has passed them, never waited for."""
+    for key, target in history.pend(events[0], events[1], host_s, decision.key, decision.target.name,
+                                    decision.explored):
+        _observed(key, target)
+
+
+def _observed(key: tuple, target: str) -> None:
+    stat = history.stats.get(key, {}).get(target)
+    if stat is None:
+        return  # a history that keeps nothing (as tests make)
+    samples = stat.samples
+    if target == "numpy" and samples == LEARNED_FLOOR_SAMPLES:
+        _learn_floor(key)
     if samples & (samples - 1) == 0:  # re-rank after 1, 2, 4, 8... samples: cheap, and it converges
-        _decisions.pop(decision.key, None)
+        _decisions.pop(key, None)
 
 
 # A kind of call measured this many times on the target chosen for it is timed one call in

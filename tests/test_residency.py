@@ -239,3 +239,20 @@ def test_a_device_new_to_an_op_gets_host_data_only_where_it_saves_more_than_a_fi
     got, want = numpy.asarray(out), numpy.exp(host)
     assert got.dtype == want.dtype and got.shape == want.shape
     numpy.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_a_device_timing_read_later_re_decides_its_kind_of_call(monkeypatch):
+    monkeypatch.setattr(router, "history", History(explore_probability=0.0))  # one that learns
+    router.use_calibration(synthetic(gpu=True, torch_cpu=False))
+    host = numpy.linspace(0.0, 1.0, N)
+    x = dispatch.asarray(host).to("cupy")
+    op = op_named("exp")
+    first = router.decide(op, Inputs([x]), (), {})
+    assert first.target.name == "cupy" and first.reason.startswith("cost model") and first.sample
+    out = dispatch.exp(x)  # timed with device events, folded in once the device has passed them
+    assert router.history.stats[first.key]["cupy"].samples == 1
+    again = router.decide(op, Inputs([x]), (), {})
+    assert again is not first and again.reason.startswith("history")
+    got, want = numpy.asarray(out), numpy.exp(host)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    numpy.testing.assert_allclose(got, want, rtol=1e-15)
