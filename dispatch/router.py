@@ -67,6 +67,10 @@ ROUTING_S = 10e-6
 # loads a module, cuFFT makes a plan): milliseconds to a second, once. Host data goes to a device
 # that never ran the op on those dtypes only where the call is priced to save more than this.
 FIRST_USE_S = 1e-3
+# NumPy, what the program ran before, keeps a call unless another target is priced this much
+# cheaper: a call's own timing misses what a target costs the calls around it (caches, waking
+# threads, fresh pages), and a closer call is within the noise of a shared machine.
+NUMPY_MARGIN = 0.2
 # Copies of host data: a local op elsewhere, but a fresh array the router may make on a device
 # (``_decide_placement``).
 PLACED_COPIES = frozenset({"copy", "array"})
@@ -399,6 +403,10 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
             priced.append((seconds, name, samples))
     gain = host_compute - device_compute if max(host_compute, device_compute) < math.inf else 0.0
     priced.sort()
+    mine = next((p for p in priced if p[1] == "numpy"), None)
+    if mine is not None and mine is not priced[0] and mine[0] <= priced[0][0] * (1 + NUMPY_MARGIN):
+        priced.remove(mine)
+        priced.insert(0, mine)
     # Probed cheapest first, and only the best and the alternatives close enough to be explored:
     # a library that cannot win this call is not imported for it.
     ranked = []

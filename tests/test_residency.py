@@ -226,7 +226,7 @@ def test_a_device_new_to_an_op_gets_host_data_only_where_it_saves_more_than_a_fi
     router.use_calibration(synthetic(gpu=True, torch_cpu=False))
     op = op_named("exp")
     small = Inputs([dispatch.asarray(numpy.linspace(0.0, 1.0, 1 << 17))])  # the device saves 0.25 ms there
-    large = Inputs([dispatch.asarray(numpy.linspace(0.0, 1.0, 1 << 19))])  # and 1.2 ms there
+    large = Inputs([dispatch.asarray(numpy.linspace(0.0, 1.0, 1 << 20))])  # and 2.4 ms there
     assert router.FIRST_USE_S == pytest.approx(1e-3)
     assert router.decide(op, small, (), {}).target.name == "numpy"
     assert router.decide(op, large, (), {}).target.name == "cupy"

@@ -341,3 +341,23 @@ def test_numpy_settled_under_the_threshold_raises_the_floor_over_unmeasured_size
     assert router.trip_floor(op) == (1 << n.bit_length()) - 1  # its size and those under it skip the router
     out = dispatch.sum(x)
     assert float(out) == n
+
+
+def test_another_target_takes_a_call_from_numpy_only_when_clearly_cheaper(isolated):
+    pytest.importorskip("torch")
+    router.use_calibration(synthetic())
+    op = op_named("sum")
+    x = dispatch.ones(1_000_000)
+    inputs = Inputs([x], _layout(op, (x,), {}))
+    key = router._key(op, inputs)
+    for _ in range(100):  # measured so often that the model hardly counts
+        router.history.observe(key, "numpy", 1.0e-3)
+        router.history.observe(key, "torch-cpu", 0.9e-3)
+    router.clear_decisions()
+    close = router.decide(op, inputs, (), {})
+    assert close.target.name == "numpy" and router.NUMPY_MARGIN == pytest.approx(0.2)  # 10% is noise
+    for _ in range(100):
+        router.history.observe(key, "torch-cpu", 0.5e-3)
+    router.clear_decisions()
+    assert router.decide(op, inputs, (), {}).target.name == "torch-cpu"  # 2x is not
+    assert float(dispatch.sum(x)) == 1_000_000.0
