@@ -1,14 +1,16 @@
 """Adaptive history: what calls actually took, so a wrong cost model gets corrected.
 
-Per (op, dtypes, size bucket, residency) and target: an exponentially weighted average of
-measured seconds and a sample count. The router blends it with the model's estimate, trusting
-it more as samples grow (``confidence = n / (n + 2)``), and explores a plausible alternative
-a few times within a budget (bounded epsilon-greedy), so a model that is wrong about a target
-learns it. Only calls predicted to take over ``sample_threshold_s`` (100 µs) are timed, and the
-first call of each kind on the target chosen for it (a model wrong by orders of magnitude
-under the threshold is caught once, then the threshold rules); ops
-called more than ``hot_calls_per_s`` (10,000) times a second are "hot": neither timed nor
-traced. GPU calls are timed with device events, read back later without a host sync. The
+Per (op, dtypes, size bucket, residency, layout) and target: an exponentially weighted average
+of measured seconds and a sample count. The router blends it with the model's estimate,
+trusting it more as samples grow (``confidence = n / (n + 2)``), and explores a plausible
+alternative a few times within a budget (bounded epsilon-greedy), so a model that is wrong
+about a target learns it; a target that lost its only call is measured once more (``retry``),
+and a second call faster than the first replaces it, since first calls pay one-time costs.
+Only calls predicted to take over ``sample_threshold_s`` (100 µs) are timed, and the first
+call of each kind on the target chosen for it (a model wrong by orders of magnitude under the
+threshold is caught once, then the threshold rules); ops called more than
+``hot_calls_per_s`` (10,000) times a second are "hot": neither timed nor traced. GPU calls
+are timed with device events, read back later without a host sync. The
 history can be saved and loaded (``save()``, ``load()``) in the user's cache directory.
 
 It also learns what becomes of a result that a device computed from host data: used on the
