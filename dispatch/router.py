@@ -64,8 +64,8 @@ SMALL = 1 << 8
 # a host call runs on NumPy without asking the router.
 ROUTING_S = 10e-6
 # A device's first call of an op on some dtypes pays for its kernel (CuPy compiles one, torch
-# loads a module, cuFFT makes a plan): milliseconds to a second, once. Host data goes to a device
-# that never ran the op on those dtypes only where the call is priced to save more than this.
+# loads a module, cuFFT makes a plan): milliseconds to a second, once. A device that never ran
+# the op on those dtypes takes the call only where it is priced to save more than this.
 FIRST_USE_S = 1e-3
 # NumPy, what the program ran before, keeps a call unless another target is priced this much
 # cheaper: a call's own timing misses what a target costs the calls around it (caches, waking
@@ -383,6 +383,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     p_return = history.p_return(key) if entering else 0.0
     placement = history.placement_credit(key) if entering else 0.0
     priced = []
+    modeled: dict[str, float] = {}  # each target's price on the model alone, for ``retry``
     host_compute = device_compute = math.inf
     for name, model in _models.items():
         if name not in _PRICED or name in refused_here:
@@ -391,16 +392,19 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
         seconds, samples = history.blended(key, name, model_s)
         if seconds is not None:
             compute = cost.compute_seconds(model, op, inputs) or math.inf
+            extra = 0.0
             if model.device.is_host:  # measured, where the inputs are on the host: compute alone
                 host_compute = min(host_compute, seconds if entering else compute)
             else:
                 device_compute = min(device_compute, compute)
                 if p_return:
-                    seconds += p_return * cost.return_seconds(model, op, inputs)
-                seconds -= placement  # what the later calls on its result save there
-                if entering and (op.name, inputs.dtypes, name) not in history.ran:
-                    seconds += FIRST_USE_S
-            priced.append((seconds, name, samples))
+                    extra += p_return * cost.return_seconds(model, op, inputs)
+                extra -= placement  # what the later calls on its result save there
+                if (op.name, inputs.dtypes, name) not in history.ran:
+                    extra += FIRST_USE_S
+            priced.append((seconds + extra, name, samples))
+            if model_s is not None:
+                modeled[name] = model_s + extra
     gain = host_compute - device_compute if max(host_compute, device_compute) < math.inf else 0.0
     priced.sort()
     mine = next((p for p in priced if p[1] == "numpy"), None)
@@ -429,8 +433,8 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     near = [n for _, n, _ in priced if n != best_name and (
         _models[n].device.is_host if here is None else _models[n].device == here)]
     explore = history.explore(key, [(s, n) for s, n, _ in ranked if n == best_name or n in near]) if sample else None
-    if explore is None and samples:  # one that lost on its only call to a measured best: once more
-        again = history.retry(key, near)
+    if explore is None and samples:  # one that lost its only call, though the model says it wins: once more
+        again = history.retry(key, [n for n, m in modeled.items() if n != best_name and m < best_s])
         target = targets.probe(again) if again is not None else None
         explore = again if target is not None and target.supports(op) else None
     if explore is not None:
@@ -628,8 +632,9 @@ def _learn_floor(key: tuple) -> None:
 
 
 def _numpy_best(per: dict, measured: bool = True) -> bool:
-    """Whether NumPy is the fastest target measured (``measured``: and NumPy was measured)."""
+    """Whether NumPy keeps these calls on what was measured: no other target measured cheaper by
+    the margin the router asks (``measured``: and NumPy was measured)."""
     mine = per.get("numpy")
     if mine is None:
         return not measured and not per
-    return not any(s.seconds < mine.seconds for n, s in per.items() if n != "numpy")
+    return not any(s.seconds * (1 + NUMPY_MARGIN) < mine.seconds for n, s in per.items() if n != "numpy")
