@@ -65,7 +65,8 @@ SMALL = 1 << 8
 ROUTING_S = 10e-6
 # A device's first call of an op on some dtypes pays for its kernel (CuPy compiles one, torch
 # loads a module, cuFFT makes a plan): milliseconds to a second, once. A device that never ran
-# the op on those dtypes takes the call only where it is priced to save more than this.
+# the op on those dtypes takes host data only where it is priced to save more than this (data
+# already on the device: see ``_ran_beside``).
 FIRST_USE_S = 1e-3
 # NumPy, what the program ran before, keeps a call unless another target is priced this much
 # cheaper: a call's own timing misses what a target costs the calls around it (caches, waking
@@ -400,7 +401,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
                 if p_return:
                     extra += p_return * cost.return_seconds(model, op, inputs)
                 extra -= placement  # what the later calls on its result save there
-                if (op.name, inputs.dtypes, name) not in history.ran:
+                if (op.name, inputs.dtypes, name) not in history.ran and (entering or _ran_beside(op, inputs, name)):
                     extra += FIRST_USE_S
             priced.append((seconds + extra, name, samples))
             if model_s is not None:
@@ -451,6 +452,15 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     if best_name == "numpy" and not sample and not decision.placeable:
         _learn_floor(key)  # measured, under the threshold: this decision is final, and routing it only costs
     return decision, True
+
+
+def _ran_beside(op: Any, inputs: Any, name: str) -> bool:
+    """Whether another library on ``name``'s device has run this op on these dtypes: data already
+    on a device pays the first-use allowance only to prefer that one (torch's kernels are built,
+    CuPy compiles its own), never to leave the device, where the op would then never run."""
+    device = _models[name].device
+    return any(other != name and (op.name, inputs.dtypes, other) in history.ran and _models[other].device == device
+               for other in GPU_TARGETS if other in _models)
 
 
 def _decide_placement(op: Any, inputs: Any, key: tuple) -> Decision:
