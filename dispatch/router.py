@@ -17,7 +17,9 @@ Rules, first match wins:
      win the round trip, not the call alone; and a call making a fresh array from host data
      is priced on a device less what the later calls on that array, and on what is computed
      from it, have saved there on average (``history.placement_credit``): a loop over an
-     array made once moves it once; the cheapest wins          "cost model" / "history" / "placement"
+     array made once moves it once; a device that never ran the op on these dtypes pays
+     ``FIRST_USE_S`` for host data; the cheapest wins, but NumPy keeps a call unless another
+     target is ``NUMPY_MARGIN`` cheaper                      "cost model" / "history" / "placement"
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
      table on the op's complexity and element count, each tier mapped to the best target
      available here (GPU: cupy, torch-cuda, torch-mps; SIMD: torch-cpu where it is known to be
@@ -25,8 +27,8 @@ Rules, first match wins:
    - ``oracle`` (benchmarks only): every candidate is tried per key, then the fastest measured
      one is always taken                                                            "oracle"
 
-Decisions are cached by (op, dtypes, size bucket, devices of the inputs, forced target); a
-cache hit is one dict lookup. Calls of ``cluster.LIVE_ELEMENTS`` elements or more are decided
+Decisions are cached by (op, dtypes, size bucket, devices of the inputs, forced target, a
+reduction's axis); a cache hit is one dict lookup. Calls of ``cluster.LIVE_ELEMENTS`` elements or more are decided
 afresh each time (free memory changes). A target that refused a kind of call is remembered for that key
 (at once for a lasting refusal, after two for one that depends on the arguments).
 The router never synchronises a device to decide.
