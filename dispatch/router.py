@@ -136,6 +136,7 @@ def policy() -> str:
 def clear_decisions() -> None:
     for cache in _caches.values():
         cache.clear()
+    _parked_floors.clear()
     _reset_floors()
 
 
@@ -145,12 +146,24 @@ def _reset_floors() -> None:
         op.floor = op.trip_floor = -1
 
 
+# The floors of the policies not in effect, like their decision caches: a policy switched back to
+# keeps what it learned (``_learn_floor``), which its cached decisions would not teach it again.
+_parked_floors: dict[str, tuple[dict, dict]] = {}
+
+
 def _switch(name: str) -> None:
     global _policy, _decisions
     if name != _policy:
+        _parked_floors[_policy] = ({op: (op.floor, op.trip_floor) for op in all_ops()}, dict(_floors))
         _policy = name
         _decisions = _caches[name]
         _reset_floors()
+        parked = _parked_floors.pop(name, None)
+        if parked is not None:
+            ops, floors = parked
+            for op, (floor, trip) in ops.items():
+                op.floor, op.trip_floor = floor, trip
+            _floors.update(floors)
 
 
 def set_selector(new: BackendSelector) -> None:

@@ -373,3 +373,21 @@ def test_a_floor_is_learned_where_numpy_keeps_the_calls_within_the_margin(isolat
     assert router.trip_floor(op) == (1 << x.size.bit_length()) - 1
     out = x * x
     assert out.target == "numpy" and out.dtype == np.float64 and float(out.sum()) == x.size
+
+
+def test_a_learned_floor_survives_switching_policies_and_back(isolated):
+    router.use_calibration(synthetic())
+    op = op_named("multiply")
+    x = dispatch.ones(4 * (router.trip_floor(op) + 1))
+    key = router._key(op, Inputs([x, x]))
+    for _ in range(8):
+        router.history.observe(key, "numpy", 1.0e-3)
+    router._learn_floor(key)
+    learned = router.trip_floor(op)
+    assert learned == (1 << x.size.bit_length()) - 1
+    router.set_policy("seed")
+    assert router.trip_floor(op) != learned  # the seed table's floors, not the cost policy's
+    router.set_policy("cost")
+    assert router.trip_floor(op) == learned  # its cached decisions would not teach it again
+    router.clear_decisions()
+    assert router.trip_floor(op) < learned  # cleared: learned afresh
