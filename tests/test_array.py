@@ -436,6 +436,17 @@ def test_results_stay_on_the_device_they_were_computed_on(backend):
         assert a.to("cpu").device.is_host and a.to("cpu").target == "numpy"
 
 
+
+@pytest.mark.parametrize("name", backend_params(tuple(b for b in BACKENDS if b != "dask")))  # Dask: no layout
+@pytest.mark.parametrize("shape", [(512, 300), (64, 40, 60)])
+def test_a_fortran_ordered_array_keeps_its_order_on_the_way_in(name, shape):
+    require(name)
+    x = numpy.random.default_rng(3).standard_normal(shape[::-1]).T  # a.T: Fortran order, over 1 MB
+    a = dispatch.asarray(x).to(name)
+    assert_same(a, x)
+    assert a.flags.f_contiguous == x.flags.f_contiguous and a.flags.c_contiguous == x.flags.c_contiguous
+    assert_same(a.sum(axis=0), x.sum(axis=0))
+
 # ---- the namespace ---------------------------------------------------------------------------------------------
 
 # Names whose dispatch counterpart is deliberately dispatch's own, and why.

@@ -165,6 +165,11 @@ def test_staging_round_trip(cupy, nbytes):
         assert any(key[0] is cupy for key in _staging._cupy_stagers), "the staging path was not taken"
     strided = on_gpu(x[::2].reshape(-1, 2).T)  # non-contiguous sources are made contiguous first
     numpy.testing.assert_array_equal(numpy.asarray(strided), x[::2].reshape(-1, 2).T)
+    fortran = x.reshape(-1, 4).T  # moved as the bytes of its C-ordered transpose, in Fortran order there
+    moved = on_gpu(fortran)
+    assert moved.shape == fortran.shape and moved._data.flags.f_contiguous
+    numpy.testing.assert_array_equal(numpy.asarray(moved), fortran)
+    numpy.testing.assert_array_equal(numpy.asarray(moved @ moved.T), fortran @ fortran.T)
 
 
 def test_pickle_and_copies_stay_on_the_device(cupy):
