@@ -391,3 +391,19 @@ def test_a_learned_floor_survives_switching_policies_and_back(isolated):
     assert router.trip_floor(op) == learned  # its cached decisions would not teach it again
     router.clear_decisions()
     assert router.trip_floor(op) < learned  # cleared: learned afresh
+
+
+def test_a_second_call_for_a_target_that_lost_its_first_is_not_held_back_by_the_exploration_budget():
+    from dispatch.history import History
+
+    h = History(explore_budget=0.05)
+    key = ("linalg.lstsq", (np.dtype("float64"),), 25, frozenset(), None, None)
+    h.observe(key, "cupy", 1.3)  # its first call built its solver
+    h.observe(key, "numpy", 0.48)
+    h.observe(("matmul",), "torch-cuda", 0.13, explored=True)  # another kind's exploration spent the budget
+    assert h.explored_s > h.explore_budget * h.measured_s
+    assert h.explore(key, [(0.48, "numpy"), (0.9, "cupy")]) is None
+    assert h.retry(key, ["cupy"]) == "cupy"
+    h.observe(key, "cupy", 0.04, explored=True)
+    assert h.stats[key]["cupy"].seconds == pytest.approx(0.04)
+    assert h.retry(key, ["cupy"]) is None  # once only
