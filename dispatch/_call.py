@@ -393,17 +393,21 @@ def lineage(inputs: Inputs, decision: Any, result: Any) -> Any:
     result, and credit that root with what a device holding the data saves on this call; a
     call that could have made its result on a device, from host data, becomes a root."""
     root = None
-    shared = True  # every host input comes from that root: a device would hold them all
+    roots: dict[tuple, int] = {}  # the roots of the host inputs, and the bytes each brings
+    rootless = False  # a host input no root made: a device would have to be sent it anyway
     for a in inputs.arrays:
         mine = getattr(a, "_root", None)
-        if mine is None and type(a) is ndarray and type(a._data) is not np.ndarray:
-            continue  # on a device already
+        if mine is None:
+            if type(a) is ndarray and type(a._data) is not np.ndarray:
+                continue  # on a device already
+            rootless = True
+            continue
         if root is None:
             root = mine
-        shared = shared and mine is not None and mine == root
+        roots[mine] = roots.get(mine, 0) + a.nbytes
     if root is not None:
-        if decision.gain and shared:
-            router.history.credit(root, decision.gain)
+        if decision.gain and not rootless:
+            router.credit(roots, decision.gain)
     elif decision.placeable and type(result) is ndarray:
         root = decision.key
         router.made(root)

@@ -47,7 +47,7 @@ from dispatch.history import History
 from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["Decision", "clear_decisions", "decide", "failed", "host_floor", "made", "policy", "refused",
+__all__ = ["Decision", "clear_decisions", "credit", "decide", "failed", "host_floor", "made", "policy", "refused",
            "refused_this_call", "selector", "set_policy", "set_selector", "settle", "trip_floor", "use_calibration"]
 
 # Measured on a 2-core CPU machine and a 16-core one (DESIGN.md): torch on the CPU beats NumPy
@@ -589,6 +589,25 @@ def made(key: tuple) -> None:
     count = history.made(key)
     if count & (count - 1) == 0:  # after 1, 2, 4, 8... arrays
         _decisions.pop(key, None)
+
+
+def credit(roots: dict[tuple, int], gain: float) -> None:
+    """A call on host arrays computed from the fresh arrays of ``roots`` (the bytes coming from
+    each) would take ``gain`` seconds less on a device holding them all. One root is credited
+    all of it; with several (``Q @ D.T`` of two normalised inputs), each is credited what is
+    left once the others' bytes are copied in, which that root's placement alone would not
+    spare: otherwise no root would ever be credited such calls, and none placed."""
+    if len(roots) == 1:
+        history.credit(next(iter(roots)), gain)
+        return
+    models = [m for m in _models.values() if not m.device.is_host and m.transfer]
+    if not models:
+        return
+    total = sum(roots.values())
+    for root, nbytes in roots.items():
+        left = gain - min(m.to_device_seconds(total - nbytes) for m in models)
+        if left > 0.0:
+            history.credit(root, left)
 
 
 def settle(key: tuple, stayed: bool) -> None:

@@ -157,6 +157,31 @@ def test_an_array_made_once_and_worked_on_in_a_loop_is_made_on_the_device():
     numpy.testing.assert_allclose(float(total), expected.sum(), rtol=1e-12)
 
 
+def _two_copies_program(u0: numpy.ndarray, v0: numpy.ndarray, steps: int):
+    """A loop whose calls each take two arrays the program made (``Q @ D.T`` of two normalised
+    inputs has that shape): the made arrays come from two roots."""
+    u, v = dispatch.asarray(u0).copy(), dispatch.asarray(v0).copy()
+    made_on = (u.target, v.target)
+    total = 0.0
+    for _ in range(steps):
+        total = total + (u * v + u).sum()
+    return made_on, total
+
+
+def test_arrays_from_two_roots_worked_on_together_are_both_made_on_the_device():
+    router.use_calibration(_slow_way_back())
+    u0, v0 = numpy.linspace(0.0, 1.0, N), numpy.linspace(1.0, 2.0, 2 * N).reshape(2, N)  # two kinds of copy
+    made_on, total = _two_copies_program(u0, v0, steps=20)
+    assert made_on == ("numpy", "numpy")
+    key = router._key(op_named("copy"), Inputs([dispatch.asarray(u0)]))
+    assert router.history.placement_credit(key) > 0.01  # each credited what a device saves with both there
+    made_on, total = _two_copies_program(u0, v0, steps=20)
+    assert made_on == ("cupy", "cupy")
+    expected = 20 * (u0 * v0 + u0).sum()
+    assert isinstance(float(total), float)
+    numpy.testing.assert_allclose(float(total), expected, rtol=1e-12)
+
+
 def test_an_array_made_and_barely_used_stays_on_the_host():
     router.use_calibration(_slow_way_back())
     u0 = numpy.linspace(0.0, 1.0, N)
