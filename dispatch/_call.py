@@ -313,6 +313,9 @@ def _check_out(op: Op, result: Any, out: ndarray) -> None:
 _ANY_SIZE = 1 << 62
 
 
+_PLAIN = frozenset({int, float, bool, complex, str, type(None)})
+
+
 def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | None:
     """``values`` with dispatch arrays unwrapped, if every array among them is a host array
     of at most ``floor`` elements (and, if ``rootless``, carries no root: no fresh array's
@@ -320,6 +323,9 @@ def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | No
     out = []
     for v in values:
         kind = type(v)
+        if kind in _PLAIN:  # an axis, a flag, a dtype's name: nothing to look into
+            out.append(v)
+            continue
         if kind is ndarray:
             if rootless and getattr(v, "_root", None) is not None:
                 return None

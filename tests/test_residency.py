@@ -226,6 +226,28 @@ def test_only_arrays_a_lineage_reaches_are_routed_between_the_two_floors(monkeyp
         numpy.testing.assert_array_equal(out, expected)
 
 
+def test_methods_follow_the_two_floors_too(monkeypatch):
+    router.use_calibration(_slow_way_back())
+    op = op_named("sum")
+    floor, trip = router.host_floor(op), router.trip_floor(op)
+    assert floor < trip
+    host = numpy.arange(trip, dtype=numpy.float64).reshape(-1, 8)
+    plain = dispatch.asarray(host)
+    calls = []
+    real_call = dispatch._call.call
+    monkeypatch.setattr(dispatch._call, "call",
+                        lambda op, *rest, **kw: calls.append(op.name) or real_call(op, *rest, **kw))
+    rows = plain.sum(axis=1)  # no lineage: NumPy's own method, without the call path
+    assert calls == [] and rows.target == "numpy"
+    made = plain.copy()
+    made_rows = made.sum(axis=1)  # a root: the router follows it
+    assert calls == ["copy", "sum"]
+    for result in (rows, made_rows):
+        out = numpy.asarray(result)
+        assert out.dtype == numpy.float64 and out.shape == (host.shape[0],)
+        numpy.testing.assert_array_equal(out, host.sum(axis=1))
+
+
 def test_a_kind_of_call_refused_twice_for_its_arguments_is_not_offered_again(monkeypatch):
     router.use_calibration(synthetic(gpu=True, torch_cpu=False))  # the device wins exp's round trip
     cupy_target = dispatch.targets.probe("cupy")
