@@ -19,7 +19,9 @@ The JSON (``version`` 1)::
                            "ops": {"float64": {"add": [[x, seconds], ...], ...}, ...}}, ...}}
 
 In ``ops`` the size ``x`` is elements for element-wise, reductions, scans, sorts and FFTs;
-``n`` (a square ``n`` x ``n`` operand) for ``matmul`` and the factorisations.
+``n`` (a square ``n`` x ``n`` operand) for ``matmul`` and the factorisations; for ``linalg.lstsq``
+(a ``64 n`` x ``n`` operand, which prices factorisations of tall matrices) ``4 n``, the side of
+a cube of as much work.
 
 With a Dask cluster connected (``dispatch.use_cluster``), the file also holds
 ``"dask": {"scheduler": ..., "task_overhead_s": ..., "chunk_bytes": ...}``: the cluster's
@@ -63,8 +65,17 @@ REPRESENTATIVES = (
     ("matmul", (16, 64, 256, 1_024, 2_048), (32, 256, 1_024)),
     ("linalg.solve", (16, 64, 256, 1_024), (32, 256)),
     ("linalg.svd", (16, 64, 256), (32, 128)),
+    ("linalg.lstsq", (16, 64, 128), (32, 128)),
 )
-SQUARE_OPS = frozenset({"matmul", "linalg.solve", "linalg.svd"})
+# Sizes are the side of an equivalent cube of work (the time grows as its cube), and for these
+# ops square operands of that side...
+SQUARE_OPS = frozenset({"matmul", "linalg.solve", "linalg.svd", "linalg.lstsq"})
+# ...but for these a tall operand, TALL times as many rows as its n columns, and the size stored
+# is the side of the same work, (TALL n · n · n)^(1/3): a factorisation of a tall matrix starts
+# with a QR of it, which a square SVD prices badly (NumPy's lstsq of 200000 x 100 took 0.5 s on
+# a 16-core machine, 5x under the square curve's extrapolation; cuSOLVER's, 40 ms, 80x under).
+TALL_OPS = frozenset({"linalg.lstsq"})
+TALL = 64
 
 # Seconds spent measuring one size of one op (about), full and quick; a size slower than
 # _SLOW_POINT_S ends the op's size ladder (larger sizes are extrapolated by the work shape).
@@ -295,6 +306,8 @@ def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> f
 
 
 def _inputs(op: str, size: int, dtype: str, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    if op in TALL_OPS:
+        return rng.standard_normal((TALL * size, size)).astype(dtype), rng.standard_normal(TALL * size).astype(dtype)
     if op in SQUARE_OPS:
         a = rng.standard_normal((size, size)).astype(dtype)
         if op == "linalg.solve":
@@ -313,6 +326,8 @@ def _call_for(op: str) -> Callable[..., Any]:
         fn = getattr(fn, part)
     if op == "linalg.svd":
         return lambda a: fn(a, full_matrices=False)
+    if op == "linalg.lstsq":
+        return lambda a, b: fn(a, b, rcond=None)
     return fn
 
 
@@ -344,7 +359,7 @@ def _measure_target(target: Any, quick: bool, rng: np.random.Generator, tick: Ca
                         seconds = _timer(lambda fn=fn, args=args: fn(*args), sync, budget)
                     except Exception:  # the target cannot run this op at this size: no point
                         break
-                    points.append([size, seconds])
+                    points.append([size * TALL ** (1 / 3) if op in TALL_OPS else size, seconds])
                     if seconds > _SLOW_POINT_S:
                         break
                 ops[op] = points

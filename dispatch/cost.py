@@ -193,8 +193,18 @@ def compute_seconds(model: TargetModel, op: Any, inputs: Any) -> float | None:
         return model.bytes_seconds(2.0 * inputs.nbytes)
     if rep == "fft.fft" and op.name in FFT_1D and inputs.arrays:
         return _batched_fft_seconds(model, inputs, dtype, factor)
-    seconds = model.seconds(rep, _size(op, rep, inputs), dtype)
+    seconds = None
+    if rep == "linalg.svd" and _tall(inputs):  # calibrations before the tall curve have none
+        seconds = model.seconds("linalg.lstsq", _size(op, "linalg.lstsq", inputs), dtype)
+    if seconds is None:
+        seconds = model.seconds(rep, _size(op, rep, inputs), dtype)
     return None if seconds is None else seconds * factor
+
+
+def _tall(inputs: Any) -> bool:
+    """A matrix at least 8 times longer than wide (either way): priced by the tall curve."""
+    shape = tuple(inputs.arrays[0].shape) if inputs.arrays else ()
+    return len(shape) >= 2 and max(shape[-2:]) >= 8 * max(min(shape[-2:]), 1)
 
 
 # One-dimensional transforms: a batch of short ones costs far less than one long one of as many

@@ -128,6 +128,24 @@ def test_matmul_is_sized_by_its_operands(isolated):
     assert side == pytest.approx((64 * 256 * 16) ** (1 / 3))
 
 
+def test_factorisations_of_tall_matrices_are_priced_by_the_tall_curve(isolated):
+    cal = synthetic()
+    numpy_data = cal.targets["numpy"]
+    tall = dispatch.ones((200_000, 100))
+    op = op_named("linalg.lstsq")
+    side = (200_000 * 100 * 100) ** (1 / 3)  # past the last point: grows as the work
+    model = cost.TargetModel("numpy", numpy_data)
+    square = cost.compute_seconds(model, op, _inputs(tall))
+    assert square == pytest.approx(model.seconds("linalg.svd", side, "float64"))  # no tall curve: the square one
+    numpy_data["ops"]["float64"]["linalg.lstsq"] = [[64.0, 1e-4], [256.0, 2e-3], [512.0, 1e-2]]
+    model = cost.TargetModel("numpy", numpy_data)
+    assert cost.compute_seconds(model, op, _inputs(tall)) == pytest.approx(1e-2 * (side / 512) ** 3)
+    assert cost.compute_seconds(model, op_named("linalg.svd"), _inputs(tall)) < square / 10
+    wide_enough = dispatch.ones((300, 100))  # not tall: the square curve
+    assert cost.compute_seconds(model, op, _inputs(wide_enough)) == pytest.approx(
+        model.seconds("linalg.svd", (300 * 100 * 100) ** (1 / 3), "float64"))
+
+
 def test_decision_cache_hit_is_the_same_object(isolated):
     op = op_named("sum")
     inputs = _inputs(dispatch.ones(50_000))
@@ -239,7 +257,8 @@ def test_calibration_round_trip_and_cache(isolated):
     cal = calibration.calibrate(quick=True, progress=False, only=("numpy",))
     assert set(cal.targets) == {"numpy"}
     ops = cal.targets["numpy"]["ops"]["float64"]
-    assert {"add", "sum", "matmul", "sort", "linalg.svd"} <= set(ops)
+    assert {"add", "sum", "matmul", "sort", "linalg.svd", "linalg.lstsq"} <= set(ops)
+    assert [x for x, _ in ops["linalg.lstsq"]] == pytest.approx([4 * 32, 4 * 128])  # sides of 64n x n x n work
     assert all(t > 0 for points in ops.values() for _, t in points)
     stored = list(isolated.glob("calibration-*.json"))
     assert len(stored) == 1 and json.loads(stored[0].read_text())["fingerprint"] == calibration.fingerprint()
