@@ -79,7 +79,7 @@ TALL = 64
 
 # Seconds spent measuring one size of one op (about), full and quick; a size slower than
 # _SLOW_POINT_S ends the op's size ladder (larger sizes are extrapolated by the work shape).
-_POINT_BUDGET_S = {False: 0.05, True: 0.02}
+_POINT_BUDGET_S = {False: 0.04, True: 0.02}
 _SLOW_POINT_S = 0.3
 # Quick calibrations measure float64 only (float32 is priced from it).
 _QUICK_DTYPES = ("float64",)
@@ -305,17 +305,30 @@ def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> f
     return float(min(samples))  # the least disturbed batch: these machines are shared
 
 
-def _inputs(op: str, size: int, dtype: str, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    if op in TALL_OPS:
-        return rng.standard_normal((TALL * size, size)).astype(dtype), rng.standard_normal(TALL * size).astype(dtype)
-    if op in SQUARE_OPS:
-        a = rng.standard_normal((size, size)).astype(dtype)
-        if op == "linalg.solve":
-            a += size * np.eye(size, dtype=dtype)  # well conditioned
-            return a, rng.standard_normal((size,)).astype(dtype)
-        return (a,) if op == "linalg.svd" else (a, rng.standard_normal((size, size)).astype(dtype))
-    x = rng.standard_normal(size).astype(dtype)
-    return (x, x) if op == "add" else (x,)
+class _Inputs:
+    """The operands of each measured call, drawn once and shared by every op and target that
+    measures that shape and dtype (drawing them took as long as a target's measurements)."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.drawn: dict[tuple, np.ndarray] = {}
+
+    def _draw(self, shape: tuple[int, ...], dtype: str, tag: str = "") -> np.ndarray:
+        key = (shape, dtype, tag)
+        if key not in self.drawn:
+            self.drawn[key] = self.rng.random(shape, dtype=np.dtype(dtype)) - np.asarray(0.5, dtype)
+        return self.drawn[key]
+
+    def __call__(self, op: str, size: int, dtype: str) -> tuple[np.ndarray, ...]:
+        if op in TALL_OPS:
+            return self._draw((TALL * size, size), dtype), self._draw((TALL * size,), dtype)
+        if op in SQUARE_OPS:
+            a = self._draw((size, size), dtype)
+            if op == "linalg.solve":  # well conditioned: |off-diagonal| < 1/2, n on the diagonal
+                return a + size * np.eye(size, dtype=dtype), self._draw((size,), dtype)
+            return (a,) if op == "linalg.svd" else (a, self._draw((size, size), dtype, "b"))
+        x = self._draw((size,), dtype)
+        return (x, x) if op == "add" else (x,)
 
 
 def _call_for(op: str) -> Callable[..., Any]:
@@ -331,7 +344,7 @@ def _call_for(op: str) -> Callable[..., Any]:
     return fn
 
 
-def _measure_target(target: Any, quick: bool, rng: np.random.Generator, tick: Callable[[str], None]) -> dict:
+def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str], None]) -> dict:
     import dispatch
 
     sync = target.synchronize
@@ -353,7 +366,7 @@ def _measure_target(target: Any, quick: bool, rng: np.random.Generator, tick: Ca
                 fn = _call_for(op)
                 points = []
                 for size in quick_sizes if quick else sizes:
-                    host = _inputs(op, size, dtype, rng)
+                    host = inputs(op, size, dtype)
                     args = tuple(dispatch.asarray(h).to(target.name) for h in host)
                     try:
                         seconds = _timer(lambda fn=fn, args=args: fn(*args), sync, budget)
@@ -455,14 +468,16 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     start = time.perf_counter()
     found = [t for name, t in targets.available().items() if (only is None or name in only) and not t.scale_out]
     info = machine()
-    rng = np.random.default_rng(0)
+    inputs = _Inputs()
     result: dict[str, Any] = {}
     steps = len(found) * len(_QUICK_DTYPES if quick else DTYPES) * len(REPRESENTATIVES)
     ticker = _ticker(steps, progress)
     tick = next(ticker)
     try:
         for target in found:
-            result[target.name] = _measure_target(target, quick, rng, tick)
+            began = time.perf_counter()
+            result[target.name] = _measure_target(target, quick, inputs, tick)
+            result[target.name]["seconds"] = round(time.perf_counter() - began, 2)
     finally:
         with contextlib.suppress(StopIteration):
             next(ticker)

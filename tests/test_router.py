@@ -255,7 +255,7 @@ def test_selector_from_a_synthetic_calibration(isolated):
 
 def test_calibration_round_trip_and_cache(isolated):
     cal = calibration.calibrate(quick=True, progress=False, only=("numpy",))
-    assert set(cal.targets) == {"numpy"}
+    assert set(cal.targets) == {"numpy"} and cal.targets["numpy"]["seconds"] > 0
     ops = cal.targets["numpy"]["ops"]["float64"]
     assert {"add", "sum", "matmul", "sort", "linalg.svd", "linalg.lstsq"} <= set(ops)
     assert [x for x, _ in ops["linalg.lstsq"]] == pytest.approx([4 * 32, 4 * 128])  # sides of 64n x n x n work
@@ -266,6 +266,19 @@ def test_calibration_round_trip_and_cache(isolated):
     assert calibration.load().targets == json.loads(cal.to_json())["targets"]
     assert calibration.load_or_measure().fingerprint == cal.fingerprint
     assert router.policy() == "cost"
+
+
+def test_calibration_draws_each_operand_once_for_every_op_and_target():
+    draw = calibration._Inputs()
+    x, again = draw("add", 1_000, "float32")
+    assert x is again and x.dtype == np.float32 and x.shape == (1_000,)
+    assert draw("sort", 1_000, "float32")[0] is x and draw("sum", 1_000, "float64")[0].dtype == np.float64
+    a, b = draw("matmul", 64, "float64")
+    assert a is not b and draw("linalg.svd", 64, "float64")[0] is a
+    lhs, rhs = draw("linalg.solve", 64, "float64")
+    assert np.linalg.cond(lhs) < 2.0 and rhs.shape == (64,)
+    tall, y = draw("linalg.lstsq", 16, "float64")
+    assert tall.shape == (calibration.TALL * 16, 16) and y.shape == (calibration.TALL * 16,)
 
 
 def test_fingerprint_is_stable_and_names_the_machine():
