@@ -68,8 +68,8 @@ def _policy(name: str):
 
 
 def _prepare(mode: str) -> None:
-    """Set the routing policy a mode runs under, before its clock starts (switching policies
-    resets the fast path's floors, which is not part of any program)."""
+    """Set the routing policy a mode runs under, before its clock starts (each policy keeps
+    its own decisions and floors across switches)."""
     router.set_policy(POLICY.get(mode, "cost"))
 
 
