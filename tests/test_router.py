@@ -393,11 +393,17 @@ def test_another_target_takes_a_call_from_numpy_only_when_clearly_cheaper(isolat
     assert float(dispatch.sum(x)) == 1_000_000.0
 
 
-def test_a_floor_is_learned_where_numpy_keeps_the_calls_within_the_margin(isolated):
+def _multiply_over_the_floor() -> tuple:
+    """Under a synthetic calibration: multiply, a host array a few size buckets over its
+    round-trip floor, and the key of ``x * x``."""
     router.use_calibration(synthetic())
     op = op_named("multiply")
     x = dispatch.ones(4 * (router.trip_floor(op) + 1))
-    key = router._key(op, Inputs([x, x]))
+    return op, x, router._key(op, Inputs([x, x]))
+
+
+def test_a_floor_is_learned_where_numpy_keeps_the_calls_within_the_margin(isolated):
+    op, x, key = _multiply_over_the_floor()
     for _ in range(8):
         router.history.observe(key, "numpy", 1.0e-3)
         router.history.observe(key, "torch-cpu", 0.9e-3)  # 10% faster: within the margin, NumPy keeps it
@@ -408,10 +414,7 @@ def test_a_floor_is_learned_where_numpy_keeps_the_calls_within_the_margin(isolat
 
 
 def test_a_learned_floor_survives_switching_policies_and_back(isolated):
-    router.use_calibration(synthetic())
-    op = op_named("multiply")
-    x = dispatch.ones(4 * (router.trip_floor(op) + 1))
-    key = router._key(op, Inputs([x, x]))
+    op, x, key = _multiply_over_the_floor()
     for _ in range(8):
         router.history.observe(key, "numpy", 1.0e-3)
     router._learn_floor(key)
