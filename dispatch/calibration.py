@@ -72,8 +72,8 @@ REPRESENTATIVES = (
 SQUARE_OPS = frozenset({"matmul", "linalg.solve", "linalg.svd", "linalg.lstsq"})
 # ...but for these a tall operand, TALL times as many rows as its n columns, and the size stored
 # is the side of the same work, (TALL n · n · n)^(1/3): a factorisation of a tall matrix starts
-# with a QR of it, which a square SVD prices badly (NumPy's lstsq of 200000 x 100 took 0.5 s on
-# a 16-core machine, 5x under the square curve's extrapolation; cuSOLVER's, 40 ms, 80x under).
+# with a QR of it, which a square SVD prices badly (NumPy's lstsq of 200000 x 100 took 0.5-0.7 s
+# on a 16-core machine, 4-5x under the square curve's extrapolation; CuPy's, 29 ms, 120x under).
 TALL_OPS = frozenset({"linalg.lstsq"})
 TALL = 64
 

@@ -118,7 +118,7 @@ class History:
         call may have paid a one-time cost and lost on it). Outside the exploration budget: it
         is one call per key and target, and the costly explorations of other kinds of call
         must not keep the fastest target from its second call (cuSOLVER's lstsq of 200000 x 100
-        on an H100 lost its first call to NumPy's 480 ms, and takes about 40 ms after it)."""
+        on an H100 lost its first call to NumPy's 480 ms, and takes 29-40 ms after it)."""
         per = self.stats.get(key, {})
         return next((name for name in names if name in per and per[name].samples == 1), None)
 

@@ -229,8 +229,9 @@ def to_device_cupy(cupy: Any, array: np.ndarray) -> Any:
 
 def _fortran_only(array: np.ndarray) -> bool:
     """Fortran order and not C order (``a.T`` of a C array): copied as the C-ordered bytes of its
-    transpose and transposed back on the device, instead of reordered on the host first (a
-    strided copy that took 120 ms for 160 MB, ten times the transfer)."""
+    transpose and transposed back on the device, instead of reordered on the host first (``A.T @
+    A`` of a 200000 x 100 host array on an H100 machine: 128 ms a call with the reorder, 13-24
+    ms without)."""
     return array.ndim > 1 and array.flags.f_contiguous and not array.flags.c_contiguous
 
 
