@@ -795,17 +795,13 @@ _METHODS = {
 def _method(method: str, op: Any, numpy_method: Any) -> Any:
     def bound(self: ndarray, *args: Any, **kwargs: Any) -> Any:
         data = self._data
-        if type(data) is np.ndarray and STATE.plain and op.floor >= 0 and not kwargs.get("out"):
+        if type(data) is np.ndarray and STATE.plain and not kwargs.get("out"):
             # NumPy's method, cheaper than the function, where ``_call.call`` would run NumPy
-            n, floor = data.size, op.floor
-            if n <= floor:
-                hargs = _call._small_on_host(args, floor) if args else args
-            elif n <= op.trip_floor and getattr(self, "_root", None) is None:
-                hargs = _call._small_on_host(args, op.trip_floor, True) if args else args
-            else:
-                hargs = None
+            if not args and data.size <= op.floor:  # the common case, without the general rule's cost
+                return wrap(numpy_method(data, **kwargs))
+            hargs = _call.under_floors(op, (self, *args))[0]
             if hargs is not None:
-                return wrap(numpy_method(data, *hargs, **kwargs))
+                return wrap(numpy_method(*hargs, **kwargs))
         return _call.call(op, (self, *args), kwargs)
 
     bound.__name__ = method

@@ -347,19 +347,26 @@ def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | No
     return out
 
 
+def under_floors(op: Op, args: tuple) -> tuple[list | None, int, bool]:
+    """``args`` unwrapped if they run on NumPy without asking the router (host arrays under the
+    op's floor; larger, up to its round-trip floor, where no lineage reaches them), else
+    ``None``; with the floor that held and whether it asked for arrays without a root."""
+    floor = router.host_floor(op)
+    hargs = _small_on_host(args, floor)
+    if hargs is None:
+        trip = router.trip_floor(op)
+        if trip > floor:
+            return _small_on_host(args, trip, True), trip, True
+    return hargs, floor, False
+
+
 def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
     """Run ``op`` on the target the router picks; NumPy on the host when that target refuses.
 
     ``into``: a host temporary among an operator's operands that NumPy may write the result
     into, as NumPy's own temporary elision would (``_array._elides`` checked it may)."""
     if STATE.plain and not op.local:
-        floor, rootless = router.host_floor(op), False
-        hargs = _small_on_host(args, floor)
-        if hargs is None:  # larger: NumPy still, up to the round-trip floor, for arrays no lineage reaches
-            trip = router.trip_floor(op)
-            if trip > floor:
-                floor, rootless = trip, True
-                hargs = _small_on_host(args, floor, rootless)
+        hargs, floor, rootless = under_floors(op, args)
         if hargs is not None:
             if not kwargs:
                 return wrap(op.func(*hargs))
