@@ -29,7 +29,7 @@ from typing import Any
 import numpy
 import pytest
 from cases import DTYPES, NUMERIC, REAL, Case, case_groups, make
-from conftest import BACKENDS, backend_param, record_run, require
+from conftest import BACKENDS, backend_param, backend_params, record_run, require
 from helpers import Outcomes, assert_same, host, on_backend
 from xfails import lookup
 
@@ -858,6 +858,28 @@ def test_torch_cpu_native_floor():
             if not any(r.op == name and r.target == "torch-cpu" for r in t.records):
                 fell_back.append((name, dict(t.fallbacks)))
     assert not fell_back, fell_back
+
+
+@pytest.mark.parametrize("backend", backend_params(("torch-cpu", "cupy", "torch-cuda")))
+def test_integer_grouping_runs_natively(backend):
+    """``unique`` with every output and ``lexsort`` of integer keys run on the backend itself,
+    as a group-by needs them: they equal NumPy's, the inverse in the input's shape."""
+    require(backend)
+    rng = numpy.random.default_rng(5)
+    ids = rng.integers(-50, 50, size=(40, 25))
+    stamps = rng.integers(0, 7, size=1000).astype(numpy.int32)
+    calls = [
+        ("unique", (ids,), {"return_index": True, "return_inverse": True, "return_counts": True}),
+        ("unique", (ids.astype(bool),), {"return_counts": True}),
+        ("lexsort", ([stamps, ids.reshape(-1)],), {}),
+        ("lexsort", (numpy.stack([stamps, ids.reshape(-1) % 3]),), {}),
+        ("lexsort", ([ids, ids % 4],), {"axis": 0}),
+    ]
+    for name, args, kwargs in calls:
+        with dispatch.using(backend), dispatch.trace() as t:
+            result = getattr(dispatch, name)(*_to_dispatch(args, backend), **kwargs)
+        assert_same(result, getattr(numpy, name)(*args, **kwargs), path=f"{name}{kwargs}")
+        assert [r.target for r in t.records if r.op == name] == [backend], (name, kwargs, dict(t.fallbacks))
 
 
 # ---- ufunc methods ----------------------------------------------------------------------------------------

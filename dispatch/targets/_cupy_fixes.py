@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["angle", "clip", "complex_compare", "complex_divide", "complex_extreme", "complex_reciprocal",
-           "divmod_", "sinc"]
+           "divmod_", "lexsort", "sinc", "unique"]
 
 
 def _const(xp: Any, value: Any, dtype: Any) -> Any:
@@ -175,3 +175,44 @@ def sinc(xp: Any, x: Any) -> Any:
     if y.dtype.kind == "c":
         return complex_divide(xp, xp.sin(y), y)
     return xp.sin(y) / y
+
+
+# ---- sorting: NumPy's results from stable sorts ---------------------------------------------------------
+
+
+def unique(xp: Any, flat: Any, return_index: bool, return_inverse: bool, return_counts: bool) -> tuple:
+    """``unique`` of a non-empty 1-D array of integers or booleans, as NumPy's ``_unique1d``
+    (lib/_arraysetops_impl.py): a stable sort, a mask of where each run of equal values
+    starts; the first index of each value, the position of each element's value, the length
+    of each run. Returns ``(values, index?, inverse?, counts?)``, the flags' outputs only."""
+    perm = xp.argsort(flat, kind="stable") if return_index or return_inverse else None
+    aux = flat[perm] if perm is not None else xp.sort(flat)
+    mask = xp.empty(aux.shape, dtype=bool)
+    mask[:1] = True
+    mask[1:] = aux[1:] != aux[:-1]
+    out = [aux[mask]]
+    if return_index:
+        out.append(perm[mask])
+    if return_inverse:
+        inverse = xp.empty(mask.shape, dtype=np.intp)
+        inverse[perm] = xp.cumsum(mask) - 1
+        out.append(inverse)
+    if return_counts:
+        starts = xp.nonzero(mask)[0]
+        ends = xp.concatenate([starts[1:], xp.asarray([mask.size], dtype=starts.dtype)])
+        out.append(ends - starts)
+    return tuple(out)
+
+
+def lexsort(xp: Any, keys: list, axis: int) -> Any:
+    """``lexsort``: stable sorts by each key in turn, the last key sorted last (the primary
+    one). Equal elements keep their order through every stable sort, as in NumPy's."""
+    one_d = keys[0].ndim == 1
+
+    def take(a: Any, order: Any) -> Any:
+        return a[order] if one_d else xp.take_along_axis(a, order, axis=axis)
+
+    order = xp.argsort(keys[0], axis=axis, kind="stable")
+    for key in keys[1:]:
+        order = take(order, xp.argsort(take(key, order), axis=axis, kind="stable"))
+    return order

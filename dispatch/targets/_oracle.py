@@ -14,6 +14,8 @@ NumPy's answer. Shape and value semantics are each adapter's job.
 
 from __future__ import annotations
 
+import functools
+import math
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ import numpy as np
 
 from dispatch.targets import Unsupported
 
-__all__ = ["Expected", "expected", "indexing_gives_scalar", "rejects"]
+__all__ = ["Expected", "expected", "indexing_gives_scalar", "rejects", "unique_inverse_shape"]
 
 
 @dataclass(frozen=True)
@@ -169,3 +171,14 @@ def _describe(result: Any) -> Expected | None:
             return None  # lists, Python objects: nothing a target should imitate
     container = type(result) if isinstance(result, (tuple, list)) else None
     return Expected(tuple(dtypes), tuple(scalars), container)
+
+
+def unique_inverse_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of the inverse ``unique(a, return_inverse=True)`` gives for an ``a`` of
+    ``shape``: NumPy 2 gives ``a``'s shape, NumPy 1 a flat array."""
+    return shape if _inverse_keeps_ndim(len(shape)) else (math.prod(shape),)
+
+
+@functools.cache
+def _inverse_keeps_ndim(ndim: int) -> bool:
+    return np.unique(np.zeros((1,) * ndim, dtype=np.int8), return_inverse=True)[1].ndim == ndim

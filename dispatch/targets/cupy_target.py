@@ -30,7 +30,7 @@ from dispatch.devices import Device
 from dispatch.selector import Backend
 from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
 from dispatch.targets import _cupy_fixes as fixes
-from dispatch.targets._oracle import expected, indexing_gives_scalar
+from dispatch.targets._oracle import expected, indexing_gives_scalar, unique_inverse_shape
 
 __all__ = ["CupyTarget"]
 
@@ -38,11 +38,9 @@ _KINDS = "biufc"
 
 # NumPy functions CuPy has under the same name but with other semantics.
 _REFUSED = {
-    "unique": "NumPy 2's unique_inverse shape and NaN collapsing differ across CuPy versions",
     "take": "CuPy wraps out-of-range indices where NumPy raises",
     "put": "CuPy wraps out-of-range indices where NumPy raises",
     "choose": "CuPy wraps out-of-range choices where NumPy raises",
-    "lexsort": "CuPy's lexsort takes only 2-D keys",
     "einsum_path": "a planning helper, host work",
     "unique_values": "NumPy gives the unique values in its hash table's order, CuPy sorted",
     "i0": "CuPy computes small integer inputs in float16 and gives inf where NumPy gives NaN",
@@ -437,7 +435,40 @@ def _flip(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
     return device_scalar(m.copy())
 
 
-_FIXES = {"clip": _clip, "angle": _angle, "sinc": _sinc, "flip": _flip}
+def _unique(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
+    """Integers and booleans by NumPy's sort-based algorithm (``fixes.unique``): CuPy's own
+    unique shapes the inverse otherwise across versions, and floats are left to NumPy, whose
+    NaN collapsing and choice between -0.0 and 0.0 follow its sort."""
+    return _unique_of(cupy, *args, **kwargs)
+
+
+def _unique_of(cupy: Any, ar: Any, return_index: bool = False, return_inverse: bool = False,
+               return_counts: bool = False, axis: Any = None, *, equal_nan: bool = True, sorted: bool = True) -> Any:
+    if not isinstance(ar, cupy.ndarray) or ar.dtype.kind not in "biu" or ar.size == 0:
+        raise Unsupported("unique of floats, complex numbers or nothing: NumPy's NaN and signed-zero rules")
+    if axis is not None or not sorted:
+        raise Unsupported("unique along an axis, or unsorted (NumPy's hash order)")
+    out = fixes.unique(cupy, ar.reshape(-1), bool(return_index), bool(return_inverse), bool(return_counts))
+    if return_inverse:
+        at = 1 + bool(return_index)
+        out = (*out[:at], out[at].reshape(unique_inverse_shape(ar.shape)), *out[at + 1:])
+    return out if len(out) > 1 else out[0]
+
+
+def _lexsort(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
+    """Stable sorts key by key (``fixes.lexsort``): CuPy's lexsort takes only a 2-D array of
+    keys. Integer and boolean keys: NumPy's order of NaNs is its own."""
+    keys = _argument(args, kwargs, 0, "keys", None)
+    axis = _argument(args, kwargs, 1, "axis", -1)
+    keys = list(keys) if isinstance(keys, (list, tuple)) or getattr(keys, "ndim", 0) >= 2 else []
+    if not keys or not all(isinstance(k, cupy.ndarray) and k.dtype.kind in "biu" for k in keys):
+        raise Unsupported("lexsort of keys other than device arrays of integers or booleans")
+    if keys[0].ndim == 0 or any(k.shape != keys[0].shape for k in keys):
+        raise Unsupported("lexsort of 0-d keys or keys of unequal shapes: NumPy decides")
+    return fixes.lexsort(cupy, keys, axis)
+
+
+_FIXES = {"clip": _clip, "angle": _angle, "sinc": _sinc, "flip": _flip, "unique": _unique, "lexsort": _lexsort}
 
 
 # View ops that NumPy builds by indexing, so that their 0-d pieces are scalars (unstack of a

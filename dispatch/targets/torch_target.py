@@ -34,7 +34,7 @@ from converters.numpy_ops import NUMPY_CATALOG
 from dispatch.devices import HOST, Device
 from dispatch.selector import Backend
 from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
-from dispatch.targets._oracle import expected, indexing_gives_scalar
+from dispatch.targets._oracle import expected, indexing_gives_scalar, unique_inverse_shape
 
 __all__ = ["TorchTarget", "torch_cpu", "torch_cuda", "torch_mps"]
 
@@ -844,10 +844,42 @@ def _copy(t, a, order="K", subok=False):
 
 def _unique(t, ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
             sorted=True):
-    if return_index or return_inverse or axis is not None or ar.is_floating_point() or ar.is_complex():
-        raise Unsupported("unique with indices, an axis, or of floats (NaN handling)")
-    r = t.torch.unique(ar.reshape(-1), sorted=True, return_counts=return_counts)
-    return r
+    if not _sortable_exactly(t, ar) or ar.numel() == 0:
+        raise Unsupported("unique of floats, complex numbers or nothing (NumPy's NaN and signed-zero rules), or of "
+                          "unsigned integers torch cannot sort")
+    if axis is not None or not sorted:
+        raise Unsupported("unique along an axis, or unsorted (NumPy's hash order)")
+    flat = ar.reshape(-1)
+    values, inverse, counts = t.torch.unique(flat, sorted=True, return_inverse=True, return_counts=True)
+    out = [values]
+    if return_index:  # each value's first position, as NumPy's stable sort finds it
+        first = t.torch.full_like(values, flat.numel(), dtype=t.torch.int64)
+        positions = t.torch.arange(flat.numel(), device=flat.device)
+        out.append(first.scatter_reduce_(0, inverse, positions, "amin"))
+    if return_inverse:
+        out.append(inverse.reshape(unique_inverse_shape(tuple(ar.shape))))
+    if return_counts:
+        out.append(counts)
+    return tuple(out) if len(out) > 1 else values
+
+
+def _lexsort(t, keys, axis=-1):
+    """Stable sorts key by key, the last key sorted last (the primary one): torch has no lexsort."""
+    keys = list(keys) if isinstance(keys, (list, tuple)) or getattr(keys, "ndim", 0) >= 2 else []
+    if not keys or not all(isinstance(k, t.torch.Tensor) and _sortable_exactly(t, k) for k in keys):
+        raise Unsupported("lexsort of keys other than arrays of integers or booleans")
+    if keys[0].ndim == 0 or any(k.shape != keys[0].shape for k in keys):
+        raise Unsupported("lexsort of 0-d keys or keys of unequal shapes: NumPy decides")
+    order = t.torch.argsort(keys[0], dim=axis, stable=True)
+    for key in keys[1:]:
+        order = order.gather(axis, t.torch.argsort(key.gather(axis, order), dim=axis, stable=True))
+    return order
+
+
+def _sortable_exactly(t, a) -> bool:
+    """Integers and booleans sort the same everywhere; torch sorts no unsigned integer wider than a byte."""
+    return not (a.is_floating_point() or a.is_complex()) and a.dtype not in (
+        t.torch.uint16, t.torch.uint32, t.torch.uint64)
 
 
 def _simple(name: str):
@@ -880,7 +912,7 @@ _IMPLS: dict[str, Any] = {
     **{f"fft.{n}": _fft(n, "n") for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")},
     **{f"fft.{n}": _fft(n, "s") for n in ("fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn")},
     # sorting and selection
-    "sort": _sort, "argsort": _argsort, "unique": _unique,
+    "sort": _sort, "argsort": _argsort, "unique": _unique, "lexsort": _lexsort,
     # element-wise functions that are not ufuncs
     "where": _where, "clip": _clip,
     # shapes, copies, indexing
