@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.calibration import SQUARE_OPS, Calibration
+from dispatch.calibration import INTEGER_OPS, SQUARE_OPS, Calibration
 
 __all__ = ["TargetModel", "estimate", "estimate_call", "models_from", "representative", "return_seconds",
            "way_back_seconds"]
@@ -108,7 +108,9 @@ class TargetModel:
 
     def seconds(self, rep: str, x: float, dtype: str) -> float | None:
         """Time of the representative op ``rep`` at size ``x`` (resident data), or ``None``."""
-        curves = self.ops.get(dtype) or self.ops.get("float64") or {}
+        curves = self.ops.get(dtype) or {}
+        if rep not in curves:  # a dtype measured for a few ops only (int64), or not at all
+            curves = self.ops.get("float64") or curves
         points = curves.get(rep)
         if not points:
             return None
@@ -189,6 +191,8 @@ def compute_seconds(model: TargetModel, op: Any, inputs: Any) -> float | None:
         return model.dispatch_overhead_s()
     dtype, factor = _curve_dtype(inputs.dtypes)
     rep = representative(op)
+    if rep in INTEGER_OPS and inputs.dtypes and all(d.kind in "biu" for d in inputs.dtypes):
+        dtype = "int64"  # calibrations without integer curves fall back to float64's
     if rep is None:  # copies and creation: memory bandwidth
         return model.bytes_seconds(2.0 * inputs.nbytes)
     if rep == "fft.fft" and op.name in FFT_1D and inputs.arrays:

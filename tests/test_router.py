@@ -146,6 +146,24 @@ def test_factorisations_of_tall_matrices_are_priced_by_the_tall_curve(isolated):
         model.seconds("linalg.svd", (300 * 100 * 100) ** (1 / 3), "float64"))
 
 
+def test_sorts_of_integers_are_priced_by_the_integer_curve(isolated):
+    """torch and CuPy sort integers by radix sorts, far faster than floats: a group-by's keys
+    are priced by the int64 curve where the calibration has one, else by float64's."""
+    numpy_data = synthetic().targets["numpy"]
+    model = cost.TargetModel("numpy", numpy_data)
+    keys, values = dispatch.ones(100_000, dtype=np.int64), dispatch.ones(100_000)
+    float_price = model.seconds("sort", 100_000, "float64")
+    for name in ("sort", "argsort", "unique", "lexsort"):
+        assert cost.compute_seconds(model, op_named(name), _inputs(keys)) == pytest.approx(float_price), name
+    numpy_data["ops"]["int64"] = {"sort": [[1_000.0, 1e-6], [1_000_000.0, 1e-3]]}
+    model = cost.TargetModel("numpy", numpy_data)
+    for name in ("sort", "argsort", "unique", "lexsort"):
+        assert cost.compute_seconds(model, op_named(name), _inputs(keys)) == pytest.approx(1e-4), name
+    assert cost.compute_seconds(model, op_named("sort"), _inputs(values)) == pytest.approx(float_price)
+    assert cost.compute_seconds(model, op_named("sum"), _inputs(keys)) == pytest.approx(
+        model.seconds("sum", 100_000, "float64"))  # no integer curve for sums: float64's
+
+
 def test_decision_cache_hit_is_the_same_object(isolated):
     op = op_named("sum")
     inputs = _inputs(dispatch.ones(50_000))
@@ -260,6 +278,8 @@ def test_calibration_round_trip_and_cache(isolated):
     assert {"add", "sum", "matmul", "sort", "linalg.svd", "linalg.lstsq"} <= set(ops)
     assert [x for x, _ in ops["linalg.lstsq"]] == pytest.approx([4 * 32, 4 * 128])  # sides of 64n x n x n work
     assert all(t > 0 for points in ops.values() for _, t in points)
+    integer = cal.targets["numpy"]["ops"]["int64"]
+    assert set(integer) == {"sort"} and len(integer["sort"]) == 2 and all(t > 0 for _, t in integer["sort"])
     stored = list(isolated.glob("calibration-*.json"))
     assert len(stored) == 1 and json.loads(stored[0].read_text())["fingerprint"] == calibration.fingerprint()
     calibration._loaded.clear()
