@@ -556,12 +556,18 @@ def _host_value(value: Any) -> Any:
     return value
 
 
+_PLAIN_KEYS = frozenset({int, slice, type(None), type(Ellipsis)})
+
+
 def _host_key(key: Any) -> Any:
     kind = type(key)
     if kind is int or kind is slice or key is None or key is Ellipsis:
         return key
     if kind is tuple:
-        return tuple(_host_value(k) if isinstance(k, ndarray) else k for k in key)
+        for k in key:
+            if type(k) not in _PLAIN_KEYS:
+                return tuple(_host_value(k) if isinstance(k, ndarray) else k for k in key)
+        return key  # slices and integers, the common case, as they are
     if isinstance(key, ndarray):
         return _host_value(key)
     if kind is list:
@@ -695,19 +701,43 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
 
     def reflected(self: ndarray, other: Any) -> Any:
         data = self._data
-        if (type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND and data.nbytes >= _ELIDE_BYTES
-                and _rc(self) == _temporary_refs and _elides(func, data, other, False)):
-            if not _numpy_takes(op, data.size, self, other):
-                return _call.call(op, (other, self), {}, into=self)
-            func(other, data, out=data)  # ``2.0 * (a + b)``: in the temporary, as NumPy would
-            return self
+        if type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND:  # ``alpha * x``: forward's hot path
+            elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(func, data, other, False)
+            n = data.size
+            if n > op.floor and not _numpy_takes(op, n, self, other):
+                return _call.call(op, (other, self), {}, into=self if elide else None)
+            if elide:
+                func(other, data, out=data)  # ``2.0 * (a + b)``: in the temporary, as NumPy would
+                return self
+            result = func(other, data)
+            if type(result) is _ND:
+                obj = new(ndarray)
+                obj._data = result
+                return obj
+            return result
         if not _handled(other):
             return NotImplemented
         return _call.call_fast_ufunc(op, other, self)
 
     def inplace(self: ndarray, other: Any) -> Any:
-        if not _handled(other):
+        # ``u[1:-1] += step`` in a loop: host data under the op's floor is written by NumPy directly.
+        kind = type(other)
+        if kind is ndarray:
+            odata = other._data
+        elif kind is _ND or kind in _PY_SCALARS:
+            odata = other
+        elif not _handled(other):
             return NotImplemented
+        else:
+            odata = None
+        data = self._data
+        if odata is not None and STATE.plain and type(data) is _ND:
+            okind = type(odata)
+            if okind is _ND or okind in _PY_SCALARS:
+                n = odata.size if okind is _ND and odata.size > data.size else data.size
+                if n <= op.floor or _numpy_takes(op, n, self, other):
+                    func(data, odata, out=data)
+                    return self
         return _call.call(op, (self, other), {"out": (self,)})
 
     return forward, reflected, inplace

@@ -365,15 +365,20 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
 
     ``into``: a host temporary among an operator's operands that NumPy may write the result
     into, as NumPy's own temporary elision would (``_array._elides`` checked it may)."""
-    if STATE.plain and not op.local:
-        hargs, floor, rootless = under_floors(op, args)
+    if STATE.plain:
+        if not op.local:
+            hargs, floor, rootless = under_floors(op, args)
+        elif op.name not in router.PLACED_COPIES:  # views and casts of host data no root reaches: NumPy's
+            hargs, floor, rootless = _small_on_host(args, _ANY_SIZE, True), _ANY_SIZE, True
+        else:
+            hargs = None
         if hargs is not None:
-            if not kwargs:
+            if not kwargs and not op.local:
                 return wrap(op.func(*hargs))
             hvalues = _small_on_host(kwargs.values(), floor, rootless)
             if hvalues is not None:
                 result = op.func(*hargs, **dict(zip(kwargs, hvalues, strict=True)))
-                return wrap(result, out_of=(args, kwargs)) if "out" in kwargs else wrap(result)
+                return wrap(result, out_of=(args, kwargs)) if "out" in kwargs or op.local else wrap(result)
     inputs = Inputs(_collect(args, kwargs), _layout(op, args, kwargs) if op.work in _BY_AXIS else None)
     decision = router.decide(op, inputs, args, kwargs)
     target = decision.target
@@ -475,6 +480,24 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:200] if text else ""
+
+
+def call_fast_unary(op: Op, a: Any) -> Any:
+    """``f(a)`` for a one-operand ufunc (``np.abs(x)`` in a loop): NumPy straight away for a
+    host array under the floors (``under_floors``' rule), else the full call path."""
+    if STATE.plain and type(a) is ndarray:
+        data = a._data
+        if type(data) is np.ndarray:
+            n = data.size
+            if n <= op.floor or n <= router.host_floor(op) or (
+                    n <= router.trip_floor(op) and getattr(a, "_root", None) is None):
+                result = op.func(data)
+                if type(result) is np.ndarray:
+                    obj = object.__new__(ndarray)
+                    obj._data = result
+                    return obj
+                return wrap(result)  # a scalar, or modf's pair
+    return call(op, (a,), {})
 
 
 def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:

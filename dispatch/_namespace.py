@@ -40,8 +40,11 @@ class ufunc:
         return self._ufunc.__doc__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and len(args) == 2:
-            return _call.call_fast_ufunc(self._op, args[0], args[1])
+        if not kwargs:
+            if len(args) == 2:
+                return _call.call_fast_ufunc(self._op, args[0], args[1])
+            if len(args) == 1:
+                return _call.call_fast_unary(self._op, args[0])
         return _call.call(self._op, args, kwargs)
 
     def _method(self, method: str, args: tuple, kwargs: dict) -> Any:

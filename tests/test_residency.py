@@ -248,6 +248,37 @@ def test_methods_follow_the_two_floors_too(monkeypatch):
         numpy.testing.assert_array_equal(out, host.sum(axis=1))
 
 
+def test_every_operator_form_follows_the_two_floors(monkeypatch):
+    """``x + 1``, ``2.0 * x``, ``x += 1`` and ``np.abs(x)``: host arrays between the floors
+    that no lineage reaches run on NumPy without the call path; a root's are followed."""
+    router.use_calibration(_slow_way_back())
+    ops = [op_named(n) for n in ("add", "multiply", "abs")]
+    n = min(router.trip_floor(op) for op in ops)
+    assert n > max(router.host_floor(op) for op in ops)
+    host = -numpy.arange(n, dtype=numpy.float64)
+    calls, decided = [], []
+    real_call, decide = dispatch._call.call, router.decide
+    monkeypatch.setattr(dispatch._call, "call",
+                        lambda op, *rest, **kw: calls.append(op.name) or real_call(op, *rest, **kw))
+    monkeypatch.setattr(router, "decide", lambda op, *rest: decided.append(op.name) or decide(op, *rest))
+
+    def program(x):
+        y = 2.0 * x
+        y += 1.0
+        return dispatch.abs(y + dispatch.reshape(x, (-1,)))
+
+    plain = program(dispatch.asarray(host))
+    assert calls == ["asarray", "reshape"] and decided == [] and plain.target == "numpy"  # views: NumPy's too
+    calls.clear()
+    followed = program(dispatch.asarray(host).copy())
+    assert calls == ["asarray", "copy", "multiply", "add", "reshape", "add", "abs"]
+    expected = numpy.abs(2.0 * host + 1.0 + host)
+    for result in (plain, followed):
+        out = numpy.asarray(result)
+        assert out.dtype == expected.dtype and out.shape == expected.shape
+        numpy.testing.assert_array_equal(out, expected)
+
+
 def test_a_kind_of_call_refused_twice_for_its_arguments_is_not_offered_again(monkeypatch):
     router.use_calibration(synthetic(gpu=True, torch_cpu=False))  # the device wins exp's round trip
     cupy_target = dispatch.targets.probe("cupy")
