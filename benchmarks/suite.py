@@ -13,7 +13,9 @@ Modes, each timed on the same data in one run, interleaved call by call:
 - ``oracle``     each op on its measured-best target, found by trying every target per kind
                  of call first
 
-Every mode starts from host NumPy data and ends with its results on the host (reading the
+A timed sample is one run, or for programs shorter than 50 ms on NumPy as many runs as
+make 50 ms there (``loops`` in the output), the same count for every mode. Every mode
+starts from host NumPy data and ends with its results on the host (reading the
 results is part of a program), so a device's transfers are counted. Every result is checked
 against NumPy's. The router and the oracle learn during warm-up runs, as they would in a
 program's first iterations; the timed runs are steady state.
@@ -102,9 +104,23 @@ def _count_calls(workload: Any, data: dict[str, Any]) -> int:
     return len(t.records)
 
 
-def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: int,
+# A timed sample lasts at least this long: programs shorter than it run several times per
+# sample (as ``timeit`` does), or a millisecond program's median of three runs is the noise of
+# the machine.
+MIN_SAMPLE_S = 0.05
+
+
+def _loops(run: Callable[[], dict]) -> int:
+    """Runs per timed sample: enough for ``MIN_SAMPLE_S`` at NumPy's pace, the same for every mode."""
+    start = time.perf_counter()
+    run()
+    return max(1, min(1000, round(MIN_SAMPLE_S / max(time.perf_counter() - start, 1e-6))))
+
+
+def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: int, loops: int = 1,
                  budget_s: float = 20.0) -> dict[str, list[float]]:
-    """Seconds per run of each mode, taking turns run by run, each run synchronised."""
+    """Seconds per run of each mode, taking turns sample by sample (``loops`` runs each), each
+    sample synchronised."""
     for mode, run in runners.items():
         _prepare(mode)
         for _ in range(warmup):
@@ -116,9 +132,10 @@ def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: i
             _prepare(mode)
             _synchronize()
             start = time.perf_counter()
-            run()
+            for _ in range(loops):
+                run()
             _synchronize()
-            times[mode].append(time.perf_counter() - start)
+            times[mode].append((time.perf_counter() - start) / loops)
         if i >= 2 and max(sum(t) for t in times.values()) > budget_s:
             break
     return times
@@ -150,11 +167,12 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
             checks[mode] = "ok"
         except AssertionError as exc:
             checks[mode] = f"differs: {str(exc).splitlines()[0][:120]}"
-    times = _interleaved(runners, warmup, repeats)
+    loops = _loops(runners.get("numpy") or next(iter(runners.values())))
+    times = _interleaved(runners, warmup, repeats, loops)
     n_calls = _count_calls(workload, data)
     seconds = {m: statistics.median(t) for m, t in times.items()}
     return {"workload": workload.NAME, "size": size, "seconds": seconds, "checks": checks, "calls": n_calls,
-            "numpy_us_per_call": seconds["numpy"] / max(n_calls, 1) * 1e6}
+            "loops": loops, "numpy_us_per_call": seconds["numpy"] / max(n_calls, 1) * 1e6}
 
 
 def _ratio(a: float | None, b: float | None) -> str:
