@@ -309,9 +309,10 @@ def test_cupy_memory_pool_limit_falls_back_to_numpy():
     x = numpy.random.default_rng(0).standard_normal((512, 512))
     a = dispatch.asarray(x).to("cupy")
     limit = pool.get_limit()
+    pool.free_all_blocks()  # no cached block to serve the product from
     pool.set_limit(size=pool.used_bytes() + 1024)  # room for nothing new
     try:
-        with dispatch.trace() as t:
+        with dispatch.using("cupy"), dispatch.trace() as t:  # on its own the router may pick torch-cuda
             got = a @ a
     finally:
         pool.set_limit(size=limit)
@@ -332,7 +333,7 @@ def test_torch_memory_fraction_falls_back_to_numpy():
     torch.cuda.set_per_process_memory_fraction(
         (torch.cuda.memory_allocated(device) + 1024) / torch.cuda.get_device_properties(device).total_memory, device)
     try:
-        with dispatch.trace() as t:
+        with dispatch.using("torch-cuda"), dispatch.trace() as t:  # on its own the router may pick cupy
             got = a @ a
     finally:
         torch.cuda.set_per_process_memory_fraction(1.0, device)
