@@ -14,7 +14,8 @@ What it imitates, because dispatch relies on it:
 - Functions take device arrays only: a host ``numpy.ndarray`` argument raises ``TypeError``
   as in CuPy (``asarray``, ``array`` and ``asnumpy`` are the crossings). Results are device
   arrays, and reductions give 0-d arrays, never scalars, as in CuPy.
-- ``cuda``: ``runtime.getDeviceCount() == 1``, ``Device().id == 0``, streams and events
+- ``cuda``: ``runtime.getDeviceCount() == 1``, ``runtime.hostRegister`` and ``hostUnregister``
+  (recorded in ``runtime.locked``), ``Device().id == 0``, streams and events
   whose ``synchronize`` returns at once, ``alloc_pinned_memory`` and ``MemoryPointer`` copies
   (``ctypes.memmove`` on host memory); ``from_dlpack``; ``cupyx.errstate``.
 
@@ -231,7 +232,27 @@ class MemoryPointer:
 
 
 _STREAM = Stream()
-_runtime = types.SimpleNamespace(getDeviceCount=lambda: 1)
+class _Runtime:
+    """``cupy.cuda.runtime``: one device; page-locking host memory in place records the ranges
+    locked (``locked``) and refuses a range locked twice, as the driver does."""
+
+    def __init__(self) -> None:
+        self.locked: dict[int, int] = {}
+
+    def getDeviceCount(self) -> int:
+        return 1
+
+    def hostRegister(self, ptr: int, size: int, flags: int) -> None:
+        if ptr in self.locked:
+            raise RuntimeError("cudaErrorHostMemoryAlreadyRegistered")
+        self.locked[ptr] = size
+
+    def hostUnregister(self, ptr: int) -> None:
+        if self.locked.pop(ptr, None) is None:
+            raise RuntimeError("cudaErrorHostMemoryNotRegistered")
+
+
+_runtime = _Runtime()
 cuda = types.ModuleType("cupy.cuda")
 cuda.__dict__.update(
     runtime=_runtime, Device=Device, Stream=Stream, Event=Event, get_current_stream=lambda: _STREAM,

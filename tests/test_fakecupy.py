@@ -8,6 +8,7 @@ suite's ``cupy`` parameters prove those on a GPU machine.
 
 from __future__ import annotations
 
+import gc
 import pickle
 
 import fakecupy
@@ -170,6 +171,41 @@ def test_staging_round_trip(cupy, nbytes):
     assert moved.shape == fortran.shape and moved._data.flags.f_contiguous
     numpy.testing.assert_array_equal(numpy.asarray(moved), fortran)
     numpy.testing.assert_array_equal(numpy.asarray(moved @ moved.T), fortran @ fortran.T)
+
+
+def test_a_host_array_sent_again_is_page_locked_in_place_until_it_is_freed(cupy):
+    runtime = cupy.cuda.runtime
+    x = numpy.random.default_rng(1).standard_normal(3 << 17)  # 3 MiB: over the staging threshold
+    ptr = x.ctypes.data
+    first = on_gpu(x)
+    assert ptr not in runtime.locked and _staging.locked_bytes() == 0  # one send may be its only one
+    again = on_gpu(x)
+    assert runtime.locked == {ptr: x.nbytes} and _staging.locked_bytes() == x.nbytes
+    part = on_gpu(x[1000:])  # a view: its owner's memory is locked already
+    column = on_gpu(x.reshape(-1, 4).T)  # Fortran order: the same memory
+    assert runtime.locked == {ptr: x.nbytes}
+    for got, want in ((first, x), (again, x), (part, x[1000:]), (column, x.reshape(-1, 4).T)):
+        assert_same(got, want)
+    x[:] = 0.0  # the caller may write as soon as a copy returns: the next one reads the new values
+    assert_same(on_gpu(x), numpy.zeros_like(x))
+    del x, want  # the last view of x the loop held
+    gc.collect()
+    assert ptr not in runtime.locked and _staging.locked_bytes() == 0  # unlocked before NumPy frees it
+
+
+def test_memory_not_locked_where_numpy_does_not_own_it_or_the_driver_refuses(cupy, monkeypatch):
+    runtime = cupy.cuda.runtime
+    buffer = bytearray(3 << 20)
+    foreign = numpy.frombuffer(buffer, dtype=numpy.float64)  # another object's memory
+    for _ in range(3):
+        assert_same(on_gpu(foreign), numpy.zeros(len(buffer) // 8))
+    assert foreign.ctypes.data not in runtime.locked
+    refused = []
+    monkeypatch.setattr(runtime, "hostRegister", lambda ptr, size, flags: refused.append(ptr) or 1 / 0)
+    y = numpy.ones(3 << 17)
+    for _ in range(4):
+        assert_same(on_gpu(y), numpy.ones(3 << 17))  # staged instead, and the lock is not tried again
+    assert refused == [y.ctypes.data] and y.ctypes.data not in runtime.locked
 
 
 def test_pickle_and_copies_stay_on_the_device(cupy):

@@ -3,21 +3,27 @@
 On an H100 machine pageable copies ran at 8.3 GB/s to the device and 3.3 GB/s back; pinned
 memory at 54 GB/s. Copies over ``THRESHOLD`` are cut into ``CHUNK``-sized pieces through two
 reusable pinned buffers: while the copy engine moves one piece, CPU threads fill (or drain)
-the other; one thread's memcpy alone (about 10 GB/s) would be the bottleneck. The caller's
-NumPy memory is never handed to the GPU, so it may be changed as soon as the call returns.
-Smaller copies go straight through (staging costs more than it saves).
+the other; one thread's memcpy alone (about 10 GB/s) would be the bottleneck. Smaller copies
+go straight through (staging costs more than it saves).
+
+A host array sent to a device a second time (a program's input that every iteration reads:
+k-means' points, a design matrix) is page-locked where it is (``cudaHostRegister``) and read
+from there by the copy engine alone, at the bus's speed; see ``_locked``. Either way every
+copy has finished when the call returns, so the caller may change its arrays right after.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CHUNK", "THRESHOLD", "moved", "to_device_cupy", "to_device_torch", "to_host_cupy", "to_host_torch"]
+__all__ = ["CHUNK", "THRESHOLD", "locked_bytes", "moved", "to_device_cupy", "to_device_torch", "to_host_cupy",
+           "to_host_torch"]
 
 CHUNK = 16 << 20
 THRESHOLD = 1 << 20
@@ -103,6 +109,86 @@ class _Stager:
                     issued[b] = self.engine.copy_out(src_bytes, nxt, b, min(CHUNK, flat.size - nxt))
 
 
+# ---- host arrays read again and again: page-locked in place ----------------------------------------
+
+# Sends of one host buffer before it is locked: the first may be its only one (locking costs
+# about as much as a staged copy), the second says the program reads it again.
+LOCK_AFTER = 2
+# At most this share of the machine's memory is locked at once (locked pages cannot be swapped).
+LOCK_SHARE = 0.25
+
+_lock = threading.Lock()
+_sends: dict[int, int] = {}  # id of a buffer's owning array -> its sends so far
+_locked_owners: dict[int, int] = {}  # id of a locked owner -> its bytes
+_refused: set[int] = set()  # owners the driver would not lock: staged, never tried again
+
+
+def locked_bytes() -> int:
+    """Bytes of host memory page-locked in place now."""
+    return sum(_locked_owners.values())
+
+
+def _owner(array: np.ndarray) -> np.ndarray | None:
+    """The array that owns ``array``'s memory, if NumPy allocated it (a memory map, or another
+    library's buffer, is never locked: its memory may go away by other paths)."""
+    base = array
+    while type(base) is np.ndarray and not base.flags.owndata:
+        base = base.base
+    return base if type(base) is np.ndarray else None
+
+
+def _memory_total() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _locked(array: np.ndarray, lock: Any, unlock: Any) -> bool:
+    """Whether ``array``'s memory is page-locked, counting this send and locking it on the
+    ``LOCK_AFTER``-th. ``lock(ptr, nbytes)`` raises if the driver refuses; ``unlock(ptr)``
+    runs when the owning array is freed, before NumPy frees its memory (weak references are
+    cleared first)."""
+    owner = _owner(array)
+    if owner is None:
+        return False
+    key = id(owner)
+    with _lock:
+        if key in _locked_owners:
+            return True
+        sends = _sends.get(key)
+        if sends is None:
+            weakref.finalize(owner, _forget, key).atexit = False
+            sends = 0
+        _sends[key] = sends = sends + 1
+        if sends < LOCK_AFTER or key in _refused or locked_bytes() + owner.nbytes > LOCK_SHARE * _memory_total():
+            return False
+        ptr = owner.ctypes.data
+        try:
+            lock(ptr, owner.nbytes)
+        except Exception:  # memory the driver will not lock (already locked by another library...)
+            _refused.add(key)
+            return False
+        _locked_owners[key] = owner.nbytes
+    weakref.finalize(owner, _unlock, key, ptr, unlock).atexit = False
+    return True
+
+
+def _forget(key: int) -> None:
+    with _lock:
+        _sends.pop(key, None)
+        _refused.discard(key)
+
+
+def _unlock(key: int, ptr: int, unlock: Any) -> None:
+    with _lock:
+        _locked_owners.pop(key, None)
+    try:
+        unlock(ptr)
+    except Exception:  # the driver is gone (interpreter shutdown): nothing is locked any more
+        pass
+
+
 # ---- torch ---------------------------------------------------------------------------------------
 
 
@@ -140,8 +226,8 @@ def _torch_stager(torch: Any, device: Any) -> _Stager:
     return stager
 
 
-def to_device_torch(cpu_tensor: Any, device: Any) -> Any:
-    """A CPU tensor (over NumPy memory) copied to ``device``."""
+def to_device_torch(cpu_tensor: Any, device: Any, host: np.ndarray | None = None) -> Any:
+    """A CPU tensor (over NumPy memory: ``host``, where it is known) copied to ``device``."""
     import torch
 
     nbytes = cpu_tensor.numel() * cpu_tensor.element_size()
@@ -152,10 +238,28 @@ def to_device_torch(cpu_tensor: Any, device: Any) -> Any:
     flipped = not cpu_tensor.is_contiguous() and cpu_tensor.permute(reverse).is_contiguous()
     if flipped:  # Fortran order: see ``_fortran_only``
         cpu_tensor = cpu_tensor.permute(reverse)
+    memory = host if host is not None and cpu_tensor.is_contiguous() else None  # else a copy is sent
     src = cpu_tensor.contiguous().numpy()
-    out = torch.empty(tuple(cpu_tensor.shape), dtype=cpu_tensor.dtype, device=device)
-    _torch_stager(torch, device).to_device(src, out.reshape(-1).view(torch.uint8))
+    if memory is not None and _locked(memory, _torch_lock, _torch_unlock):
+        out = torch.from_numpy(src).to(device)  # the copy engine reads locked pages directly
+    else:
+        out = torch.empty(tuple(cpu_tensor.shape), dtype=cpu_tensor.dtype, device=device)
+        _torch_stager(torch, device).to_device(src, out.reshape(-1).view(torch.uint8))
     return out.permute(reverse) if flipped else out
+
+
+def _torch_lock(ptr: int, nbytes: int) -> None:
+    import torch
+
+    error = torch.cuda.cudart().cudaHostRegister(ptr, nbytes, 0)
+    if int(error) != 0:
+        raise RuntimeError(f"cudaHostRegister: error {int(error)}")
+
+
+def _torch_unlock(ptr: int) -> None:
+    import torch
+
+    torch.cuda.cudart().cudaHostUnregister(ptr)
 
 
 def to_host_torch(tensor: Any) -> Any:
@@ -223,7 +327,13 @@ def to_device_cupy(cupy: Any, array: np.ndarray) -> Any:
     flipped = _fortran_only(array)
     src = np.ascontiguousarray(array.T if flipped else array)
     out = cupy.empty(src.shape, dtype=array.dtype)
-    _cupy_stager(cupy).to_device(src, out)
+    runtime = cupy.cuda.runtime
+    if _locked(src, lambda ptr, nbytes: runtime.hostRegister(ptr, nbytes, 0), runtime.hostUnregister):
+        stream = cupy.cuda.get_current_stream()
+        out.data.copy_from_host_async(src.ctypes.data, src.nbytes, stream)  # the copy engine reads locked pages
+        stream.synchronize()
+    else:
+        _cupy_stager(cupy).to_device(src, out)
     return out.T if flipped else out
 
 

@@ -128,7 +128,7 @@ class TorchTarget(Target):
             return tensor
         from dispatch.targets._staging import to_device_torch
 
-        return to_device_torch(tensor, self.tdevice)
+        return to_device_torch(tensor, self.tdevice, array)
 
     def to_host(self, native: Any) -> np.ndarray:
         if native.device.type != "cpu":
