@@ -3,7 +3,8 @@
     python -m benchmarks.transfers [--out transfers.json]
 
 For each GPU target here and each size, the bandwidth of ``target.from_host`` /
-``target.to_host`` (staged through pinned buffers above 1 MiB) and of the library's own plain
+``target.to_host`` (staged through pinned buffers above 1 MiB, as an array's first send goes),
+of a later send of the same array (its memory locked in place), and of the library's own plain
 copy (``cupy.asarray`` / ``cupy.asnumpy``, ``tensor.to(device)`` / ``.cpu()``), interleaved;
 and, as the bound, a copy from memory that is already pinned.
 """
@@ -19,6 +20,7 @@ from typing import Any
 import numpy
 
 from dispatch import targets
+from dispatch.targets import _staging
 
 SIZES_MB = (1, 4, 16, 64, 256)
 
@@ -63,14 +65,17 @@ def measure(target: Any) -> list[dict[str, float]]:
         host = numpy.random.default_rng(0).standard_normal(mb * (1 << 20) // 8)
         native = target.from_host(host)
         sync = target.synchronize
-        staged_in = _time(lambda h=host: target.from_host(h), sync)
+        with _staging.no_locking():
+            staged_in = _time(lambda h=host: target.from_host(h), sync)
+        locked_in = _time(lambda h=host: target.from_host(h), sync)  # sent again: locked in place
         direct_in = _time(lambda h=host: plain_in(h), sync)
         pinned_in = _time(_from_pinned(target, host), sync)
         staged_out = _time(lambda n=native: target.to_host(n), sync)
         direct_out = _time(lambda n=native: plain_out(n), sync)
         assert numpy.array_equal(target.to_host(target.from_host(host)), host)
         gb = host.nbytes / 1e9
-        rows.append({"MB": mb, "to_device_staged_GBs": gb / staged_in, "to_device_plain_GBs": gb / direct_in,
+        rows.append({"MB": mb, "to_device_staged_GBs": gb / staged_in, "to_device_locked_GBs": gb / locked_in,
+                     "to_device_plain_GBs": gb / direct_in,
                      "to_device_from_pinned_GBs": gb / pinned_in,
                      "to_host_staged_GBs": gb / staged_out, "to_host_plain_GBs": gb / direct_out})
     return rows
@@ -86,10 +91,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if target is None:
             continue
         rows = result[name] = measure(target)
-        print(f"{name}: GB/s  {'MB':>5} {'in staged':>10} {'in plain':>9} {'in pinned':>10} "
+        print(f"{name}: GB/s  {'MB':>5} {'in staged':>10} {'in locked':>10} {'in plain':>9} {'in pinned':>10} "
               f"{'out staged':>11} {'out plain':>10}")
         for r in rows:
-            print(f"{'':10}{r['MB']:>5} {r['to_device_staged_GBs']:>10.1f} {r['to_device_plain_GBs']:>9.1f} "
+            print(f"{'':10}{r['MB']:>5} {r['to_device_staged_GBs']:>10.1f} {r['to_device_locked_GBs']:>10.1f} "
+                  f"{r['to_device_plain_GBs']:>9.1f} "
                   f"{r['to_device_from_pinned_GBs']:>10.1f} "
                   f"{r['to_host_staged_GBs']:>11.1f} {r['to_host_plain_GBs']:>10.1f}")
     if not result:

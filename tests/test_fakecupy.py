@@ -200,6 +200,11 @@ def test_memory_not_locked_where_numpy_does_not_own_it_or_the_driver_refuses(cup
     for _ in range(3):
         assert_same(on_gpu(foreign), numpy.zeros(len(buffer) // 8))
     assert foreign.ctypes.data not in runtime.locked
+    owned = numpy.ones(3 << 17)
+    with _staging.no_locking():  # calibration times a first send's path
+        for _ in range(3):
+            assert_same(on_gpu(owned), numpy.ones(3 << 17))
+    assert owned.ctypes.data not in runtime.locked
     refused = []
     monkeypatch.setattr(runtime, "hostRegister", lambda ptr, size, flags: refused.append(ptr) or 1 / 0)
     y = numpy.ones(3 << 17)

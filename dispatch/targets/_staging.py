@@ -14,16 +14,18 @@ copy has finished when the call returns, so the caller may change its arrays rig
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import weakref
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CHUNK", "THRESHOLD", "locked_bytes", "moved", "to_device_cupy", "to_device_torch", "to_host_cupy",
-           "to_host_torch"]
+__all__ = ["CHUNK", "THRESHOLD", "locked_bytes", "moved", "no_locking", "to_device_cupy", "to_device_torch",
+           "to_host_cupy", "to_host_torch"]
 
 CHUNK = 16 << 20
 THRESHOLD = 1 << 20
@@ -123,6 +125,21 @@ _locked_owners: dict[int, int] = {}  # id of a locked owner -> its bytes
 _refused: set[int] = set()  # owners the driver would not lock: staged, never tried again
 
 
+_locking = True
+
+
+@contextlib.contextmanager
+def no_locking() -> Iterator[None]:
+    """No host memory is locked in the block (calibration times the staged path, which a
+    first send takes)."""
+    global _locking
+    before, _locking = _locking, False
+    try:
+        yield
+    finally:
+        _locking = before
+
+
 def locked_bytes() -> int:
     """Bytes of host memory page-locked in place now."""
     return sum(_locked_owners.values())
@@ -149,7 +166,7 @@ def _locked(array: np.ndarray, lock: Any, unlock: Any) -> bool:
     ``LOCK_AFTER``-th. ``lock(ptr, nbytes)`` raises if the driver refuses; ``unlock(ptr)``
     runs when the owning array is freed, before NumPy frees its memory (weak references are
     cleared first)."""
-    owner = _owner(array)
+    owner = _owner(array) if _locking else None
     if owner is None:
         return False
     key = id(owner)
