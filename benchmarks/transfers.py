@@ -67,8 +67,8 @@ def measure(target: Any) -> list[dict[str, float]]:
         sync = target.synchronize
         with _staging.no_locking():
             staged_in = _time(lambda h=host: target.from_host(h), sync)
+        direct_in = _time(lambda h=host: plain_in(h), sync)  # before the array is locked
         locked_in = _time(lambda h=host: target.from_host(h), sync)  # sent again: locked in place
-        direct_in = _time(lambda h=host: plain_in(h), sync)
         pinned_in = _time(_from_pinned(target, host), sync)
         staged_out = _time(lambda n=native: target.to_host(n), sync)
         direct_out = _time(lambda n=native: plain_out(n), sync)
