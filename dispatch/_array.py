@@ -221,7 +221,8 @@ class ndarray:
 
     def __getitem__(self, key: Any) -> Any:
         data = self._data
-        if type(data) is np.ndarray and STATE.plain:
+        # (an index array on a device goes to the router, which may send this array there: _gather_on_device)
+        if type(data) is np.ndarray and STATE.plain and not (type(key) is ndarray and type(key._data) is not _ND):
             view = wrap_host(data[_host_key(key)])
             if type(view) is ndarray and view._data.size > _LINEAGE_MIN:  # a large view keeps its root
                 root = getattr(self, "_root", None)

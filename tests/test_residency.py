@@ -279,6 +279,27 @@ def test_every_operator_form_follows_the_two_floors(monkeypatch):
         numpy.testing.assert_array_equal(out, expected)
 
 
+def test_a_host_array_indexed_by_a_device_index_goes_to_the_index():
+    """``values[order]`` with ``order`` made on the device (a sort there): the values go to the
+    device, unless they are much larger than the index, which then comes back."""
+    router.use_calibration(synthetic(gpu=True))
+    rng = numpy.random.default_rng(2)
+    values, big = rng.integers(0, 100, 5000), rng.standard_normal(50_000)
+    order = dispatch.asarray(numpy.argsort(values, kind="stable")).to("cupy")
+    with dispatch.trace() as t:
+        gathered = dispatch.asarray(values)[order]
+        picked = dispatch.asarray(big)[order]  # 400 kB of values for a 40 kB index: on the host
+    untraced = dispatch.asarray(values)[order]
+    assert [(r.target, r.reason.split(":")[0]) for r in t.records if r.op == "__getitem__"] == [
+        ("cupy", "indexing"), ("numpy", "local")]
+    assert gathered.target == untraced.target == "cupy" and picked.target == "numpy"
+    host_order = numpy.asarray(order)
+    for got, want in ((gathered, values[host_order]), (untraced, values[host_order]), (picked, big[host_order])):
+        out = numpy.asarray(got)
+        assert out.dtype == want.dtype and out.shape == want.shape
+        numpy.testing.assert_array_equal(out, want)
+
+
 def test_a_kind_of_call_refused_twice_for_its_arguments_is_not_offered_again(monkeypatch):
     router.use_calibration(synthetic(gpu=True, torch_cpu=False))  # the device wins exp's round trip
     cupy_target = dispatch.targets.probe("cupy")
