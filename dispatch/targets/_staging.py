@@ -119,7 +119,8 @@ LOCK_AFTER = 2
 # At most this share of the machine's memory is locked at once (locked pages cannot be swapped).
 LOCK_SHARE = 0.25
 
-_lock = threading.Lock()
+# Reentrant: freeing an array (a garbage collection) may run its unlock while this thread holds it.
+_lock = threading.RLock()
 _sends: dict[int, int] = {}  # id of a buffer's owning array -> its sends so far
 _locked_owners: dict[int, int] = {}  # id of a locked owner -> its bytes
 _refused: set[int] = set()  # owners the driver would not lock: staged, never tried again
@@ -142,7 +143,8 @@ def no_locking() -> Iterator[None]:
 
 def locked_bytes() -> int:
     """Bytes of host memory page-locked in place now."""
-    return sum(_locked_owners.values())
+    with _lock:
+        return sum(list(_locked_owners.values()))  # a copy: a collection may unlock an array meanwhile
 
 
 def _owner(array: np.ndarray) -> np.ndarray | None:
