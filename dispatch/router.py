@@ -544,8 +544,8 @@ def _device(a: Any) -> Any:
 def _gather_on_device(inputs: Any, key: tuple) -> Decision | None:
     """``a[order]`` of a host array by an index array a device made (the order of a sort run
     there): the indexed array goes to the index, where what follows runs, rather than the
-    index coming back, when the array is no larger than the index (gathering 4M int64 by a
-    device's sort order took 10 ms a call on the host, after 32 MB came back)."""
+    index coming back, when the array holds at most twice the index's bytes (gathering 4M
+    int64 by a device's sort order took 10 ms a call on the host, after 32 MB came back)."""
     from dispatch._array import ndarray
 
     base, *index = inputs.arrays
