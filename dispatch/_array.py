@@ -744,14 +744,6 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
     return forward, reflected, inplace
 
 
-def _numpy_takes(op: Any, n: int, a: Any, b: Any) -> bool:
-    """Whether host operands of ``n`` elements run on NumPy without routing (``_call.call``'s
-    rule): under the op's floor, or under its round-trip floor if neither carries a root."""
-    router = _call.router
-    return n <= router.host_floor(op) or (
-        n <= router.trip_floor(op) and getattr(a, "_root", None) is None and getattr(b, "_root", None) is None)
-
-
 def _measure_temporaries() -> None:
     """The reference count ``forward`` sees on a temporary left operand, if it differs from a
     named one's (Python versions differ; where they do not, nothing is elided)."""
@@ -861,6 +853,8 @@ ndarray.__module__ = "dispatch"
 
 # The call path needs this module's names; it is imported last to close the cycle.
 from dispatch import _call  # noqa: E402
+
+_numpy_takes = _call.numpy_takes
 
 _COPY = op_named("copy")
 _LINEAGE_MIN = 1 << 14  # smaller arrays are never worth making on a device: their views skip the bookkeeping

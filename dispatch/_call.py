@@ -360,6 +360,14 @@ def under_floors(op: Op, args: tuple) -> tuple[list | None, int, bool]:
     return hargs, floor, False
 
 
+def numpy_takes(op: Op, n: int, a: Any, b: Any = None) -> bool:
+    """Whether host operands of ``n`` elements run on NumPy without routing (``under_floors``'
+    rule, for one or two operands): under the op's floor, or under its round-trip floor if
+    neither carries a root."""
+    return n <= router.host_floor(op) or (
+        n <= router.trip_floor(op) and getattr(a, "_root", None) is None and getattr(b, "_root", None) is None)
+
+
 def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
     """Run ``op`` on the target the router picks; NumPy on the host when that target refuses.
 
@@ -489,8 +497,7 @@ def call_fast_unary(op: Op, a: Any) -> Any:
         data = a._data
         if type(data) is np.ndarray:
             n = data.size
-            if n <= op.floor or n <= router.host_floor(op) or (
-                    n <= router.trip_floor(op) and getattr(a, "_root", None) is None):
+            if n <= op.floor or numpy_takes(op, n, a):
                 result = op.func(data)
                 if type(result) is np.ndarray:
                     obj = object.__new__(ndarray)
