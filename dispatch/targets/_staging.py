@@ -15,6 +15,7 @@ copy has finished when the call returns, so the caller may change its arrays rig
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import weakref
@@ -156,6 +157,7 @@ def _owner(array: np.ndarray) -> np.ndarray | None:
     return base if type(base) is np.ndarray else None
 
 
+@functools.cache
 def _memory_total() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
