@@ -687,7 +687,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
             else:
                 return _call.call_fast_ufunc(op, self, other)
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(func, data, odata, True)
-            if n > op.floor and not _numpy_takes(op, n, self, other):
+            if n > op.floor and not _call.numpy_takes(op, n, self, other):
                 return _call.call(op, (self, other), {}, into=self if elide else None)
             if elide:
                 func(data, odata, out=data)
@@ -705,7 +705,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
         if type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND:  # ``alpha * x``: forward's hot path
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(func, data, other, False)
             n = data.size
-            if n > op.floor and not _numpy_takes(op, n, self, other):
+            if n > op.floor and not _call.numpy_takes(op, n, self, other):
                 return _call.call(op, (other, self), {}, into=self if elide else None)
             if elide:
                 func(other, data, out=data)  # ``2.0 * (a + b)``: in the temporary, as NumPy would
@@ -736,7 +736,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
             okind = type(odata)
             if okind is _ND or okind in _PY_SCALARS:
                 n = odata.size if okind is _ND and odata.size > data.size else data.size
-                if n <= op.floor or _numpy_takes(op, n, self, other):
+                if n <= op.floor or _call.numpy_takes(op, n, self, other):
                     func(data, odata, out=data)
                     return self
         return _call.call(op, (self, other), {"out": (self,)})
@@ -853,8 +853,6 @@ ndarray.__module__ = "dispatch"
 
 # The call path needs this module's names; it is imported last to close the cycle.
 from dispatch import _call  # noqa: E402
-
-_numpy_takes = _call.numpy_takes
 
 _COPY = op_named("copy")
 _LINEAGE_MIN = 1 << 14  # smaller arrays are never worth making on a device: their views skip the bookkeeping
