@@ -19,11 +19,12 @@ import numpy
 import pytest
 from _synthetic import synthetic
 from conftest import DEVICE_BACKENDS, require
-from helpers import assert_same
+from helpers import assert_same, router_restored
 
 import dispatch
 import dispatch.targets
 from dispatch import calibration, router
+from dispatch.history import History
 from dispatch.targets import torch_target
 
 
@@ -311,13 +312,14 @@ def test_cupy_memory_pool_limit_falls_back_to_numpy():
     limit = pool.get_limit()
     pool.free_all_blocks()  # no cached block to serve the product from
     pool.set_limit(size=pool.used_bytes() + 1024)  # room for nothing new
-    try:
-        with dispatch.using("cupy"), dispatch.trace() as t:  # on its own the router may pick torch-cuda
+    try:  # a router without decisions cached by earlier tests; cupy forced, or it may pick torch-cuda
+        with router_restored(History()), dispatch.using("cupy"), dispatch.trace() as t:
             got = a @ a
     finally:
         pool.set_limit(size=limit)
     assert_same(got, x @ x, loose=1e3)
-    assert any("OutOfMemoryError" in why or "out of memory" in why.lower() for (_, why) in t.fallbacks)
+    assert any("OutOfMemoryError" in why or "out of memory" in why.lower() for (_, why) in t.fallbacks), \
+        dict(t.fallbacks)
     assert_same(a, x)
 
 
@@ -332,13 +334,14 @@ def test_torch_memory_fraction_falls_back_to_numpy():
     device = dispatch.targets.get("torch-cuda").tdevice
     torch.cuda.set_per_process_memory_fraction(
         (torch.cuda.memory_allocated(device) + 1024) / torch.cuda.get_device_properties(device).total_memory, device)
-    try:
-        with dispatch.using("torch-cuda"), dispatch.trace() as t:  # on its own the router may pick cupy
+    try:  # a router without decisions cached by earlier tests; torch-cuda forced, or it may pick cupy
+        with router_restored(History()), dispatch.using("torch-cuda"), dispatch.trace() as t:
             got = a @ a
     finally:
         torch.cuda.set_per_process_memory_fraction(1.0, device)
     assert_same(got, x @ x, loose=1e3)
-    assert any("OutOfMemoryError" in why or "out of memory" in why.lower() for (_, why) in t.fallbacks)
+    assert any("OutOfMemoryError" in why or "out of memory" in why.lower() for (_, why) in t.fallbacks), \
+        dict(t.fallbacks)
     assert_same(a, x)
 
 
