@@ -1,11 +1,12 @@
 """Where the router sends a workload's calls, and what they cost: for tuning the router.
 
-    python -m benchmarks.route_trace kmeans medium [pairwise small ...] [--warmup 3] [--top 25]
+    python -m benchmarks.route_trace kmeans medium [pairwise small ...] [--warmup 3] [--top 25] [--runs 5]
 
 Each workload runs under the calibrated cost policy (this machine's stored calibration, or a
 full one measured first) for ``--warmup`` runs, as the suite's ``router`` mode does, then once
 traced. Per (op, target, reason): calls, total and median seconds, bytes moved; then the run's
-total against plain NumPy's; then one untraced run, with the calls that reached the router.
+total against plain NumPy's; then ``--runs`` untraced runs beside NumPy's, with the calls
+that reached the router.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from benchmarks.workloads import get
 from dispatch import calibration, router
 
 
-def trace_case(name: str, size: str, warmup: int, top: int) -> None:
+def trace_case(name: str, size: str, warmup: int, top: int, runs: int) -> None:
     workload = get(name)
     data = workload.make_data(size)
     start = time.perf_counter()
@@ -50,13 +51,15 @@ def trace_case(name: str, size: str, warmup: int, top: int) -> None:
         print(f"{op[:15]:<16}{shapes[:13]:<14}{target:<12}{len(rs):>6}{total * 1e3:>10.2f}"
               f"{statistics.median(r.seconds for r in rs) * 1e6:>9.1f}{sum(r.bytes_moved for r in rs) / 1e6:>8.2f}"
               f"  {reason}")
-    untraced(workload, data, top)
+    untraced(workload, data, top, runs)
 
 
-def untraced(workload: object, data: dict, top: int) -> None:
-    """The same run without a trace: a trace sends every call through the router, so it shows
-    decisions that an untraced run, whose calls under the floors go straight to NumPy, never
-    asks for. Here only the calls that reach the router are counted, by decision."""
+def untraced(workload: object, data: dict, top: int, runs: int) -> None:
+    """The same program without a trace, ``runs`` times, each run timed beside one of plain
+    NumPy: a trace sends every call through the router, so it shows decisions that an untraced
+    run, whose calls under the floors go straight to NumPy, never asks for. Here only the calls
+    that reach the router are counted, by decision, over all runs: a decision seen in fewer
+    runs than the others (an exploration) is what makes one run slower than the next."""
     decided: Counter = Counter()
     decide = router.decide
 
@@ -65,16 +68,23 @@ def untraced(workload: object, data: dict, top: int) -> None:
         decided[(op.name, inputs.size, d.target.name, d.reason[:60])] += 1
         return d
 
-    router.decide = counting
-    try:
+    numpy_ms, routed_ms = [], []
+    for _ in range(runs):
         start = time.perf_counter()
-        _to_host(workload.run(dispatch, **data))
-        _synchronize()
-        seconds = time.perf_counter() - start
-    finally:
-        router.decide = decide
-    print(f"-- untraced: {seconds * 1e3:.2f} ms, {sum(decided.values())} calls routed (the rest ran on NumPy under "
-          f"the floors)")
+        workload.run(numpy, **data)
+        numpy_ms.append((time.perf_counter() - start) * 1e3)
+        router.decide = counting
+        try:
+            start = time.perf_counter()
+            _to_host(workload.run(dispatch, **data))
+            _synchronize()
+            routed_ms.append((time.perf_counter() - start) * 1e3)
+        finally:
+            router.decide = decide
+    print(f"-- untraced, {runs} runs: numpy {' '.join(f'{t:.2f}' for t in numpy_ms)} ms; router "
+          f"{' '.join(f'{t:.2f}' for t in routed_ms)} ms; median ratio "
+          f"{statistics.median(routed_ms) / statistics.median(numpy_ms):.2f}; "
+          f"{sum(decided.values()) / runs:.1f} calls routed a run (the rest ran on NumPy under the floors)")
     for (op, size, target, reason), calls in decided.most_common(top):
         print(f"{op[:15]:<16}{size:<14}{target:<12}{calls:>6}  {reason}")
 
@@ -84,13 +94,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("cases", nargs="+", help="pairs: workload size")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--runs", type=int, default=5, help="untraced runs after the traced one")
     args = parser.parse_args(argv)
     if len(args.cases) % 2:
         parser.error("give cases as pairs: workload size")
     cal = calibration.load() or calibration.calibrate(quick=False, progress=False)
     router.use_calibration(cal)
     for name, size in zip(args.cases[::2], args.cases[1::2], strict=True):
-        trace_case(name, size, args.warmup, args.top)
+        trace_case(name, size, args.warmup, args.top, args.runs)
 
 
 if __name__ == "__main__":
