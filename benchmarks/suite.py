@@ -14,11 +14,11 @@ Modes, each timed on the same data in one run, interleaved call by call:
                  of call first
 
 A timed sample is one run, or for programs shorter than 50 ms on NumPy as many runs as
-make 50 ms there (``loops`` in the output), the same count for every mode. Every mode
-starts from host NumPy data and ends with its results on the host (reading the
-results is part of a program), so a device's transfers are counted. Every result is checked
-against NumPy's. The router and the oracle learn during warm-up runs, as they would in a
-program's first iterations; the timed runs are steady state.
+make 50 ms there (``loops`` in the output), the same count for every mode; so is a warm-up
+sample. Every mode starts from host NumPy data and ends with its results on the host (reading
+the results is part of a program), so a device's transfers are counted. Every result is
+checked against NumPy's. The router and the oracle learn during the warm-up samples, as they
+would in a program's first iterations; the timed samples are steady state.
 """
 
 from __future__ import annotations
@@ -120,10 +120,10 @@ def _loops(run: Callable[[], dict]) -> int:
 def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: int, loops: int = 1,
                  budget_s: float = 20.0) -> dict[str, list[float]]:
     """Seconds per run of each mode, taking turns sample by sample (``loops`` runs each), each
-    sample synchronised."""
+    sample synchronised, after ``warmup`` samples' worth of runs of each."""
     for mode, run in runners.items():
         _prepare(mode)
-        for _ in range(warmup):
+        for _ in range(warmup * loops):
             run()
             _synchronize()
     times: dict[str, list[float]] = {m: [] for m in runners}
