@@ -11,7 +11,9 @@ call of each kind on the target chosen for it (a model wrong by orders of magnit
 threshold is caught once, then the threshold rules, which no op called more than
 ``hot_calls_per_s`` (10,000) times a second can pass); such ops are "hot": not traced. GPU calls
 are timed with device events, read back later without a host sync. The
-history can be saved and loaded (``save()``, ``load()``) in the user's cache directory.
+history can be saved and loaded (``save()``, ``load()``) in the user's cache directory. With
+``trials`` on (the default) the router also times the whole program against NumPy where it
+sends host data to a device (``dispatch.trials``).
 
 It also learns what becomes of a result that a device computed from host data: used on the
 device again, or read back to the host first (``settle``). ``p_return`` is that chance, starting
@@ -50,7 +52,7 @@ class History:
 
     def __init__(self, alpha: float = 0.3, sample_threshold_s: float = 100e-6, hot_calls_per_s: float = 10_000,
                  explore_probability: float = 0.1, explore_ratio: float = 3.0, explore_samples: int = 2,
-                 explore_budget: float = 0.05, seed: int = 0) -> None:
+                 explore_budget: float = 0.05, trials: bool = True, seed: int = 0) -> None:
         self.alpha = alpha
         self.sample_threshold_s = sample_threshold_s
         self.hot_calls_per_s = hot_calls_per_s
@@ -58,6 +60,7 @@ class History:
         self.explore_ratio = explore_ratio
         self.explore_samples = explore_samples
         self.explore_budget = explore_budget
+        self.trials = trials  # device choices for host data are tried against the host (dispatch.trials)
         self.stats: dict[tuple, dict[str, Stat]] = {}
         self.ran: set[tuple] = set()  # (op, dtypes, target) measured at least once, at any size
         self._lock = threading.Lock()

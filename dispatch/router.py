@@ -20,6 +20,8 @@ Rules, first match wins:
      array made once moves it once; a device that never ran the op on these dtypes pays
      ``FIRST_USE_S`` for host data; the cheapest wins, but NumPy keeps a call unless another
      target is ``NUMPY_MARGIN`` cheaper                      "cost model" / "history" / "placement"
+     a device chosen for host data is then put on trial (``dispatch.trials``): the program is
+     timed with the call there and on NumPy, and the faster keeps it               "trial"
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
      table on the op's complexity and element count, each tier mapped to the best target
      available here (GPU: cupy, torch-cuda, torch-mps; SIMD: torch-cpu where it is known to be
@@ -41,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import cluster, cost, targets
+from dispatch import cluster, cost, targets, trials
 from dispatch._ops import all_ops, op_named
 from dispatch._state import STATE
 from dispatch.devices import DASK, HOST
@@ -138,6 +140,7 @@ def policy() -> str:
 def clear_decisions() -> None:
     for cache in _caches.values():
         cache.clear()
+    trials.clear()
     _parked_floors.clear()
     _reset_floors()
 
@@ -156,6 +159,7 @@ _parked_floors: dict[str, tuple[dict, dict]] = {}
 def _switch(name: str) -> None:
     global _policy, _decisions
     if name != _policy:
+        trials.pause()
         _parked_floors[_policy] = ({op: (op.floor, op.trip_floor) for op in all_ops()}, dict(_floors))
         _policy = name
         _decisions = _caches[name]
@@ -313,8 +317,34 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     hit = _decisions.get(key)
     if hit is not None:
         return hit
+    trial = trials.active(key)
+    if trial is not None:
+        return _on_trial(key, trial)
     decision, cacheable = _decide(op, inputs, key)
+    if cacheable and _trial_worthy(decision, inputs):
+        chosen = trials.verdict(key)
+        if chosen is not None:
+            decision = chosen if chosen.target is NUMPY else decision  # a device verdict: as decided now
+        elif trials.start(key, decision, Decision(NUMPY, "trial: timing the program with this call on the host",
+                                                  key=key)):
+            return _on_trial(key, trials.active(key))
+        else:
+            return decision  # another trial runs: this one waits, decided afresh at each call
     if cacheable and (inputs.size < cluster.LIVE_ELEMENTS or DASK in inputs.devices):
+        _decisions[key] = decision
+    return decision
+
+
+def _trial_worthy(decision: Decision, inputs: Any) -> bool:
+    """A device decision for host data (see ``dispatch.trials``)."""
+    return (history.trials and inputs.resident is None and bool(inputs.arrays) and not decision.target.device.is_host
+            and _policy == "cost")
+
+
+def _on_trial(key: tuple, trial: trials.Trial) -> Decision:
+    decision, final = trial.next()
+    if final:
+        trials.finish(key, decision)
         _decisions[key] = decision
     return decision
 
@@ -581,6 +611,7 @@ def refused(op: Any, inputs: Any, target: Any, why: str) -> None:
     key = _key(op, inputs)
     _refusals.setdefault(key, set()).add(target.name)
     _decisions.pop(key, None)
+    trials.finish(key)
     if _policy == "seed" or STATE.forced_name() not in (None, "auto"):
         _decisions[key] = Decision(NUMPY, FALLBACK + why, key=key)
 

@@ -1,0 +1,149 @@
+"""Trials: a call that sends host data to a device stays there only if the program runs faster so.
+
+A call's own timing cannot see what its choice costs the calls after it: its result coming back
+to the host for the next call, then going out again, a device's launch latency on a chain of
+small calls. The cost model and the placement credit price those from estimates, and on a chain
+of calls of a millisecond or less the estimates can be wrong by the whole gain. So where the
+router sends a kind of call's host data to a device, the choice is put on trial: the program is
+timed from each such call to the next one, in blocks of ``BLOCK`` calls, with the call on the
+device, then on the host (NumPy), alternately. The host wins when the program ran no slower
+with the call there: it is what the program ran before. A program that takes longer than
+``MAX_PERIOD_S`` from one such call to the next keeps the device without trying the host: its
+calls are large enough for the estimates to hold, and a host side there could cost seconds.
+
+One trial runs at a time, so each is timed with the others' calls settled; a kind of call that
+qualifies meanwhile waits its turn, decided afresh at each call until it starts. A period much
+longer than the others (the program paused, or a benchmark switched policies between its
+samples) is left out.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any
+
+__all__ = ["Trial", "active", "clear", "finish", "pause", "start", "verdict"]
+
+# Calls of a kind per block: the block's first period is left out (it runs on what the other
+# side left), so three periods are timed.
+BLOCK = 4
+# The blocks after the first (a warm-up on the device: first calls pay for kernels and plans):
+# device, host, device, host. A clear verdict after the first pair ends the trial early.
+SCHEDULE = ("device", "host", "device", "host")
+EARLY_RATIO = 1.5
+MAX_PERIOD_S = 20e-3
+# A trial whose kind of call has not come for this long is dropped, so that it does not keep the
+# others waiting: the loop it timed has ended.
+STALE_S = 5.0
+# A period this many times the median of the trial's periods is a pause, not the program.
+PAUSE_RATIO = 5.0
+
+
+class Trial:
+    """The device and host decisions of one kind of call, and the program's periods under each."""
+
+    __slots__ = ("device", "host", "last", "periods", "seen", "touched")
+
+    def __init__(self, device: Any, host: Any) -> None:
+        self.device = device
+        self.host = host
+        self.seen = 0
+        self.last: tuple[float, str] | None = None  # the previous call's time and side
+        self.touched = time.perf_counter()
+        self.periods: dict[str, list[float]] = {"device": [], "host": []}
+
+    def side(self) -> str | None:
+        """The side of the next call: ``None`` once the schedule is done."""
+        block = self.seen // BLOCK
+        if block == 0:
+            return "device"
+        return SCHEDULE[block - 1] if block <= len(SCHEDULE) else None
+
+    def next(self) -> tuple[Any, bool]:
+        """The decision for this call, and whether it is the trial's verdict."""
+        now = time.perf_counter()
+        if self.last is not None and self.seen % BLOCK != 1 and self.seen > BLOCK:
+            self.periods[self.last[1]].append(now - self.last[0])
+        side = self.side()
+        found = self.outcome(side)
+        if found is not None:
+            return found, True
+        self.seen += 1
+        self.last = (now, side)
+        self.touched = now
+        return (self.device if side == "device" else self.host), False
+
+    def outcome(self, side: str | None) -> Any:
+        device, host = self._means()
+        if host is None and self.seen == 2 * BLOCK and device > MAX_PERIOD_S:
+            self.device.reason += f" (not tried on the host: {device * 1e3:.0f} ms from one such call to the next)"
+            return self.device
+        if device is None or host is None:
+            return self.host if side is None else None  # periods all lost to pauses: NumPy, as before
+        early = self.seen == (1 + 2) * BLOCK and (host > EARLY_RATIO * device or device > EARLY_RATIO * host)
+        if side is not None and not early:
+            return None
+        on_host = host <= device
+        chosen = self.host if on_host else self.device
+        faster, slower = (host, device) if on_host else (device, host)
+        where = "the host" if on_host else chosen.target.name
+        chosen.reason = (f"trial: the program ran faster with this call on {where} "
+                         f"({faster * 1e6:.0f} µs against {slower * 1e6:.0f} µs from one such call to the next)")
+        return chosen
+
+    def _means(self) -> tuple[float | None, float | None]:
+        """Each side's mean period, pauses left out (a side whose every period is one is
+        ``inf``); ``None`` for a side with no period yet."""
+        if not self.periods["device"]:
+            return None, None
+        if not self.periods["host"]:
+            return statistics.fmean(self.periods["device"]), None
+        bound = PAUSE_RATIO * statistics.median(self.periods["device"] + self.periods["host"])
+        means = []
+        for side in ("device", "host"):
+            kept = [p for p in self.periods[side] if p <= bound]
+            means.append(statistics.fmean(kept) if kept else math.inf)
+        return means[0], means[1]
+
+
+_active: dict[tuple, Trial] = {}  # at most one entry
+_verdicts: dict[tuple, Any] = {}
+
+
+def active(key: tuple) -> Trial | None:
+    return _active.get(key)
+
+
+def verdict(key: tuple) -> Any:
+    """The decision a finished trial of this kind of call chose, or ``None``."""
+    return _verdicts.get(key)
+
+
+def start(key: tuple, device: Any, host: Any) -> bool:
+    """Put a device decision on trial, unless another trial runs; ``True`` if it started."""
+    for other, trial in list(_active.items()):
+        if other != key and time.perf_counter() - trial.touched > STALE_S:
+            del _active[other]  # its loop ended before its verdict: tried again if it comes back
+    if not _active and key not in _verdicts:
+        _active[key] = Trial(device, host)
+    return key in _active
+
+
+def finish(key: tuple, chosen: Any = None) -> None:
+    """End a trial with its verdict (``None``: dropped, the device refused the call)."""
+    if chosen is not None:
+        _verdicts[key] = chosen
+    _active.pop(key, None)
+
+
+def pause() -> None:
+    """The program stops being timed for a while (a policy switch): no period spans it."""
+    for trial in _active.values():
+        trial.last = None
+
+
+def clear() -> None:
+    _active.clear()
+    _verdicts.clear()

@@ -1,0 +1,172 @@
+"""Trials: a device choice for host data is kept only if the program runs faster with it
+(``dispatch/trials.py``).
+
+The verdict logic runs on a scripted clock; the router's wiring runs the cupy target on the fake
+CuPy (``tests/fakecupy.py``) under a hand-made calibration, with one side slowed on purpose, and
+its results are still compared with NumPy's.
+"""
+
+from __future__ import annotations
+
+import time
+
+import fakecupy
+import numpy
+import pytest
+from _synthetic import synthetic
+from helpers import router_restored
+
+import dispatch
+from dispatch import _call, router, trials
+from dispatch.history import History
+
+
+class _Side:
+    def __init__(self, name: str) -> None:
+        self.target = type("T", (), {"name": name})()
+        self.reason = name
+
+
+def _run(trial: trials.Trial, seconds: dict[str, float], pause_at: int | None = None) -> tuple[_Side, int]:
+    """Call the trial on a scripted clock, each period as long as the side it ran; returns the
+    verdict and how many calls it took."""
+    clock = [0.0]
+    real = trials.time.perf_counter
+    trials.time.perf_counter = lambda: clock[0]
+    try:
+        for call in range(100):
+            decision, final = trial.next()
+            if final:
+                return decision, call
+            side = "device" if decision is trial.device else "host"
+            clock[0] += seconds[side] + (10.0 if call == pause_at else 0.0)
+    finally:
+        trials.time.perf_counter = real
+    raise AssertionError("no verdict in 100 calls")
+
+
+def test_a_device_twice_as_slow_loses_after_the_first_pair_of_blocks():
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    chosen, calls = _run(trial, {"device": 2e-3, "host": 1e-3})
+    assert chosen is trial.host and calls == 3 * trials.BLOCK
+    assert chosen.reason.startswith("trial: the program ran faster with this call on the host (1000 µs against 2000")
+
+
+def test_a_close_race_runs_the_whole_schedule_and_keeps_the_faster_side():
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    chosen, calls = _run(trial, {"device": 1.0e-3, "host": 1.2e-3})
+    assert chosen is trial.device and calls == (1 + len(trials.SCHEDULE)) * trials.BLOCK
+    assert "on cupy (1000 µs against 1200 µs" in chosen.reason
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    assert _run(trial, {"device": 2.0**-10, "host": 2.0**-10})[0] is trial.host  # a tie: what the program ran before
+
+
+def test_a_long_loop_keeps_the_device_without_trying_the_host():
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    chosen, calls = _run(trial, {"device": 2 * trials.MAX_PERIOD_S, "host": 1e-3})
+    assert chosen is trial.device and calls == 2 * trials.BLOCK
+    assert "not tried on the host: 40 ms from one such call to the next" in chosen.reason
+
+
+def test_a_pause_is_left_out_and_a_policy_switch_times_no_period():
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    # a 10 s pause in a host period would make the host lose; it is left out of the mean
+    chosen, _ = _run(trial, {"device": 2e-3, "host": 1e-3}, pause_at=2 * trials.BLOCK + 1)
+    assert chosen is trial.host
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    trial.next()
+    trial.last = (0.0, "device")
+    trials._active[("k",)] = trial
+    try:
+        trials.pause()
+        assert trial.last is None
+    finally:
+        trials.clear()
+
+
+def test_one_trial_runs_at_a_time():
+    device, host = _Side("cupy"), _Side("numpy")
+    try:
+        assert trials.start(("a",), device, host)
+        assert not trials.start(("b",), device, host)  # waits
+        assert trials.start(("a",), device, host)  # still the running one
+        trials.finish(("a",), host)
+        assert trials.verdict(("a",)) is host and not trials.start(("a",), device, host)  # judged once
+        assert trials.start(("b",), device, host)
+        trials.finish(("b",))  # dropped (the device refused): no verdict
+        assert trials.verdict(("b",)) is None and trials.active(("b",)) is None
+        assert trials.start(("c",), device, host)
+        assert not trials.start(("d",), device, host)
+        trials.active(("c",)).touched -= 2 * trials.STALE_S  # its loop ended long ago
+        assert trials.start(("d",), device, host) and trials.active(("c",)) is None
+    finally:
+        trials.clear()
+
+
+N = 1_000_000  # exp on the synthetic machine: NumPy 4 ms, the device 1.7 ms with the way back
+
+
+@pytest.fixture
+def fake_gpu(tmp_path, monkeypatch):
+    if fakecupy.real_cupy_installed():
+        pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules")
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    restore = fakecupy.install()
+    dispatch.targets.reset("cupy")
+    history = History(explore_probability=0.0)
+    monkeypatch.setattr(history, "observe", lambda *args, **kwargs: None)
+    monkeypatch.setattr(router, "observe", lambda *args, **kwargs: None)
+    try:
+        with router_restored(history):
+            router.use_calibration(synthetic(gpu=True, torch_cpu=False))
+            monkeypatch.setattr(trials, "MAX_PERIOD_S", 1.0)  # a loop of a shared CI machine's pace
+            yield dispatch.targets.probe("cupy")
+    finally:
+        restore()
+        dispatch.targets.reset("cupy")
+
+
+def _program(host: numpy.ndarray, steps: int) -> list[tuple[str, str]]:
+    """A loop whose result comes back to the host each step; (target, reason) of each exp."""
+    x, expected = dispatch.asarray(host), numpy.exp(host)
+    seen = []
+    for _ in range(steps):
+        with dispatch.trace() as t:
+            y = dispatch.exp(x)
+        seen.append((t.records[0].target, t.records[0].reason))
+        got = numpy.asarray(y)
+        assert got.dtype == numpy.float64 and got.shape == host.shape
+        numpy.testing.assert_allclose(got, expected, rtol=1e-15)
+    return seen
+
+
+def _slowed(monkeypatch, cls: type, name: str, seconds: float) -> None:
+    real = getattr(cls, name)
+
+    def slow(*args, **kwargs):
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cls, name, slow)
+
+
+STEPS = (1 + len(trials.SCHEDULE)) * trials.BLOCK + 4  # the whole schedule, and a few calls after
+
+
+def _verdict(seen: list[tuple[str, str]], where: str) -> int:
+    return next(i for i, (_, reason) in enumerate(seen) if f"ran faster with this call on {where}" in reason)
+
+
+def test_a_device_that_makes_the_program_slower_is_dropped_for_numpy(fake_gpu, monkeypatch):
+    _slowed(monkeypatch, type(fake_gpu), "run", 0.015)  # each device call: 15 ms more
+    seen = _program(numpy.linspace(0.0, 1.0, N), steps=STEPS)
+    assert [t for t, _ in seen[: trials.BLOCK]] == ["cupy"] * trials.BLOCK  # the model's choice first
+    assert seen[2 * trials.BLOCK][0] == "numpy"  # the host side of the trial
+    assert {t for t, _ in seen[_verdict(seen, "the host"):]} == {"numpy"}
+
+
+def test_a_device_that_makes_the_program_faster_is_kept(fake_gpu, monkeypatch):
+    _slowed(monkeypatch, _call, "_run_numpy", 0.015)  # each host call: 15 ms more
+    seen = _program(numpy.linspace(0.0, 1.0, N), steps=STEPS)
+    assert seen[2 * trials.BLOCK][0] == "numpy"  # the host side was tried...
+    assert {t for t, _ in seen[_verdict(seen, "cupy"):]} == {"cupy"}  # ...and lost
