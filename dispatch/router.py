@@ -317,11 +317,11 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     hit = _decisions.get(key)
     if hit is not None:
         return hit
-    trial = trials.active(key)
+    trial = trials.active(key) if _policy == "cost" else None
     if trial is not None:
         return _on_trial(key, trial)
     decision, cacheable = _decide(op, inputs, key)
-    if cacheable and _trial_worthy(decision, inputs):
+    if cacheable and _trial_worthy(decision, inputs, key):
         chosen = trials.verdict(key)
         if chosen is not None:
             decision = chosen if chosen.target is NUMPY else decision  # a device verdict: as decided now
@@ -335,10 +335,10 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     return decision
 
 
-def _trial_worthy(decision: Decision, inputs: Any) -> bool:
-    """A device decision for host data (see ``dispatch.trials``)."""
-    return (history.trials and inputs.resident is None and bool(inputs.arrays) and not decision.target.device.is_host
-            and _policy == "cost")
+def _trial_worthy(decision: Decision, inputs: Any, key: tuple) -> bool:
+    """A GPU chosen by the cost policy for host data, no target forced (see ``dispatch.trials``)."""
+    return (history.trials and _policy == "cost" and decision.target.name in GPU_TARGETS and key[4] is None
+            and inputs.resident is None and bool(inputs.arrays))
 
 
 def _on_trial(key: tuple, trial: trials.Trial) -> Decision:

@@ -77,7 +77,7 @@ class Trial:
 
     def outcome(self, side: str | None) -> Any:
         device, host = self._means()
-        if host is None and self.seen == 2 * BLOCK and device > MAX_PERIOD_S:
+        if device is not None and host is None and self.seen == 2 * BLOCK and device > MAX_PERIOD_S:
             self.device.reason += f" (not tried on the host: {device * 1e3:.0f} ms from one such call to the next)"
             return self.device
         if device is None or host is None:

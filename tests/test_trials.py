@@ -74,9 +74,12 @@ def test_a_pause_is_left_out_and_a_policy_switch_times_no_period():
     chosen, _ = _run(trial, {"device": 2e-3, "host": 1e-3}, pause_at=2 * trials.BLOCK + 1)
     assert chosen is trial.host
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))
-    trial.next()
-    trial.last = (0.0, "device")
     trials._active[("k",)] = trial
+    for _ in range(2 * trials.BLOCK + 1):  # paused before every call: no period timed when the host's turn comes
+        trials.pause()
+        assert not trial.next()[1]
+    assert trial.periods == {"device": [], "host": []}
+    trial.last = (0.0, "device")
     try:
         trials.pause()
         assert trial.last is None
@@ -170,3 +173,21 @@ def test_a_device_that_makes_the_program_faster_is_kept(fake_gpu, monkeypatch):
     seen = _program(numpy.linspace(0.0, 1.0, N), steps=STEPS)
     assert seen[2 * trials.BLOCK][0] == "numpy"  # the host side was tried...
     assert {t for t, _ in seen[_verdict(seen, "cupy"):]} == {"cupy"}  # ...and lost
+
+
+def test_a_forced_target_and_the_other_policies_are_never_on_trial(fake_gpu):
+    x = dispatch.asarray(numpy.linspace(0.0, 1.0, N))
+    with dispatch.using("cupy"):
+        for _ in range(3 * trials.BLOCK):
+            assert dispatch.exp(x).target == "cupy"
+    assert not trials._active
+    dispatch.exp(x)  # the cost policy's trial of exp starts
+    assert len(trials._active) == 1
+    router.set_policy("seed")
+    try:
+        with dispatch.trace() as t:
+            for _ in range(3 * trials.BLOCK):
+                dispatch.exp(x)
+        assert {r.reason.split(":")[0] for r in t.records} == {"heuristic"}
+    finally:
+        router.set_policy("cost")
