@@ -8,6 +8,7 @@ GPU-specific faults (a CuPy memory-pool limit, a torch memory fraction) are mark
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import subprocess
@@ -310,6 +311,7 @@ def test_cupy_memory_pool_limit_falls_back_to_numpy():
     x = numpy.random.default_rng(0).standard_normal((512, 512))
     a = dispatch.asarray(x).to("cupy")
     limit = pool.get_limit()
+    gc.collect()  # device arrays of earlier tests, held in cycles, freed now rather than into the limited pool
     pool.free_all_blocks()  # no cached block to serve the product from
     pool.set_limit(size=pool.used_bytes() + 1024)  # room for nothing new
     try:  # a router without decisions cached by earlier tests; cupy forced, or it may pick torch-cuda
@@ -330,6 +332,7 @@ def test_torch_memory_fraction_falls_back_to_numpy():
 
     x = numpy.random.default_rng(1).standard_normal((2048, 2048))
     a = dispatch.asarray(x).to("torch-cuda")
+    gc.collect()  # device arrays of earlier tests, held in cycles, freed now rather than under the fraction
     torch.cuda.empty_cache()
     device = dispatch.targets.get("torch-cuda").tdevice
     torch.cuda.set_per_process_memory_fraction(
