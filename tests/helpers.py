@@ -17,7 +17,8 @@ import pytest
 import dispatch
 from dispatch._array import _DeviceScalar
 
-__all__ = ["RTOL", "Outcomes", "assert_same", "host", "on_backend", "router_restored", "rtol_for"]
+__all__ = ["RTOL", "Outcomes", "assert_same", "fake_cupy_router", "host", "on_backend", "router_restored",
+           "rtol_for"]
 
 # Relative tolerance by the precision of the result: a few units in the last place, because a
 # backend may evaluate transcendental functions with another library (SLEEF, cuda libm) and
@@ -189,3 +190,29 @@ def router_restored(history: Any) -> Iterator[None]:
         router._refusals.clear()
         router.clear_decisions()
         calibration._loaded.clear()
+
+
+@contextlib.contextmanager
+def fake_cupy_router(tmp_path: Any, monkeypatch: Any) -> Iterator[Any]:
+    """The fake CuPy (``fakecupy.py``) as the cupy target, probed; a fresh history that neither
+    explores nor learns from timed calls (the fake runs at NumPy's speed); the router's state
+    restored afterwards (``router_restored``)."""
+    import fakecupy
+
+    from dispatch import router
+    from dispatch.history import History
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    restore = fakecupy.install()
+    dispatch.targets.reset("cupy")
+    history = History(explore_probability=0.0)
+    monkeypatch.setattr(history, "observe", lambda *args, **kwargs: None)
+    monkeypatch.setattr(router, "observe", lambda *args, **kwargs: None)
+    try:
+        with router_restored(history):
+            target = dispatch.targets.probe("cupy")
+            assert target is not None, dispatch.targets.unavailable().get("cupy")
+            yield target
+    finally:
+        restore()
+        dispatch.targets.reset("cupy")

@@ -11,7 +11,7 @@ import fakecupy
 import numpy
 import pytest
 from _synthetic import GPU_TRANSFER, synthetic
-from helpers import router_restored
+from helpers import fake_cupy_router
 
 import dispatch
 from dispatch import calibration, cost, router
@@ -27,19 +27,8 @@ if fakecupy.real_cupy_installed():
 def fake_gpu(tmp_path, monkeypatch):
     """The fake CuPy as the cupy target, a fresh history that neither explores nor learns from
     timed calls (the fake runs at NumPy's speed), and the router's state restored afterwards."""
-    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
-    restore = fakecupy.install()
-    dispatch.targets.reset("cupy")
-    history = History(explore_probability=0.0)
-    monkeypatch.setattr(history, "observe", lambda *args, **kwargs: None)
-    monkeypatch.setattr(router, "observe", lambda *args, **kwargs: None)
-    try:
-        with router_restored(history):
-            assert dispatch.targets.probe("cupy") is not None, dispatch.targets.unavailable().get("cupy")
-            yield
-    finally:
-        restore()
-        dispatch.targets.reset("cupy")
+    with fake_cupy_router(tmp_path, monkeypatch):
+        yield
 
 
 def _slow_way_back() -> calibration.Calibration:

@@ -14,11 +14,10 @@ import fakecupy
 import numpy
 import pytest
 from _synthetic import synthetic
-from helpers import router_restored
+from helpers import fake_cupy_router
 
 import dispatch
 from dispatch import _call, router, trials
-from dispatch.history import History
 
 
 class _Side:
@@ -113,20 +112,10 @@ N = 1_000_000  # exp on the synthetic machine: NumPy 4 ms, the device 1.7 ms wit
 def fake_gpu(tmp_path, monkeypatch):
     if fakecupy.real_cupy_installed():
         pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules")
-    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
-    restore = fakecupy.install()
-    dispatch.targets.reset("cupy")
-    history = History(explore_probability=0.0)
-    monkeypatch.setattr(history, "observe", lambda *args, **kwargs: None)
-    monkeypatch.setattr(router, "observe", lambda *args, **kwargs: None)
-    try:
-        with router_restored(history):
-            router.use_calibration(synthetic(gpu=True, torch_cpu=False))
-            monkeypatch.setattr(trials, "MAX_PERIOD_S", 1.0)  # a loop of a shared CI machine's pace
-            yield dispatch.targets.probe("cupy")
-    finally:
-        restore()
-        dispatch.targets.reset("cupy")
+    with fake_cupy_router(tmp_path, monkeypatch) as cupy_target:
+        router.use_calibration(synthetic(gpu=True, torch_cpu=False))
+        monkeypatch.setattr(trials, "MAX_PERIOD_S", 1.0)  # a loop of a shared CI machine's pace
+        yield cupy_target
 
 
 def _program(host: numpy.ndarray, steps: int) -> list[tuple[str, str]]:
