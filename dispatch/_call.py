@@ -351,7 +351,9 @@ def under_floors(op: Op, args: tuple) -> tuple[list | None, int, bool]:
     """``args`` unwrapped if they run on NumPy without asking the router (host arrays under the
     op's floor; larger, up to its round-trip floor, where no lineage reaches them), else
     ``None``; with the floor that held and whether it asked for arrays without a root."""
-    floor = router.host_floor(op)
+    floor = op.floor
+    if floor < 0:
+        floor = router.host_floor(op)
     hargs = _small_on_host(args, floor)
     if hargs is None:
         trip = router.trip_floor(op)
@@ -381,12 +383,22 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
         else:
             hargs = None
         if hargs is not None:
-            if not kwargs and not op.local:
-                return wrap(op.func(*hargs))
-            hvalues = _small_on_host(kwargs.values(), floor, rootless)
-            if hvalues is not None:
-                result = op.func(*hargs, **dict(zip(kwargs, hvalues, strict=True)))
-                return wrap(result, out_of=(args, kwargs)) if "out" in kwargs or op.local else wrap(result)
+            for v in kwargs.values():
+                if type(v) not in _PLAIN:  # an array, a list, an out=: unwrapped and size-checked
+                    hvalues = _small_on_host(kwargs.values(), floor, rootless)
+                    if hvalues is None:
+                        break
+                    result = op.func(*hargs, **dict(zip(kwargs, hvalues, strict=True)))
+                    return wrap(result, out_of=(args, kwargs)) if "out" in kwargs or op.local else wrap(result)
+            else:  # no keyword, or only axes, flags and names: as they are (the common case)
+                result = op.func(*hargs, **kwargs)
+                if op.local:
+                    return wrap(result, out_of=(args, kwargs))
+                if type(result) is np.ndarray:
+                    obj = object.__new__(ndarray)
+                    obj._data = result
+                    return obj
+                return wrap(result)
     inputs = Inputs(_collect(args, kwargs), _layout(op, args, kwargs) if op.work in _BY_AXIS else None)
     decision = router.decide(op, inputs, args, kwargs)
     target = decision.target
@@ -515,7 +527,9 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
         bd = b._data if type(b) is ndarray else b
         if (type(ad) is np.ndarray or type(ad) in _SCALARS) and (type(bd) is np.ndarray or type(bd) in _SCALARS):
             floor = op.floor if op.floor >= 0 else router.host_floor(op)
-            if max(getattr(ad, "size", 1), getattr(bd, "size", 1)) <= floor:
+            # (sizes read without getattr's default: a Python scalar would raise inside it)
+            na = ad.size if type(ad) is np.ndarray else 1
+            if na <= floor and (bd.size if type(bd) is np.ndarray else 1) <= floor:
                 result = op.func(ad, bd)
                 if type(result) is np.ndarray:
                     obj = object.__new__(ndarray)

@@ -18,6 +18,7 @@ from converters.numpy_ops import NUMPY_CATALOG
 from dispatch import _call
 from dispatch._array import ndarray
 from dispatch._ops import op_for_ufunc_method, op_named
+from dispatch._state import STATE
 
 __all__ = ["lazy_namespace", "routed", "ufunc"]
 
@@ -94,6 +95,10 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
 
     @functools.wraps(func)
     def wrapper(a: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if type(a) is np.ndarray and not copy_default and dtype is None and not args and not kwargs and STATE.plain:
+            obj = object.__new__(ndarray)  # ``asarray`` of a NumPy array: the call path's answer, without the path
+            obj._data = a
+            return obj
         copy = kwargs.get("copy", copy_default)
         if isinstance(a, ndarray) and not args and set(kwargs) <= {"copy"}:
             if dtype is not None and np.dtype(dtype) != a.dtype:

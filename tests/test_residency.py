@@ -257,10 +257,10 @@ def test_every_operator_form_follows_the_two_floors(monkeypatch):
         return dispatch.abs(y + dispatch.reshape(x, (-1,)))
 
     plain = program(dispatch.asarray(host))
-    assert calls == ["asarray", "reshape"] and decided == [] and plain.target == "numpy"  # views: NumPy's too
+    assert calls == ["reshape"] and decided == [] and plain.target == "numpy"  # views: NumPy's too
     calls.clear()
     followed = program(dispatch.asarray(host).copy())
-    assert calls == ["asarray", "copy", "multiply", "add", "reshape", "add", "abs"]
+    assert calls == ["copy", "multiply", "add", "reshape", "add", "abs"]  # asarray of NumPy's array: no path
     expected = numpy.abs(2.0 * host + 1.0 + host)
     for result in (plain, followed):
         out = numpy.asarray(result)
