@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch._ops import GETITEM, SETITEM, op_for_function, op_for_ufunc_method, op_named
+from dispatch._ops import GETITEM, POWER_OPERATOR, SETITEM, op_for_function, op_for_ufunc_method, op_named
 from dispatch._state import STATE
 from dispatch.devices import HOST, Device, device_of, is_backend_type, parse_device
 
@@ -662,8 +662,8 @@ def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
 
 
 def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
-    op = op_named(ufunc_name)
-    func = op.func
+    op = POWER_OPERATOR if ufunc_name == "power" else op_named(ufunc_name)
+    func, ufunc = op.func, op.ufunc
     new = object.__new__
 
     def forward(self: ndarray, other: Any) -> Any:
@@ -686,7 +686,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
                 n = data.size
             else:
                 return _call.call_fast_ufunc(op, self, other)
-            elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(func, data, odata, True)
+            elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, odata, True)
             if n > op.floor and not _call.numpy_takes(op, n, self, other):
                 return _call.call(op, (self, other), {}, into=self if elide else None)
             if elide:
@@ -703,7 +703,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
     def reflected(self: ndarray, other: Any) -> Any:
         data = self._data
         if type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND:  # ``alpha * x``: forward's hot path
-            elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(func, data, other, False)
+            elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, other, False)
             n = data.size
             if n > op.floor and not _call.numpy_takes(op, n, self, other):
                 return _call.call(op, (other, self), {}, into=self if elide else None)

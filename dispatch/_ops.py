@@ -14,7 +14,7 @@ import numpy as np
 from converters.numpy_ops import NUMPY_CATALOG
 from dispatch.selector import OpComplexity
 
-__all__ = ["GETITEM", "SETITEM", "Op", "op_for_function", "op_for_ufunc_method", "op_named"]
+__all__ = ["GETITEM", "POWER_OPERATOR", "SETITEM", "Op", "op_for_function", "op_for_ufunc_method", "op_named"]
 
 # Functions that write into one of their arguments: the argument's position.
 MUTATES = {
@@ -165,3 +165,24 @@ def op_for_ufunc_method(ufunc: np.ufunc, method: str) -> Op:
 
 GETITEM = Op("__getitem__", operator.getitem, OpComplexity.LOW, "copy", local=True, cataloged=False)
 SETITEM = Op("__setitem__", operator.setitem, OpComplexity.LOW, "copy", mutates=0, local=True, cataloged=False)
+
+
+def _power_operator(base: Any, exponent: Any, /, **kwargs: Any) -> Any:
+    """``base ** exponent`` as NumPy's operator computes it: an array to a Python scalar power
+    such as 2, 0.5 or -1 takes NumPy's shortcut (``square``, ``sqrt``, ``reciprocal``), twice
+    as fast as ``np.power`` and, for complex numbers, not equal to it in the last bits; written
+    into ``base`` itself (``x **= 2``) as NumPy's in-place operator. Anything else is ``np.power``."""
+    if type(base) is np.ndarray and type(exponent) in (int, float):
+        if not kwargs:
+            return base ** exponent
+        out = kwargs.get("out")
+        if len(kwargs) == 1 and (out is base or (type(out) is tuple and len(out) == 1 and out[0] is base)):
+            base **= exponent
+            return base
+    return np.power(base, exponent, **kwargs)
+
+
+# The ``**`` operator: the catalog's ``power`` (one name for the router, its history and its
+# floors), run on NumPy as NumPy's operator runs it.
+_power = op_named("power")
+POWER_OPERATOR = Op("power", _power_operator, _power.complexity, _power.work, ufunc=np.power)
