@@ -12,6 +12,8 @@ Modes, each timed on the same data in one run, interleaved call by call:
                  and ending on the host
 - ``oracle``     each op on its measured-best target, found by trying every target per kind
                  of call first
+- ``numpy-again`` plain NumPy a second time (not run unless asked for): its ratio to ``numpy``
+                 is the spread of the measurement itself, to read the others' ratios against
 
 A timed sample is one run, or for programs shorter than 50 ms on NumPy as many runs as
 make 50 ms there (``loops`` in the output), the same count for every mode; so is a warm-up
@@ -77,7 +79,7 @@ def _prepare(mode: str) -> None:
 
 def _runner(mode: str, workload: Any, data: dict[str, Any], port: Any) -> Callable[[], dict] | None:
     """A call that runs ``workload`` once under ``mode`` and returns host results."""
-    if mode == "numpy":
+    if mode in ("numpy", "numpy-again"):
         return lambda: workload.run(numpy, **data)
     if mode in POLICY:
         return lambda: _to_host(workload.run(dispatch, **data))
@@ -205,6 +207,12 @@ def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
             ratio = worst["seconds"]["router"] / worst["seconds"]["numpy"]
             lines.append(f"worst router/numpy among programs with ops over 20 µs: {ratio:.3f} "
                          f"({worst['workload']} {worst['size']})")
+    spread = sorted((c["seconds"]["numpy-again"] / c["seconds"]["numpy"], c["workload"], c["size"])
+                    for c in cases if "numpy-again" in c["seconds"] and c["seconds"].get("numpy"))
+    if spread:
+        low, high = spread[0], spread[-1]
+        lines.append(f"numpy-again / numpy, the measurement's own spread: {low[0]:.3f} ({low[1]} {low[2]}) "
+                     f"to {high[0]:.3f} ({high[1]} {high[2]})")
     failed = [f"{c['workload']}/{c['size']}/{m}" for c in cases for m, v in c["checks"].items() if v != "ok"]
     lines.append("outputs equal NumPy's: " + ("all" if not failed else "NO: " + ", ".join(failed)))
     return lines

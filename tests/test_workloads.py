@@ -408,3 +408,16 @@ def test_measure_interleaved_takes_turns():
     )
     assert order == ["a", "b"] + ["a", "b"] * 3
     assert [len(t) for t in times.values()] == [3, 3]
+
+
+def test_suite_reports_the_spread_of_numpy_against_itself():
+    from benchmarks import suite
+
+    case = {"workload": "pca", "size": "small", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
+            "seconds": {"numpy": 0.002, "router": 0.0021, "numpy-again": 0.0022}}
+    other = dict(case, workload="heat", seconds={"numpy": 0.004, "router": 0.004, "numpy-again": 0.0038})
+    lines = suite.report([case, other], ("numpy", "router", "numpy-again"))
+    assert "numpy-again / numpy, the measurement's own spread: 0.950 (heat small) to 1.100 (pca small)" in lines
+    data, reference = small("pca")
+    result = suite._runner("numpy-again", workloads.get("pca"), data, None)()
+    assert all(type(v) is type(reference[k]) for k, v in result.items())  # NumPy's own, not dispatch's
