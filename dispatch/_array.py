@@ -18,7 +18,7 @@ import numpy as np
 
 from dispatch._ops import GETITEM, POWER_OPERATOR, SETITEM, op_for_function, op_for_ufunc_method, op_named
 from dispatch._state import STATE
-from dispatch.devices import HOST, Device, device_of, is_backend_type, parse_device
+from dispatch.devices import HOST, Device, device_of, is_backend_type, library_of, parse_device
 
 __all__ = ["device_scalar", "ndarray", "wrap", "wrap_host"]
 
@@ -590,12 +590,12 @@ def _engine_of(native: Any) -> Any:
     """The target owning a native device array (the first that claims it)."""
     from dispatch import targets
 
-    module = type(native).__module__
-    if module.startswith("cupy"):
+    library = library_of(type(native))
+    if library == "cupy":
         return targets.get("cupy")
-    if module.startswith("dask.array"):
+    if library == "dask":
         return targets.get("dask")
-    if module.startswith("torch"):
+    if library == "torch":
         kind = native.device.type
         return targets.get("torch-cpu" if kind == "cpu" else "torch-mps" if kind == "mps" else "torch-cuda")
     return targets.get("numpy")

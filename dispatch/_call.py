@@ -23,7 +23,7 @@ from dispatch import router, tracing
 from dispatch._array import ndarray, wrap
 from dispatch._ops import Op
 from dispatch._state import STATE
-from dispatch.devices import HOST, Device, device_of
+from dispatch.devices import HOST, Device, device_of, library_of
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
 
@@ -47,6 +47,8 @@ class Inputs:
             data = a._data if isinstance(a, ndarray) else a
             if type(data) is np.ndarray:
                 n, dtype, device = data.size, data.dtype, HOST
+            elif library_of(type(data)) == "cupy":  # a loop on the device: read directly, as CuPy keeps them
+                n, dtype, device = data.size, data.dtype, device_of(data)
             else:
                 n, dtype, device = _size(data), _dtype(a), _device(a)
             if n > size:

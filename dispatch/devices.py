@@ -1,8 +1,9 @@
 """Where data lives: the host, a CUDA (or ROCm) GPU, or an Apple GPU (MPS).
 
 A device is memory, not an engine: NumPy and torch-cpu both compute on host memory, CuPy
-and torch-cuda both on a CUDA device. Moving between engines on one device is free (zero-copy
-through DLPack); moving between devices is a cost the router weighs.
+and torch-cuda both on a CUDA device. Moving between engines on one device copies nothing
+(DLPack), though each crossing takes host time (``router.ADOPT_S``); moving between devices is
+a cost the router weighs.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-__all__ = ["DASK", "HOST", "Device", "device_of", "is_backend_type", "parse_device"]
+__all__ = ["DASK", "HOST", "Device", "device_of", "is_backend_type", "library_of", "parse_device"]
 
 
 @dataclass(frozen=True)
@@ -72,14 +73,34 @@ def is_backend_type(t: type) -> bool:
 
 def device_of(native: object) -> Device:
     """The device a native array (NumPy, CuPy, torch) lives on; the host for anything else."""
-    module = type(native).__module__
-    if module.startswith("cupy"):
-        return Device("cuda", native.device.id)  # type: ignore[attr-defined]
-    if module.startswith("dask.array"):
+    library = library_of(type(native))
+    if library == "cupy":
+        index = native.device.id  # type: ignore[attr-defined]
+        found = _known.get(("cuda", index))
+        return found if found is not None else _known.setdefault(("cuda", index), Device("cuda", index))
+    if library == "dask":
         return DASK
-    if module.startswith("torch") and "torch" in sys.modules:
+    if library == "torch" and "torch" in sys.modules:
         dev = native.device  # type: ignore[attr-defined]
-        if dev.type == "cpu":
-            return HOST
-        return Device(dev.type, dev.index if dev.index is not None else 0)
+        found = _known.get(dev)  # a torch.device is hashable: the same Device object each time
+        if found is None:
+            index = dev.index if dev.index is not None else 0
+            found = _known[dev] = HOST if dev.type == "cpu" else Device(dev.type, index)
+        return found
     return HOST
+
+
+def library_of(kind: type) -> str:
+    """``"cupy"``, ``"dask"``, ``"torch"`` or ``""`` (anything else) for an array type, read
+    from its module once per type."""
+    library = _libraries.get(kind)
+    if library is None:
+        module = kind.__module__
+        library = _libraries[kind] = next((name for prefix, name in _PREFIXES if module.startswith(prefix)), "")
+    return library
+
+
+# An array type's library, read from its module once per type; the Device of each place seen.
+_PREFIXES = (("cupy", "cupy"), ("dask.array", "dask"), ("torch", "torch"))
+_libraries: dict[type, str] = {}
+_known: dict = {}

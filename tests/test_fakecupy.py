@@ -213,6 +213,29 @@ def test_memory_not_locked_where_numpy_does_not_own_it_or_the_driver_refuses(cup
     assert refused == [y.ctypes.data] and y.ctypes.data not in runtime.locked
 
 
+def test_a_loop_learns_numpys_answer_once_per_signature(cupy, monkeypatch):
+    """The CuPy target asks NumPy's stand-ins (``_oracle.expected``) once per call signature:
+    a loop's later calls reuse the plan; another dtype or a length-one axis is a new one, and
+    each result still has NumPy's dtype."""
+    from dispatch.targets import cupy_target
+
+    asked = []
+    real = cupy_target.expected
+    monkeypatch.setattr(cupy_target, "expected", lambda func, *rest: asked.append(func) or real(func, *rest))
+    target = dispatch.targets.get("cupy")
+    target._plans.clear()
+    x, y = numpy.arange(12.0).reshape(3, 4), numpy.arange(4, dtype=numpy.int32)
+    a, b = on_gpu(x), on_gpu(y)
+    with dispatch.using("cupy"):
+        results = [a + b for _ in range(5)]
+        assert len(asked) == 1
+        results += [a + on_gpu(y.astype(numpy.float32)), a[:1] + b, a + 1.5]
+    assert len(asked) == 4
+    for got, want in zip(results, [x + y] * 5 + [x + y.astype(numpy.float32), x[:1] + y, x + 1.5], strict=True):
+        assert type(got._data) is cupy.ndarray
+        assert_same(got, want)
+
+
 def test_pickle_and_copies_stay_on_the_device(cupy):
     a = on_gpu(numpy.arange(6.0).reshape(2, 3))
     for b in (pickle.loads(pickle.dumps(a)), a.copy()):

@@ -25,7 +25,7 @@ import numpy as np
 
 from dispatch.targets import Unsupported
 
-__all__ = ["Expected", "expected", "indexing_gives_scalar", "rejects", "unique_inverse_shape"]
+__all__ = ["Expected", "expected", "indexing_gives_scalar", "rejects", "signature", "unique_inverse_shape"]
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,13 @@ def _stand_in(x: Any, dtype_of: Any) -> Any:
     return x
 
 
+_array_types: set[type] = set()  # the array types seen: known again by their type alone
+
+
 def _signature(x: Any, dtype_of: Any) -> Any:
-    if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):
+    kind = type(x)
+    if kind in _array_types or (hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic)):
+        _array_types.add(kind)
         return ("array", dtype_of(x), _small(x.shape))
     if isinstance(x, (list, tuple)):
         return (type(x), tuple(_signature(v, dtype_of) for v in x))
@@ -116,15 +121,22 @@ def rejects(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> bool:
     return _learn(func, args, kwargs, dtype_of)[1]
 
 
+def signature(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> tuple | None:
+    """What NumPy's answer for ``func(*args, **kwargs)`` depends on: the function, each
+    array's dtype and shape cut to two elements an axis, every other argument's type (and
+    value, but for floats); ``None`` where an argument cannot be told this way."""
+    try:
+        return (func, _signature(args, dtype_of), _signature(tuple(sorted(kwargs.items())), dtype_of) if kwargs else ())
+    except TypeError:
+        return None
+
+
 def _learn(func: Any, args: tuple, kwargs: dict, dtype_of: Any) -> tuple[Expected | None, bool]:
     if func in _VALUE_DEPENDENT:
         raise Unsupported(f"{func.__name__}: NumPy's result dtype depends on the values", lasting=True)
     if any(isinstance(a, Iterator) for a in (*args, *kwargs.values())):
         raise Unsupported("an iterator among the arguments: NumPy reads it once")
-    try:
-        key = (func, _signature(args, dtype_of), _signature(tuple(sorted(kwargs.items())), dtype_of))
-    except TypeError:
-        key = None
+    key = signature(func, args, kwargs, dtype_of)
     if key is not None and key in _cache:
         return _cache[key]
     if func in _AXIS_INDEX:

@@ -30,7 +30,7 @@ from dispatch.devices import Device
 from dispatch.selector import Backend
 from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
 from dispatch.targets import _cupy_fixes as fixes
-from dispatch.targets._oracle import expected, indexing_gives_scalar, unique_inverse_shape
+from dispatch.targets._oracle import expected, indexing_gives_scalar, signature, unique_inverse_shape
 
 __all__ = ["CupyTarget"]
 
@@ -117,6 +117,7 @@ class CupyTarget(Target):
             raise Unavailable("CuPy finds no CUDA device")
         self.cupy = cupy
         self.device = Device("cuda", cupy.cuda.Device().id)
+        self._plans: dict[tuple, tuple[Any, Any]] = {}  # (op, signature) -> (fix, NumPy's result): see _plan
 
     # ---- conversions ------------------------------------------------------------------------------
 
@@ -199,13 +200,9 @@ class CupyTarget(Target):
             args[0][_checked_key(cupy, args[0], args[1])] = args[2]
             return None
         fn = self._function(op)
-        _refuse_known_differences(cupy, op, args, kwargs)
+        fix, want = self._plan(op, args, kwargs)
         if op.name in FINITE_INPUTS:
             check_finite(_arrays(args, kwargs, cupy.ndarray), lambda a: bool(cupy.isfinite(a).all()))
-        fix = _ufunc_fix(cupy, op, args, kwargs) if op.ufunc is not None else _FIXES.get(op.name)
-        want = None if op.local else expected(op.func, args, kwargs, _dtype_of)
-        if want is None and not op.local and op.mutates is None:
-            raise Unsupported("NumPy rejects this signature; it decides the error")
         if fix is not None:
             result = fix(cupy, args, kwargs, want)
         elif op.name.startswith("linalg."):
@@ -218,6 +215,24 @@ class CupyTarget(Target):
         if op.name in _INDEXES_TO_SCALARS:
             return _scalar_items(result)
         return _match(cupy, result, want)
+
+    def _plan(self, op: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
+        """What this call needs beyond CuPy's function: a fix of NumPy's algorithm, and
+        NumPy's result description; both depend on the call's signature alone (dtypes, shapes
+        cut to two elements), so a loop's later calls find them in ``_plans``."""
+        key = None if op.local else signature(op.func, args, kwargs, _dtype_of)
+        plan = self._plans.get((op, key)) if key is not None else None
+        if plan is None:
+            cupy = self.cupy
+            _refuse_known_differences(cupy, op, args, kwargs)
+            fix = _ufunc_fix(cupy, op, args, kwargs) if op.ufunc is not None else _FIXES.get(op.name)
+            want = None if op.local else expected(op.func, args, kwargs, _dtype_of)
+            if want is None and not op.local and op.mutates is None:
+                raise Unsupported("NumPy rejects this signature; it decides the error")
+            plan = (fix, want)
+            if key is not None:
+                self._plans[(op, key)] = plan
+        return plan
 
     def _function(self, op: Any) -> Any:
         fn = op.cache.get(self)  # per target object: a re-probed target resolves again
@@ -529,6 +544,9 @@ def _match(cupy: Any, result: Any, want: Any) -> Any:
     """Cast to NumPy's dtypes; results NumPy returns as scalars become device scalars."""
     if want is None:
         return result
+    if want.container is None and type(result) is cupy.ndarray and result.dtype == want.dtypes[0] \
+            and not want.scalars[0]:
+        return result  # one array, as NumPy's: the common case
     from dispatch._array import device_scalar
 
     items = list(result) if isinstance(result, (tuple, list)) else [result]
