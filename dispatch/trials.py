@@ -6,7 +6,8 @@ small calls. The cost model and the placement credit price those from estimates,
 of calls of a millisecond or less the estimates can be wrong by the whole gain. So where the
 router sends a kind of call's host data to a device, the choice is put on trial: the program is
 timed from each such call to the next one, in blocks of ``BLOCK`` calls, with the call on the
-device, then on the host (NumPy), alternately. The host wins when the program ran no slower
+device, then on the host (NumPy), alternately, each side warmed up untimed first (``BLOCKS``).
+The host wins when the program ran no slower
 with the call there: it is what the program ran before. A program that takes longer than
 ``MAX_PERIOD_S`` from one such call to the next keeps the device without trying the host: its
 calls are large enough for the estimates to hold, and a host side there could cost seconds.
@@ -24,14 +25,21 @@ import statistics
 import time
 from typing import Any
 
-__all__ = ["Trial", "active", "clear", "finish", "pause", "start", "verdict"]
+__all__ = ["Trial", "active", "clear", "finish", "pause", "start", "verdict", "verdicts"]
 
 # Calls of a kind per block: the block's first period is left out (it runs on what the other
 # side left), so three periods are timed.
 BLOCK = 4
-# The blocks after the first (a warm-up on the device: first calls pay for kernels and plans):
-# device, host, device, host. A clear verdict after the first pair ends the trial early.
-SCHEDULE = ("device", "host", "device", "host")
+# The blocks, each a side and whether its periods are timed. Each side warms up untimed first:
+# a device's first calls pay for kernels and plans, and on either side the calls after the one
+# on trial meet inputs that now live elsewhere, new decisions that explore before they settle.
+# Timing a side only after its warm-up keeps those costs off whichever side comes second (the
+# host, which timed with them lost to the device it should have beaten). A clear verdict after
+# the first timed pair ends the trial early.
+BLOCKS = (("device", False), ("device", True), ("host", False), ("host", True), ("device", True), ("host", True))
+SCHEDULE = tuple(side for side, timed in BLOCKS if timed)
+_EARLY_AT = (BLOCKS.index(("host", True)) + 1) * BLOCK  # calls made when the first timed pair ends
+_FIRST_TIMED_AT = (BLOCKS.index(("device", True)) + 1) * BLOCK  # ...and when the device's first timed block ends
 EARLY_RATIO = 1.5
 MAX_PERIOD_S = 20e-3
 # A trial whose kind of call has not come for this long is dropped, so that it does not keep the
@@ -57,14 +65,13 @@ class Trial:
     def side(self) -> str | None:
         """The side of the next call: ``None`` once the schedule is done."""
         block = self.seen // BLOCK
-        if block == 0:
-            return "device"
-        return SCHEDULE[block - 1] if block <= len(SCHEDULE) else None
+        return BLOCKS[block][0] if block < len(BLOCKS) else None
 
     def next(self) -> tuple[Any, bool]:
         """The decision for this call, and whether it is the trial's verdict."""
         now = time.perf_counter()
-        if self.last is not None and self.seen % BLOCK != 1 and self.seen > BLOCK:
+        previous = self.seen - 1  # the call the period since ``last`` followed
+        if self.last is not None and previous % BLOCK != 0 and BLOCKS[previous // BLOCK][1]:
             self.periods[self.last[1]].append(now - self.last[0])
         side = self.side()
         found = self.outcome(side)
@@ -77,12 +84,12 @@ class Trial:
 
     def outcome(self, side: str | None) -> Any:
         device, host = self._means()
-        if device is not None and host is None and self.seen == 2 * BLOCK and device > MAX_PERIOD_S:
+        if device is not None and host is None and self.seen == _FIRST_TIMED_AT and device > MAX_PERIOD_S:
             self.device.reason += f" (not tried on the host: {device * 1e3:.0f} ms from one such call to the next)"
             return self.device
         if device is None or host is None:
             return self.host if side is None else None  # periods all lost to pauses: NumPy, as before
-        early = self.seen == (1 + 2) * BLOCK and (host > EARLY_RATIO * device or device > EARLY_RATIO * host)
+        early = self.seen == _EARLY_AT and (host > EARLY_RATIO * device or device > EARLY_RATIO * host)
         if side is not None and not early:
             return None
         on_host = host <= device
@@ -119,6 +126,11 @@ def active(key: tuple) -> Trial | None:
 def verdict(key: tuple) -> Any:
     """The decision a finished trial of this kind of call chose, or ``None``."""
     return _verdicts.get(key)
+
+
+def verdicts() -> dict[tuple, Any]:
+    """Every finished trial's verdict, by the router's key of its kind of call."""
+    return dict(_verdicts)
 
 
 def start(key: tuple, device: Any, host: Any) -> bool:
