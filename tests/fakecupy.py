@@ -108,6 +108,9 @@ def asnumpy(a: Any, stream: Any = None) -> np.ndarray:
 
 
 def from_dlpack(x: Any) -> ndarray:
+    if type(x) is not ndarray and x.__dlpack_device__()[0] == 1:  # kDLCPU: CuPy takes device memory only
+        raise TypeError("CPU arrays cannot be directly imported to CuPy. "
+                        "Use `cupy.array(numpy.from_dlpack(input))` instead.")
     return np.from_dlpack(x).view(ndarray)
 
 

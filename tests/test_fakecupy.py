@@ -236,6 +236,18 @@ def test_a_loop_learns_numpys_answer_once_per_signature(cupy, monkeypatch):
         assert_same(got, want)
 
 
+def test_a_host_result_written_into_a_device_array(cupy):
+    """torch-cpu's result (a host tensor) for a call whose ``out=`` lives on the device is
+    copied there; CuPy cannot adopt host memory by DLPack, as it adopts a device tensor."""
+    x = numpy.arange(6.0)
+    a, out = dispatch.asarray(x), on_gpu(numpy.zeros(6))
+    with dispatch.using("torch-cpu"), dispatch.trace() as t:
+        got = dispatch.add(a, a, out=out)
+    assert got is out and type(out._data) is cupy.ndarray
+    assert [r.target for r in t.records] == ["torch-cpu"], [r.reason for r in t.records]
+    assert_same(out, x + x)
+
+
 def test_pickle_and_copies_stay_on_the_device(cupy):
     a = on_gpu(numpy.arange(6.0).reshape(2, 3))
     for b in (pickle.loads(pickle.dumps(a)), a.copy()):

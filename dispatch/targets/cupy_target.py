@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.devices import Device
+from dispatch.devices import Device, device_of
 from dispatch.selector import Backend
 from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
 from dispatch.targets import _cupy_fixes as fixes
@@ -153,8 +153,12 @@ class CupyTarget(Target):
             pass
         elif isinstance(src, np.ndarray):
             src = self.from_host(src)
-        else:
+        elif device_of(src) == self.device:
             src = self.adopt(src)
+        else:  # a host tensor (torch-cpu's result written into a device out=), or another device's
+            from dispatch._array import _host
+
+            src = self.from_host(_host(src))
         self.cupy.copyto(dst, src, casting="unsafe")
 
     def view(self, native: Any, dtype: np.dtype | None) -> Any:
