@@ -186,3 +186,4 @@ def _power_operator(base: Any, exponent: Any, /, **kwargs: Any) -> Any:
 # floors), run on NumPy as NumPy's operator runs it.
 _power = op_named("power")
 POWER_OPERATOR = Op("power", _power_operator, _power.complexity, _power.work, ufunc=np.power)
+_by_function[_power_operator] = POWER_OPERATOR  # among all_ops(): its floors follow the policy, as every op's

@@ -601,3 +601,21 @@ def test_every_backend_has_an_id(name):
         assert any(m.name == "gpu" for p in backend_params() if p.id == name for m in p.marks)
     else:
         require(name)
+
+
+def test_the_power_operator_floors_follow_the_routing_policy():
+    """``**`` has an op of its own (NumPy's operator); like every op, its floors are reset
+    and parked when the policy changes, or one policy's floors would serve another."""
+    from dispatch import router
+    from dispatch._ops import POWER_OPERATOR, all_ops
+
+    assert POWER_OPERATOR in all_ops()
+    before = router.policy()
+    try:
+        router.set_policy("seed")
+        router.host_floor(POWER_OPERATOR)
+        assert POWER_OPERATOR.floor >= 0
+        router.set_policy("oracle")
+        assert POWER_OPERATOR.floor == -1  # computed afresh for this policy
+    finally:
+        router.set_policy(before)
