@@ -3,6 +3,8 @@ cost on a cache hit. Both sides are timed in one run, interleaved, and medians a
 
     python -m benchmarks.overhead [--out results.json] [--repeat 31]
 
+On a machine with CuPy and torch-cuda it also times calls on data a GPU holds (``DEVICE_CASES``).
+
 Targets (the issues'): median overhead at most 1.5 µs per call on 100-element arrays (a bare
 Python ``__array_ufunc__`` wrapper costs about 0.8 µs); a decision cache hit under 1 µs.
 """
@@ -10,6 +12,7 @@ Python ``__array_ufunc__`` wrapper costs about 0.8 µs); a decision cache hit un
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import statistics
@@ -68,6 +71,59 @@ def measure_decision(repeat: int = 31, number: int = 50_000) -> dict:
     return {"cache_hit_us": hit * 1e6, "input_summary_us": summary * 1e6}
 
 
+# Calls on a 512 x 512 float64 array a GPU already holds: each library's own call, and dispatch's
+# under the cost policy and forced onto one engine. Each timed batch ends with a device sync, so a
+# figure is what a loop of such calls takes, host time and device time together.
+DEVICE_CASES = (
+    ("cupy: ca + cb", "ca + cb"),
+    ("torch: ta + tb", "ta + tb"),
+    ("cupy: ca[1:-1, 1:-1]", "ca[1:-1, 1:-1]"),
+    ("torch.from_dlpack(ca)", "torch.from_dlpack(ca)"),
+    ("cupy.from_dlpack(ta)", "cupy.from_dlpack(ta)"),
+    ("dispatch: a + b", "a + b"),
+    ("dispatch: a[1:-1, 1:-1]", "a[1:-1, 1:-1]"),
+    ("dispatch: np.abs(a)", "np.abs(a)"),
+    ("dispatch, forced cupy: a + b", "a + b"),
+)
+
+
+def measure_device_calls(repeat: int = 7, number: int = 2000) -> list[dict]:
+    """Microseconds per call on device-resident data (see ``DEVICE_CASES``); empty where CuPy
+    and torch-cuda are not both here."""
+    from dispatch import targets
+
+    if targets.probe("cupy") is None or targets.probe("torch-cuda") is None:
+        return []
+    import cupy
+    import torch
+
+    host = numpy.random.default_rng(0).random((512, 512))
+    ca, cb = cupy.asarray(host), cupy.asarray(host + 1)
+    env = {"np": dispatch, "torch": torch, "cupy": cupy, "ca": ca, "cb": cb,
+           "ta": torch.as_tensor(host, device="cuda"), "tb": torch.as_tensor(host + 1, device="cuda"),
+           "a": dispatch.asarray(ca), "b": dispatch.asarray(cb)}
+
+    def sync() -> None:
+        cupy.cuda.Device().synchronize()
+        torch.cuda.synchronize()
+
+    rows = []
+    for name, stmt in DEVICE_CASES:
+        forced = dispatch.using("cupy") if "forced" in name else contextlib.nullcontext()
+        with forced:
+            timer = timeit.Timer(stmt, globals=env)
+            timer.timeit(number // 10)  # kernels built, decisions made
+            times = []
+            for _ in range(repeat):
+                sync()
+                start = timeit.default_timer()
+                timer.timeit(number)
+                sync()
+                times.append((timeit.default_timer() - start) / number)
+        rows.append({"call": name, "us": statistics.median(times) * 1e6})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the figures as JSON here")
@@ -84,8 +140,13 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"median overhead: {median_overhead:.2f} µs per call (target: at most 1.5 µs)")
     print(f"router decision, cache hit: {decision['cache_hit_us']:.2f} µs (target: under 1 µs); "
           f"building the input summary: {decision['input_summary_us']:.2f} µs")
+    device = measure_device_calls()
+    if device:
+        print("calls on a 512 x 512 float64 array on the GPU (µs a call, synchronised per batch)")
+        for r in device:
+            print(f"{r['call']:<32}{r['us']:>9.2f}")
     result = {"calls": rows, "median_overhead_us": median_overhead, "decision": decision,
-              "machine": platform.platform()}
+              "device_calls": device, "machine": platform.platform()}
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
