@@ -2,8 +2,8 @@
 
 A device is memory, not an engine: NumPy and torch-cpu both compute on host memory, CuPy
 and torch-cuda both on a CUDA device. Moving between engines on one device copies nothing
-(DLPack), though each crossing takes host time (7-21 µs on an H100 machine); moving between devices is
-a cost the router weighs.
+(DLPack), though each crossing takes host time (7-30 µs on an H100 machine); moving between
+devices is a cost the router weighs.
 """
 
 from __future__ import annotations

@@ -33,11 +33,10 @@ BLOCK = 4
 # The blocks, each a side and whether its periods are timed. Each side warms up untimed first:
 # a device's first calls pay for kernels and plans, and on either side the calls after the one
 # on trial meet inputs that now live elsewhere, new decisions that explore before they settle.
-# Timing a side only after its warm-up keeps those costs off whichever side comes second (the
-# host, which timed with them lost to the device it should have beaten). A clear verdict after
-# the first timed pair ends the trial early.
+# Timing a side only after its warm-up keeps those costs off whichever side comes second (timed
+# with them, the host loses races it should win). A clear verdict after the first timed pair
+# ends the trial early.
 BLOCKS = (("device", False), ("device", True), ("host", False), ("host", True), ("device", True), ("host", True))
-SCHEDULE = tuple(side for side, timed in BLOCKS if timed)
 _EARLY_AT = (BLOCKS.index(("host", True)) + 1) * BLOCK  # calls made when the first timed pair ends
 _FIRST_TIMED_AT = (BLOCKS.index(("device", True)) + 1) * BLOCK  # ...and when the device's first timed block ends
 EARLY_RATIO = 1.5
