@@ -45,6 +45,12 @@ class Stat:
 
 
 HISTORY_VERSION = 2  # 2: keys carry the forced target and the layout
+# A kind of call's first samples on a target may each pay a one-time cost: CuPy compiles an
+# elementwise kernel per dtypes and dimension count (a 2-D view and a contiguous array are two
+# kernels), cuSOLVER builds its handle, a thread pool starts. Until a target has this many
+# samples of a kind of call, its estimate is the fastest it took, and a target the model says
+# should win is measured again (``retry``).
+FIRST_SAMPLES = 3
 
 
 class History:
@@ -83,8 +89,8 @@ class History:
             if stat is None:
                 per[target] = Stat(seconds, 1)
             else:
-                if stat.samples == 1 and seconds < stat.seconds:
-                    stat.seconds = seconds  # the first call paid a one-time cost (a thread pool's start)
+                if stat.samples < FIRST_SAMPLES:
+                    stat.seconds = min(stat.seconds, seconds)  # the slower ones paid a one-time cost
                 else:
                     stat.seconds += self.alpha * (seconds - stat.seconds)
                 stat.samples += 1
@@ -117,13 +123,14 @@ class History:
         return None
 
     def retry(self, key: tuple, names: list[str]) -> str | None:
-        """A target among ``names`` measured once for this key, to measure once more (its one
-        call may have paid a one-time cost and lost on it). Outside the exploration budget: it
-        is one call per key and target, and the costly explorations of other kinds of call
-        must not keep the fastest target from its second call (cuSOLVER's lstsq of 200000 x 100
-        on an H100 lost its first call to NumPy's 480 ms, and takes 29-40 ms after it)."""
+        """A target among ``names`` measured fewer than ``FIRST_SAMPLES`` times for this key, to
+        measure once more (each call so far may have paid a one-time cost and lost on it).
+        Outside the exploration budget: it is at most a few calls per key and target, and the
+        costly explorations of other kinds of call must not keep the fastest target from its
+        next call (cuSOLVER's lstsq of 200000 x 100 on an H100 lost its first call to NumPy's
+        480 ms, and takes 29-40 ms after it)."""
         per = self.stats.get(key, {})
-        return next((name for name in names if name in per and per[name].samples == 1), None)
+        return next((name for name in names if name in per and per[name].samples < FIRST_SAMPLES), None)
 
     # ---- what becomes of results computed on a device from host data -------------------------------
 
