@@ -360,3 +360,30 @@ def test_data_on_a_device_stays_there_for_an_op_the_device_never_ran():
     got, want = numpy.asarray(out), numpy.exp(host)
     assert got.dtype == want.dtype and got.shape == want.shape
     numpy.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_an_engine_holding_the_input_keeps_it_against_one_barely_faster(monkeypatch):
+    """Two engines on one device, the other priced a little faster: the input stays with the
+    engine holding it, as a crossing by DLPack costs host time (``router.ADOPT_S``); an engine
+    faster by more than that takes it."""
+    cal = synthetic(gpu=True, torch_cpu=False)
+    cupy_target = dispatch.targets.get("cupy")
+    other = type("Engine", (), {"name": "torch-cuda", "device": cupy_target.device, "supports": lambda self, op: True,
+                                "events": lambda self: None})()
+    real_probe = router.targets.probe
+    monkeypatch.setattr(router.targets, "probe", lambda name: other if name == "torch-cuda" else real_probe(name))
+    monkeypatch.setattr(router.targets, "get", lambda name: other if name == "torch-cuda" else real_probe(name))
+    monkeypatch.setattr(router, "GPU_TARGETS", ("cupy", "torch-cuda"))
+    monkeypatch.setattr(router, "_PRICED", frozenset({*router._PRICED, "torch-cuda"}))
+    op = op_named("exp")
+    held = dispatch.asarray(numpy.linspace(0.0, 1.0, 1_000_000)).to("cupy")
+    cupy_s = _priced(cal, "cupy", op, Inputs([held]))
+    chosen = {}
+    for faster_by in (0.5 * router.ADOPT_S, 2 * router.ADOPT_S):
+        base = cal.targets["cupy"]["ops"]["float64"]
+        ops = {**base, "exp": [[n, max(t - faster_by, t / 10)] for n, t in base["exp"]]}
+        cal.targets["torch-cuda"] = dict(cal.targets["cupy"], ops={"float64": ops, "float32": ops})
+        router.use_calibration(cal)
+        assert _priced(cal, "torch-cuda", op, Inputs([held])) == pytest.approx(cupy_s - faster_by)
+        chosen[faster_by] = router.decide(op, Inputs([held]), (held,), {}).target.name
+    assert chosen == {0.5 * router.ADOPT_S: "cupy", 2 * router.ADOPT_S: "torch-cuda"}
