@@ -49,9 +49,9 @@ HISTORY_VERSION = 2  # 2: keys carry the forced target and the layout
 # compiles an elementwise kernel per dtypes and dimension count (a 2-D view and a contiguous
 # array are two kernels) and cuSOLVER builds its handle; on the host a thread pool starts, once.
 # Until a target has this many samples of a kind of call, its estimate is the fastest it took,
-# and a target the model says should win is measured again (``retry``). The host's count stays
-# at two: a third try of torch-cpu, whose fastest sample flatters it, cost monte_carlo small
-# on the H100 machine's 16 cores 1.6x NumPy's time.
+# and a target the model says should win is measured again (``retry``). A host target keeps
+# two, its one-time cost coming once: with three, monte_carlo small's torch-cpu calls were
+# judged by their fastest sample, and it ran at 1.6x NumPy's time on the H100 machine.
 FIRST_SAMPLES = 3
 _HOST_FIRST_SAMPLES = 2
 _HOST_TARGETS = frozenset({"numpy", "torch-cpu"})
