@@ -17,9 +17,9 @@ Rules, first match wins:
      win the round trip, not the call alone; and a call making a fresh array from host data
      is priced on a device less what the later calls on that array, and on what is computed
      from it, have saved there on average (``history.placement_credit``): a loop over an
-     array made once moves it once; a device that never ran the op on these dtypes pays
-     ``FIRST_USE_S`` for host data; the cheapest wins, but NumPy keeps a call unless another
-     target is ``NUMPY_MARGIN`` cheaper                      "cost model" / "history" / "placement"
+     array made once moves it once; a device that never ran this kind of call (op, dtypes,
+     layout) pays ``FIRST_USE_S`` for host data; the cheapest wins, but NumPy keeps a call
+     unless another target is ``NUMPY_MARGIN`` cheaper   "cost model" / "history" / "placement"
      a device chosen for host data is then put on trial (``dispatch.trials``): the program is
      timed with the call there and on NumPy, and the faster keeps it               "trial"
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
@@ -47,7 +47,7 @@ from dispatch import cluster, cost, targets, trials
 from dispatch._ops import all_ops, op_named
 from dispatch._state import STATE
 from dispatch.devices import DASK, HOST
-from dispatch.history import History
+from dispatch.history import History, call_kind
 from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
@@ -69,10 +69,10 @@ SMALL = 1 << 8
 # benchmarks/overhead.py): below the size where another target beats NumPy by more than this,
 # a host call runs on NumPy without asking the router.
 ROUTING_S = 10e-6
-# A device's first call of an op on some dtypes pays for its kernel (CuPy compiles one, torch
-# loads a module, cuFFT makes a plan): milliseconds to a second, once. A device that never ran
-# the op on those dtypes takes host data only where it is priced to save more than this (data
-# already on the device: see ``_ran_beside``).
+# A device's first call of a kind (op, dtypes, layout: ``history.call_kind``) pays for its
+# kernel (CuPy compiles one, torch loads a module, cuFFT makes a plan): milliseconds to a
+# second, once. A device that never ran such a call takes host data only where it is priced to
+# save more than this (data already on the device: see ``_ran_beside``).
 FIRST_USE_S = 1e-3
 # An array one engine holds, passed to another engine on the same device, crosses by DLPack:
 # no copy, but host time (measured on an H100 machine: torch.from_dlpack of a CuPy array 7-10
@@ -459,7 +459,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
                 if p_return:
                     extra += p_return * cost.return_seconds(model, op, inputs)
                 extra -= placement  # what the later calls on its result save there
-                if (op.name, inputs.dtypes, name) not in history.ran and (entering or _ran_beside(op, inputs, name)):
+                if call_kind(key, name) not in history.ran and (entering or _ran_beside(key, name)):
                     extra += FIRST_USE_S
             priced.append((seconds + extra, name, samples))
             if model_s is not None:
@@ -512,12 +512,12 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     return decision, True
 
 
-def _ran_beside(op: Any, inputs: Any, name: str) -> bool:
-    """Whether another library on ``name``'s device has run this op on these dtypes: data already
+def _ran_beside(key: tuple, name: str) -> bool:
+    """Whether another library on ``name``'s device has run this kind of call: data already
     on a device pays the first-use allowance only to prefer that one (torch's kernels are built,
     CuPy compiles its own), never to leave the device, where the op would then never run."""
     device = _models[name].device
-    return any(other != name and (op.name, inputs.dtypes, other) in history.ran and _models[other].device == device
+    return any(other != name and call_kind(key, other) in history.ran and _models[other].device == device
                for other in GPU_TARGETS if other in _models)
 
 

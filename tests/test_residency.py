@@ -17,7 +17,7 @@ import dispatch
 from dispatch import calibration, cost, router
 from dispatch._call import Inputs
 from dispatch._ops import op_named
-from dispatch.history import History
+from dispatch.history import History, call_kind
 
 if fakecupy.real_cupy_installed():
     pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules", allow_module_level=True)
@@ -310,7 +310,7 @@ def test_a_kind_of_call_refused_twice_for_its_arguments_is_not_offered_again(mon
     assert tries == ["exp", "exp"]  # asked twice, then remembered
 
 
-def test_a_device_new_to_an_op_gets_host_data_only_where_it_saves_more_than_a_first_call_costs():
+def test_a_device_new_to_a_kind_of_call_gets_host_data_only_where_it_saves_more_than_a_first_call_costs():
     router.use_calibration(synthetic(gpu=True, torch_cpu=False))
     op = op_named("exp")
     small = Inputs([dispatch.asarray(numpy.linspace(0.0, 1.0, 1 << 17))])  # the device saves 0.25 ms there
@@ -318,7 +318,7 @@ def test_a_device_new_to_an_op_gets_host_data_only_where_it_saves_more_than_a_fi
     assert router.FIRST_USE_S == pytest.approx(1e-3)
     assert router.decide(op, small, (), {}).target.name == "numpy"
     assert router.decide(op, large, (), {}).target.name == "cupy"
-    router.history.ran.add(("exp", small.dtypes, "cupy"))  # it ran exp on float64 once (at any size)
+    router.history.ran.add(call_kind(router._key(op, small), "cupy"))  # it ran exp on float64 once (at any size)
     router.clear_decisions()
     assert router.decide(op, small, (), {}).target.name == "cupy"
     host = numpy.linspace(0.0, 1.0, 1 << 17)
@@ -351,7 +351,7 @@ def test_data_on_a_device_stays_there_for_an_op_the_device_never_ran():
     op = op_named("exp")
     host = numpy.linspace(0.0, 1.0, 1 << 14)
     x = dispatch.asarray(host).to("cupy")
-    assert ("exp", Inputs([x]).dtypes, "cupy") not in router.history.ran
+    assert call_kind(router._key(op, Inputs([x])), "cupy") not in router.history.ran
     # Coming back to NumPy (0.14 ms with the copy) would be cheaper than a first call there
     # (21 µs plus 1 ms), but the op would then never run there: no library beside it ran it.
     assert router.decide(op, Inputs([x]), (), {}).target.name == "cupy"

@@ -225,6 +225,27 @@ def test_exploration_is_bounded():
     assert h2.explore(key, ranked) is None  # budget spent
 
 
+def test_exploration_never_pays_a_device_first_call_of_a_kind():
+    # A first call of a kind pays a one-time cost on a device (CuPy compiles a kernel per op,
+    # dtypes and dimensions), which a few explored calls cannot repay.
+    h = History(explore_probability=1.0)
+    h.observe(("x",), "numpy", 1.0)  # a budget for the explorations below
+    key = ("sum", (np.dtype("float64"),), 20, frozenset(), None, (2, 0))
+    ranked = [(1e-3, "cupy"), (1.5e-3, "torch-cuda"), (2e-3, "torch-cpu")]
+    assert h.explore(key, ranked) == "torch-cpu"  # a host target: no such cost
+    h.observe(key, "torch-cpu", 2e-3, explored=True)
+    h.observe(key, "torch-cpu", 2e-3, explored=True)
+    assert h.explore(key, ranked) is None  # torch-cuda never ran a sum over axis 0 of 2-D float64
+    other_size = (*key[:2], 12, *key[3:])
+    h.observe(other_size, "torch-cuda", 1e-4)  # it has, at another size
+    assert h.explore(key, ranked) == "torch-cuda"
+    other_axis = (*key[:5], (2, 1))
+    assert h.explore(other_axis, ranked) == "torch-cpu"  # another axis is another kernel
+    h.observe(other_axis, "torch-cpu", 2e-3)
+    h.observe(other_axis, "torch-cpu", 2e-3)
+    assert h.explore(other_axis, ranked) is None
+
+
 def test_hot_path_detection():
     h = History(hot_calls_per_s=100)
     assert not any(h.count("add") for _ in range(50))
