@@ -443,7 +443,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     modeled: dict[str, float] = {}  # each target's price on the model alone, for ``retry``
     host_compute = device_compute = math.inf
     resident = inputs.resident  # the engines holding its inputs there: another pays ADOPT_S an input
-    held = [] if entering else [(resident, _engine_holding(a).name) for a in inputs.arrays if _device(a) == resident]
+    holders = [] if entering else [_engine_holding(a).name for a in inputs.arrays if _device(a) == resident]
     for name, model in _models.items():
         if name not in _PRICED or name in refused_here:
             continue
@@ -451,7 +451,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
         seconds, samples = history.blended(key, name, model_s)
         if seconds is not None:
             compute = cost.compute_seconds(model, op, inputs) or math.inf
-            extra = ADOPT_S * sum(device == model.device and holder != name for device, holder in held)
+            extra = ADOPT_S * sum(holder != name for holder in holders) if model.device == resident else 0.0
             if model.device.is_host:  # measured, where the inputs are on the host: compute alone
                 host_compute = min(host_compute, seconds if entering else compute)
             else:
