@@ -215,7 +215,11 @@ def test_exploration_is_bounded():
     h = History(explore_probability=1.0, explore_samples=2, explore_budget=0.05)
     key = ("sum", (), 1, frozenset())
     ranked = [(1e-3, "numpy"), (2e-3, "torch-cpu"), (9e-3, "cupy")]
-    assert h.explore(key, ranked) == "torch-cpu"  # within 3x, never measured
+    for _ in range(39):
+        h.observe(key, "numpy", 1e-3)
+    assert h.explore(key, ranked) is None  # 39 ms so far: 5% of it does not pay a 2 ms call
+    h.observe(key, "numpy", 1e-3)
+    assert h.explore(key, ranked) == "torch-cpu"  # within 3x, never measured, and paid for
     h.observe(key, "torch-cpu", 2e-3, explored=True)
     h.observe(key, "torch-cpu", 2e-3, explored=True)
     assert h.explore(key, ranked) is None  # measured enough; cupy is over 3x the best
@@ -229,8 +233,10 @@ def test_exploration_never_pays_a_device_first_call_of_a_kind():
     # A first call of a kind pays a one-time cost on a device (CuPy compiles a kernel per op,
     # dtypes and dimensions), which a few explored calls cannot repay.
     h = History(explore_probability=1.0)
-    h.observe(("x",), "numpy", 1.0)  # a budget for the explorations below
     key = ("sum", (np.dtype("float64"),), 20, frozenset(), None, (2, 0))
+    other_axis = (*key[:5], (2, 1))
+    for k in (key, other_axis):
+        h.observe(k, "cupy", 0.1)  # a budget for the explorations below
     ranked = [(1e-3, "cupy"), (1.5e-3, "torch-cuda"), (2e-3, "torch-cpu")]
     assert h.explore(key, ranked) == "torch-cpu"  # a host target: no such cost
     h.observe(key, "torch-cpu", 2e-3, explored=True)
@@ -239,7 +245,6 @@ def test_exploration_never_pays_a_device_first_call_of_a_kind():
     other_size = (*key[:2], 12, *key[3:])
     h.observe(other_size, "torch-cuda", 1e-4)  # it has, at another size
     assert h.explore(key, ranked) == "torch-cuda"
-    other_axis = (*key[:5], (2, 1))
     assert h.explore(other_axis, ranked) == "torch-cpu"  # another axis is another kernel
     h.observe(other_axis, "torch-cpu", 2e-3)
     h.observe(other_axis, "torch-cpu", 2e-3)
