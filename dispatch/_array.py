@@ -34,7 +34,9 @@ class ndarray:
     # used (dispatch._call.settle); unset on every other array
     # _root: the router's key for the call that made the fresh array this one is, or was computed
     # from (dispatch._call.lineage); unset on arrays the router never saw made
-    __slots__ = ("__weakref__", "_data", "_origin", "_root")
+    # _hosted: the router's key for a result a host target computed where a device was priced for
+    # it, until a device is sent it (dispatch._call.sent); unset on every other array
+    __slots__ = ("__weakref__", "_data", "_hosted", "_origin", "_root")
     __array_priority__ = 100.0  # NumPy defers to us in mixed binary operators
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,

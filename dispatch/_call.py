@@ -156,6 +156,19 @@ def settle(x: ndarray, stayed: bool) -> None:
         router.settle(key, stayed)
 
 
+def sent(x: ndarray) -> None:
+    """``x``, on the host, is being copied to a device: if a host target computed it where a
+    device was priced for it, the router learns that such results go there next
+    (``router.sent``), once per array."""
+    try:
+        key = x._hosted
+    except AttributeError:  # most arrays carry no such key
+        return
+    if key is not None:
+        x._hosted = None
+        router.sent(key)
+
+
 def to_host(x: Any) -> Any:
     """A dispatch or native array as host NumPy (a transfer if it lives on a device)."""
     if isinstance(x, ndarray):
@@ -210,9 +223,13 @@ def _native_for(target: Target):
                 settle(x, True)
             return data
         if isinstance(data, np.ndarray):
+            if isinstance(x, ndarray):
+                sent(x)
             return target.from_host(data)
         if device_of(data) == target.device:
             return target.adopt(data)
+        if isinstance(x, ndarray):
+            sent(x)
         return target.from_host(NUMPY.from_native(data))
 
     return convert
@@ -408,11 +425,18 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
         if decision.reason.startswith(router.FALLBACK):  # a refusal remembered for this kind of call: still counted
             tracing.fallback(op, decision.reason[len(router.FALLBACK):])
         run = (lambda: _run_numpy(op, args, kwargs)) if into is None else (lambda: _run_into(op, args, into))
-        return lineage(inputs, decision, _execute(op, inputs, decision, run))
+        result = _execute(op, inputs, decision, run)
+        if decision.hosted and type(result) is ndarray:
+            hosted(result, decision.key)
+        return lineage(inputs, decision, result)
     try:
         result = _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs))
-        if type(result) is ndarray and inputs.resident is None and not target.device.is_host:
-            result._origin = decision.key  # entered a device from host data: see what becomes of it
+        if type(result) is ndarray:
+            if target.device.is_host:
+                if decision.hosted:
+                    hosted(result, decision.key)
+            elif inputs.resident is None:
+                result._origin = decision.key  # entered a device from host data: see what becomes of it
         return lineage(inputs, decision, result)
     except Unsupported as exc:
         why = f"{target.name} refused: {exc}"
@@ -426,6 +450,14 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
     tracing.fallback(op, why)
     fallback = router.Decision(NUMPY, router.FALLBACK + why, key=decision.key)
     return _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
+
+
+def hosted(result: ndarray, key: tuple) -> None:
+    """A host target made ``result`` where a device was priced for the call: see whether a
+    device is sent it later (``sent``)."""
+    if result.device.is_host:  # not an argument NumPy handed back as it is, on its device
+        result._hosted = key
+        router.hosted(key)
 
 
 def lineage(inputs: Inputs, decision: Any, result: Any) -> Any:

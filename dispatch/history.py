@@ -24,6 +24,11 @@ And it learns what a fresh array made from host data is worth on a device (``pla
 every later call on it, or on what is computed from it, credits the call that made it with
 what a device would save on that call; the average credit per array lowers the price of
 making such arrays on a device (the router's ``placement``).
+
+The other way round, it learns what share of a kind of call's host results a device is sent
+next (``p_send``, 0 until one is): a host target, priced for a call whose result goes on to a
+device, pays that copy too (a weight updated on the host from a device's gradient crosses the
+bus at every step of a training loop; on the device it stays there).
 """
 
 from __future__ import annotations
@@ -93,6 +98,7 @@ class History:
         self._pending: list[tuple[Any, Any, float, tuple, str, bool]] = []
         self.outcomes: dict[tuple, list[int]] = {}  # key -> [read back, used on the device]
         self.placements: dict[tuple, list[float]] = {}  # root key -> [arrays made, device savings on them]
+        self.sends: dict[tuple, list[int]] = {}  # key -> [results a host target made, of which sent to a device]
         self.spent: dict[tuple, float] = {}  # key -> seconds its timed calls took, on every target
 
     # ---- learning ------------------------------------------------------------------------------------
@@ -184,6 +190,28 @@ class History:
             return 1.0
         return (counts[0] + 1) / (counts[0] + counts[1] + 1)
 
+    # ---- what becomes of results computed on the host, where a device was priced -----------------------
+
+    def hosted(self, key: tuple) -> None:
+        """A host target made a result of this kind of call."""
+        with self._lock:
+            self.sends.setdefault(key, [0, 0])[0] += 1
+
+    def sent(self, key: tuple) -> int:
+        """One such result was then sent to a device; returns how many have been."""
+        with self._lock:
+            counts = self.sends.setdefault(key, [0, 0])
+            counts[1] += 1
+            return counts[1]
+
+    def p_send(self, key: tuple) -> float:
+        """The share of this kind of call's host results that a device was sent next: 0 until
+        one is (a program that stays on the host never pays for a copy it does not make)."""
+        counts = self.sends.get(key)
+        if counts is None or not counts[1]:
+            return 0.0
+        return min(counts[1] / max(counts[0], 1), 1.0)
+
     # ---- where fresh arrays are made ------------------------------------------------------------------
 
     def made(self, key: tuple) -> int:
@@ -266,7 +294,9 @@ class History:
         ]
         outcomes = [{"key": _jsonable(key), "returned": r, "stayed": k} for key, (r, k) in self.outcomes.items()]
         placements = [{"key": _jsonable(key), "made": m, "credit": c} for key, (m, c) in self.placements.items()]
-        return json.dumps({"version": HISTORY_VERSION, "stats": rows, "outcomes": outcomes, "placements": placements})
+        sends = [{"key": _jsonable(key), "made": m, "sent": n} for key, (m, n) in self.sends.items()]
+        return json.dumps({"version": HISTORY_VERSION, "stats": rows, "outcomes": outcomes, "placements": placements,
+                           "sends": sends})
 
     def save(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -286,6 +316,8 @@ class History:
             self.outcomes[_from_jsonable(row["key"])] = [int(row["returned"]), int(row["stayed"])]
         for row in data.get("placements", []):
             self.placements[_from_jsonable(row["key"])] = [int(row["made"]), float(row["credit"])]
+        for row in data.get("sends", []):
+            self.sends[_from_jsonable(row["key"])] = [int(row["made"]), int(row["sent"])]
 
 
 def _done(event: Any) -> bool:

@@ -17,7 +17,9 @@ Rules, first match wins:
      win the round trip, not the call alone; and a call making a fresh array from host data
      is priced on a device less what the later calls on that array, and on what is computed
      from it, have saved there on average (``history.placement_credit``): a loop over an
-     array made once moves it once; a device that never ran this kind of call (op, dtypes,
+     array made once moves it once; a host target whose results of this kind a device was
+     sent next pays that copy, times the learned share (``history.p_send``); a device that
+     never ran this kind of call (op, dtypes,
      layout) pays ``FIRST_USE_S`` for host data; the cheapest wins, but NumPy keeps a call
      unless another target is ``NUMPY_MARGIN`` cheaper   "cost model" / "history" / "placement"
      a device chosen for host data is then put on trial (``dispatch.trials``): the program is
@@ -91,8 +93,8 @@ PLACED_COPIES = frozenset({"copy", "array"})
 class Decision:
     """Where one kind of call runs, why, and what it is expected to take."""
 
-    __slots__ = ("calls", "explored", "gain", "key", "placeable", "predicted", "reason", "sample", "settled",
-                 "target")
+    __slots__ = ("calls", "explored", "gain", "hosted", "key", "placeable", "predicted", "reason", "sample",
+                 "settled", "target")
 
     def __init__(self, target: Any, reason: str, predicted: float | None = None, key: tuple = (),
                  sample: bool = False, explored: bool = False) -> None:
@@ -106,6 +108,7 @@ class Decision:
         self.settled = False  # measured often enough: only one call in SETTLED_EVERY is timed
         self.calls = 0
         self.placeable = False  # its result, made from host data, could have been made on a device
+        self.hosted = False  # a host target runs it where a device was priced: see if its result is sent there
 
     def __repr__(self) -> str:
         p = f", predicted {self.predicted:.3g} s" if self.predicted is not None else ""
@@ -444,6 +447,10 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     host_compute = device_compute = math.inf
     resident = inputs.resident  # the engines holding its inputs there: another pays ADOPT_S an input
     holders = [] if entering else [_engine_holding(a).name for a in inputs.arrays if _device(a) == resident]
+    devices = [m for m in _models.values() if not m.device.is_host and m.transfer]
+    p_send = history.p_send(key) if devices else 0.0
+    # a host target's result that a device is sent next (the program goes on there) pays that copy
+    send = p_send * min(m.to_device_seconds(cost.result_bytes(op, inputs)) for m in devices) if p_send else 0.0
     for name, model in _models.items():
         if name not in _PRICED or name in refused_here:
             continue
@@ -454,6 +461,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
             extra = ADOPT_S * sum(holder != name for holder in holders) if model.device == resident else 0.0
             if model.device.is_host:  # measured, where the inputs are on the host: compute alone
                 host_compute = min(host_compute, seconds if entering else compute)
+                extra += send
             else:
                 device_compute = min(device_compute, compute)
                 if p_return:
@@ -505,8 +513,11 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     if placement and best_name not in HOST_TARGETS:
         reason = "placement: later calls on its result run there"
     runner_up = f" (next: {ranked[1][1]})" if len(ranked) > 1 else ""
+    if send and best_name in HOST_TARGETS:
+        reason += f", {p_send:.0%} of its results sent to a device next"
     decision = _placed(Decision(targets.get(best_name), reason + runner_up, best_s, key, sample), gain, entering)
     decision.settled = settled
+    decision.hosted = bool(devices) and best_name in HOST_TARGETS
     if best_name == "numpy" and not sample and not decision.placeable:
         _learn_floor(key)  # measured, under the threshold: this decision is final, and routing it only costs
     return decision, True
@@ -674,6 +685,18 @@ def credit(roots: dict[tuple, int], gain: float) -> None:
             history.credit(root, left)
 
 
+def hosted(key: tuple) -> None:
+    """A host target made a result of a call of kind ``key``, where a device was priced for it."""
+    history.hosted(key)
+
+
+def sent(key: tuple) -> None:
+    """Such a result was then sent to a device: learn it, and re-decide the key now and then."""
+    count = history.sent(key)
+    if count & (count - 1) == 0:  # after 1, 2, 4, 8... results sent
+        _decisions.pop(key, None)
+
+
 def settle(key: tuple, stayed: bool) -> None:
     """A result a device computed from host data (a call of kind ``key``) was next used on that
     device (``stayed``) or read back to the host: learn it, and re-decide the key now and then."""
@@ -726,7 +749,8 @@ def _learn_floor(key: tuple) -> None:
     this one go with it unless another target was measured faster in one of them: a target
     that loses at a size loses at the smaller ones, where its fixed costs weigh more."""
     name, _, bucket, devices, forced = key[:5]
-    if forced is not None or devices != _HOST_ONLY or not _numpy_best(history.stats.get(key, {})):
+    if (forced is not None or devices != _HOST_ONLY or not _numpy_best(history.stats.get(key, {}))
+            or history.p_send(key)):  # its results go on to a device: the router must keep seeing them
         return
     try:
         op = op_named(name)

@@ -111,6 +111,60 @@ def test_outcomes_persist_with_the_history(tmp_path):
     assert again.p_return(key) == pytest.approx(2 / 4)
 
 
+def test_a_host_result_seen_sent_to_a_device_next_is_made_there():
+    """A weight updated from a device's gradient: on the host the update wins alone (the
+    gradient comes back faster than the weight goes in), but each new weight is then sent to
+    the device; once that is seen, the host's price carries that copy and the update moves."""
+    cal = synthetic(gpu=True, torch_cpu=False)
+    cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_device_staged=2e9, to_device_pageable=2e9)
+    router.use_calibration(cal)
+    w0, g0 = numpy.linspace(0.0, 1.0, N), numpy.linspace(1.0, 2.0, N)
+    g = dispatch.asarray(g0).to("cupy")
+    w = dispatch.asarray(w0) - 0.1 * g
+    assert w.target == "numpy"
+    key = w._hosted
+    assert key is not None and key[0] == "subtract" and router.history.sends[key] == [1, 0]
+    assert router.history.p_send(key) == 0.0
+    with dispatch.using("cupy"):
+        product = w * g  # the next call runs on the device: the weight is sent there
+    assert router.history.sends[key] == [1, 1] and w._hosted is None
+    assert router.history.p_send(key) == 1.0
+    again = dispatch.asarray(w0) - 0.1 * g
+    assert again.target == "cupy"
+    for got, want in ((w, w0 - 0.1 * g0), (again, w0 - 0.1 * g0), (product, (w0 - 0.1 * g0) * g0)):
+        got = numpy.asarray(got)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        numpy.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_a_host_result_used_on_the_host_teaches_nothing():
+    cal = synthetic(gpu=True, torch_cpu=False)
+    cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_device_staged=2e9, to_device_pageable=2e9)
+    router.use_calibration(cal)
+    w0, g0 = numpy.linspace(0.0, 1.0, N), numpy.linspace(1.0, 2.0, N)
+    g = dispatch.asarray(g0).to("cupy")
+    for _ in range(3):
+        w = dispatch.asarray(w0) - 0.1 * g
+        assert w.target == "numpy"
+        total = (w * 2.0).sum()  # on the host
+    assert router.history.sends[w._hosted] == [3, 0]
+    assert router.history.p_send(w._hosted) == 0.0
+    numpy.testing.assert_allclose(float(total), 2 * (w0 - 0.1 * g0).sum(), rtol=1e-12)
+
+
+def test_sends_persist_with_the_history(tmp_path):
+    h = History()
+    key = ("subtract", (numpy.dtype("float64"),) * 2, 20, frozenset({dispatch.devices.HOST}))
+    for _ in range(4):
+        h.hosted(key)
+    h.sent(key)
+    h.save(tmp_path / "history.json")
+    again = History()
+    again.load(tmp_path / "history.json")
+    assert again.sends[key] == [4, 1]
+    assert again.p_send(key) == pytest.approx(0.25)
+
+
 def _stencil_program(u0: numpy.ndarray, steps: int):
     """A loop over an array made once, updated in place (the heat workload's shape)."""
     u = dispatch.asarray(u0).copy()
@@ -387,3 +441,4 @@ def test_an_engine_holding_the_input_keeps_it_against_one_barely_faster(monkeypa
         assert _priced(cal, "torch-cuda", op, Inputs([held])) == pytest.approx(cupy_s - faster_by)
         chosen[faster_by] = router.decide(op, Inputs([held]), (held,), {}).target.name
     assert chosen == {0.5 * router.ADOPT_S: "cupy", 2 * router.ADOPT_S: "torch-cuda"}
+
