@@ -23,6 +23,7 @@ from dispatch import router, tracing
 from dispatch._array import ndarray, wrap
 from dispatch._ops import Op
 from dispatch._state import STATE
+from dispatch.cost import FFT_1D
 from dispatch.devices import HOST, Device, device_of, library_of
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
@@ -83,6 +84,21 @@ def _layout(op: Op, args: tuple, kwargs: dict) -> Any:
     if axis is None or (type(axis) is tuple and all(type(a) is int for a in axis)):
         return (ndim, axis)
     return None  # not an axis (a percentile's q): one key for all
+
+
+def _fft_points(inputs: Inputs, args: tuple, kwargs: dict) -> None:
+    """A 1-D transform given ``n`` runs on ``n`` points, not on its input's length (``rfft(taps,
+    n=2**20)`` of 255 taps is a transform of 2**20 points: 20 ms on NumPy, not a small call):
+    its length becomes the call's layout, and its size counts the points transformed."""
+    n = kwargs.get("n", args[1] if len(args) > 1 else None)
+    axis = kwargs.get("axis", args[2] if len(args) > 2 else -1)
+    if type(n) is not int or n <= 0 or type(axis) is not int or not inputs.arrays:
+        return
+    shape = tuple(inputs.arrays[0].shape)
+    if not -len(shape) <= axis < len(shape):
+        return  # NumPy raises for it
+    inputs.layout = n
+    inputs.size = inputs.size // max(shape[axis], 1) * n
 
 
 def _is_array(x: Any) -> bool:
@@ -389,12 +405,14 @@ def numpy_takes(op: Op, n: int, a: Any, b: Any = None) -> bool:
         n <= router.trip_floor(op) and getattr(a, "_root", None) is None and getattr(b, "_root", None) is None)
 
 
-def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
+def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: bool = True) -> Any:
     """Run ``op`` on the target the router picks; NumPy on the host when that target refuses.
 
     ``into``: a host temporary among an operator's operands that NumPy may write the result
-    into, as NumPy's own temporary elision would (``_array._elides`` checked it may)."""
-    if STATE.plain:
+    into, as NumPy's own temporary elision would (``_array._elides`` checked it may).
+    ``sized``: the arrays' sizes tell the call's work (not an FFT padded to ``n`` points), so
+    small host arrays may skip the router."""
+    if STATE.plain and sized:
         if not op.local:
             hargs, floor, rootless = under_floors(op, args)
         elif op.name not in router.PLACED_COPIES:  # views and casts of host data no root reaches: NumPy's
@@ -419,6 +437,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
                     return obj
                 return wrap(result)
     inputs = Inputs(_collect(args, kwargs), _layout(op, args, kwargs) if op.work in _BY_AXIS else None)
+    if op.name in FFT_1D:
+        _fft_points(inputs, args, kwargs)
     decision = router.decide(op, inputs, args, kwargs)
     target = decision.target
     if target is NUMPY:

@@ -19,6 +19,7 @@ from dispatch import _call
 from dispatch._array import ndarray
 from dispatch._ops import op_for_ufunc_method, op_named
 from dispatch._state import STATE
+from dispatch.cost import FFT_1D
 
 __all__ = ["lazy_namespace", "routed", "ufunc"]
 
@@ -80,9 +81,17 @@ def routed(name: str, func: Any, module: str) -> Any:
     """A wrapper that routes the catalog function ``name`` (NumPy's ``func``)."""
     op = op_named(name)
 
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return _call.call(op, args, kwargs)
+    if name in FFT_1D:  # a transform's work follows n where one is given, not its input's size
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return _call.call(op, args, kwargs, sized=kwargs.get("n", args[1] if len(args) > 1 else None) is None)
+
+    else:
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return _call.call(op, args, kwargs)
+
+    wrapper = functools.wraps(func)(call)
 
     wrapper.__module__ = module
     wrapper.__wrapped__ = func

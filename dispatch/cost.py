@@ -217,9 +217,11 @@ FFT_1D = frozenset({"fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", 
 
 
 def _batched_fft_seconds(model: TargetModel, inputs: Any, dtype: str, factor: float) -> float | None:
-    """Transforms along the last axis (the default): one call, ``size / length`` transforms."""
+    """Transforms along the last axis (the default): one call, ``size / length`` transforms, of
+    the length ``n`` asked for where one was (the layout: see ``dispatch._call._fft_points``)."""
     shape = tuple(inputs.arrays[0].shape)
-    length = max(shape[-1], 1) if shape else 1
+    layout = getattr(inputs, "layout", None)
+    length = layout if type(layout) is int else (max(shape[-1], 1) if shape else 1)
     one = model.seconds("fft.fft", float(length), dtype)
     if one is None:
         return None

@@ -442,3 +442,18 @@ def test_an_engine_holding_the_input_keeps_it_against_one_barely_faster(monkeypa
         chosen[faster_by] = router.decide(op, Inputs([held]), (held,), {}).target.name
     assert chosen == {0.5 * router.ADOPT_S: "cupy", 2 * router.ADOPT_S: "torch-cuda"}
 
+
+def test_a_transform_padded_to_n_points_is_priced_on_its_n_points():
+    """``rfft(taps, n=2**20)`` of 255 taps transforms 2**20 points: not a small call."""
+    router.use_calibration(synthetic(gpu=True, torch_cpu=False))
+    taps = numpy.hamming(255)
+    with dispatch.trace() as t:
+        padded = dispatch.fft.rfft(dispatch.asarray(taps), n=1 << 20)
+        plain = dispatch.fft.rfft(dispatch.asarray(taps))
+    transforms = [r for r in t.records if r.op == "fft.rfft"]  # (asarray is recorded too)
+    assert [r.target for r in transforms] == ["cupy", "numpy"]
+    assert transforms[1].reason.startswith("small")
+    for got, want in ((padded, numpy.fft.rfft(taps, n=1 << 20)), (plain, numpy.fft.rfft(taps))):
+        got = numpy.asarray(got)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        numpy.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
