@@ -485,7 +485,7 @@ def lineage(inputs: Inputs, decision: Any, result: Any) -> Any:
     result, and credit that root with what a device holding the data saves on this call; a
     call that could have made its result on a device, from host data, becomes a root."""
     root = None
-    roots: dict[tuple, int] = {}  # the roots of the host inputs, and the bytes each brings
+    several = False  # inputs from more than one root: each is credited by the bytes it brings
     rootless = False  # a host input no root made: a device would have to be sent it anyway
     for a in inputs.arrays:
         mine = getattr(a, "_root", None)
@@ -496,16 +496,27 @@ def lineage(inputs: Inputs, decision: Any, result: Any) -> Any:
             continue
         if root is None:
             root = mine
-        roots[mine] = roots.get(mine, 0) + a.nbytes
+        elif mine != root:
+            several = True
     if root is not None:
         if decision.gain and not rootless:
-            router.credit(roots, decision.gain)
+            router.credit(_bytes_by_root(inputs.arrays) if several else {root: 0}, decision.gain)
     elif decision.placeable and type(result) is ndarray:
         root = decision.key
         router.made(root)
     if root is not None and type(result) is ndarray:
         result._root = root
     return result
+
+
+def _bytes_by_root(arrays: list[Any]) -> dict[tuple, int]:
+    """The roots of these arrays, and the bytes each brings."""
+    roots: dict[tuple, int] = {}
+    for a in arrays:
+        mine = getattr(a, "_root", None)
+        if mine is not None:
+            roots[mine] = roots.get(mine, 0) + a.nbytes
+    return roots
 
 
 def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
