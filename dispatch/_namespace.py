@@ -84,7 +84,7 @@ def routed(name: str, func: Any, module: str) -> Any:
     if name in FFT_1D:  # a transform's work follows n where one is given, not its input's size
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return _call.call(op, args, kwargs, sized=kwargs.get("n", args[1] if len(args) > 1 else None) is None)
+            return _call.call(op, args, kwargs, sized=_call.fft_sized(args, kwargs))
 
     else:
 

@@ -147,6 +147,7 @@ def test_a_host_result_used_on_the_host_teaches_nothing():
         w = dispatch.asarray(w0) - 0.1 * g
         assert w.target == "numpy"
         total = (w * 2.0).sum()  # on the host
+    dispatch._call._native_for(dispatch.targets.get("cupy"), counted=False)(w)  # an explored call's copy
     assert router.history.sends[w._hosted] == [3, 0]
     assert router.history.p_send(w._hosted) == 0.0
     numpy.testing.assert_allclose(float(total), 2 * (w0 - 0.1 * g0).sum(), rtol=1e-12)
@@ -450,6 +451,9 @@ def test_a_transform_padded_to_n_points_is_priced_on_its_n_points():
     with dispatch.trace() as t:
         padded = dispatch.fft.rfft(dispatch.asarray(taps), n=1 << 20)
         plain = dispatch.fft.rfft(dispatch.asarray(taps))
+    # a signal padded to the next power of two is priced on its own length, as before
+    assert dispatch._call.fft_sized((numpy.ones((8, 4096)),), {"n": 8192})
+    assert not dispatch._call.fft_sized((taps,), {"n": 1 << 20})
     transforms = [r for r in t.records if r.op == "fft.rfft"]  # (asarray is recorded too)
     assert [r.target for r in transforms] == ["cupy", "numpy"]
     assert transforms[1].reason.startswith("small")
