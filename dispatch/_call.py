@@ -95,9 +95,8 @@ def _fft_points(inputs: Inputs, args: tuple, kwargs: dict) -> None:
     n=2**20)`` of 255 taps is a transform of 2**20 points: 20 ms on NumPy, not a small call):
     where ``n`` pads the input ``FFT_PADDED`` times or more, its length becomes the call's
     layout, and its size counts the points transformed. A signal padded to the next power of
-    two (at most twice its length) is priced on its length, as the cost curves were measured
-    and the router tuned (pricing fft_filter small's 8 x 8192 points as such sent it to a GPU,
-    where it ran in 4-5 ms against NumPy's 2 ms, on the H100 machine)."""
+    two (at most twice its length) keeps its own size and key, as before: the router's floors
+    and what it learned were measured on such calls."""
     if not inputs.arrays:
         return
     padded = _fft_padded(inputs.arrays[0], args, kwargs)
@@ -115,8 +114,10 @@ def _fft_padded(a: Any, args: tuple, kwargs: dict) -> tuple[int, int] | None:
     shape = getattr(a, "shape", None)
     if type(n) is not int or type(axis) is not int or shape is None or not -len(shape) <= axis < len(shape):
         return None  # (NumPy raises for an axis out of range)
-    length = max(int(shape[axis]), 1)
-    return (n, length) if n >= FFT_PADDED * length else None
+    length = shape[axis]
+    if type(length) is not int:
+        return None  # a Dask array's unknown (NaN) length
+    return (n, max(length, 1)) if n >= FFT_PADDED * length else None
 
 
 def fft_sized(args: tuple, kwargs: dict) -> bool:
