@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["History", "Stat"]
+__all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
 
 
 @dataclass
@@ -60,11 +60,11 @@ HISTORY_VERSION = 2  # 2: keys carry the forced target and the layout
 # judged by their fastest sample, and it ran at 1.6x NumPy's time on the H100 machine.
 FIRST_SAMPLES = 3
 _HOST_FIRST_SAMPLES = 2
-_HOST_TARGETS = frozenset({"numpy", "torch-cpu"})
+HOST_TARGETS = ("numpy", "torch-cpu")  # the targets computing in host memory
 
 
 def _first_samples(target: str) -> int:
-    return _HOST_FIRST_SAMPLES if target in _HOST_TARGETS else FIRST_SAMPLES
+    return _HOST_FIRST_SAMPLES if target in HOST_TARGETS else FIRST_SAMPLES
 
 
 def call_kind(key: tuple, target: str) -> tuple:
@@ -155,7 +155,7 @@ class History:
                 continue
             if seconds > self.explore_budget * spent:  # not yet paid for by this kind of call's own time
                 continue
-            if name not in _HOST_TARGETS and call_kind(key, name) not in self.ran:
+            if name not in HOST_TARGETS and call_kind(key, name) not in self.ran:
                 continue
             if per.get(name, Stat(0, 0)).samples < self.explore_samples:
                 if self._rng.random() < self.explore_probability:

@@ -19,9 +19,9 @@ Rules, first match wins:
      from it, have saved there on average (``history.placement_credit``): a loop over an
      array made once moves it once; a host target whose results of this kind a device was
      sent next pays that copy, times the learned share (``history.p_send``); a device that
-     never ran this kind of call (op, dtypes,
-     layout) pays ``FIRST_USE_S`` for host data; the cheapest wins, but NumPy keeps a call
-     unless another target is ``NUMPY_MARGIN`` cheaper   "cost model" / "history" / "placement"
+     never ran this kind of call (op, dtypes, layout) pays ``FIRST_USE_S`` for host data;
+     the cheapest wins, but NumPy keeps a call unless another target is ``NUMPY_MARGIN``
+     cheaper                                             "cost model" / "history" / "placement"
      a device chosen for host data is then put on trial (``dispatch.trials``): the program is
      timed with the call there and on NumPy, and the faster keeps it               "trial"
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
@@ -49,7 +49,7 @@ from dispatch import cluster, cost, targets, trials
 from dispatch._ops import all_ops, op_named
 from dispatch._state import STATE
 from dispatch.devices import DASK, HOST
-from dispatch.history import History, call_kind
+from dispatch.history import HOST_TARGETS, History, call_kind
 from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
@@ -61,7 +61,6 @@ __all__ = ["Decision", "clear_decisions", "credit", "decide", "failed", "host_fl
 # uses it for these ops only; calibration measures the machine at hand instead.
 TORCH_CPU_FASTER = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "add.reduce"})
 GPU_TARGETS = ("cupy", "torch-cuda", "torch-mps")
-HOST_TARGETS = ("numpy", "torch-cpu")
 _PRICED = frozenset((*HOST_TARGETS, *GPU_TARGETS))
 # Host calls of at most this many elements run on NumPy under every policy, without probing any
 # other target (which would import torch or CuPy): no engine's call overhead (microseconds for
@@ -447,7 +446,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     host_compute = device_compute = math.inf
     resident = inputs.resident  # the engines holding its inputs there: another pays ADOPT_S an input
     holders = [] if entering else [_engine_holding(a).name for a in inputs.arrays if _device(a) == resident]
-    devices = [m for m in _models.values() if not m.device.is_host and m.transfer]
+    devices = _transfer_models()
     p_send = history.p_send(key) if devices else 0.0
     # a host target's result that a device is sent next (the program goes on there) pays that copy
     send = p_send * min(m.to_device_seconds(cost.result_bytes(op, inputs)) for m in devices) if p_send else 0.0
@@ -521,6 +520,11 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     if best_name == "numpy" and not sample and not decision.placeable:
         _learn_floor(key)  # measured, under the threshold: this decision is final, and routing it only costs
     return decision, True
+
+
+def _transfer_models() -> list[cost.TargetModel]:
+    """The calibrated devices that data can be copied to (their transfers measured)."""
+    return [m for m in _models.values() if not m.device.is_host and m.transfer]
 
 
 def _ran_beside(key: tuple, name: str) -> bool:
@@ -661,9 +665,7 @@ def failed(op: Any, inputs: Any, target: Any, why: str) -> None:
 def made(key: tuple) -> None:
     """A call of kind ``key`` made a fresh array from host data: count it, and re-decide the key
     now and then, as what later calls on such arrays save on a device is learned."""
-    count = history.made(key)
-    if count & (count - 1) == 0:  # after 1, 2, 4, 8... arrays
-        _decisions.pop(key, None)
+    _redecide_now_and_then(key, history.made(key))
 
 
 def credit(roots: dict[tuple, int], gain: float) -> None:
@@ -675,7 +677,7 @@ def credit(roots: dict[tuple, int], gain: float) -> None:
     if len(roots) == 1:
         history.credit(next(iter(roots)), gain)
         return
-    models = [m for m in _models.values() if not m.device.is_host and m.transfer]
+    models = _transfer_models()
     if not models:
         return
     total = sum(roots.values())
@@ -685,6 +687,13 @@ def credit(roots: dict[tuple, int], gain: float) -> None:
             history.credit(root, left)
 
 
+def _redecide_now_and_then(key: tuple, count: int) -> None:
+    """Drop the cached decision for ``key`` when what it learned from reaches 1, 2, 4, 8...
+    (samples, outcomes, arrays): cheap, and it converges."""
+    if count & (count - 1) == 0:
+        _decisions.pop(key, None)
+
+
 def hosted(key: tuple) -> None:
     """A host target made a result of a call of kind ``key``, where a device was priced for it."""
     history.hosted(key)
@@ -692,17 +701,13 @@ def hosted(key: tuple) -> None:
 
 def sent(key: tuple) -> None:
     """Such a result was then sent to a device: learn it, and re-decide the key now and then."""
-    count = history.sent(key)
-    if count & (count - 1) == 0:  # after 1, 2, 4, 8... results sent
-        _decisions.pop(key, None)
+    _redecide_now_and_then(key, history.sent(key))
 
 
 def settle(key: tuple, stayed: bool) -> None:
     """A result a device computed from host data (a call of kind ``key``) was next used on that
     device (``stayed``) or read back to the host: learn it, and re-decide the key now and then."""
-    outcomes = history.settle(key, stayed)
-    if outcomes & (outcomes - 1) == 0:  # after 1, 2, 4, 8... outcomes
-        _decisions.pop(key, None)
+    _redecide_now_and_then(key, history.settle(key, stayed))
 
 
 def observe(decision: Decision, seconds: float) -> None:
@@ -728,8 +733,7 @@ def _observed(key: tuple, target: str) -> None:
     samples = stat.samples
     if target == "numpy" and samples == LEARNED_FLOOR_SAMPLES:
         _learn_floor(key)
-    if samples & (samples - 1) == 0:  # re-rank after 1, 2, 4, 8... samples: cheap, and it converges
-        _decisions.pop(key, None)
+    _redecide_now_and_then(key, samples)
 
 
 # A kind of call measured this many times on the target chosen for it is timed one call in
