@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dispatch import heap
 from dispatch._ops import GETITEM, POWER_OPERATOR, SETITEM, op_for_function, op_for_ufunc_method, op_named
 from dispatch._state import STATE
 from dispatch.devices import HOST, Device, device_of, is_backend_type, library_of, parse_device
@@ -855,6 +856,7 @@ def _install_methods() -> None:
 _install_operators()
 _measure_temporaries()
 _install_methods()
+heap.keep()  # freed temporaries stay for the next ones (dispatch.heap)
 ndarray.__module__ = "dispatch"
 
 # The call path needs this module's names; it is imported last to close the cycle.
