@@ -13,7 +13,9 @@ with the call there: it is what the program ran before. A program that takes lon
 calls are large enough for the estimates to hold, and a host side there could cost seconds.
 
 One trial runs at a time, so each is timed with the others' calls settled; a kind of call that
-qualifies meanwhile waits its turn, decided afresh at each call until it starts. A period much
+qualifies meanwhile waits its turn, decided afresh at each call until it starts. A trial whose
+kind of call stopped coming (its loop ended) gives way: once another kind of call has waited
+for it ``PASSED_OVER`` times since its last call, or after ``STALE_S``. A period much
 longer than the others (the program paused, or a benchmark switched policies between its
 samples) is left out.
 """
@@ -44,6 +46,12 @@ MAX_PERIOD_S = 20e-3
 # A trial whose kind of call has not come for this long is dropped, so that it does not keep the
 # others waiting: the loop it timed has ended.
 STALE_S = 5.0
+# ...or sooner: once another kind of call waited for it this many times since it last came (an
+# FFT filter of 2 ms a run kept its transform on the GPU untried through 40 runs, behind the
+# unfinished trial of the program before it). A loop that still makes it comes back before
+# another's calls pass it over this often, or that other's trial, once started, ends within a
+# few of its calls.
+PASSED_OVER = 2 * BLOCK
 # A period this many times the median of the trial's periods is a pause, not the program.
 PAUSE_RATIO = 5.0
 
@@ -51,7 +59,7 @@ PAUSE_RATIO = 5.0
 class Trial:
     """The device and host decisions of one kind of call, and the program's periods under each."""
 
-    __slots__ = ("device", "host", "last", "periods", "seen", "touched")
+    __slots__ = ("device", "host", "last", "passed_over", "periods", "seen", "touched")
 
     def __init__(self, device: Any, host: Any) -> None:
         self.device = device
@@ -59,6 +67,7 @@ class Trial:
         self.seen = 0
         self.last: tuple[float, str] | None = None  # the previous call's time and side
         self.touched = time.perf_counter()
+        self.passed_over = 0  # calls of other kinds that waited for it since its own last call
         self.periods: dict[str, list[float]] = {"device": [], "host": []}
 
     def side(self) -> str | None:
@@ -79,6 +88,7 @@ class Trial:
         self.seen += 1
         self.last = (now, side)
         self.touched = now
+        self.passed_over = 0
         return (self.device if side == "device" else self.host), False
 
     def outcome(self, side: str | None) -> Any:
@@ -135,7 +145,10 @@ def verdicts() -> dict[tuple, Any]:
 def start(key: tuple, device: Any, host: Any) -> bool:
     """Put a device decision on trial, unless another trial runs; ``True`` if it started."""
     for other, trial in list(_active.items()):
-        if other != key and time.perf_counter() - trial.touched > STALE_S:
+        if other == key:
+            continue
+        trial.passed_over += 1
+        if trial.passed_over >= PASSED_OVER or time.perf_counter() - trial.touched > STALE_S:
             del _active[other]  # its loop ended before its verdict: tried again if it comes back
     if not _active and key not in _verdicts:
         _active[key] = Trial(device, host)

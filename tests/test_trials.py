@@ -120,6 +120,23 @@ def test_one_trial_runs_at_a_time():
         trials.clear()
 
 
+def test_a_trial_whose_calls_stopped_gives_way_to_one_that_waits():
+    """The program it timed moved on: once another kind of call has waited for it
+    ``PASSED_OVER`` times since it last came, it gives way; a loop that still makes it does not."""
+    device, host = _Side("cupy"), _Side("numpy")
+    try:
+        assert trials.start(("a",), device, host)
+        for _ in range(3 * trials.PASSED_OVER):  # "a" and "b" take turns in one loop: "b" waits
+            assert not trials.start(("b",), device, host)
+            trials.active(("a",)).next()
+        for _ in range(trials.PASSED_OVER - 1):  # "a" stopped coming
+            assert not trials.start(("b",), device, host)
+        assert trials.start(("b",), device, host) and trials.active(("a",)) is None
+        assert trials.verdict(("a",)) is None  # dropped, not judged: tried again when it comes back
+    finally:
+        trials.clear()
+
+
 N = 1_000_000  # exp on the synthetic machine: NumPy 4 ms, the device 1.7 ms with the way back
 
 
