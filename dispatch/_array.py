@@ -236,6 +236,10 @@ class ndarray:
                 if root is not None:
                     view._root = root
             return view
+        if STATE.plain and type(data) is not _ND:
+            view = _call.device_view(self, key)
+            if view is not _call._MISS:
+                return view
         return _call.call(GETITEM, (self, key), {})
 
     def __setitem__(self, key: Any, value: Any) -> None:

@@ -53,7 +53,15 @@ _cache: dict[Any, tuple[Expected | None, bool]] = {}  # signature -> (descriptio
 
 
 def _small(shape: Any) -> tuple[int, ...]:
-    return tuple(d if d < 2 else 2 for d in shape)
+    try:
+        return _small_cached(shape)
+    except TypeError:  # a shape that is not a tuple (a list)
+        return tuple([d if d < 2 else 2 for d in shape])
+
+
+@functools.lru_cache(maxsize=4096)  # a loop asks for the same few shapes at every call
+def _small_cached(shape: tuple) -> tuple[int, ...]:
+    return tuple([d if d < 2 else 2 for d in shape])
 
 
 def _stand_in(x: Any, dtype_of: Any) -> Any:
@@ -75,6 +83,8 @@ _array_types: set[type] = set()  # the array types seen: known again by their ty
 
 def _signature(x: Any, dtype_of: Any) -> Any:
     kind = type(x)
+    if kind is tuple or kind is list:  # the arguments themselves, first of all
+        return (kind, tuple([_signature(v, dtype_of) for v in x]))
     if kind in _array_types or (hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic)):
         _array_types.add(kind)
         return ("array", dtype_of(x), _small(x.shape))

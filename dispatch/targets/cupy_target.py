@@ -186,7 +186,8 @@ class CupyTarget(Target):
         cupy = self.cupy
         for a in _arrays(args, kwargs, cupy.ndarray):
             self._check_dtype(a.dtype)
-        kwargs = {k: v for k, v in kwargs.items() if k != "like"}
+        if "like" in kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if k != "like"}
         if op.name in _REFUSED:
             raise Unsupported(_REFUSED[op.name], lasting=True)
         if op.work == "random":

@@ -1,0 +1,131 @@
+"""The resident lane (``dispatch._call._resident_run``, ``device_view``): calls on data one
+device engine holds, which the router sends to that engine untimed, run without the general
+call path, with NumPy's results, on that device.
+
+Runs the cupy target on the fake CuPy (``tests/fakecupy.py``); the values are compared with
+NumPy's. Each test turns the general path off (it raises) once the call's kind is decided, so
+a call that does not take the lane fails the test.
+"""
+
+from __future__ import annotations
+
+import fakecupy
+import numpy
+import pytest
+from helpers import assert_same, fake_cupy_router
+
+import dispatch
+from dispatch import _call, router, tracing
+from dispatch._ops import op_named
+
+if fakecupy.real_cupy_installed():
+    pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def fake_gpu(tmp_path, monkeypatch):
+    with fake_cupy_router(tmp_path, monkeypatch) as target:
+        yield target
+
+
+def _data() -> tuple[numpy.ndarray, numpy.ndarray]:
+    rng = numpy.random.default_rng(0)
+    return rng.standard_normal((6, 5)), rng.standard_normal((6, 5))
+
+
+def _general_path_off(monkeypatch) -> None:
+    def general(*args, **kwargs):
+        raise AssertionError("the general call path ran")
+
+    monkeypatch.setattr(_call, "_run_on", general)
+    monkeypatch.setattr(_call, "_run_numpy", general)
+
+
+PROGRAMS = {
+    "a + b": lambda xp, a, b: a + b,
+    "2.0 * a": lambda xp, a, b: 2.0 * a,
+    "a ** 2": lambda xp, a, b: a ** 2,
+    "xp.abs(a)": lambda xp, a, b: xp.abs(a),
+    "xp.maximum(a, b)": lambda xp, a, b: xp.maximum(a, b),
+    "a.sum(axis=1)": lambda xp, a, b: a.sum(axis=1),
+    "a.max()": lambda xp, a, b: a.max(),
+    "a < b": lambda xp, a, b: a < b,
+    "a[1:-1, 1:-1]": lambda xp, a, b: a[1:-1, 1:-1],
+    "a[None, ..., 2:]": lambda xp, a, b: a[None, ..., 2:],
+    "a[::2]": lambda xp, a, b: a[::2],
+    "a[1, 2]": lambda xp, a, b: a[1, 2],  # NumPy's scalar: a device scalar
+    "a[::-1, 1]": lambda xp, a, b: a[::-1, 1],
+    "a.reshape((5, 6))": lambda xp, a, b: a.reshape((5, 6)),
+}
+
+
+@pytest.mark.parametrize("label", PROGRAMS)
+def test_a_decided_call_on_device_data_takes_the_lane(label, monkeypatch):
+    program = PROGRAMS[label]
+    an, bn = _data()
+    a, b = dispatch.asarray(an).to("cupy"), dispatch.asarray(bn).to("cupy")
+    program(dispatch, a, b)  # the first call of its kind is decided on the general path
+    _general_path_off(monkeypatch)
+    got = program(dispatch, a, b)
+    assert got.target == "cupy"
+    assert_same(got, program(numpy, an, bn))
+
+
+@pytest.mark.parametrize("label, program", [
+    ("arrays in a tuple", lambda a: dispatch.concatenate((a, a))),
+    ("rows by a list", lambda a: a[[0, 2]]),  # a host index: the general path brings it over
+    ("a timed call", lambda a: a + a),
+])
+def test_other_calls_take_the_general_path(label, program, monkeypatch):
+    an, _ = _data()
+    a = dispatch.asarray(an).to("cupy")
+    if label == "a timed call":
+        a + a
+        inputs = _call.Inputs([a, a])
+        decision = router.decide(op_named("add"), inputs, (a, a), {})  # the cached decision
+        decision.sample = True  # the router wants this one measured: the general path times it
+    _general_path_off(monkeypatch)
+    with pytest.raises(AssertionError, match="general call path"):
+        program(a)
+
+
+def test_a_failure_in_the_lane_falls_back_to_numpy_and_is_recorded(fake_gpu, monkeypatch):
+    an, bn = _data()
+    a, b = dispatch.asarray(an).to("cupy"), dispatch.asarray(bn).to("cupy")
+    numpy.subtract(a, b)  # decided: the data's engine
+    real = fake_gpu.run
+
+    def out_of_memory(op, args, kwargs):
+        if op.name == "subtract":
+            raise MemoryError("out of memory allocating 1,024 bytes")
+        return real(op, args, kwargs)
+
+    monkeypatch.setattr(fake_gpu, "run", out_of_memory)
+    why = ("subtract", "cupy failed: MemoryError: out of memory allocating 1,024 bytes")
+    before = tracing.fallbacks().get(why, 0)
+    got = a - b
+    assert_same(got, an - bn)
+    assert tracing.fallbacks()[why] == before + 1
+
+
+def test_a_view_in_the_lane_shares_the_device_memory():
+    an, _ = _data()
+    a = dispatch.asarray(an).to("cupy")
+    view = a[1:3, :]
+    view[...] = 0.0
+    expected = an.copy()
+    expected[1:3, :] = 0.0
+    assert a.target == "cupy"
+    assert_same(a, expected)
+
+
+def test_forced_and_traced_calls_take_the_lane_and_are_recorded(monkeypatch):
+    an, bn = _data()
+    a, b = dispatch.asarray(an).to("cupy"), dispatch.asarray(bn).to("cupy")
+    _general_path_off(monkeypatch)
+    with dispatch.using("cupy"), dispatch.trace() as t:
+        got = a * b
+        view = got[1:, :2]
+    assert_same(view, (an * bn)[1:, :2])
+    assert [(r.op, r.target, r.reason) for r in t.records] == [
+        ("multiply", "cupy", "forced cupy"), ("__getitem__", "cupy", "forced cupy")]
