@@ -439,7 +439,8 @@ _LANE_LIBRARIES = frozenset({"cupy", "torch"})
 def _resident_args(op: Op, args: tuple, kwargs: dict) -> tuple[list, tuple] | None:
     """The dispatch arrays among ``args`` and the arguments as natives, if the lane may take
     the call: every array held by a device engine (CuPy or torch), every other argument a
-    Python scalar, keywords only axes and flags, no writes, no transform; else ``None``."""
+    Python scalar, a slice or a tuple of them (an index, a shape), keywords only scalars and
+    axes, no writes, no transform; else ``None``."""
     if op.mutates is not None or op.name in FFT_1D:
         return None
     arrays = []
