@@ -483,7 +483,7 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
     except Exception:
         return _MISS
     for a, native in zip(args, natives, strict=True):
-        if native is result and type(a) is not _DeviceScalar and isinstance(a, ndarray):
+        if native is result and type(a) is ndarray:
             return a  # handed back as it is (a view op with nothing to do)
     if target.owns(result):  # an array on the target's device: wrapped as it is (``wrap``'s answer)
         obj = object.__new__(ndarray)
@@ -493,29 +493,19 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
 
 
 def device_view(x: ndarray, key: Any) -> Any:
-    """``x[key]`` for data a device engine holds and a key of slices (with ``None`` and
-    ``Ellipsis``): a view on that engine, as the router's rule for indexing places it (where
-    the data is), without routing; ``_MISS`` for any other key or a refusal."""
-    kind = type(key)
-    if kind is slice:
-        if not _plain_slice(key):
-            return _MISS
-    elif kind is tuple and key:
-        for k in key:
-            if type(k) is slice:
-                if not _plain_slice(k):
-                    return _MISS
-            elif k is not None and k is not Ellipsis:
-                return _MISS
-    else:
+    """``x[key]`` for data a device engine holds and a key of slices, ``None`` and ``Ellipsis``:
+    a view on that engine, as the router's rule for indexing places it (where the data is),
+    without routing; ``_MISS`` for any other key, or one the engine refuses (torch takes no
+    negative step)."""
+    keys = key if type(key) is tuple else (key,)
+    if not keys or any(type(k) not in _VIEW_PARTS for k in keys) or not _plain_key(keys):
         return _MISS
     data = x._data
     if library_of(type(data)) not in _LANE_LIBRARIES:
         return _MISS
     settle(x, True)
-    engine = _engine_of(data)
     try:
-        view = engine.run(GETITEM, (data, key), {})
+        view = _engine_of(data).run(GETITEM, (data, key), {})
     except Exception:  # a refusal: the general path runs it and records why
         return _MISS
     obj = object.__new__(ndarray)
@@ -523,6 +513,7 @@ def device_view(x: ndarray, key: Any) -> Any:
     return obj
 
 
+_VIEW_PARTS = frozenset({slice, type(None), type(Ellipsis)})
 _KEY_PARTS = _PLAIN | {slice, type(Ellipsis)}
 
 
@@ -531,13 +522,6 @@ def _plain_key(v: slice | tuple) -> bool:
     if type(v) is slice:
         return type(v.start) in _PLAIN and type(v.stop) in _PLAIN and type(v.step) in _PLAIN
     return all(type(x) in _KEY_PARTS and (type(x) is not slice or _plain_key(x)) for x in v)
-
-
-def _plain_slice(s: slice) -> bool:
-    """Integer bounds, and a step torch takes as NumPy does (none, or positive)."""
-    start, stop, step = s.start, s.stop, s.step
-    return ((start is None or type(start) is int) and (stop is None or type(stop) is int)
-            and (step is None or (type(step) is int and step > 0)))
 
 
 def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: bool = True) -> Any:

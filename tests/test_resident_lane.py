@@ -55,6 +55,8 @@ PROGRAMS = {
     "a[::2]": lambda xp, a, b: a[::2],
     "a[1, 2]": lambda xp, a, b: a[1, 2],  # NumPy's scalar: a device scalar
     "a[::-1, 1]": lambda xp, a, b: a[::-1, 1],
+    "a[::-1]": lambda xp, a, b: a[::-1],
+    "a[None]": lambda xp, a, b: a[None],
     "a.reshape((5, 6))": lambda xp, a, b: a.reshape((5, 6)),
 }
 
