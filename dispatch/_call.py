@@ -24,13 +24,16 @@ from dispatch._array import _DeviceScalar, _engine_of, ndarray, wrap
 from dispatch._ops import GETITEM, Op
 from dispatch._state import STATE
 from dispatch.cost import FFT_1D
-from dispatch.devices import HOST, Device, device_of, library_of
+from dispatch.devices import HOST, HOST_ONLY, Device, device_of, library_of
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
 
 __all__ = ["Inputs", "call"]
 
 _SCALARS = (int, float, complex, bool, np.generic)
+
+
+_NOWHERE: frozenset = frozenset()
 
 
 class Inputs:
@@ -43,24 +46,35 @@ class Inputs:
         self.layout = layout  # what else tells calls of one size apart (a reduction's axis)
         size = nbytes = 0
         dtypes = []
-        devices = set()
+        host = False
+        devices = None  # the devices other than the host, once one is met
         for a in arrays:
             data = a._data if isinstance(a, ndarray) else a
-            if type(data) is np.ndarray:
-                n, dtype, device = data.size, data.dtype, HOST
-            elif library_of(type(data)) == "cupy":  # a loop on the device: read directly, as CuPy keeps them
-                n, dtype, device = data.size, data.dtype, device_of(data)
+            if type(data) is np.ndarray:  # the common case: no device to look up
+                n, dtype = data.size, data.dtype
+                host = True
             else:
-                n, dtype, device = _size(data), _dtype(a), _device(a)
+                if library_of(type(data)) == "cupy":  # a loop on the device: read directly, as CuPy keeps them
+                    n, dtype, device = data.size, data.dtype, device_of(data)
+                else:
+                    n, dtype, device = _size(data), _dtype(a), _device(a)
+                if devices is None:
+                    devices = {device}
+                else:
+                    devices.add(device)
             if n > size:
                 size = n
             nbytes += n * dtype.itemsize
             dtypes.append(dtype)
-            devices.add(device)
         self.size = size
         self.nbytes = nbytes
         self.dtypes = tuple(dtypes)
-        self.devices = frozenset(devices)
+        if devices is None:
+            self.devices = HOST_ONLY if host else _NOWHERE
+        else:
+            if host:
+                devices.add(HOST)
+            self.devices = frozenset(devices)
 
     @property
     def resident(self) -> Device | None:
@@ -135,10 +149,15 @@ def _is_array(x: Any) -> bool:
 def _collect(args: tuple, kwargs: dict) -> list[Any]:
     """Arrays among the arguments, and inside (nested) lists and tuples."""
     found: list[Any] = []
-    for value in (*args, *kwargs.values()):
-        if _is_array(value):
+    for value in (*args, *kwargs.values()) if kwargs else args:
+        kind = type(value)
+        if kind is ndarray or kind is np.ndarray:
             found.append(value)
-        elif type(value) in (list, tuple):
+        elif kind in _PLAIN:  # an axis, a flag: nothing to look into
+            continue
+        elif _is_array(value):
+            found.append(value)
+        elif kind is list or kind is tuple:
             _collect_in(value, found)
     return found
 

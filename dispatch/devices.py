@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-__all__ = ["DASK", "HOST", "Device", "device_of", "is_backend_type", "library_of", "parse_device"]
+__all__ = ["DASK", "HOST", "HOST_ONLY", "Device", "device_of", "is_backend_type", "library_of", "parse_device"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class Device:
 
 
 HOST = Device("cpu")
+HOST_ONLY = frozenset({HOST})  # the devices of a call whose arrays are all on the host
 DASK = Device("dask")  # chunks on a Dask cluster (or in this process): dispatch.cluster
 
 

@@ -48,7 +48,7 @@ import numpy as np
 from dispatch import cluster, cost, targets, trials
 from dispatch._ops import all_ops, op_named
 from dispatch._state import STATE
-from dispatch.devices import DASK, HOST
+from dispatch.devices import DASK, HOST_ONLY
 from dispatch.history import HOST_TARGETS, History, call_kind
 from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
@@ -744,7 +744,6 @@ SETTLED_EVERY = 8
 # NumPy measured this many times on a kind of host call, and nothing measured faster: host
 # arrays of that size skip the router from then on.
 LEARNED_FLOOR_SAMPLES = 8
-_HOST_ONLY = frozenset({HOST})
 
 
 def _learn_floor(key: tuple) -> None:
@@ -753,7 +752,7 @@ def _learn_floor(key: tuple) -> None:
     this one go with it unless another target was measured faster in one of them: a target
     that loses at a size loses at the smaller ones, where its fixed costs weigh more."""
     name, _, bucket, devices, forced = key[:5]
-    if (forced is not None or devices != _HOST_ONLY or not _numpy_best(history.stats.get(key, {}))
+    if (forced is not None or devices != HOST_ONLY or not _numpy_best(history.stats.get(key, {}))
             or history.p_send(key)):  # its results go on to a device: the router must keep seeing them
         return
     try:
@@ -762,7 +761,7 @@ def _learn_floor(key: tuple) -> None:
         return
     low = (trip_floor(op) + 1).bit_length()
     if bucket < low or any(not _numpy_best(per, measured=False) for k, per in history.stats.items()
-                           if k[0] == name and low <= k[2] < bucket and k[3] == _HOST_ONLY and k[4] is None):
+                           if k[0] == name and low <= k[2] < bucket and k[3] == HOST_ONLY and k[4] is None):
         return
     op.trip_floor = min((1 << bucket) - 1, cluster.LIVE_ELEMENTS - 1)
 

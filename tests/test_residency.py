@@ -461,3 +461,35 @@ def test_a_transform_padded_to_n_points_is_priced_on_its_n_points():
         got = numpy.asarray(got)
         assert got.dtype == want.dtype and got.shape == want.shape
         numpy.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_input_summary_names_every_device_among_the_arrays():
+    """Host arrays alone, a device array alone, both together, and none: the devices the
+    router's key is made of, with sizes, bytes and dtypes in the arrays' order."""
+    from dispatch.devices import HOST, HOST_ONLY, Device
+
+    host = dispatch.asarray(numpy.ones((3, 4), dtype=numpy.float32))
+    held = dispatch.asarray(numpy.arange(20.0)).to("cupy")
+    only_host = Inputs([host, numpy.zeros(5, dtype=numpy.int8)])
+    assert only_host.devices == HOST_ONLY == frozenset({HOST})
+    assert (only_host.size, only_host.nbytes) == (12, 12 * 4 + 5)
+    assert only_host.dtypes == (numpy.dtype(numpy.float32), numpy.dtype(numpy.int8))
+    assert only_host.resident is None
+    assert Inputs([held]).devices == frozenset({Device("cuda", 0)})
+    both = Inputs([host, held])
+    assert both.devices == frozenset({HOST, Device("cuda", 0)})
+    assert (both.size, both.nbytes, both.resident) == (20, 12 * 4 + 20 * 8, Device("cuda", 0))
+    assert Inputs([]).devices == frozenset() and Inputs([]).size == 0
+
+
+def test_a_mark_set_on_one_array_stays_on_that_array():
+    """The router's marks (``_root``, ``_origin``, ``_hosted``) read None on arrays that carry
+    none; marking one array marks no other, and an array made later starts unmarked."""
+    router.use_calibration(_slow_way_back())
+    a, b = dispatch.asarray(numpy.ones(4)), dispatch.asarray(numpy.ones(4))
+    for mark in ("_root", "_origin", "_hosted"):
+        setattr(a, mark, ("key", mark))
+        assert getattr(a, mark) == ("key", mark)
+        assert getattr(b, mark) is None and getattr(dispatch.ones(2), mark) is None
+        setattr(a, mark, None)
+        assert getattr(a, mark) is None
