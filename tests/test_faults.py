@@ -307,18 +307,16 @@ def test_cupy_memory_pool_limit_falls_back_to_numpy():
     require("cupy")
     import cupy
 
-    pool = cupy.get_default_memory_pool()
     x = numpy.random.default_rng(0).standard_normal((512, 512))
     a = dispatch.asarray(x).to("cupy")
-    limit = pool.get_limit()
-    gc.collect()  # device arrays of earlier tests, held in cycles, freed now rather than into the limited pool
-    pool.free_all_blocks()  # no cached block to serve the product from
-    pool.set_limit(size=pool.used_bytes() + 1024)  # room for nothing new
-    try:  # a router without decisions cached by earlier tests; cupy forced, or it may pick torch-cuda
-        with router_restored(History()), dispatch.using("cupy"), dispatch.trace() as t:
-            got = a @ a
-    finally:
-        pool.set_limit(size=limit)
+    # A pool of its own, limited to 1 KiB: the default pool's free blocks, which earlier tests
+    # leave inside its chunks, could serve the product under any limit set on it.
+    pool = cupy.cuda.MemoryPool()
+    pool.set_limit(size=1024)
+    # a router without decisions cached by earlier tests; cupy forced, or it may pick torch-cuda
+    with cupy.cuda.using_allocator(pool.malloc), router_restored(History()), dispatch.using("cupy"), \
+            dispatch.trace() as t:
+        got = a @ a
     assert_same(got, x @ x, loose=1e3)
     assert any("OutOfMemoryError" in why or "out of memory" in why.lower() for (_, why) in t.fallbacks), \
         dict(t.fallbacks)
