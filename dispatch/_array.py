@@ -238,7 +238,7 @@ class ndarray:
         if type(data) is np.ndarray and STATE.plain and not (type(key) is ndarray and type(key._data) is not _ND):
             view = wrap_host(data[_host_key(key)])
             if type(view) is ndarray and view._data.size > _LINEAGE_MIN:  # a large view keeps its root
-                root = getattr(self, "_root", None)
+                root = self._root
                 if root is not None:
                     view._root = root
             return view

@@ -206,7 +206,7 @@ def _holds_array(values: Any) -> bool:
 def settle(x: ndarray, stayed: bool) -> None:
     """``x`` is used next on its device (``stayed``) or on the host: if a device computed it
     from host data, the router learns which (``router.settle``), once per array."""
-    key = getattr(x, "_origin", None)  # most arrays carry none: only results of a call entering a device
+    key = x._origin  # None on most arrays: only results of a call entering a device carry one
     if key is not None:
         x._origin = None
         router.settle(key, stayed)
@@ -216,7 +216,7 @@ def sent(x: ndarray) -> None:
     """``x``, on the host, is being copied to a device: if a host target computed it where a
     device was priced for it, the router learns that such results go there next
     (``router.sent``), once per array."""
-    key = getattr(x, "_hosted", None)  # most arrays carry none
+    key = x._hosted  # None on most arrays
     if key is not None:
         x._hosted = None
         router.sent(key)
@@ -402,7 +402,7 @@ def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | No
             out.append(v)
             continue
         if kind is ndarray:
-            if rootless and getattr(v, "_root", None) is not None:
+            if rootless and v._root is not None:
                 return None
             v = v._data
             if type(v) is not np.ndarray or v.size > floor:
