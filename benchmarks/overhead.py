@@ -39,16 +39,21 @@ def _per_call(stmt: str, env: dict, number: int, repeat: int) -> list[float]:
     return [t / number for t in timeit.repeat(stmt, globals=env, number=number, repeat=repeat)]
 
 
+def _side_by_side(stmt: str, ref: str, env: dict, number: int, repeat: int) -> tuple[float, float]:
+    """Median seconds per call of ``stmt`` and of ``ref``, timed in turns so drift hits both alike."""
+    ours, theirs = [], []
+    for _ in range(repeat):
+        ours += _per_call(stmt, env, number, 1)
+        theirs += _per_call(ref, env, number, 1)
+    return statistics.median(ours), statistics.median(theirs)
+
+
 def measure_calls(size: int = 100, repeat: int = 31, number: int = 20_000) -> list[dict]:
     env = {"np": dispatch, "numpy": numpy, "a": dispatch.arange(float(size)), "b": dispatch.ones(size),
            "na": numpy.arange(float(size)), "nb": numpy.ones(size)}
     rows = []
     for stmt, ref in CASES:
-        ours, theirs = [], []
-        for _ in range(repeat):  # interleave so drift hits both sides alike
-            ours += _per_call(stmt, env, number, 1)
-            theirs += _per_call(ref, env, number, 1)
-        mine, base = statistics.median(ours), statistics.median(theirs)
+        mine, base = _side_by_side(stmt, ref, env, number, repeat)
         rows.append({"call": stmt, "numpy_us": base * 1e6, "dispatch_us": mine * 1e6,
                      "overhead_us": (mine - base) * 1e6})
     return rows
@@ -85,11 +90,8 @@ def _routed_overhead(repeat: int, number: int) -> float:
     try:
         env = {"a": dispatch.arange(100.0), "b": dispatch.ones(100), "na": numpy.arange(100.0), "nb": numpy.ones(100)}
         _per_call("a + b", env, number, 1)  # decided once: a cache hit from then on
-        ours, theirs = [], []
-        for _ in range(repeat):
-            ours += _per_call("a + b", env, number, 1)
-            theirs += _per_call("na + nb", env, number, 1)
-        return statistics.median(ours) - statistics.median(theirs)
+        mine, base = _side_by_side("a + b", "na + nb", env, number, repeat)
+        return mine - base
     finally:
         op.floor, op.trip_floor = saved
 
