@@ -20,8 +20,8 @@ Rules, first match wins:
      array made once moves it once; a host target whose results of this kind a device was
      sent next pays that copy, times the learned share (``history.p_send``); a device that
      never ran this kind of call (op, dtypes, layout) pays ``FIRST_USE_S`` for host data;
-     the cheapest wins, but NumPy keeps a call unless another target is ``NUMPY_MARGIN``
-     cheaper                                             "cost model" / "history" / "placement"
+     the cheapest wins, but the target holding the inputs (NumPy for host data) keeps a call
+     unless another is ``KEEP_MARGIN`` cheaper           "cost model" / "history" / "placement"
      a device chosen for host data is then put on trial (``dispatch.trials``): the program is
      timed with the call there and on NumPy, and the faster keeps it               "trial"
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
@@ -80,10 +80,14 @@ FIRST_USE_S = 1e-3
 # µs, cupy.from_dlpack of a tensor 21-29 µs, against 10-15 µs for an add itself). Without this
 # price, two engines measured alike on a device take turns call by call, and every call pays it.
 ADOPT_S = 10e-6
-# NumPy, what the program ran before, keeps a call unless another target is priced this much
-# cheaper: a call's own timing misses what a target costs the calls around it (caches, waking
-# threads, fresh pages), and a closer call is within the noise of a shared machine.
-NUMPY_MARGIN = 0.2
+# The target holding a call's inputs keeps the call unless another is priced this much cheaper:
+# NumPy for host data (what the program ran before), the engine holding device data. A call's
+# own timing misses what a target costs the calls around it (caches, waking threads, fresh
+# pages; on a device, the next call's crossing back by DLPack), and a closer call is within the
+# noise of a shared machine: on an H100 machine one process timed an add of 260,000 float64 on
+# a device at 77 µs and another at 174, and heat's calls went back and forth between CuPy and
+# torch as their timings crossed.
+KEEP_MARGIN = 0.2
 # Copies of host data: a local op elsewhere, but a fresh array the router may make on a device
 # (``_decide_placement``).
 PLACED_COPIES = frozenset({"copy", "array"})
@@ -473,8 +477,9 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
                 modeled[name] = model_s + extra
     gain = host_compute - device_compute if max(host_compute, device_compute) < math.inf else 0.0
     priced.sort()
-    mine = next((p for p in priced if p[1] == "numpy"), None)
-    if mine is not None and mine is not priced[0] and mine[0] <= priced[0][0] * (1 + NUMPY_MARGIN):
+    keeper = "numpy" if entering else holders[0] if holders and len(set(holders)) == 1 else None
+    mine = next((p for p in priced if p[1] == keeper), None)
+    if mine is not None and mine is not priced[0] and mine[0] <= priced[0][0] * (1 + KEEP_MARGIN):
         priced.remove(mine)
         priced.insert(0, mine)
     # Probed cheapest first, and only the best and the alternatives close enough to be explored:
@@ -772,4 +777,4 @@ def _numpy_best(per: dict, measured: bool = True) -> bool:
     mine = per.get("numpy")
     if mine is None:
         return not measured and not per
-    return not any(s.seconds * (1 + NUMPY_MARGIN) < mine.seconds for n, s in per.items() if n != "numpy")
+    return not any(s.seconds * (1 + KEEP_MARGIN) < mine.seconds for n, s in per.items() if n != "numpy")

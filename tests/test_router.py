@@ -431,7 +431,7 @@ def test_another_target_takes_a_call_from_numpy_only_when_clearly_cheaper(isolat
         router.history.observe(key, "torch-cpu", 0.9e-3)
     router.clear_decisions()
     close = router.decide(op, inputs, (), {})
-    assert close.target.name == "numpy" and router.NUMPY_MARGIN == pytest.approx(0.2)  # 10% is noise
+    assert close.target.name == "numpy" and router.KEEP_MARGIN == pytest.approx(0.2)  # 10% is noise
     for _ in range(100):
         router.history.observe(key, "torch-cpu", 0.5e-3)
     router.clear_decisions()
