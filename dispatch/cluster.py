@@ -17,8 +17,8 @@ goes there and keeps the connection:
 - ``chunk_bytes()``: about 128 MiB per chunk by default (Dask's own default), or what the
   connected cluster's measured per-task overhead asks for (``calibration.dask_chunk_bytes``).
 
-Decisions for calls over ``LIVE_ELEMENTS`` are never cached (free memory changes), so this
-hook costs nothing on small calls.
+The router asks this hook again whenever it reuses a decision for a call over ``LIVE_ELEMENTS``
+(free memory changes), so it costs nothing on small calls.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ _owned = False  # the client was made here from an address: close it on disconne
 _gpu_workers = False
 _measured_chunk: dict[str, int] = {}  # scheduler address -> chunk bytes from its task overhead
 
-# Calls whose largest operand has at least this many elements consult the hook every time
-# (never cached). A power of two, so a size bucket of the decision cache is all above or all
+# Calls whose largest operand has at least this many elements consult the hook every time (a
+# cached decision for them is reused only while the work still fits). A power of two, so a size bucket of the decision cache is all above or all
 # below it.
 LIVE_ELEMENTS = 1 << 22
 

@@ -32,8 +32,8 @@ Rules, first match wins:
      one is always taken                                                            "oracle"
 
 Decisions are cached by (op, dtypes, size bucket, devices of the inputs, forced target, a
-reduction's axis); a cache hit is one dict lookup. Calls of ``cluster.LIVE_ELEMENTS`` elements or more are decided
-afresh each time (free memory changes). A target that refused a kind of call is remembered for that key
+reduction's axis); a cache hit is one dict lookup. For calls of ``cluster.LIVE_ELEMENTS`` elements or more
+the scale-out rule is asked again at each hit (free memory changes). A target that refused a kind of call is remembered for that key
 (at once for a lasting refusal, after two for one that depends on the arguments).
 The router never synchronises a device to decide.
 """
@@ -48,7 +48,7 @@ import numpy as np
 from dispatch import cluster, cost, targets, trials
 from dispatch._ops import all_ops, op_named
 from dispatch._state import STATE
-from dispatch.devices import DASK, HOST_ONLY
+from dispatch.devices import HOST_ONLY
 from dispatch.history import HOST_TARGETS, History, call_kind
 from dispatch.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
@@ -96,7 +96,7 @@ PLACED_COPIES = frozenset({"copy", "array"})
 class Decision:
     """Where one kind of call runs, why, and what it is expected to take."""
 
-    __slots__ = ("calls", "explored", "gain", "hosted", "key", "placeable", "predicted", "reason", "sample",
+    __slots__ = ("calls", "explored", "gain", "hosted", "key", "live", "placeable", "predicted", "reason", "sample",
                  "settled", "target")
 
     def __init__(self, target: Any, reason: str, predicted: float | None = None, key: tuple = (),
@@ -112,6 +112,7 @@ class Decision:
         self.calls = 0
         self.placeable = False  # its result, made from host data, could have been made on a device
         self.hosted = False  # a host target runs it where a device was priced: see if its result is sent there
+        self.live = False  # decided for data large enough to need Dask: whether it still fits is asked each call
 
     def __repr__(self) -> str:
         p = f", predicted {self.predicted:.3g} s" if self.predicted is not None else ""
@@ -327,6 +328,10 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     key = _key(op, inputs)
     hit = _decisions.get(key)
     if hit is not None:
+        if hit.live:  # free memory changes: the work may no longer fit where it ran
+            scaled = cluster.route(op, inputs, key)
+            if scaled is not None:
+                return scaled[0]
         return hit
     trial = trials.active(key) if _policy == "cost" else None
     if trial is not None:
@@ -336,12 +341,13 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
         chosen = trials.verdict(key)
         if chosen is not None:
             decision = chosen if chosen.target is NUMPY else decision  # a device verdict: as decided now
-        elif trials.start(key, decision, Decision(NUMPY, "trial: timing the program with this call on the host",
-                                                  key=key)):
-            return _on_trial(key, trials.active(key))
         else:
+            host = Decision(NUMPY, "trial: timing the program with this call on the host", key=key)
+            host.live = decision.live
+            if trials.start(key, decision, host):
+                return _on_trial(key, trials.active(key))
             return decision  # another trial runs: this one waits, decided afresh at each call
-    if cacheable and (inputs.size < cluster.LIVE_ELEMENTS or DASK in inputs.devices):
+    if cacheable:
         _decisions[key] = decision
     return decision
 
@@ -385,10 +391,13 @@ def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
         return scaled
     _ensure_calibration()
     if _policy == "oracle":
-        return _decide_oracle(op, inputs, key)
-    if _policy == "cost":
-        return _decide_cost(op, inputs, key)
-    return _decide_seed(op, inputs, key), True
+        decision, cacheable = _decide_oracle(op, inputs, key)
+    elif _policy == "cost":
+        decision, cacheable = _decide_cost(op, inputs, key)
+    else:
+        decision, cacheable = _decide_seed(op, inputs, key), True
+    decision.live = inputs.size >= cluster.LIVE_ELEMENTS
+    return decision, cacheable
 
 
 def _decide_seed(op: Any, inputs: Any, key: tuple) -> Decision:

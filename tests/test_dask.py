@@ -498,11 +498,12 @@ def test_connected_cluster_takes_work_spanning_chunks(client):
 
 
 def test_memory_fraction_routes_without_a_cluster(monkeypatch):
-    """No cluster: an op whose result would exceed the memory fraction goes to Dask; the
-    decision is not cached (free memory changes)."""
+    """No cluster: an op whose result would exceed the memory fraction goes to Dask. A decision
+    for such sizes is reused while the work fits, and free memory is asked again at each call."""
     monkeypatch.setattr(cluster, "_client", None)
     monkeypatch.delenv("DISPATCH_DASK_SCHEDULER", raising=False)
     monkeypatch.setattr(cluster, "host_free_bytes", lambda: 1 << 20)  # 1 MiB free
+    monkeypatch.setattr(cluster, "LIVE_ELEMENTS", 1 << 9)  # as a small chunk size makes it
     router.clear_decisions()
     try:
         a = dispatch.asarray(np.ones((600, 1)))
@@ -512,6 +513,16 @@ def test_memory_fraction_routes_without_a_cluster(monkeypatch):
         np.testing.assert_array_equal(np.asarray(big), np.ones((600, 600)))
         monkeypatch.setattr(cluster, "host_free_bytes", lambda: 1 << 40)
         assert dispatch.matmul(a, b).device.is_host
+        decided = []
+        real_decide = router._decide
+        monkeypatch.setattr(router, "_decide", lambda *args: decided.append(args[0].name) or real_decide(*args))
+        again = dispatch.matmul(a, b)
+        assert again.device.is_host and decided == []  # the cached decision
+        monkeypatch.setattr(cluster, "host_free_bytes", lambda: 1 << 20)
+        short = dispatch.matmul(a, b)
+        assert short.device == DASK and decided == []
+        for got in (again, short):
+            np.testing.assert_array_equal(np.asarray(got), np.ones((600, 600)))
     finally:
         router.clear_decisions()
 
