@@ -681,7 +681,7 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
     target = decision.target
     before = _staging.moved()
     events = target.events() if sample else None
-    if sample and inputs.devices and inputs.devices != {target.device}:
+    if sample and len(inputs.devices) > 1:
         _drain(inputs, target)
     start = time.perf_counter()
     result = run()
@@ -712,12 +712,14 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
 
 
 def _drain(inputs: Inputs, target: Target) -> None:
-    """Wait for the queued work of the devices a timed call crosses to or from. Such a call
-    waits for it anyway (its copy is ordered after the kernels queued before it), so the wait
-    costs nothing more here, and it stays off the call's clock. On an H100 machine k-means'
-    ``x_sq - 2 * (X @ C.T)`` (its host operand sent to the device) was timed at 0.5-1.6 ms with
-    the matmul queued before it, and on NumPy (the product read back) at 1.0-3.1 ms: in one
-    process of six NumPy won, and the program took twice as long as in the others."""
+    """Wait for the queued work of the devices a timed call with operands on both sides of the
+    bus reads. Wherever it runs, it crosses the bus, and its copy is ordered after the kernels
+    queued before it: every target waits for them alike, so the wait costs nothing more here,
+    and it stays off the clock. On an H100 machine k-means' ``x_sq - 2 * (X @ C.T)`` (its host
+    operand sent to the device) was timed at 0.5-1.6 ms with the matmul queued before it, and on
+    NumPy (the product read back) at 1.0-3.1 ms: in one process of six NumPy won, and the
+    program took twice as long as in the others. A call whose operands all live on one side
+    keeps the wait on its clock where it crosses: the target beside its data would not wait."""
     target.synchronize()
     for a in inputs.arrays:
         if type(a) is ndarray and type(a._data) is not np.ndarray:
