@@ -54,8 +54,8 @@ _gpu_workers = False
 _measured_chunk: dict[str, int] = {}  # scheduler address -> chunk bytes from its task overhead
 
 # Calls whose largest operand has at least this many elements consult the hook every time (a
-# cached decision for them is reused only while the work still fits). A power of two, so a size bucket of the decision cache is all above or all
-# below it.
+# cached decision for them is reused only while the work still fits). A power of two, so a
+# size bucket of the decision cache is all above or all below it.
 LIVE_ELEMENTS = 1 << 22
 
 

@@ -32,10 +32,10 @@ Rules, first match wins:
      one is always taken                                                            "oracle"
 
 Decisions are cached by (op, dtypes, size bucket, devices of the inputs, forced target, a
-reduction's axis); a cache hit is one dict lookup. For calls of ``cluster.LIVE_ELEMENTS`` elements or more
-the scale-out rule is asked again at each hit (free memory changes). A target that refused a kind of call is remembered for that key
-(at once for a lasting refusal, after two for one that depends on the arguments).
-The router never synchronises a device to decide.
+reduction's axis); a cache hit is one dict lookup. For calls of ``cluster.LIVE_ELEMENTS``
+elements or more the scale-out rule is asked again at each hit (free memory changes). A target
+that refused a kind of call is remembered for that key (at once for a lasting refusal, after
+two for one that depends on the arguments). The router never synchronises a device to decide.
 """
 
 from __future__ import annotations
