@@ -681,7 +681,7 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
     target = decision.target
     before = _staging.moved()
     events = target.events() if sample else None
-    if sample and len(inputs.devices) > 1:
+    if sample and inputs.devices and inputs.devices != {target.device}:
         _drain(inputs, target)
     start = time.perf_counter()
     result = run()
@@ -712,14 +712,16 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
 
 
 def _drain(inputs: Inputs, target: Target) -> None:
-    """Wait for the queued work of the devices a timed call with operands on both sides of the
-    bus reads. Wherever it runs, it crosses the bus, and its copy is ordered after the kernels
-    queued before it: every target waits for them alike, so the wait costs nothing more here,
-    and it stays off the clock. On an H100 machine k-means' ``x_sq - 2 * (X @ C.T)`` (its host
-    operand sent to the device) was timed at 0.5-1.6 ms with the matmul queued before it, and on
-    NumPy (the product read back) at 1.0-3.1 ms: in one process of six NumPy won, and the
-    program took twice as long as in the others. A call whose operands all live on one side
-    keeps the wait on its clock where it crosses: the target beside its data would not wait."""
+    """Wait for the queued work of the devices a timed call crosses to or from, before its clock
+    starts. Its copy is ordered after the kernels queued before it, so it would wait for them
+    anyway; but they are earlier calls' work, which the program waits for in any case when it
+    reads its results, and on the clock they would be charged to whichever target crosses. On
+    an H100 machine k-means' ``x_sq - 2 * (X @ C.T)`` (its host operand sent to the device) was
+    timed at 0.5-1.6 ms with the matmul queued before it, and on NumPy (the product read back)
+    at 1.0-3.1 ms: in one process of six NumPy won, and the program took twice as long as in the
+    others. Charging the wait only where a call leaves the device its operands live on (the
+    engine there would not wait) made least_squares medium's router take 19-48 ms a run in six
+    processes, against 17-24 ms in three without."""
     target.synchronize()
     for a in inputs.arrays:
         if type(a) is ndarray and type(a._data) is not np.ndarray:

@@ -531,12 +531,11 @@ def _queue(monkeypatch) -> tuple[list[bool], list[tuple]]:
     return queued, timed
 
 
-def test_a_timed_call_with_operands_on_both_sides_is_not_charged_for_work_queued_before_it(monkeypatch):
-    """A call with a host and a device operand waits for the kernels queued before it wherever
-    it runs (on the device, its host operand's copy is ordered after them; on NumPy, so is the
-    read-back). Its timing must not count that wait: each target would be charged for the work
-    before it, by chance (on an H100 machine NumPy won such a call that way, and the program it
-    was part of took twice as long)."""
+def test_a_timed_call_crossing_the_bus_is_not_charged_for_work_queued_before_it(monkeypatch):
+    """A call whose host operand goes to the device waits for the kernels queued before it (its
+    copy is ordered after them). Its timing must not count that wait: it is earlier calls' work,
+    and charged to whichever target crosses, it decides by chance (on an H100 machine NumPy won
+    such a call that way, and the program it was part of took twice as long)."""
     router.use_calibration(synthetic(gpu=True, torch_cpu=False))
     queued, timed = _queue(monkeypatch)
     host = numpy.linspace(0.0, 1.0, N)
@@ -551,9 +550,9 @@ def test_a_timed_call_with_operands_on_both_sides_is_not_charged_for_work_queued
     assert adds and max(adds) < QUEUE_S
 
 
-def test_a_timed_call_leaving_the_device_its_operands_live_on_is_charged_the_wait(monkeypatch):
-    """Operands all on the device, run on the host: reading them back waits for the queue, and
-    the engine holding them would not have waited. That wait stays on the call's clock."""
+def test_a_timed_call_leaving_the_device_is_not_charged_for_work_queued_before_it(monkeypatch):
+    """Operands all on the device, run on the host: reading them back waits for the queue, which
+    is earlier calls' work, as above. It stays off the call's clock."""
     router.use_calibration(synthetic(gpu=True, torch_cpu=False))
     queued, timed = _queue(monkeypatch)
     host = numpy.linspace(0.0, 1.0, N)
@@ -571,4 +570,4 @@ def test_a_timed_call_leaving_the_device_its_operands_live_on_is_charged_the_wai
     out = dispatch._call._execute(op, inputs, decision, read_back_and_run)
     assert out.dtype == numpy.float64 and out.shape == (N,)
     numpy.testing.assert_allclose(out, numpy.exp(host), rtol=1e-15)
-    assert [(op, name) for op, name, _ in timed] == [("exp", "numpy")] and timed[0][2] >= QUEUE_S
+    assert [(op, name) for op, name, _ in timed] == [("exp", "numpy")] and timed[0][2] < QUEUE_S
