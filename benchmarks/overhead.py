@@ -32,6 +32,8 @@ CASES = (
     ("np.mean(a)", "numpy.mean(na)"),
     ("numpy.mean(a)", "numpy.mean(na)"),
     ("np.exp(a)", "numpy.exp(na)"),
+    ("np.sum(m, axis=1)", "numpy.sum(nm, axis=1)"),
+    ("np.concatenate([a, b])", "numpy.concatenate([na, nb])"),
 )
 
 
@@ -50,7 +52,8 @@ def _side_by_side(stmt: str, ref: str, env: dict, number: int, repeat: int) -> t
 
 def measure_calls(size: int = 100, repeat: int = 31, number: int = 20_000) -> list[dict]:
     env = {"np": dispatch, "numpy": numpy, "a": dispatch.arange(float(size)), "b": dispatch.ones(size),
-           "na": numpy.arange(float(size)), "nb": numpy.ones(size)}
+           "na": numpy.arange(float(size)), "nb": numpy.ones(size),
+           "m": dispatch.ones((10, size // 10)), "nm": numpy.ones((10, size // 10))}
     rows = []
     for stmt, ref in CASES:
         mine, base = _side_by_side(stmt, ref, env, number, repeat)
@@ -73,27 +76,35 @@ def measure_decision(repeat: int = 31, number: int = 50_000) -> dict:
     env = {"router": router, "op": op, "inputs": inputs, "args": args, "Inputs": Inputs, "_collect": _collect}
     hit = statistics.median(_per_call("router.decide(op, inputs, args, {})", env, number, repeat))
     summary = statistics.median(_per_call("Inputs(_collect(args, {}))", env, number, repeat))
-    return {"cache_hit_us": hit * 1e6, "input_summary_us": summary * 1e6,
-            "routed_overhead_us": _routed_overhead(repeat, number // 5) * 1e6}
+    return {"cache_hit_us": hit * 1e6, "input_summary_us": summary * 1e6, **_routed_overhead(repeat, number // 5)}
 
 
-def _routed_overhead(repeat: int, number: int) -> float:
+def _routed_overhead(repeat: int, number: int) -> dict[str, float]:
     """Seconds a call that the router decides, and sends to NumPy, costs over NumPy's own:
-    ``a + b`` on 100 elements with the add's floors lowered to zero for the measure, so that it
-    takes the whole call path (as a call over the floors does) instead of the small-array one."""
+    ``a + b`` on 100 elements, and a reduction along an axis, with their floors lowered to zero
+    for the measure, so that they take the whole call path (as calls over the floors do)
+    instead of the small-array one."""
     from dispatch import router
     from dispatch._ops import op_named
 
-    op = op_named("add")
-    saved = router.host_floor(op), router.trip_floor(op)
-    op.floor = op.trip_floor = 0
+    ops = [op_named("add"), op_named("sum")]
+    saved = [(router.host_floor(op), router.trip_floor(op)) for op in ops]
+    for op in ops:
+        op.floor = op.trip_floor = 0
     try:
-        env = {"a": dispatch.arange(100.0), "b": dispatch.ones(100), "na": numpy.arange(100.0), "nb": numpy.ones(100)}
-        _per_call("a + b", env, number, 1)  # decided once: a cache hit from then on
-        mine, base = _side_by_side("a + b", "na + nb", env, number, repeat)
-        return mine - base
+        env = {"np": dispatch, "numpy": numpy, "a": dispatch.arange(100.0), "b": dispatch.ones(100),
+               "na": numpy.arange(100.0), "nb": numpy.ones(100), "m": dispatch.ones((10, 10)),
+               "nm": numpy.ones((10, 10))}
+        figures = {}
+        for name, stmt, ref in (("routed_overhead_us", "a + b", "na + nb"),
+                                ("routed_axis_overhead_us", "np.sum(m, axis=1)", "numpy.sum(nm, axis=1)")):
+            _per_call(stmt, env, number, 1)  # decided once: a cache hit from then on
+            mine, base = _side_by_side(stmt, ref, env, number, repeat)
+            figures[name] = (mine - base) * 1e6
+        return figures
     finally:
-        op.floor, op.trip_floor = saved
+        for op, (floor, trip) in zip(ops, saved, strict=True):
+            op.floor, op.trip_floor = floor, trip
 
 
 # Calls on a 512 x 512 float64 array a GPU already holds: each library's own call, and dispatch's
@@ -159,13 +170,14 @@ def main(argv: list[str] | None = None) -> dict:
     median_overhead = statistics.median(r["overhead_us"] for r in rows)
     print(f"per-call overhead on 100-element arrays ({platform.processor() or platform.machine()}, "
           f"numpy {numpy.__version__})")
-    print(f"{'call':<16}{'numpy µs':>10}{'dispatch µs':>13}{'overhead µs':>13}")
+    print(f"{'call':<24}{'numpy µs':>10}{'dispatch µs':>13}{'overhead µs':>13}")
     for r in rows:
-        print(f"{r['call']:<16}{r['numpy_us']:>10.2f}{r['dispatch_us']:>13.2f}{r['overhead_us']:>13.2f}")
+        print(f"{r['call']:<24}{r['numpy_us']:>10.2f}{r['dispatch_us']:>13.2f}{r['overhead_us']:>13.2f}")
     print(f"median overhead: {median_overhead:.2f} µs per call (target: at most 1.5 µs)")
     print(f"router decision, cache hit: {decision['cache_hit_us']:.2f} µs (target: under 1 µs); "
           f"building the input summary: {decision['input_summary_us']:.2f} µs; "
-          f"a whole call the router decides and sends to NumPy: {decision['routed_overhead_us']:.2f} µs over NumPy's")
+          f"a whole call the router decides and sends to NumPy: {decision['routed_overhead_us']:.2f} µs over NumPy's "
+          f"({decision['routed_axis_overhead_us']:.2f} µs for a sum along an axis)")
     device = measure_device_calls()
     if device:
         print("calls on a 512 x 512 float64 array on the GPU (µs a call, synchronised per batch)")

@@ -314,10 +314,14 @@ def _run_into(op: Op, args: tuple, into: ndarray) -> ndarray:
 
 def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     """Run on NumPy: arrays come to the host; writes into device arrays are copied back."""
-    if not kwargs and op.mutates is None and op.work != "random":
+    if op.mutates is None and op.work != "random":
         hargs = _small_on_host(args, _ANY_SIZE)  # every array already on the host: unwrap, nothing to copy
         if hargs is not None:
-            return wrap(op.func(*hargs), out_of=(args, kwargs))
+            if not kwargs:
+                return wrap(op.func(*hargs), out_of=(args, kwargs))
+            hvalues = _small_on_host(kwargs.values(), _ANY_SIZE)
+            if hvalues is not None:
+                return wrap(op.func(*hargs, **dict(zip(kwargs, hvalues, strict=True))), out_of=(args, kwargs))
     copies: dict = {}
     hargs, hkwargs = host_args(args, copies), host_kwargs(kwargs, copies)
     if op.mutates is not None and len(args) > op.mutates:
@@ -411,11 +415,10 @@ def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | No
             if v.size > floor:
                 return None
         elif kind is list or kind is tuple:
-            if any(type(x) is list or type(x) is tuple or _is_array(x) for x in v):
-                inner = _small_on_host(v, floor, rootless)
-                if inner is None:
-                    return None
-                v = kind(inner)
+            inner = _small_on_host(v, floor, rootless)
+            if inner is None:
+                return None
+            v = inner if kind is list else tuple(inner)
         elif isinstance(v, ndarray) or _is_array(v):
             return None
         out.append(v)
