@@ -316,12 +316,9 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     """Run on NumPy: arrays come to the host; writes into device arrays are copied back."""
     if op.mutates is None and op.work != "random":
         hargs = _small_on_host(args, _ANY_SIZE)  # every array already on the host: unwrap, nothing to copy
-        if hargs is not None:
-            if not kwargs:
-                return wrap(op.func(*hargs), out_of=(args, kwargs))
-            hvalues = _small_on_host(kwargs.values(), _ANY_SIZE)
-            if hvalues is not None:
-                return wrap(op.func(*hargs, **dict(zip(kwargs, hvalues, strict=True))), out_of=(args, kwargs))
+        hkwargs = _small_kwargs(kwargs, _ANY_SIZE) if hargs is not None else None
+        if hkwargs is not None:
+            return wrap(op.func(*hargs, **hkwargs), out_of=(args, kwargs))
     copies: dict = {}
     hargs, hkwargs = host_args(args, copies), host_kwargs(kwargs, copies)
     if op.mutates is not None and len(args) > op.mutates:
@@ -423,6 +420,16 @@ def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | No
             return None
         out.append(v)
     return out
+
+
+def _small_kwargs(kwargs: dict, floor: int, rootless: bool = False) -> dict | None:
+    """``kwargs`` under ``_small_on_host``'s rule: the dict itself when it holds only axes, flags
+    and names (the common case), a copy with its host arrays unwrapped, or ``None``."""
+    for v in kwargs.values():
+        if type(v) not in _PLAIN:  # an array, a list, an out=: unwrapped and size-checked
+            hvalues = _small_on_host(kwargs.values(), floor, rootless)
+            return None if hvalues is None else dict(zip(kwargs, hvalues, strict=True))
+    return kwargs
 
 
 def under_floors(op: Op, args: tuple) -> tuple[list | None, int, bool]:
@@ -560,23 +567,16 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
             hargs, floor, rootless = _small_on_host(args, _ANY_SIZE, True), _ANY_SIZE, True
         else:
             hargs = None
-        if hargs is not None:
-            for v in kwargs.values():
-                if type(v) not in _PLAIN:  # an array, a list, an out=: unwrapped and size-checked
-                    hvalues = _small_on_host(kwargs.values(), floor, rootless)
-                    if hvalues is None:
-                        break
-                    result = op.func(*hargs, **dict(zip(kwargs, hvalues, strict=True)))
-                    return wrap(result, out_of=(args, kwargs)) if "out" in kwargs or op.local else wrap(result)
-            else:  # no keyword, or only axes, flags and names: as they are (the common case)
-                result = op.func(*hargs, **kwargs)
-                if op.local:
-                    return wrap(result, out_of=(args, kwargs))
-                if type(result) is np.ndarray:
-                    obj = object.__new__(ndarray)
-                    obj._data = result
-                    return obj
-                return wrap(result)
+        hkwargs = _small_kwargs(kwargs, floor, rootless) if hargs is not None else None
+        if hkwargs is not None:
+            result = op.func(*hargs, **hkwargs)
+            if op.local or kwargs.get("out") is not None:
+                return wrap(result, out_of=(args, kwargs))
+            if type(result) is np.ndarray:
+                obj = object.__new__(ndarray)
+                obj._data = result
+                return obj
+            return wrap(result)
     lane = _resident_args(op, args, kwargs) if sized else None
     if lane is not None:
         arrays, natives = lane

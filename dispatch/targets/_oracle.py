@@ -56,7 +56,7 @@ def _small(shape: Any) -> tuple[int, ...]:
     try:
         return _small_cached(shape)
     except TypeError:  # a shape that is not a tuple (a list)
-        return tuple([d if d < 2 else 2 for d in shape])
+        return _small_cached(tuple(shape))
 
 
 @functools.lru_cache(maxsize=4096)  # a loop asks for the same few shapes at every call
