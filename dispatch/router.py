@@ -326,6 +326,10 @@ def _key(op: Any, inputs: Any) -> tuple:
 def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     """The decision for this call (cached per key)."""
     key = _key(op, inputs)
+    if trials.running and _policy == "cost":
+        kin = _on_kin_trial(key)
+        if kin is not None:
+            return kin
     hit = _decisions.get(key)
     if hit is not None:
         if hit.live:  # free memory changes: the work may no longer fit where it ran
@@ -364,6 +368,28 @@ def _on_trial(key: tuple, trial: trials.Trial) -> Decision:
         trials.finish(key, decision)
         _decisions[key] = decision
     return decision
+
+
+def _on_kin_trial(key: tuple) -> Decision | None:
+    """A call of the kind on trial with its inputs elsewhere is one of its calls: k-means'
+    ``X @ C.T`` is on trial while both operands are on the host, and once the centroids live on
+    the device each later iteration makes it with them there. Counted, both sides time the
+    program from one iteration to the next (counting only the trial's own key, the device side
+    timed whole runs and the host side single iterations, and the host won). On the host side
+    such a call runs on NumPy, its device operands brought back, so that the host side times
+    the program as the host would run it. ``None``: decide it as any other call."""
+    for trial_key, trial in trials.running.items():
+        # the same op, dtypes, size and layout; other devices (key: see ``_key``)
+        if trial_key[:3] != key[:3] or trial_key[4:] != key[4:] or trial_key == key:
+            continue
+        decision, final = trial.next()
+        if final:
+            trials.finish(trial_key, decision)
+            _decisions[trial_key] = decision
+        elif decision is trial.host:
+            return Decision(NUMPY, decision.reason, key=key)
+        return None
+    return None
 
 
 def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:

@@ -8,7 +8,10 @@ router sends a kind of call's host data to a device, the choice is put on trial:
 timed from each such call to the next one, in blocks of ``BLOCK`` calls, with the call on the
 device, then on the host (NumPy), alternately, each side warmed up untimed first (``BLOCKS``).
 The host wins when the program ran no slower
-with the call there: it is what the program ran before. A program that takes longer than
+with the call there: it is what the program ran before. "Such a call" is the same op on the same
+dtypes, size and layout wherever its inputs are: a loop that makes it with host data once and
+then with what the device left (k-means' centroids) makes it once an iteration on either side;
+the router runs those calls on the host side on NumPy (``router._on_kin_trial``). A program that takes longer than
 ``MAX_PERIOD_S`` from one such call to the next keeps the device without trying the host: its
 calls are large enough for the estimates to hold, and a host side there could cost seconds.
 
@@ -27,7 +30,7 @@ import statistics
 import time
 from typing import Any
 
-__all__ = ["Trial", "active", "clear", "finish", "pause", "start", "verdict", "verdicts"]
+__all__ = ["Trial", "active", "clear", "finish", "pause", "running", "start", "verdict", "verdicts"]
 
 # Calls of a kind per block: the block's first period is left out (it runs on what the other
 # side left), so three periods are timed.
@@ -124,12 +127,12 @@ class Trial:
         return means[0], means[1]
 
 
-_active: dict[tuple, Trial] = {}  # at most one entry
+running: dict[tuple, Trial] = {}  # at most one entry
 _verdicts: dict[tuple, Any] = {}
 
 
 def active(key: tuple) -> Trial | None:
-    return _active.get(key)
+    return running.get(key)
 
 
 def verdict(key: tuple) -> Any:
@@ -144,30 +147,30 @@ def verdicts() -> dict[tuple, Any]:
 
 def start(key: tuple, device: Any, host: Any) -> bool:
     """Put a device decision on trial, unless another trial runs; ``True`` if it started."""
-    for other, trial in list(_active.items()):
+    for other, trial in list(running.items()):
         if other == key:
             continue
         trial.passed_over += 1
         if trial.passed_over >= PASSED_OVER or time.perf_counter() - trial.touched > STALE_S:
-            del _active[other]  # its loop ended before its verdict: tried again if it comes back
-    if not _active and key not in _verdicts:
-        _active[key] = Trial(device, host)
-    return key in _active
+            del running[other]  # its loop ended before its verdict: tried again if it comes back
+    if not running and key not in _verdicts:
+        running[key] = Trial(device, host)
+    return key in running
 
 
 def finish(key: tuple, chosen: Any = None) -> None:
     """End a trial with its verdict (``None``: dropped, the device refused the call)."""
     if chosen is not None:
         _verdicts[key] = chosen
-    _active.pop(key, None)
+    running.pop(key, None)
 
 
 def pause() -> None:
     """The program stops being timed for a while (a policy switch): no period spans it."""
-    for trial in _active.values():
+    for trial in running.values():
         trial.last = None
 
 
 def clear() -> None:
-    _active.clear()
+    running.clear()
     _verdicts.clear()

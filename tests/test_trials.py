@@ -88,7 +88,7 @@ def test_a_pause_is_left_out_and_a_policy_switch_times_no_period():
     chosen, _ = _run(trial, {"device": 2e-3, "host": 1e-3}, pause_at=2 * trials.BLOCK + 1)
     assert chosen is trial.host
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))
-    trials._active[("k",)] = trial
+    trials.running[("k",)] = trial
     for _ in range(2 * trials.BLOCK + 1):  # paused before every call: no period timed when the host's turn comes
         trials.pause()
         assert not trial.next()[1]
@@ -204,9 +204,9 @@ def test_a_forced_target_and_the_other_policies_are_never_on_trial(fake_gpu):
     with dispatch.using("cupy"):
         for _ in range(3 * trials.BLOCK):
             assert dispatch.exp(x).target == "cupy"
-    assert not trials._active
+    assert not trials.running
     dispatch.exp(x)  # the cost policy's trial of exp starts
-    assert len(trials._active) == 1
+    assert len(trials.running) == 1
     router.set_policy("seed")
     try:
         with dispatch.trace() as t:
@@ -215,3 +215,31 @@ def test_a_forced_target_and_the_other_policies_are_never_on_trial(fake_gpu):
         assert {r.reason.split(":")[0] for r in t.records} == {"heuristic"}
     finally:
         router.set_policy("cost")
+
+
+def test_a_call_of_its_kind_with_device_inputs_counts_and_runs_on_the_host_side(fake_gpu, monkeypatch):
+    """k-means' pattern: each run's first call has its input on the host (on trial), the later
+    iterations' calls have it where the call before left it. Counting only the first, the device
+    side would time whole runs and the host side single iterations, and the host would win; the
+    iterations' calls count too, and on the host side run there, their input brought back."""
+    _slowed(monkeypatch, _call, "_run_numpy", 0.015)  # each host call: 15 ms more
+    _slowed(monkeypatch, type(fake_gpu), "run", 0.006)  # each device call: 6 ms more
+    iterations, start = 3, numpy.linspace(-50.0, -10.0, N)  # blocks of 4 calls begin mid-run
+    seen = []  # (target, reason, input on the host) of each call
+    for _ in range(len(trials.BLOCKS) * trials.BLOCK // iterations + 2):
+        c, expected = dispatch.asarray(start), start
+        for _ in range(iterations):
+            on_host = c.device.is_host
+            with dispatch.trace() as t:
+                c = dispatch.exp(c)
+            expected = numpy.exp(expected)
+            seen.append((t.records[0].target, t.records[0].reason, on_host))
+        got = numpy.asarray(c)
+        assert got.dtype == numpy.float64 and got.shape == start.shape
+        numpy.testing.assert_allclose(got, expected, rtol=1e-14)
+    host_side = [i for i, (_, reason, _) in enumerate(seen) if reason.startswith("trial: timing")]
+    assert any(not seen[i][2] for i in host_side)  # one with its input on the device, brought back...
+    assert {seen[i][0] for i in host_side} == {"numpy"}  # ...ran on NumPy as the host side's calls did
+    verdict = _verdict([(t, reason) for t, reason, _ in seen], "cupy")
+    assert verdict <= len(trials.BLOCKS) * trials.BLOCK  # every iteration's call counted (or an early verdict)
+    assert {t for t, _, _ in seen[verdict:]} == {"cupy"}
