@@ -20,7 +20,7 @@ qualifies meanwhile waits its turn, decided afresh at each call until it starts.
 kind of call stopped coming (its loop ended) gives way: once another kind of call has waited
 for it ``PASSED_OVER`` times since its last call, or after ``STALE_S``. A period much
 longer than the others (the program paused, or a benchmark switched policies between its
-samples) is left out.
+samples) is left out. A host side far slower than the device (``CUT_RATIO``) is cut short.
 """
 
 from __future__ import annotations
@@ -55,6 +55,11 @@ STALE_S = 5.0
 # another's calls pass it over this often, or that other's trial, once started, ends within a
 # few of its calls.
 PASSED_OVER = 2 * BLOCK
+# Two host periods in a row this many times the device's mean, and longer than it by over
+# MAX_PERIOD_S, end the trial for the device, warm-up or not: on an H100 machine pairwise large (two q @ R.T a run)
+# ran in 26-35 ms with that call on the device and in 230-530 ms on the host's side (its 400 MB
+# distance matrix then stayed on the host), and the host's blocks took four of its runs.
+CUT_RATIO = 4.0
 # A period this many times the median of the trial's periods is a pause, not the program.
 PAUSE_RATIO = 5.0
 
@@ -62,7 +67,7 @@ PAUSE_RATIO = 5.0
 class Trial:
     """The device and host decisions of one kind of call, and the program's periods under each."""
 
-    __slots__ = ("device", "host", "last", "passed_over", "periods", "seen", "touched")
+    __slots__ = ("device", "hopeless", "host", "last", "passed_over", "periods", "seen", "touched")
 
     def __init__(self, device: Any, host: Any) -> None:
         self.device = device
@@ -72,6 +77,7 @@ class Trial:
         self.touched = time.perf_counter()
         self.passed_over = 0  # calls of other kinds that waited for it since its own last call
         self.periods: dict[str, list[float]] = {"device": [], "host": []}
+        self.hopeless = 0  # host periods in a row far longer than the device's (``_host_hopeless``)
 
     def side(self) -> str | None:
         """The side of the next call: ``None`` once the schedule is done."""
@@ -82,8 +88,12 @@ class Trial:
         """The decision for this call, and whether it is the trial's verdict."""
         now = time.perf_counter()
         previous = self.seen - 1  # the call the period since ``last`` followed
-        if self.last is not None and previous % BLOCK != 0 and BLOCKS[previous // BLOCK][1]:
-            self.periods[self.last[1]].append(now - self.last[0])
+        if self.last is not None:
+            period = now - self.last[0]
+            if previous % BLOCK != 0 and BLOCKS[previous // BLOCK][1]:
+                self.periods[self.last[1]].append(period)
+            if self.last[1] == "host" and self._host_hopeless(period):
+                return self.device, True
         side = self.side()
         found = self.outcome(side)
         if found is not None:
@@ -111,6 +121,24 @@ class Trial:
         chosen.reason = (f"trial: the program ran faster with this call on {where} "
                          f"({faster * 1e6:.0f} µs against {slower * 1e6:.0f} µs from one such call to the next)")
         return chosen
+
+    def _host_hopeless(self, period: float) -> bool:
+        """Two host periods in a row (warm-up, timed, or a block's first) so much longer than the
+        device's that the rest of the host's side would only cost the program: the device wins at
+        once (one alone may be a pause)."""
+        if not self.periods["device"]:
+            return False
+        device = statistics.fmean(self.periods["device"])
+        if period <= CUT_RATIO * device or period - device <= MAX_PERIOD_S:
+            self.hopeless = 0
+            return False
+        self.hopeless += 1
+        if self.hopeless < 2:
+            return False
+        self.device.reason = (f"trial: the program ran faster with this call on {self.device.target.name} "
+                              f"({device * 1e6:.0f} µs against {period * 1e6:.0f} µs from one such call to the "
+                              f"next; the host's side cut short)")
+        return True
 
     def _means(self) -> tuple[float | None, float | None]:
         """Each side's mean period, pauses left out (a side whose every period is one is

@@ -243,3 +243,17 @@ def test_a_call_of_its_kind_with_device_inputs_counts_and_runs_on_the_host_side(
     verdict = _verdict([(t, reason) for t, reason, _ in seen], "cupy")
     assert verdict <= len(trials.BLOCKS) * trials.BLOCK  # every iteration's call counted (or an early verdict)
     assert {t for t, _, _ in seen[verdict:]} == {"cupy"}
+
+
+def test_a_hopeless_host_side_is_cut_short():
+    """Two host periods in a row many times the device's, and longer by more than
+    ``MAX_PERIOD_S``, end the trial at once, in the host's warm-up: its other blocks would only
+    cost the program. One alone is a pause (``test_a_pause_is_left_out...``)."""
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    device = 10e-3
+    chosen, calls = _run(trial, {"device": device, "host": trials.CUT_RATIO * device + 2 * trials.MAX_PERIOD_S})
+    assert chosen is trial.device and calls == 2 * trials.BLOCK + 2  # the periods after the host's first two calls
+    assert "host's side cut short" in chosen.reason
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # as slow by ratio, but by little time: timed, not cut
+    chosen, calls = _run(trial, {"device": 1e-3, "host": 2 * trials.CUT_RATIO * 1e-3})
+    assert chosen is trial.device and calls == 4 * trials.BLOCK  # the early verdict after the first timed pair
