@@ -10,7 +10,7 @@ the hardware and library versions; ``load_or_measure()`` reads them back on late
 
 The JSON (``version`` 1)::
 
-    {"version": 1, "fingerprint": "...", "machine": {...}, "created": "...", "quick": false,
+    {"version": 1, "plan": "...", "fingerprint": "...", "machine": {...}, "created": "...", "quick": false,
      "seconds": 12.3,
      "targets": {"numpy": {"device": "cpu", "threads": 2, "call_overhead_s": 1.1e-06,
                            "sync_overhead_s": 0.0, "memory_bandwidth": 7.0e9,
@@ -89,6 +89,14 @@ _POINT_BUDGET_S = {False: 0.04, True: 0.02}
 _SLOW_POINT_S = 0.3
 # Quick calibrations measure float64 only (float32 is priced from it).
 _QUICK_DTYPES = ("float64",)
+# What a calibration measures, and how: a stored one made to another plan (by an older dispatch)
+# is measured again rather than priced from (a calibration from before lstsq was measured on tall
+# operands priced an H100's CuPy lstsq of 200000 x 100 at 5.4 s, NumPy's at 2.1; they take 20 ms
+# and 0.5 s, and the router kept NumPy). MEASURING is raised when the way something is measured
+# changes; a change to the tables above changes the plan by itself.
+MEASURING = 1
+PLAN = hashlib.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE_OPS), sorted(TALL_OPS), TALL,
+                            INTEGER_OPS, _QUICK_DTYPES)).encode()).hexdigest()[:12]
 
 
 @dataclass
@@ -102,12 +110,14 @@ class Calibration:
     created: str = ""
     seconds: float = 0.0
     version: int = VERSION
+    plan: str = PLAN  # what was measured (``PLAN``); "" for a file older than the field
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(
             {
                 "version": self.version,
+                "plan": self.plan,
                 "fingerprint": self.fingerprint,
                 "machine": self.machine,
                 "created": self.created,
@@ -124,8 +134,9 @@ class Calibration:
         data = json.loads(text)
         if data.get("version") != VERSION:
             raise ValueError(f"calibration version {data.get('version')} is not {VERSION}")
-        known = {"version", "fingerprint", "machine", "created", "quick", "seconds", "targets"}
+        known = {"version", "plan", "fingerprint", "machine", "created", "quick", "seconds", "targets"}
         return cls(
+            plan=data.get("plan", ""),
             fingerprint=data["fingerprint"],
             machine=data["machine"],
             targets=data["targets"],
@@ -268,16 +279,18 @@ _loaded: dict[str, Calibration | None] = {}
 
 
 def load(path: str | Path | None = None) -> Calibration | None:
-    """The stored calibration of this machine (or the file at ``path``); ``None`` if none."""
+    """The stored calibration of this machine (or the file at ``path``, whatever its plan);
+    ``None`` if none, or if it was made to another plan than this dispatch's (``PLAN``)."""
     if path is not None:
         return Calibration.from_json(Path(path).read_text())
     fp = fingerprint()
     if fp not in _loaded:
         file = _default_path(fp)
         try:
-            _loaded[fp] = Calibration.from_json(file.read_text()) if file.exists() else None
+            found = Calibration.from_json(file.read_text()) if file.exists() else None
         except (OSError, ValueError, KeyError):
-            _loaded[fp] = None  # unreadable or older: as if there were none
+            found = None  # unreadable or older: as if there were none
+        _loaded[fp] = found if found is not None and found.plan == PLAN else None
     return _loaded[fp]
 
 

@@ -79,6 +79,21 @@ def test_a_stored_calibration_is_loaded_on_first_use(isolated):
     assert router.policy() == "cost"
 
 
+def test_a_calibration_made_to_another_plan_is_not_used_from_the_cache(isolated, tmp_path):
+    """One stored by an older dispatch, which measured fewer ops, would price them by
+    extrapolation: the cache ignores it (``load_or_measure`` measures again); a path still loads."""
+    older = synthetic()
+    older.plan = ""  # a file from before plans were recorded
+    older.save()
+    assert calibration.load() is None
+    router.decide(op_named("sum"), _inputs(dispatch.ones(50_000)), (), {})
+    assert router.policy() == "seed"  # cold start, as with no calibration
+    assert calibration.load(older.save(tmp_path / "older.json")).plan == ""
+    calibration._loaded.clear()
+    synthetic().save()
+    assert calibration.load().plan == calibration.PLAN
+
+
 def test_cost_policy_picks_the_cheaper_target(isolated):
     pytest.importorskip("torch")
     router.use_calibration(synthetic())
