@@ -11,9 +11,10 @@ The host wins when the program ran no slower
 with the call there: it is what the program ran before. "Such a call" is the same op on the same
 dtypes, size and layout wherever its inputs are: a loop that makes it with host data once and
 then with what the device left (k-means' centroids) makes it once an iteration on either side;
-the router runs those calls on the host side on NumPy (``router._on_kin_trial``). A program that takes longer than
-``MAX_PERIOD_S`` from one such call to the next keeps the device without trying the host: its
-calls are large enough for the estimates to hold, and a host side there could cost seconds.
+the router runs those calls on the host side on NumPy (``router._on_kin_trial``). A program
+that takes longer than ``MAX_PERIOD_S`` from one such call to the next keeps the device without
+trying the host: its calls are large enough for the estimates to hold, and a host side there
+could cost seconds.
 
 One trial runs at a time, so each is timed with the others' calls settled; a kind of call that
 qualifies meanwhile waits its turn, decided afresh at each call until it starts. A trial whose
@@ -56,9 +57,9 @@ STALE_S = 5.0
 # few of its calls.
 PASSED_OVER = 2 * BLOCK
 # Two host periods in a row this many times the device's mean, and longer than it by over
-# MAX_PERIOD_S, end the trial for the device, warm-up or not: on an H100 machine pairwise large (two q @ R.T a run)
-# ran in 26-35 ms with that call on the device and in 230-530 ms on the host's side (its 400 MB
-# distance matrix then stayed on the host), and the host's blocks took four of its runs.
+# MAX_PERIOD_S, end the trial for the device, warm-up or not: on an H100 machine pairwise large
+# (two q @ R.T a run) ran in 26-36 ms with that call on the device and in 229-529 ms on the
+# host's side (its 400 MB distance matrix then stayed on the host), four runs in a row.
 CUT_RATIO = 4.0
 # A period this many times the median of the trial's periods is a pause, not the program.
 PAUSE_RATIO = 5.0
@@ -92,7 +93,9 @@ class Trial:
             period = now - self.last[0]
             if previous % BLOCK != 0 and BLOCKS[previous // BLOCK][1]:
                 self.periods[self.last[1]].append(period)
-            if self.last[1] == "host" and self._host_hopeless(period):
+            if self.last[1] != "host":
+                self.hopeless = 0
+            elif self._host_hopeless(period):
                 return self.device, True
         side = self.side()
         found = self.outcome(side)

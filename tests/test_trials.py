@@ -254,6 +254,11 @@ def test_a_hopeless_host_side_is_cut_short():
     chosen, calls = _run(trial, {"device": device, "host": trials.CUT_RATIO * device + 2 * trials.MAX_PERIOD_S})
     assert chosen is trial.device and calls == 2 * trials.BLOCK + 2  # the periods after the host's first two calls
     assert "host's side cut short" in chosen.reason
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # one such period each side of a device block: not in a row
+    slow, tick = trials.CUT_RATIO * device + 2 * trials.MAX_PERIOD_S, 2.0**-10  # (exact sums: a true tie)
+    host_calls = 2 * trials.BLOCK  # the last of the second host block, then the first of the third
+    chosen, _ = _run(trial, {"device": tick, "host": lambda n: slow if n in (host_calls, host_calls + 1) else tick})
+    assert chosen is trial.host and "cut short" not in chosen.reason  # a tie once the pauses are left out
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # as slow by ratio, but by little time: timed, not cut
     chosen, calls = _run(trial, {"device": 1e-3, "host": 2 * trials.CUT_RATIO * 1e-3})
     assert chosen is trial.device and calls == 4 * trials.BLOCK  # the early verdict after the first timed pair
