@@ -77,6 +77,7 @@ def test_info_calibrated_and_a_stale_calibration(cache):
         "path": str(stored_path(cache)),
         "fingerprint": calibration.fingerprint(),
         "stored": True,
+        "outdated": False,
         "created": "2026-11-22T00:00:00+00:00",
         "quick": False,
         "seconds": 1.0,
@@ -92,6 +93,17 @@ def test_info_calibrated_and_a_stale_calibration(cache):
     text = dispatch_cli("info").stdout
     assert "measured 2026-11-22T00:00:00+00:00 (full, 1.0 s): numpy, torch-cpu" in text
     assert "1 other calibration file(s) in the cache" in text and "policy cost" in text
+
+
+def test_info_names_a_calibration_an_older_dispatch_stored_and_does_not_use_it(cache):
+    older = synthetic()
+    older.plan = ""  # made before calibrations recorded what they measured
+    older.save(stored_path(cache))
+    info = json.loads(dispatch_cli("info", "--json").stdout)
+    assert info["calibration"]["stored"] is False and info["calibration"]["outdated"] is True
+    assert info["routing"]["policy"] == "seed"
+    text = dispatch_cli("info").stdout
+    assert f"{stored_path(cache)}: not used, made by a version of dispatch that measured other things" in text
 
 
 # ---- calibrate ----------------------------------------------------------------------------------------

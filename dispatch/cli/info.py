@@ -10,8 +10,8 @@ calibrated and which routing policy is in effect.
      "gpus": [{"target": "cupy", "name": "NVIDIA H100 80GB HBM3", "driver": 13000, "memory": 85...}],
      "targets": {"numpy": {"available": true, "device": "cpu", "tier": "SCALAR"},
                  "cupy": {"available": false, "reason": "cupy cannot be imported: ..."}, ...},
-     "calibration": {"path": "...", "fingerprint": "...", "stored": false, "created": null,
-                     "quick": null, "seconds": null, "targets": [], "others": []},
+     "calibration": {"path": "...", "fingerprint": "...", "stored": false, "outdated": false,
+                     "created": null, "quick": null, "seconds": null, "targets": [], "others": []},
      "routing": {"policy": "seed", "forced": null, "note": "..."}}
 """
 
@@ -75,6 +75,8 @@ def collect() -> dict[str, Any]:
         "path": str(path),
         "fingerprint": fingerprint,
         "stored": cal is not None,
+        # a file there that is not used: made by a dispatch that measured other things, or unreadable
+        "outdated": cal is None and path.is_file(),
         "created": cal.created if cal else None,
         "quick": cal.quick if cal else None,
         "seconds": cal.seconds if cal else None,
@@ -138,6 +140,9 @@ def render(info: dict[str, Any]) -> str:
         kind = "quick" if cal["quick"] else "full"
         lines.append(f"  {cal['path']}")
         lines.append(f"  measured {cal['created']} ({kind}, {cal['seconds']} s): {', '.join(cal['targets'])}")
+    elif cal["outdated"]:
+        lines.append(f"  {cal['path']}: not used, made by a version of dispatch that measured other things "
+                     "(or unreadable): calibrate again")
     else:
         lines.append(f"  none stored for this machine (would be {cal['path']})")
     if cal["others"]:
