@@ -270,7 +270,23 @@ def to_forced_device(result: Any) -> Any:
 
 def _native_for(target: Target, counted: bool = True):
     """Arrays as ``target``'s own; ``counted``: a host result sent there is learned from
-    (``sent``), which an explored call's is not (a measurement, not where the program goes)."""
+    (``sent``), which an explored call's is not (a measurement, not where the program goes).
+    One call sends a host array to a device once: passed twice (``x * x``), or with its
+    transpose (``A.T @ A``, whose second copy was 160 MB of least_squares large's 1 GB a run
+    on an H100 machine), the later one is the copy already made, or its transpose."""
+    copies: list[tuple[np.ndarray, Any]] = []  # (host array, its copy on the device) made by this call
+
+    def from_host(data: np.ndarray) -> Any:
+        if target.device.is_host:
+            return target.from_host(data)
+        for host, copy in copies:
+            if data is host:
+                return copy
+            if _transposed(data, host):
+                return copy.T
+        copy = target.from_host(data)
+        copies.append((data, copy))
+        return copy
 
     def convert(x: Any) -> Any:
         data = x._data if isinstance(x, ndarray) else x
@@ -281,7 +297,7 @@ def _native_for(target: Target, counted: bool = True):
         if isinstance(data, np.ndarray):
             if counted and isinstance(x, ndarray):
                 sent(x)
-            return target.from_host(data)
+            return from_host(data)
         if device_of(data) == target.device:
             return target.adopt(data)
         if counted and isinstance(x, ndarray):
@@ -289,6 +305,12 @@ def _native_for(target: Target, counted: bool = True):
         return target.from_host(NUMPY.from_native(data))
 
     return convert
+
+
+def _transposed(a: np.ndarray, b: np.ndarray) -> bool:
+    """``a`` is ``b.T``: two 2-D arrays on the same memory, shape and strides reversed."""
+    return (a.ndim == 2 and b.ndim == 2 and a.shape == b.shape[::-1] and a.strides == b.strides[::-1]
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
 def _split_out(op: Op, kwargs: dict) -> tuple[dict, Any]:

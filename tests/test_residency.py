@@ -571,3 +571,26 @@ def test_a_timed_call_leaving_the_device_is_not_charged_for_work_queued_before_i
     assert out.dtype == numpy.float64 and out.shape == (N,)
     numpy.testing.assert_allclose(out, numpy.exp(host), rtol=1e-15)
     assert [(op, name) for op, name, _ in timed] == [("exp", "numpy")] and timed[0][2] < QUEUE_S
+
+
+def test_one_call_sends_a_host_array_once_even_with_its_transpose(monkeypatch):
+    """``A.T @ A`` and ``x * x`` copy their host array to the device once; an array of the same
+    shape and strides elsewhere in memory is copied for itself."""
+    target = dispatch.targets.probe("cupy")
+    sends = []
+    real = target.from_host
+    monkeypatch.setattr(target, "from_host", lambda a: sends.append(a.shape) or real(a))
+    A, other, x = numpy.arange(12.0).reshape(4, 3), numpy.ones((4, 3)), numpy.linspace(0.0, 1.0, 7)
+    a, at, other_t, v = dispatch.asarray(A), dispatch.asarray(A).T, dispatch.asarray(other).T, dispatch.asarray(x)
+    with dispatch.using("cupy"):
+        gram = at @ a
+        assert sends == [(3, 4)]
+        square = v * v
+        assert sends == [(3, 4), (7,)]
+        mixed = other_t @ a
+        assert sends == [(3, 4), (7,), (3, 4), (4, 3)]
+    for got, want in ((gram, A.T @ A), (square, x * x), (mixed, other.T @ A)):
+        assert got.device.kind == "cuda"
+        got = numpy.asarray(got)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        numpy.testing.assert_array_equal(got, want)
