@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -327,6 +328,16 @@ def test_calibration_round_trip_and_cache(isolated):
     assert calibration.load().targets == json.loads(cal.to_json())["targets"]
     assert calibration.load_or_measure().fingerprint == cal.fingerprint
     assert router.policy() == "cost"
+
+
+def test_a_slow_point_is_the_least_of_a_few_calls():
+    """A slow op is timed by few calls; one disturbed call must not set its price (a 4x slow
+    point made an H100's CuPy lstsq look slower than NumPy's)."""
+    durations = iter([0.02, 0.08, 0.02, 0.02])  # warm-up, then a disturbed call, then two calm ones
+    seconds = calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04)
+    assert 0.02 <= seconds < 0.05
+    durations = iter([0.2, 0.2])  # over a third of the slow point: one warm call says enough
+    assert calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04) >= 0.2
 
 
 def test_calibration_draws_each_operand_once_for_every_op_and_target():
