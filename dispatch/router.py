@@ -382,11 +382,8 @@ def _on_kin_trial(key: tuple) -> Decision | None:
         # the same op, dtypes, size and layout; other devices (key: see ``_key``)
         if trial_key[:3] != key[:3] or trial_key[4:] != key[4:] or trial_key == key:
             continue
-        decision, final = trial.next()
-        if final:
-            trials.finish(trial_key, decision)
-            _decisions[trial_key] = decision
-        elif decision is trial.host:
+        decision = _on_trial(trial_key, trial)
+        if decision is trial.host and trial_key in trials.running:  # the host side, not its verdict
             return Decision(NUMPY, decision.reason, key=key)
         return None
     return None
