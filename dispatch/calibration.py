@@ -304,21 +304,21 @@ def load_or_measure(quick: bool = True, progress: bool = False) -> Calibration:
 
 
 def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> float:
-    """Median seconds per call of ``run`` (warm, synchronised), within about ``budget``."""
+    """Seconds per call of ``run`` (warm, synchronised), the least disturbed of a few samples
+    taken within about ``budget``."""
+
+    def one_call() -> float:
+        start = time.perf_counter()
+        run()
+        sync()
+        return time.perf_counter() - start
+
     run()
     sync()
-    start = time.perf_counter()
-    run()
-    sync()
-    once = time.perf_counter() - start
+    once = one_call()
     if once > budget / 3:  # a slow op: the least of up to three warm calls within _SLOW_POINT_S
-        best = once  # (one call: CuPy's lstsq of 8192 x 128 measured 60 ms on one H100 machine, 15 on another)
-        for _ in range(2 if 3 * once <= _SLOW_POINT_S else 0):
-            start = time.perf_counter()
-            run()
-            sync()
-            best = min(best, time.perf_counter() - start)
-        return best
+        # (one call: CuPy's lstsq of 8192 x 128 measured 60 ms on one H100 machine, 15 on another)
+        return min([once, *(one_call() for _ in range(2 if 3 * once <= _SLOW_POINT_S else 0))])
     calls = max(1, min(1000, int(budget / 5 / max(once, 1e-7))))  # five batches in the budget
     samples = []
     for _ in range(5):
