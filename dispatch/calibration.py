@@ -33,12 +33,15 @@ scale-out, not priced, so it has no entry under ``targets``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
 import platform
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -385,11 +388,7 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
         if not target.device.is_host:
             out["transfer"] = _measure_transfers(target, quick)
         budget = _POINT_BUDGET_S[quick]
-        measured = [(dtype, REPRESENTATIVES) for dtype in (_QUICK_DTYPES if quick else DTYPES)]
-        measured.append(("int64", [r for r in REPRESENTATIVES if r[0] in INTEGER_OPS]))
-        for dtype, representatives in measured:
-            if not _holds(target, dtype):
-                continue
+        for dtype, representatives in _measured(target, quick):
             ops: dict[str, list[list[float]]] = {}
             for op, sizes, quick_sizes in representatives:
                 tick(f"{target.name} {dtype} {op}")
@@ -415,6 +414,13 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
             itemsize = 8 if "float64" in out["ops"] else 4
             out["memory_bandwidth"] = 3 * n * itemsize / seconds
     return out
+
+
+def _measured(target: Any, quick: bool) -> list[tuple[str, Any]]:
+    """The dtypes measured on ``target``, each with its representative ops."""
+    measured = [(dtype, REPRESENTATIVES) for dtype in (_QUICK_DTYPES if quick else DTYPES)]
+    measured.append(("int64", [r for r in REPRESENTATIVES if r[0] in INTEGER_OPS]))
+    return [(dtype, representatives) for dtype, representatives in measured if _holds(target, dtype)]
 
 
 def _holds(target: Any, dtype: str) -> bool:
@@ -465,6 +471,91 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
     }
 
 
+# ---- a device's first use, paid beside the host measurements -------------------------------------
+# A device library's first use on a machine costs what no later call does: its files paged in from
+# disk, CuPy's kernels compiled (and cached on disk). On a freshly started H100 machine CuPy's first
+# solve took 16 s and its first lstsq 8 s, of a 49 s calibration (0.7 s and 0.2 s once paid). A
+# child process runs each device op once while the host targets are measured; the device targets
+# are measured when it is done.
+_WARM_WAIT_S = 60.0
+# The GPU math libraries a calibration calls, in the order their first calls were slowest to load.
+# Read in order (a thread: reads release the GIL), they are in memory when the libraries load.
+_LAZY_LIBRARIES = ("cusolver", "cufft", "cublas")
+
+
+def _warm_up(names: list[str], quick: bool) -> subprocess.Popen | None:
+    """Start the child process that warms these device targets up (``_warm``); ``None`` where
+    no process can be started (the device's first use is then paid while it is measured)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    code = f"from dispatch import calibration; calibration._warm({names!r}, {quick!r})"
+    try:
+        return subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+def _warmed(process: subprocess.Popen) -> None:
+    """Wait for the warm-up to finish (``_WARM_WAIT_S`` at most: then it is stopped), so that it
+    does not share the device with the measurements."""
+    try:
+        process.wait(_WARM_WAIT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _warm(names: list[str], quick: bool) -> None:
+    """Each op a calibration measures, once, at its smallest size, on each of these targets:
+    the warm-up process's work. Failures are the measurement's to meet, not this one's."""
+    import dispatch
+    from dispatch import targets
+
+    found = [targets.get(name) for name in names]  # probed: their CUDA libraries are mapped
+    with contextlib.suppress(OSError):  # not Linux: the libraries load as they do
+        with open("/proc/self/maps") as maps:
+            _page_in(_lazy_libraries(maps))
+    inputs = _Inputs()
+    for name, target in zip(names, found, strict=True):
+        with dispatch.using(name):
+            for dtype, representatives in _measured(target, quick):
+                for op, sizes, quick_sizes in representatives:
+                    size = (quick_sizes if quick else sizes)[0]
+                    with contextlib.suppress(Exception):
+                        _call_for(op)(*(dispatch.asarray(h).to(name) for h in inputs(op, size, dtype)))
+        target.synchronize()
+
+
+def _lazy_libraries(maps: Iterator[str]) -> list[Path]:
+    """The lazily loaded math libraries (``_LAZY_LIBRARIES``) next to the CUDA libraries this
+    process has mapped (``maps``: the lines of ``/proc/self/maps``), in that order."""
+    folders = {}
+    for line in maps:
+        path = line.rstrip("\n").partition("/")[2]
+        if path and Path(path).name.startswith("libcu") and ".so" in path:
+            folders.setdefault(Path("/" + path).parent, None)
+    return [p for name in _LAZY_LIBRARIES for folder in folders for p in sorted(folder.glob(f"lib{name}*.so*"))]
+
+
+def _page_in(paths: list[Path]) -> threading.Thread:
+    """Read ``paths`` once, in a background thread, so that their pages are in the page cache
+    when the libraries load."""
+
+    def read() -> None:
+        buffer = bytearray(8 << 20)
+        for path in paths:
+            try:
+                with open(path, "rb", buffering=0) as f:
+                    while f.readinto(buffer):
+                        pass
+            except OSError:  # gone, or not ours to read: it loads from disk, as it would have
+                continue
+
+    thread = threading.Thread(target=read, name="dispatch-page-in", daemon=True)
+    thread.start()
+    return thread
+
+
 def _ticker(total: int, progress: bool) -> Iterator[Callable[[str], None]]:
     if not progress:
         yield lambda label: None
@@ -493,13 +584,14 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
 
     A full calibration takes under 30 seconds; ``quick=True`` under 5 seconds.
     """
-    import contextlib
-
     from dispatch import targets
 
     start = time.perf_counter()
     found = [t for name, t in targets.available().items() if (only is None or name in only) and not t.scale_out]
+    found.sort(key=lambda t: not t.device.is_host)  # the host first: the devices warm up meanwhile
     info = machine()
+    devices = [t.name for t in found if not t.device.is_host]
+    warming = _warm_up(devices, quick) if devices and len(devices) < len(found) else None
     inputs = _Inputs()
     result: dict[str, Any] = {}
     steps = len(found) * (len(_QUICK_DTYPES if quick else DTYPES) * len(REPRESENTATIVES) + len(INTEGER_OPS))
@@ -507,10 +599,15 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     tick = next(ticker)
     try:
         for target in found:
+            if warming is not None and not target.device.is_host:
+                _warmed(warming)
+                warming = None
             began = time.perf_counter()
             result[target.name] = _measure_target(target, quick, inputs, tick)
             result[target.name]["seconds"] = round(time.perf_counter() - began, 2)
     finally:
+        if warming is not None:  # a measurement failed before the devices' turn
+            warming.kill()
         with contextlib.suppress(StopIteration):
             next(ticker)
     cal = Calibration(

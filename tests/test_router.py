@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import types
 
 import numpy as np
 import pytest
@@ -78,6 +79,94 @@ def test_a_stored_calibration_is_loaded_on_first_use(isolated):
     synthetic().save()
     router.decide(op_named("sum"), _inputs(dispatch.ones(50_000)), (), {})
     assert router.policy() == "cost"
+
+
+def test_the_math_libraries_paged_in_are_those_beside_the_mapped_cuda_libraries(tmp_path):
+    cuda, other = tmp_path / "cuda", tmp_path / "other"
+    cuda.mkdir()
+    other.mkdir()
+    for name in ("libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcufft.so.12", "libcusolver.so.12",
+                 "libnccl.so.2", "libcusparse.so.12"):
+        (cuda / name).write_bytes(b"")
+    (other / "libcusolver.so.11").write_bytes(b"")  # beside no mapped CUDA library: not read
+    maps = [
+        "7f0000000000-7f0000001000 r--p 00000000 fd:01 11 " + str(cuda / "libcudart.so.13") + "\n",
+        "7f0000002000-7f0000003000 r--p 00000000 fd:01 12 " + str(other / "libc.so.6") + "\n",
+        "7f0000004000-7f0000005000 rw-p 00000000 00:00 0 [heap]\n",
+        "7f0000006000-7f0000007000 rw-p 00000000 00:00 0\n",
+    ]
+    found = calibration._lazy_libraries(iter(maps))
+    assert [p.name for p in found] == ["libcusolver.so.12", "libcufft.so.12", "libcublas.so.13", "libcublasLt.so.13"]
+    assert calibration._lazy_libraries(iter(maps[1:])) == []
+
+
+def test_page_in_reads_each_file_in_order_and_skips_one_it_cannot_open(tmp_path, monkeypatch):
+    files = [tmp_path / "a.so", tmp_path / "missing.so", tmp_path / "b.so"]
+    files[0].write_bytes(b"x" * (9 << 20))  # over one read's buffer
+    files[2].write_bytes(b"y")
+    read = []
+    real_open = open
+
+    def spy(path, *args, **kwargs):
+        f = real_open(path, *args, **kwargs)  # the missing file raises here, as it would
+        read.append(path)
+        return f
+
+    monkeypatch.setattr(calibration, "open", spy, raising=False)
+    thread = calibration._page_in(files)
+    thread.join(10)
+    assert not thread.is_alive()
+    assert thread.daemon  # never holds the process open
+    assert read == [files[0], files[2]]
+
+
+def test_the_warm_up_runs_every_measured_op_once_on_each_device_target(tmp_path, monkeypatch):
+    from helpers import fake_cupy_router
+
+    with fake_cupy_router(tmp_path, monkeypatch) as target:
+        ran = []
+        real_run = target.run
+        monkeypatch.setattr(target, "run", lambda op, args, kwargs: ran.append(op.name) or real_run(op, args, kwargs))
+        calibration._warm(["cupy"], quick=False)
+    measured = {op for _, representatives in calibration._measured(target, False) for op, _, _ in representatives}
+    assert set(ran) >= measured
+    assert ran.count("linalg.solve") == len(calibration.DTYPES)  # once per dtype, at the smallest size
+    assert ran.count("sort") == len(calibration.DTYPES) + 1  # and on int64
+
+
+def test_calibrate_measures_the_host_first_and_a_device_once_its_warm_up_is_done(isolated, monkeypatch):
+    from dispatch import targets
+
+    class Process:
+        waited = killed = False
+
+        def wait(self, timeout=None):
+            self.waited = True
+
+        def kill(self):
+            self.killed = True
+
+    host, device = targets.get("numpy"), types.SimpleNamespace(name="gpu", device=Device("cuda", 0), scale_out=False)
+    monkeypatch.setattr(targets, "available", lambda: {"gpu": device, "numpy": host})
+    process, started, order = Process(), [], []
+    monkeypatch.setattr(calibration, "_warm_up", lambda names, quick: started.append(names) or process)
+    monkeypatch.setattr(calibration, "_measure_target",
+                        lambda target, quick, inputs, tick: order.append((target.name, process.waited)) or {})
+    calibration.calibrate(progress=False, save=False)
+    assert started == [["gpu"]]
+    assert order == [("numpy", False), ("gpu", True)]
+    assert not process.killed
+    monkeypatch.setattr(targets, "available", lambda: {"gpu": device})  # nothing to measure meanwhile
+    started.clear()
+    calibration.calibrate(progress=False, save=False)
+    assert started == []
+
+
+def test_the_warm_up_process_starts_and_finishes(isolated):
+    process = calibration._warm_up(["numpy"], quick=True)
+    assert process is not None
+    calibration._warmed(process)
+    assert process.returncode == 0
 
 
 def test_a_calibration_made_to_another_plan_is_not_used_from_the_cache(isolated, tmp_path):
