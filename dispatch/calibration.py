@@ -39,7 +39,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import threading
 import time
@@ -471,59 +470,22 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
     }
 
 
-# ---- a device's first use, paid beside the host measurements -------------------------------------
-# A device library's first use on a machine costs what no later call does: its files paged in from
-# disk, CuPy's kernels compiled (and cached on disk). On a freshly started H100 machine CuPy's first
-# solve took 16 s and its first lstsq 8 s, of a 49 s calibration (0.7 s and 0.2 s once paid). A
-# child process runs each device op once while the host targets are measured; the device targets
-# are measured when it is done.
-_WARM_WAIT_S = 60.0
-# The GPU math libraries a calibration calls, in the order their first calls were slowest to load.
-# Read in order (a thread: reads release the GIL), they are in memory when the libraries load.
+# ---- the device libraries' files, read while the host targets are measured ------------------------
+# The GPU math libraries are loaded at their first call, and on a freshly started machine their
+# pages then come from disk in small reads: on an H100 machine CuPy's first solve took 16 s of a
+# 49 s calibration (0.7 s once the file was cached). Read in order, in a thread (reads release the
+# GIL) while the host targets are measured, they are in memory when the device targets are.
 _LAZY_LIBRARIES = ("cusolver", "cufft", "cublas")
 
 
-def _warm_up(names: list[str], quick: bool) -> subprocess.Popen | None:
-    """Start the child process that warms these device targets up (``_warm``); ``None`` where
-    no process can be started (the device's first use is then paid while it is measured)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    code = f"from dispatch import calibration; calibration._warm({names!r}, {quick!r})"
+def _page_in_gpu_libraries() -> None:
     try:
-        return subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:
-        return None
-
-
-def _warmed(process: subprocess.Popen) -> None:
-    """Wait for the warm-up to finish (``_WARM_WAIT_S`` at most: then it is stopped), so that it
-    does not share the device with the measurements."""
-    try:
-        process.wait(_WARM_WAIT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-def _warm(names: list[str], quick: bool) -> None:
-    """Each op a calibration measures, once, at its smallest size, on each of these targets:
-    the warm-up process's work. Failures are the measurement's to meet, not this one's."""
-    import dispatch
-    from dispatch import targets
-
-    found = [targets.get(name) for name in names]  # probed: their CUDA libraries are mapped
-    with contextlib.suppress(OSError):  # not Linux: the libraries load as they do
         with open("/proc/self/maps") as maps:
-            _page_in(_lazy_libraries(maps))
-    inputs = _Inputs()
-    for name, target in zip(names, found, strict=True):
-        with dispatch.using(name):
-            for dtype, representatives in _measured(target, quick):
-                for op, sizes, quick_sizes in representatives:
-                    size = (quick_sizes if quick else sizes)[0]
-                    with contextlib.suppress(Exception):
-                        _call_for(op)(*(dispatch.asarray(h).to(name) for h in inputs(op, size, dtype)))
-        target.synchronize()
+            paths = _lazy_libraries(maps)
+    except OSError:  # not Linux: the libraries load as they do
+        return
+    if paths:
+        _page_in(paths)
 
 
 def _lazy_libraries(maps: Iterator[str]) -> list[Path]:
@@ -588,10 +550,10 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
 
     start = time.perf_counter()
     found = [t for name, t in targets.available().items() if (only is None or name in only) and not t.scale_out]
-    found.sort(key=lambda t: not t.device.is_host)  # the host first: the devices warm up meanwhile
+    found.sort(key=lambda t: not t.device.is_host)  # the host first: the device libraries are read meanwhile
     info = machine()
-    devices = [t.name for t in found if not t.device.is_host]
-    warming = _warm_up(devices, quick) if devices and len(devices) < len(found) else None
+    if any(not t.device.is_host for t in found):
+        _page_in_gpu_libraries()
     inputs = _Inputs()
     result: dict[str, Any] = {}
     steps = len(found) * (len(_QUICK_DTYPES if quick else DTYPES) * len(REPRESENTATIVES) + len(INTEGER_OPS))
@@ -599,15 +561,10 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     tick = next(ticker)
     try:
         for target in found:
-            if warming is not None and not target.device.is_host:
-                _warmed(warming)
-                warming = None
             began = time.perf_counter()
             result[target.name] = _measure_target(target, quick, inputs, tick)
             result[target.name]["seconds"] = round(time.perf_counter() - began, 2)
     finally:
-        if warming is not None:  # a measurement failed before the devices' turn
-            warming.kill()
         with contextlib.suppress(StopIteration):
             next(ticker)
     cal = Calibration(

@@ -120,53 +120,21 @@ def test_page_in_reads_each_file_in_order_and_skips_one_it_cannot_open(tmp_path,
     assert read == [files[0], files[2]]
 
 
-def test_the_warm_up_runs_every_measured_op_once_on_each_device_target(tmp_path, monkeypatch):
-    from helpers import fake_cupy_router
-
-    with fake_cupy_router(tmp_path, monkeypatch) as target:
-        ran = []
-        real_run = target.run
-        monkeypatch.setattr(target, "run", lambda op, args, kwargs: ran.append(op.name) or real_run(op, args, kwargs))
-        calibration._warm(["cupy"], quick=False)
-    measured = {op for _, representatives in calibration._measured(target, False) for op, _, _ in representatives}
-    assert set(ran) >= measured
-    assert ran.count("linalg.solve") == len(calibration.DTYPES)  # once per dtype, at the smallest size
-    assert ran.count("sort") == len(calibration.DTYPES) + 1  # and on int64
-
-
-def test_calibrate_measures_the_host_first_and_a_device_once_its_warm_up_is_done(isolated, monkeypatch):
+def test_calibrate_reads_the_device_libraries_while_it_measures_the_host_first(isolated, monkeypatch):
     from dispatch import targets
-
-    class Process:
-        waited = killed = False
-
-        def wait(self, timeout=None):
-            self.waited = True
-
-        def kill(self):
-            self.killed = True
 
     host, device = targets.get("numpy"), types.SimpleNamespace(name="gpu", device=Device("cuda", 0), scale_out=False)
     monkeypatch.setattr(targets, "available", lambda: {"gpu": device, "numpy": host})
-    process, started, order = Process(), [], []
-    monkeypatch.setattr(calibration, "_warm_up", lambda names, quick: started.append(names) or process)
+    events = []
+    monkeypatch.setattr(calibration, "_page_in_gpu_libraries", lambda: events.append("page-in"))
     monkeypatch.setattr(calibration, "_measure_target",
-                        lambda target, quick, inputs, tick: order.append((target.name, process.waited)) or {})
+                        lambda target, quick, inputs, tick: events.append(target.name) or {})
     calibration.calibrate(progress=False, save=False)
-    assert started == [["gpu"]]
-    assert order == [("numpy", False), ("gpu", True)]
-    assert not process.killed
-    monkeypatch.setattr(targets, "available", lambda: {"gpu": device})  # nothing to measure meanwhile
-    started.clear()
+    assert events == ["page-in", "numpy", "gpu"]
+    events.clear()
+    monkeypatch.setattr(targets, "available", lambda: {"numpy": host})  # no device: nothing to read
     calibration.calibrate(progress=False, save=False)
-    assert started == []
-
-
-def test_the_warm_up_process_starts_and_finishes(isolated):
-    process = calibration._warm_up(["numpy"], quick=True)
-    assert process is not None
-    calibration._warmed(process)
-    assert process.returncode == 0
+    assert events == ["numpy"]
 
 
 def test_a_calibration_made_to_another_plan_is_not_used_from_the_cache(isolated, tmp_path):
