@@ -96,7 +96,7 @@ _QUICK_DTYPES = ("float64",)
 # operands priced an H100's CuPy lstsq of 200000 x 100 at 5.4 s, NumPy's at 2.1; they take 20 ms
 # and 0.5 s, and the router kept NumPy). MEASURING is raised when the way something is measured
 # changes; a change to the tables above changes the plan by itself.
-MEASURING = 2
+MEASURING = 3
 PLAN = hashlib.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE_OPS), sorted(TALL_OPS), TALL,
                             INTEGER_OPS, _QUICK_DTYPES)).encode()).hexdigest()[:12]
 
@@ -305,9 +305,10 @@ def load_or_measure(quick: bool = True, progress: bool = False) -> Calibration:
 # ---- measuring --------------------------------------------------------------------------------------
 
 
-def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> float:
+def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float, warm: bool = True) -> float:
     """Seconds per call of ``run`` (warm, synchronised), the least disturbed of a few samples
-    taken within about ``budget``."""
+    taken within about ``budget``. ``warm=False``: ``run`` has already run at another size (its
+    kernels are compiled, its libraries loaded), so no call is spent warming it up."""
 
     def one_call() -> float:
         start = time.perf_counter()
@@ -315,8 +316,9 @@ def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> f
         sync()
         return time.perf_counter() - start
 
-    run()
-    sync()
+    if warm:
+        run()
+        sync()
     once = one_call()
     if once > budget / 3:  # a slow op: the least of up to three warm calls within _SLOW_POINT_S
         # (one call: CuPy's lstsq of 8192 x 128 measured 60 ms on one H100 machine, 15 on another)
@@ -397,7 +399,7 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
                     host = inputs(op, size, dtype)
                     args = tuple(dispatch.asarray(h).to(target.name) for h in host)
                     try:
-                        seconds = _timer(lambda fn=fn, args=args: fn(*args), sync, budget)
+                        seconds = _timer(lambda fn=fn, args=args: fn(*args), sync, budget, warm=not points)
                     except Exception:  # the target cannot run this op at this size: no point
                         break
                     points.append([size * TALL ** (1 / 3) if op in TALL_OPS else size, seconds])

@@ -397,6 +397,19 @@ def test_a_slow_point_is_the_least_of_a_few_calls():
     assert calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04) >= 0.2
 
 
+def test_only_an_ops_first_size_spends_a_call_warming_it_up(monkeypatch):
+    """Its kernels and libraries are loaded by then: on a 2-core machine the warm-up calls of
+    the later sizes took 4 of a calibration's 16 s."""
+    durations = iter([0.2])  # a slow point: one call, with none spent warming up
+    assert calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04, warm=False) >= 0.2
+    warms = []
+    monkeypatch.setattr(calibration, "_timer", lambda run, sync, budget, warm=True: warms.append(warm) or 1e-6)
+    out = calibration._measure_target(dispatch.targets.get("numpy"), True, calibration._Inputs(), lambda label: None)
+    ops = [points for by_op in out["ops"].values() for points in by_op.values()]
+    assert warms.count(True) == 1 + len(ops)  # the call overhead (a host target has no sync), each op's first size
+    assert warms.count(False) == sum(len(points) - 1 for points in ops) > 0
+
+
 def test_calibration_draws_each_operand_once_for_every_op_and_target():
     draw = calibration._Inputs()
     x, again = draw("add", 1_000, "float32")
