@@ -33,14 +33,12 @@ scale-out, not priced, so it has no entry under ``targets``.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
 import os
 import platform
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -96,7 +94,7 @@ _QUICK_DTYPES = ("float64",)
 # operands priced an H100's CuPy lstsq of 200000 x 100 at 5.4 s, NumPy's at 2.1; they take 20 ms
 # and 0.5 s, and the router kept NumPy). MEASURING is raised when the way something is measured
 # changes; a change to the tables above changes the plan by itself.
-MEASURING = 3
+MEASURING = 2
 PLAN = hashlib.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE_OPS), sorted(TALL_OPS), TALL,
                             INTEGER_OPS, _QUICK_DTYPES)).encode()).hexdigest()[:12]
 
@@ -305,10 +303,9 @@ def load_or_measure(quick: bool = True, progress: bool = False) -> Calibration:
 # ---- measuring --------------------------------------------------------------------------------------
 
 
-def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float, warm: bool = True) -> float:
+def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> float:
     """Seconds per call of ``run`` (warm, synchronised), the least disturbed of a few samples
-    taken within about ``budget``. ``warm=False``: ``run`` has already run at another size (its
-    kernels are compiled, its libraries loaded), so no call is spent warming it up."""
+    taken within about ``budget``."""
 
     def one_call() -> float:
         start = time.perf_counter()
@@ -316,9 +313,8 @@ def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float, warm
         sync()
         return time.perf_counter() - start
 
-    if warm:
-        run()
-        sync()
+    run()
+    sync()
     once = one_call()
     if once > budget / 3:  # a slow op: the least of up to three warm calls within _SLOW_POINT_S
         # (one call: CuPy's lstsq of 8192 x 128 measured 60 ms on one H100 machine, 15 on another)
@@ -389,7 +385,11 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
         if not target.device.is_host:
             out["transfer"] = _measure_transfers(target, quick)
         budget = _POINT_BUDGET_S[quick]
-        for dtype, representatives in _measured(target, quick):
+        measured = [(dtype, REPRESENTATIVES) for dtype in (_QUICK_DTYPES if quick else DTYPES)]
+        measured.append(("int64", [r for r in REPRESENTATIVES if r[0] in INTEGER_OPS]))
+        for dtype, representatives in measured:
+            if not _holds(target, dtype):
+                continue
             ops: dict[str, list[list[float]]] = {}
             for op, sizes, quick_sizes in representatives:
                 tick(f"{target.name} {dtype} {op}")
@@ -399,7 +399,7 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
                     host = inputs(op, size, dtype)
                     args = tuple(dispatch.asarray(h).to(target.name) for h in host)
                     try:
-                        seconds = _timer(lambda fn=fn, args=args: fn(*args), sync, budget, warm=not points)
+                        seconds = _timer(lambda fn=fn, args=args: fn(*args), sync, budget)
                     except Exception:  # the target cannot run this op at this size: no point
                         break
                     points.append([size * TALL ** (1 / 3) if op in TALL_OPS else size, seconds])
@@ -415,13 +415,6 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
             itemsize = 8 if "float64" in out["ops"] else 4
             out["memory_bandwidth"] = 3 * n * itemsize / seconds
     return out
-
-
-def _measured(target: Any, quick: bool) -> list[tuple[str, Any]]:
-    """The dtypes measured on ``target``, each with its representative ops."""
-    measured = [(dtype, REPRESENTATIVES) for dtype in (_QUICK_DTYPES if quick else DTYPES)]
-    measured.append(("int64", [r for r in REPRESENTATIVES if r[0] in INTEGER_OPS]))
-    return [(dtype, representatives) for dtype, representatives in measured if _holds(target, dtype)]
 
 
 def _holds(target: Any, dtype: str) -> bool:
@@ -472,54 +465,6 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
     }
 
 
-# ---- the device libraries' files, read while the host targets are measured ------------------------
-# The GPU math libraries are loaded at their first call, and on a freshly started machine their
-# pages then come from disk in small reads: on an H100 machine CuPy's first solve took 16 s of a
-# 49 s calibration (0.7 s once the file was cached). Read in order, in a thread (reads release the
-# GIL) while the host targets are measured, they are in memory when the device targets are.
-_LAZY_LIBRARIES = ("cusolver", "cufft", "cublas")
-
-
-def _page_in_gpu_libraries() -> None:
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = _lazy_libraries(maps)
-    except OSError:  # not Linux: the libraries load as they do
-        return
-    if paths:
-        _page_in(paths)
-
-
-def _lazy_libraries(maps: Iterator[str]) -> list[Path]:
-    """The lazily loaded math libraries (``_LAZY_LIBRARIES``) next to the CUDA libraries this
-    process has mapped (``maps``: the lines of ``/proc/self/maps``), in that order."""
-    folders = {}
-    for line in maps:
-        path = line.rstrip("\n").partition("/")[2]
-        if path and Path(path).name.startswith("libcu") and ".so" in path:
-            folders.setdefault(Path("/" + path).parent, None)
-    return [p for name in _LAZY_LIBRARIES for folder in folders for p in sorted(folder.glob(f"lib{name}*.so*"))]
-
-
-def _page_in(paths: list[Path]) -> threading.Thread:
-    """Read ``paths`` once, in a background thread, so that their pages are in the page cache
-    when the libraries load."""
-
-    def read() -> None:
-        buffer = bytearray(8 << 20)
-        for path in paths:
-            try:
-                with open(path, "rb", buffering=0) as f:
-                    while f.readinto(buffer):
-                        pass
-            except OSError:  # gone, or not ours to read: it loads from disk, as it would have
-                continue
-
-    thread = threading.Thread(target=read, name="dispatch-page-in", daemon=True)
-    thread.start()
-    return thread
-
-
 def _ticker(total: int, progress: bool) -> Iterator[Callable[[str], None]]:
     if not progress:
         yield lambda label: None
@@ -548,14 +493,13 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
 
     A full calibration takes under 30 seconds; ``quick=True`` under 5 seconds.
     """
+    import contextlib
+
     from dispatch import targets
 
     start = time.perf_counter()
     found = [t for name, t in targets.available().items() if (only is None or name in only) and not t.scale_out]
-    found.sort(key=lambda t: not t.device.is_host)  # the host first: the device libraries are read meanwhile
     info = machine()
-    if any(not t.device.is_host for t in found):
-        _page_in_gpu_libraries()
     inputs = _Inputs()
     result: dict[str, Any] = {}
     steps = len(found) * (len(_QUICK_DTYPES if quick else DTYPES) * len(REPRESENTATIVES) + len(INTEGER_OPS))

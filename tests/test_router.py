@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import time
-import types
 
 import numpy as np
 import pytest
@@ -79,62 +78,6 @@ def test_a_stored_calibration_is_loaded_on_first_use(isolated):
     synthetic().save()
     router.decide(op_named("sum"), _inputs(dispatch.ones(50_000)), (), {})
     assert router.policy() == "cost"
-
-
-def test_the_math_libraries_paged_in_are_those_beside_the_mapped_cuda_libraries(tmp_path):
-    cuda, other = tmp_path / "cuda", tmp_path / "other"
-    cuda.mkdir()
-    other.mkdir()
-    for name in ("libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcufft.so.12", "libcusolver.so.12",
-                 "libnccl.so.2", "libcusparse.so.12"):
-        (cuda / name).write_bytes(b"")
-    (other / "libcusolver.so.11").write_bytes(b"")  # beside no mapped CUDA library: not read
-    maps = [
-        "7f0000000000-7f0000001000 r--p 00000000 fd:01 11 " + str(cuda / "libcudart.so.13") + "\n",
-        "7f0000002000-7f0000003000 r--p 00000000 fd:01 12 " + str(other / "libc.so.6") + "\n",
-        "7f0000004000-7f0000005000 rw-p 00000000 00:00 0 [heap]\n",
-        "7f0000006000-7f0000007000 rw-p 00000000 00:00 0\n",
-    ]
-    found = calibration._lazy_libraries(iter(maps))
-    assert [p.name for p in found] == ["libcusolver.so.12", "libcufft.so.12", "libcublas.so.13", "libcublasLt.so.13"]
-    assert calibration._lazy_libraries(iter(maps[1:])) == []
-
-
-def test_page_in_reads_each_file_in_order_and_skips_one_it_cannot_open(tmp_path, monkeypatch):
-    files = [tmp_path / "a.so", tmp_path / "missing.so", tmp_path / "b.so"]
-    files[0].write_bytes(b"x" * (9 << 20))  # over one read's buffer
-    files[2].write_bytes(b"y")
-    read = []
-    real_open = open
-
-    def spy(path, *args, **kwargs):
-        f = real_open(path, *args, **kwargs)  # the missing file raises here, as it would
-        read.append(path)
-        return f
-
-    monkeypatch.setattr(calibration, "open", spy, raising=False)
-    thread = calibration._page_in(files)
-    thread.join(10)
-    assert not thread.is_alive()
-    assert thread.daemon  # never holds the process open
-    assert read == [files[0], files[2]]
-
-
-def test_calibrate_reads_the_device_libraries_while_it_measures_the_host_first(isolated, monkeypatch):
-    from dispatch import targets
-
-    host, device = targets.get("numpy"), types.SimpleNamespace(name="gpu", device=Device("cuda", 0), scale_out=False)
-    monkeypatch.setattr(targets, "available", lambda: {"gpu": device, "numpy": host})
-    events = []
-    monkeypatch.setattr(calibration, "_page_in_gpu_libraries", lambda: events.append("page-in"))
-    monkeypatch.setattr(calibration, "_measure_target",
-                        lambda target, quick, inputs, tick: events.append(target.name) or {})
-    calibration.calibrate(progress=False, save=False)
-    assert events == ["page-in", "numpy", "gpu"]
-    events.clear()
-    monkeypatch.setattr(targets, "available", lambda: {"numpy": host})  # no device: nothing to read
-    calibration.calibrate(progress=False, save=False)
-    assert events == ["numpy"]
 
 
 def test_a_calibration_made_to_another_plan_is_not_used_from_the_cache(isolated, tmp_path):
@@ -395,19 +338,6 @@ def test_a_slow_point_is_the_least_of_a_few_calls():
     assert 0.02 <= seconds < 0.05
     durations = iter([0.2, 0.2])  # over a third of the slow point: one warm call says enough
     assert calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04) >= 0.2
-
-
-def test_only_an_ops_first_size_spends_a_call_warming_it_up(monkeypatch):
-    """Its kernels and libraries are loaded by then: on a 2-core machine the warm-up calls of
-    the later sizes took 4 of a calibration's 16 s."""
-    durations = iter([0.2])  # a slow point: one call, with none spent warming up
-    assert calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04, warm=False) >= 0.2
-    warms = []
-    monkeypatch.setattr(calibration, "_timer", lambda run, sync, budget, warm=True: warms.append(warm) or 1e-6)
-    out = calibration._measure_target(dispatch.targets.get("numpy"), True, calibration._Inputs(), lambda label: None)
-    ops = [points for by_op in out["ops"].values() for points in by_op.values()]
-    assert warms.count(True) == 1 + len(ops)  # the call overhead (a host target has no sync), each op's first size
-    assert warms.count(False) == sum(len(points) - 1 for points in ops) > 0
 
 
 def test_calibration_draws_each_operand_once_for_every_op_and_target():
