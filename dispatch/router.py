@@ -323,6 +323,11 @@ def _key(op: Any, inputs: Any) -> tuple:
             inputs.layout)
 
 
+def cached(key: tuple) -> Decision | None:
+    """The decision the router holds for ``key`` now, if any."""
+    return _decisions.get(key)
+
+
 def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     """The decision for this call (cached per key)."""
     key = _key(op, inputs)

@@ -92,17 +92,22 @@ def test_other_calls_take_the_general_path(label, program, monkeypatch):
 
 
 def test_a_failure_in_the_lane_falls_back_to_numpy_and_is_recorded(fake_gpu, monkeypatch):
+    import cupy
+
     an, bn = _data()
     a, b = dispatch.asarray(an).to("cupy"), dispatch.asarray(bn).to("cupy")
-    numpy.subtract(a, b)  # decided: the data's engine
-    real = fake_gpu.run
+    real = cupy.subtract
+    full = []
 
-    def out_of_memory(op, args, kwargs):
-        if op.name == "subtract":
+    def subtract(*args, **kwargs):  # CuPy's own function, out of memory once the device is full
+        if full:
             raise MemoryError("out of memory allocating 1,024 bytes")
-        return real(op, args, kwargs)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(fake_gpu, "run", out_of_memory)
+    monkeypatch.setattr(cupy, "subtract", subtract)
+    numpy.subtract(a, b)  # decided: the data's engine
+    numpy.subtract(a, b)  # and run again as decided (the lane's memo keeps it)
+    full.append(True)
     why = ("subtract", "cupy failed: MemoryError: out of memory allocating 1,024 bytes")
     before = tracing.fallbacks().get(why, 0)
     got = a - b
@@ -131,3 +136,102 @@ def test_forced_and_traced_calls_take_the_lane_and_are_recorded(monkeypatch):
     assert_same(view, (an * bn)[1:, :2])
     assert [(r.op, r.target, r.reason) for r in t.records] == [
         ("multiply", "cupy", "forced cupy"), ("__getitem__", "cupy", "forced cupy")]
+
+
+# ---- the lane's memo: a repeated call runs its remembered decision and engine call ----
+
+
+def _router_off(monkeypatch) -> list:
+    """The router and the lane's own engine call fail the test if a call reaches them."""
+    def asked(*args, **kwargs):
+        raise AssertionError("the router was asked")
+
+    monkeypatch.setattr(router, "decide", asked)
+    monkeypatch.setattr(_call, "_resident_run", asked)
+
+
+MEMO_PROGRAMS = {
+    "a + b": lambda xp, a, b: a + b,
+    "2.0 * a": lambda xp, a, b: 2.0 * a,
+    "xp.abs(a)": lambda xp, a, b: xp.abs(a),
+    "a.sum(axis=1)": lambda xp, a, b: a.sum(axis=1),
+    "a.max()": lambda xp, a, b: a.max(),  # NumPy's scalar: a device scalar
+    "a < b": lambda xp, a, b: a < b,
+    "a.T": lambda xp, a, b: a.T,
+}
+
+
+@pytest.mark.parametrize("label", MEMO_PROGRAMS)
+def test_a_repeated_lane_call_runs_from_the_memo(label, monkeypatch):
+    program = MEMO_PROGRAMS[label]
+    an, bn = _data()
+    a, b = dispatch.asarray(an).to("cupy"), dispatch.asarray(bn).to("cupy")
+    program(dispatch, a, b)  # decided on the general path
+    program(dispatch, a, b)  # run on the lane, and remembered
+    _router_off(monkeypatch)
+    got = program(dispatch, a, b)
+    assert got.device == a.device
+    assert_same(got, program(numpy, an, bn))
+
+
+def test_scalars_of_each_type_have_their_own_memo_entry(monkeypatch):
+    an = numpy.arange(6, dtype=numpy.int32).reshape(2, 3)
+    a = dispatch.asarray(an).to("cupy")
+    for _ in range(2):
+        a + 1, a + 1.5, a + (1 + 2j), a + True
+    _router_off(monkeypatch)
+    for scalar in (1, 1.5, 1 + 2j, True):
+        assert_same(a + scalar, an + scalar)  # int32, float64, complex128, int32: NumPy's dtypes
+
+
+def test_the_memo_follows_the_routers_decision(monkeypatch):
+    an, bn = _data()
+    a, b = dispatch.asarray(an).to("cupy"), dispatch.asarray(bn).to("cupy")
+    a + b
+    a + b
+    asked = []
+    decide = router.decide
+
+    def counting(*args, **kwargs):
+        asked.append(1)
+        return decide(*args, **kwargs)
+
+    monkeypatch.setattr(router, "decide", counting)
+    a + b
+    assert asked == []  # remembered
+    router._decisions.clear()  # the router drops its decision (it learned something)
+    assert_same(a + b, an + bn)
+    assert asked == [1]  # asked again, since the remembered decision is no longer the router's
+
+
+def test_a_settled_decision_still_times_one_call_in_every_few(monkeypatch):
+    an, bn = _data()
+    a, b = dispatch.asarray(an).to("cupy"), dispatch.asarray(bn).to("cupy")
+    a + b
+    a + b
+    decision = router.cached(_call._memo[_call._memo_key(op_named("add"), (a, b), {})][0].key)
+    decision.sample, decision.settled, decision.calls = True, True, 0
+    timed = []
+    execute = _call._execute
+
+    def spying(op, inputs, d, run):
+        if d.sample and (d.calls + 1) % router.SETTLED_EVERY == 0:
+            timed.append(d.calls + 1)
+        return execute(op, inputs, d, run)
+
+    monkeypatch.setattr(_call, "_execute", spying)
+    for _ in range(2 * router.SETTLED_EVERY):
+        assert_same(a + b, an + bn)
+    assert timed == [router.SETTLED_EVERY, 2 * router.SETTLED_EVERY]
+    assert decision.calls == 2 * router.SETTLED_EVERY
+
+
+def test_traced_calls_leave_the_memo_and_are_recorded():
+    an, bn = _data()
+    a, b = dispatch.asarray(an).to("cupy"), dispatch.asarray(bn).to("cupy")
+    a + b
+    a + b
+    with dispatch.trace() as t:
+        got = a + b
+    assert_same(got, an + bn)
+    assert [(r.op, r.target) for r in t.records] == [("add", "cupy")]

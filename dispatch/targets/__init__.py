@@ -77,6 +77,12 @@ class Target:
         """Run ``op`` on native arguments; raise ``Unsupported`` to refuse."""
         raise NotImplementedError
 
+    def runner(self, op: Op, args: tuple, kwargs: dict) -> Any:
+        """``run`` for calls like this one (the same op, dtypes, shapes, scalar types and
+        keywords), as ``run_like(args, kwargs)``: what a target resolves per call signature, it
+        may resolve here once (see the lane's memo in ``dispatch._call``)."""
+        return lambda natives, kw: self.run(op, natives, kw)
+
     def supports(self, op: Op) -> bool:
         """A cheap, static answer: may this target run ``op`` at all (dtypes are checked later)?"""
         return True
