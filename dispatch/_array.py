@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import heap
+from dispatch import _compiled, heap
+from dispatch._compiled import fast
 from dispatch._ops import GETITEM, POWER_OPERATOR, SETITEM, op_for_function, op_for_ufunc_method, op_named
 from dispatch._state import STATE
 from dispatch.devices import HOST, Device, device_of, is_backend_type, library_of, parse_device
@@ -678,7 +679,7 @@ def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
         return False
 
 
-def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
+def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
     op = POWER_OPERATOR if ufunc_name == "power" else op_named(ufunc_name)
     func, ufunc = op.func, op.ufunc
     new = object.__new__
@@ -714,7 +715,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
                 obj = new(ndarray)
                 obj._data = result
                 return obj
-            return result
+            return wrap(result)  # a scalar, or divmod's pair
         return _call.call_fast_ufunc(op, self, other)
 
     def reflected(self: ndarray, other: Any) -> Any:
@@ -732,7 +733,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
                 obj = new(ndarray)
                 obj._data = result
                 return obj
-            return result
+            return wrap(result)
         if not _handled(other):
             return NotImplemented
         return _call.call_fast_ufunc(op, other, self)
@@ -758,7 +759,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any]:
                     return self
         return _call.call(op, (self, other), {"out": (self,)})
 
-    return forward, reflected, inplace
+    return op, forward, reflected, inplace
 
 
 def _measure_temporaries() -> None:
@@ -772,16 +773,17 @@ def _measure_temporaries() -> None:
         return NotImplemented
 
     forward = ndarray.__add__
+    large = _ELIDE_BYTES // 8  # elements: the compiled path hands arrays this large to the Python one
     try:
-        ndarray.__add__ = record  # the same frame depth as forward: called by the operator
-        named = wrap_host(np.zeros(1))
+        ndarray.__add__ = fast("forward", op_named("add"), record)  # forward's frame, called as it is
+        named = wrap_host(np.zeros(large))
         for _ in (0, 1):
             try:
                 named + 1.0
             except TypeError:
                 pass
             try:
-                wrap_host(np.zeros(1)) + 1.0
+                wrap_host(np.zeros(large)) + 1.0
             except TypeError:
                 pass
     finally:
@@ -810,15 +812,24 @@ def _unary(op: Any) -> Any:
 
 def _install_operators() -> None:
     for short, name in _BINARY.items():
-        forward, reflected, inplace = _binary(name)
-        setattr(ndarray, f"__{short}__", forward)
-        setattr(ndarray, f"__r{short}__", reflected)
+        op, forward, reflected, inplace = _binary(name)
+        # ``x ** y`` compiled is NumPy's operator itself (what _power_operator computes for it)
+        setattr(ndarray, f"__{short}__", fast("forward", op, forward, operator.pow if short == "pow" else None))
+        setattr(ndarray, f"__r{short}__", fast("reflected", op, reflected))
         if short != "divmod":
-            setattr(ndarray, f"__i{short}__", inplace)
+            setattr(ndarray, f"__i{short}__", fast("inplace", op, inplace))
     for short, name in _COMPARE.items():
-        setattr(ndarray, f"__{short}__", _binary(name)[0])
+        op, forward = _binary(name)[:2]
+        setattr(ndarray, f"__{short}__", fast("forward", op, forward))
     for short, name in _UNARY.items():
-        setattr(ndarray, f"__{short}__", _unary(op_named(name)))
+        op = op_named(name)
+        setattr(ndarray, f"__{short}__", fast("method", op, _unary(op)))
+    ndarray.__getitem__ = fast("getitem", None, ndarray.__getitem__)
+    ndarray.__setitem__ = fast("setitem", None, ndarray.__setitem__)
+    # views and casts of host data are NumPy's at any size: the compiled path runs NumPy's method
+    ndarray.T = property(fast("view", None, ndarray.T.fget, np.ndarray.transpose))
+    for name in ("transpose", "reshape", "astype"):
+        setattr(ndarray, name, fast("view", None, getattr(ndarray, name), getattr(np.ndarray, name)))
 
 
 # Methods that are the NumPy function of the same meaning with the array first.
@@ -845,13 +856,15 @@ def _method(method: str, op: Any, numpy_method: Any) -> Any:
         return _call.call(op, (self, *args), kwargs)
 
     bound.__name__ = method
+    bound.__qualname__ = f"ndarray.{method}"
     bound.__doc__ = f"See ``dispatch.{op.name}``."
     return bound
 
 
 def _install_methods() -> None:
     for method, name in _METHODS.items():
-        setattr(ndarray, method, _method(method, op_named(name), getattr(np.ndarray, method)))
+        op, numpy_method = op_named(name), getattr(np.ndarray, method)
+        setattr(ndarray, method, fast("method", op, _method(method, op, numpy_method), numpy_method))
 
     def compress(self: ndarray, condition: Any, axis: Any = None, out: Any = None) -> Any:
         return _call.call(op_named("compress"), (condition, self, axis), {} if out is None else {"out": out})
@@ -863,6 +876,8 @@ def _install_methods() -> None:
     ndarray.choose = choose
 
 
+_LINEAGE_MIN = 1 << 14  # smaller arrays are never worth making on a device: their views skip the bookkeeping
+_compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN)
 _install_operators()
 _measure_temporaries()
 _install_methods()
@@ -873,4 +888,3 @@ ndarray.__module__ = "dispatch"
 from dispatch import _call  # noqa: E402
 
 _COPY = op_named("copy")
-_LINEAGE_MIN = 1 << 14  # smaller arrays are never worth making on a device: their views skip the bookkeeping

@@ -17,6 +17,7 @@ import numpy as np
 from converters.numpy_ops import NUMPY_CATALOG
 from dispatch import _call
 from dispatch._array import ndarray
+from dispatch._compiled import fast
 from dispatch._ops import op_for_ufunc_method, op_named
 from dispatch._state import STATE
 from dispatch.cost import FFT_1D
@@ -77,6 +78,9 @@ class ufunc:
         return self.__name__  # pickles by name, like NumPy's ufuncs
 
 
+ufunc.__call__ = fast("ufunc", None, ufunc.__call__)
+
+
 def routed(name: str, func: Any, module: str) -> Any:
     """A wrapper that routes the catalog function ``name`` (NumPy's ``func``)."""
     op = op_named(name)
@@ -92,8 +96,9 @@ def routed(name: str, func: Any, module: str) -> Any:
             return _call.call(op, args, kwargs)
 
     wrapper = functools.wraps(func)(call)
-
     wrapper.__module__ = module
+    if name not in FFT_1D and not op.local:  # (their fast path has other rules: _call.call)
+        wrapper = fast("function", op, wrapper)
     wrapper.__wrapped__ = func
     return wrapper
 

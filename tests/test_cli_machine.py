@@ -59,7 +59,7 @@ def test_info_uncalibrated(cache):
     assert "routing:      policy seed\n" in out and "Not calibrated: routing uses the seed's MoE table" in out
 
     info = json.loads(dispatch_cli("info", "--json").stdout)
-    assert set(info) == {"version", "machine", "gpus", "targets", "calibration", "routing"}
+    assert set(info) == {"version", "machine", "gpus", "targets", "calibration", "routing", "fast_path"}
     assert set(info["machine"]["libraries"]) == {"numpy", "torch", "cupy", "scikit-learn"}
     assert info["machine"]["libraries"]["numpy"] == __import__("numpy").__version__
     assert info["targets"]["numpy"] == {"available": True, "device": "cpu", "tier": "SCALAR"}

@@ -12,7 +12,8 @@ calibrated and which routing policy is in effect.
                  "cupy": {"available": false, "reason": "cupy cannot be imported: ..."}, ...},
      "calibration": {"path": "...", "fingerprint": "...", "stored": false, "outdated": false,
                      "created": null, "quick": null, "seconds": null, "targets": [], "others": []},
-     "routing": {"policy": "seed", "forced": null, "note": "..."}}
+     "routing": {"policy": "seed", "forced": null, "note": "..."},
+     "fast_path": "compiled"}
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
 def collect() -> dict[str, Any]:
     """Everything ``info`` shows, as the JSON object of the module docstring."""
-    from dispatch import calibration, config, router, targets
+    from dispatch import _compiled, calibration, config, router, targets
 
     machine = calibration.machine()
     found = machine.get("libraries", {})
@@ -104,6 +105,8 @@ def collect() -> dict[str, Any]:
         "targets": table,
         "calibration": state,
         "routing": {"policy": policy, "forced": None if forced == "auto" else forced, "note": note},
+        # small host calls: compiled (dispatch/_fastpath.c), or the Python path and why
+        "fast_path": _compiled.STATUS,
     }
 
 
@@ -152,4 +155,5 @@ def render(info: dict[str, Any]) -> str:
     forced = f", forced onto {routing['forced']}" if routing["forced"] else ""
     lines += ["", f"routing:      policy {routing['policy']}{forced}"]
     lines += textwrap.wrap(routing["note"], width=98, initial_indent="  ", subsequent_indent="  ")
+    lines += ["", f"fast path:    {info['fast_path']}"]
     return "\n".join(lines) + "\n"

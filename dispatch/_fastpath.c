@@ -1,0 +1,524 @@
+/* The compiled fast path of dispatch's host calls.
+ *
+ * A call on small host arrays runs on NumPy without asking the router: an operator, an index, a
+ * method or a namespace function whose arrays are all NumPy arrays at or under the op's floor.
+ * In Python that check, the unwrapping and the wrapping of the result cost 0.3-1.5 us a call,
+ * as much as NumPy's own work on arrays of a few thousand elements. Here they cost a tenth.
+ *
+ * Each routed callable is a `Fast` object: it takes the fast case and hands every other call,
+ * unchanged, to the Python function it stands in for (`fallback`), which holds the full rules
+ * (dispatch._array and dispatch._call). `Fast` binds like a function, so it serves as a method
+ * of dispatch.ndarray, and slots (operators, indexing) call it without making a bound method.
+ *
+ * What it takes is a subset of the Python fast path's cases, decided the same way:
+ *   forward    a <op> b          a's data and b (array or Python scalar) on the host, the larger
+ *                                size under op.floor, a under the size where NumPy would reuse
+ *                                a temporary (the Python path does that elision)
+ *   reflected  2.0 <op> a        as forward, with a Python scalar on the left
+ *   inplace    a <op>= b         as forward; NumPy writes into a's data
+ *   getitem    a[key]            host data, a key of integers, slices, None, Ellipsis and host
+ *                                index arrays
+ *   setitem    a[key] = v        host data, such a key, a host or scalar value
+ *   method     a.max(axis=1)     host data under the floor, keywords of plain values only
+ *   view       a.T, a.reshape(3, -1), a.astype(float)
+ *                                host data, positional plain arguments (NumPy's method, as the
+ *                                Python method runs it for host data at any size)
+ *   function   np.where(c, x, y) every array on the host under the floor, plain keywords
+ *   ufunc      np.abs(x)         as function, for a dispatch.ufunc's op
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
+
+enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, UFUNC, KINDS };
+static const char *kind_names[KINDS] = {
+    "forward", "reflected", "inplace", "getitem", "setitem", "method", "view", "function", "ufunc"};
+
+#define MAX_ARGS 16  /* calls with more arguments take the Python path */
+#define MAX_DEPTH 4  /* nested lists deeper than this too */
+
+/* Set by setup(): dispatch.ndarray, where its _data slot is, STATE and its plain slot, wrap(). */
+static PyTypeObject *nd_type;
+static Py_ssize_t data_off = -1;
+static PyObject *state;
+static Py_ssize_t plain_off = -1;
+static PyObject *wrap_fn;
+static npy_intp elide_bytes, lineage_min;
+static PyObject *empty_tuple, *str_floor, *str_func, *str_op, *str_root, *str_out, *out_names;
+
+#define DATA(o) (*(PyObject **)((char *)(o) + data_off))
+
+static inline int plain(void) {
+    return *(PyObject **)((char *)state + plain_off) == Py_True;
+}
+
+/* The host data of a dispatch array, or NULL (a device array, another type). */
+static inline PyObject *host_data(PyObject *x) {
+    if (Py_TYPE(x) != nd_type) return NULL;
+    PyObject *d = DATA(x);
+    return d != NULL && PyArray_CheckExact(d) ? d : NULL;
+}
+
+/* The op's floor (sizes at or under it run on NumPy), or -1 where it is not known here. */
+static npy_intp op_floor(PyObject *op) {
+    PyObject *v = PyObject_GetAttr(op, str_floor);
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(v);
+    Py_DECREF(v);
+    if (n == -1 && PyErr_Occurred()) PyErr_Clear();
+    return n;
+}
+
+static inline int py_scalar(PyObject *x) {
+    PyTypeObject *t = Py_TYPE(x);
+    return t == &PyFloat_Type || t == &PyLong_Type || t == &PyBool_Type || t == &PyComplex_Type;
+}
+
+/* An operator's other operand: its NumPy form (borrowed) and size, or NULL. */
+static PyObject *operand(PyObject *x, npy_intp *size) {
+    if (PyArray_CheckExact(x)) {
+        *size = PyArray_SIZE((PyArrayObject *)x);
+        return x;
+    }
+    if (py_scalar(x)) {
+        *size = 1;
+        return x;
+    }
+    PyObject *d = host_data(x);
+    if (d != NULL) *size = PyArray_SIZE((PyArrayObject *)d);
+    return d;
+}
+
+/* A value passed to NumPy as it is: a flag, an axis, a name, a dtype, a scalar, a slice. */
+static int passes(PyObject *v) {
+    return v == Py_None || py_scalar(v) || PyUnicode_CheckExact(v) || PySlice_Check(v) || v == Py_Ellipsis ||
+           PyType_Check(v) || PyArray_DescrCheck(v) || PyArray_IsScalar(v, Generic);
+}
+
+static inline int key_part(PyObject *k) {
+    return PyLong_CheckExact(k) || PySlice_Check(k) || k == Py_None || k == Py_Ellipsis || PyArray_CheckExact(k);
+}
+
+/* An index key as the Python path's `_host_key` gives it to NumPy (host dispatch arrays
+ * unwrapped): a new reference, or NULL with no error set for other keys (lists, device arrays). */
+static PyObject *host_key(PyObject *key) {
+    if (key_part(key)) return Py_NewRef(key);
+    PyObject *d = host_data(key);
+    if (d != NULL) return Py_NewRef(d);
+    if (!PyTuple_CheckExact(key)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(key), wrapped = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(key, i);
+        if (key_part(k)) continue;
+        if (host_data(k) == NULL) return NULL;
+        wrapped++;
+    }
+    if (!wrapped) return Py_NewRef(key);
+    PyObject *out = PyTuple_New(n);
+    if (out == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(key, i);
+        PyObject *h = host_data(k);
+        PyTuple_SET_ITEM(out, i, Py_NewRef(h != NULL ? h : k));
+    }
+    return out;
+}
+
+/* `v` as the Python path's `_small_on_host` gives it to NumPy (dispatch arrays unwrapped, lists
+ * and tuples item by item): a new reference, or NULL with no error set where the router decides. */
+static PyObject *host_value(PyObject *v, npy_intp floor, int depth) {
+    if (PyArray_CheckExact(v)) {
+        if (PyArray_SIZE((PyArrayObject *)v) > floor) return NULL;
+        return Py_NewRef(v);
+    }
+    if (Py_TYPE(v) == nd_type) {
+        PyObject *d = host_data(v);
+        if (d == NULL || PyArray_SIZE((PyArrayObject *)d) > floor) return NULL;
+        return Py_NewRef(d);
+    }
+    if (passes(v)) return Py_NewRef(v);
+    int is_list = PyList_CheckExact(v);
+    if (!(is_list || PyTuple_CheckExact(v)) || depth >= MAX_DEPTH) return NULL;
+    Py_ssize_t n = Py_SIZE(v);
+    PyObject *out = is_list ? PyList_New(n) : PyTuple_New(n);
+    if (out == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = host_value(is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i), floor, depth + 1);
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (is_list) PyList_SET_ITEM(out, i, item);
+        else PyTuple_SET_ITEM(out, i, item);
+    }
+    return out;
+}
+
+/* `object.__new__(dispatch.ndarray)` holding `data` (stolen). */
+static PyObject *new_array(PyObject *data) {
+    PyObject *obj = PyBaseObject_Type.tp_new(nd_type, empty_tuple, NULL);
+    if (obj == NULL) {
+        Py_DECREF(data);
+        return NULL;
+    }
+    DATA(obj) = data;
+    return obj;
+}
+
+/* A NumPy result as the Python path returns it (stolen): arrays wrapped, scalars as they are,
+ * anything else (a tuple of results, None) through dispatch's wrap(). */
+static PyObject *wrap_result(PyObject *r) {
+    if (r == NULL) return NULL;
+    if (PyArray_CheckExact(r)) return new_array(r);
+    if (py_scalar(r) || PyArray_IsScalar(r, Generic)) return r;
+    PyObject *w = PyObject_CallOneArg(wrap_fn, r);
+    Py_DECREF(r);
+    return w;
+}
+
+typedef struct {
+    PyObject_HEAD
+    int kind;
+    PyObject *op;        /* dispatch._ops.Op (NULL for ufunc: the proxy's) */
+    PyObject *func;      /* what NumPy calls: op.func, or the ndarray method for `method` */
+    PyObject *fallback;  /* the Python function this stands in for */
+    PyObject *dict;      /* __name__, __doc__, __wrapped__... */
+    vectorcallfunc vectorcall;
+} Fast;
+
+/* Call func on the host forms of args[0:nargs] and the keyword values; NULL with no error set
+ * where any is not the fast path's (the caller falls back). */
+static PyObject *call_hosted(PyObject *func, npy_intp floor, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames, int *taken) {
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs + nkw > MAX_ARGS) return NULL;
+    for (Py_ssize_t i = 0; i < nkw; i++) {  /* keywords: plain values, and no out= array */
+        PyObject *v = args[nargs + i];
+        if (!passes(v)) return NULL;
+    }
+    PyObject *hosted[MAX_ARGS];
+    Py_ssize_t made = 0;
+    for (; made < nargs; made++) {
+        hosted[made] = host_value(args[made], floor, 0);
+        if (hosted[made] == NULL) break;
+    }
+    PyObject *result = NULL;
+    if (made == nargs) {
+        for (Py_ssize_t i = 0; i < nkw; i++) hosted[nargs + i] = args[nargs + i];
+        *taken = 1;
+        result = PyObject_Vectorcall(func, hosted, nargs, kwnames);
+    }
+    for (Py_ssize_t i = 0; i < made; i++) Py_DECREF(hosted[i]);
+    return result;
+}
+
+static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    switch (self->kind) {
+    case FORWARD:
+    case REFLECTED:
+    case INPLACE: {
+        if (nargs != 2 || kwnames != NULL || !plain()) break;
+        PyObject *d = host_data(args[0]), *o = args[1];
+        if (d == NULL) break;
+        npy_intp n = PyArray_SIZE((PyArrayObject *)d), on;
+        PyObject *od;
+        if (self->kind == REFLECTED) {
+            if (!py_scalar(o)) break;
+            od = o;
+            on = 1;
+        } else if ((od = operand(o, &on)) == NULL) {
+            break;
+        }
+        if (on > n) n = on;
+        npy_intp floor = op_floor(self->op);
+        if (floor < 0 || n > floor) break;
+        if (self->kind == INPLACE) {
+            PyObject *call_args[3] = {d, od, d};
+            PyObject *r = PyObject_Vectorcall(self->func, call_args, 2, out_names);
+            if (r == NULL) return NULL;
+            Py_DECREF(r);
+            return Py_NewRef(args[0]);
+        }
+        if (PyArray_NBYTES((PyArrayObject *)d) >= elide_bytes) break;  /* the Python path may elide */
+        PyObject *call_args[2] = {d, od};
+        if (self->kind == REFLECTED) {
+            call_args[0] = od;
+            call_args[1] = d;
+        }
+        return wrap_result(PyObject_Vectorcall(self->func, call_args, 2, NULL));
+    }
+    case GETITEM: {
+        if (nargs != 2 || kwnames != NULL || !plain()) break;
+        PyObject *d = host_data(args[0]), *key;
+        if (d == NULL || (key = host_key(args[1])) == NULL) break;
+        PyObject *r = PyObject_GetItem(d, key);
+        Py_DECREF(key);
+        if (r == NULL || !PyArray_CheckExact(r)) return r;
+        npy_intp size = PyArray_SIZE((PyArrayObject *)r);
+        PyObject *view = new_array(r);
+        if (view != NULL && size > lineage_min) {  /* a large view keeps its root (dispatch._call.lineage) */
+            PyObject *root = PyObject_GetAttr(args[0], str_root);
+            if (root == NULL || (root != Py_None && PyObject_SetAttr(view, str_root, root) < 0)) {
+                Py_XDECREF(root);
+                Py_DECREF(view);
+                return NULL;
+            }
+            Py_DECREF(root);
+        }
+        return view;
+    }
+    case SETITEM: {
+        if (nargs != 3 || kwnames != NULL) break;
+        PyObject *d = host_data(args[0]), *v = args[2], *key;
+        if (d == NULL) break;
+        if (Py_TYPE(v) == nd_type) {
+            if ((v = host_data(v)) == NULL) break;
+        } else if (!(PyArray_CheckExact(v) || py_scalar(v) || PyArray_IsScalar(v, Generic))) {
+            break;
+        }
+        if ((key = host_key(args[1])) == NULL) break;
+        int failed = PyObject_SetItem(d, key, v) < 0;
+        Py_DECREF(key);
+        if (failed) return NULL;
+        Py_RETURN_NONE;
+    }
+    case VIEW: {
+        if (kwnames != NULL || nargs < 1 || nargs > MAX_ARGS) break;
+        PyObject *d = host_data(args[0]);
+        if (d == NULL) break;
+        PyObject *call_args[MAX_ARGS];
+        call_args[0] = d;
+        Py_ssize_t i = 1;
+        for (; i < nargs && passes(args[i]); i++) call_args[i] = args[i];
+        if (i < nargs) {  /* a shape as one tuple of integers: NumPy's method takes it as it is */
+            if (nargs != 2 || !PyTuple_CheckExact(args[1])) break;
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(args[1]); j++)
+                if (!PyLong_CheckExact(PyTuple_GET_ITEM(args[1], j))) goto fall_back;
+            call_args[1] = args[1];
+        }
+        return wrap_result(PyObject_Vectorcall(self->func, call_args, nargs, NULL));
+    }
+    case METHOD: {
+        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+        if (nargs != 1 || nkw >= MAX_ARGS || !plain()) break;
+        PyObject *d = host_data(args[0]);
+        if (d == NULL) break;
+        npy_intp floor = op_floor(self->op);
+        if (floor < 0 || PyArray_SIZE((PyArrayObject *)d) > floor) break;
+        PyObject *call_args[MAX_ARGS];
+        call_args[0] = d;
+        Py_ssize_t i = 0;
+        for (; i < nkw && passes(args[1 + i]); i++) call_args[1 + i] = args[1 + i];
+        if (i < nkw) break;
+        return wrap_result(PyObject_Vectorcall(self->func, call_args, 1, kwnames));
+    }
+    case FUNCTION:
+    case UFUNC: {
+        if (!plain()) break;
+        PyObject *op = self->op, *func = self->func, *owned_op = NULL, *owned_func = NULL;
+        PyObject *const *call_args = args;
+        if (self->kind == UFUNC) {  /* a dispatch.ufunc's __call__: args[0] is the proxy */
+            if (nargs < 1) break;
+            if ((owned_op = op = PyObject_GetAttr(args[0], str_op)) == NULL ||
+                (owned_func = func = PyObject_GetAttr(op, str_func)) == NULL) {
+                PyErr_Clear();
+                Py_XDECREF(owned_op);
+                break;
+            }
+            call_args++;
+            nargs--;
+        }
+        npy_intp floor = op_floor(op);
+        int taken = 0;
+        PyObject *r = floor < 0 ? NULL : call_hosted(func, floor, call_args, nargs, kwnames, &taken);
+        Py_XDECREF(owned_op);
+        Py_XDECREF(owned_func);
+        if (taken) return wrap_result(r);
+        break;
+    }
+    }
+fall_back:
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *names[] = {"kind", "op", "func", "fallback", NULL};
+    const char *kind_name;
+    PyObject *op, *func, *fallback;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOO:Fast", names, &kind_name, &op, &func, &fallback)) return NULL;
+    int kind = 0;
+    while (kind < KINDS && strcmp(kind_names[kind], kind_name) != 0) kind++;
+    if (kind == KINDS) return PyErr_Format(PyExc_ValueError, "unknown kind %R", PyTuple_GET_ITEM(args, 0));
+    if (!PyCallable_Check(fallback)) return PyErr_Format(PyExc_TypeError, "fallback must be callable");
+    if (state == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch._fastpath.setup() has not been called");
+    Fast *self = (Fast *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->kind = kind;
+    self->op = Py_NewRef(op);
+    self->func = Py_NewRef(func);
+    self->fallback = Py_NewRef(fallback);
+    self->vectorcall = (vectorcallfunc)fast_call;
+    return (PyObject *)self;
+}
+
+static int Fast_traverse(Fast *self, visitproc visit, void *arg) {
+    Py_VISIT(self->op);
+    Py_VISIT(self->func);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int Fast_clear(Fast *self) {
+    Py_CLEAR(self->op);
+    Py_CLEAR(self->func);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void Fast_dealloc(Fast *self) {
+    PyObject_GC_UnTrack(self);
+    Fast_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Bound like a Python function: on an instance, a method. */
+static PyObject *Fast_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *Fast_name(Fast *self) {
+    PyObject *name = self->dict == NULL ? NULL : PyDict_GetItemString(self->dict, "__qualname__");
+    if (name == NULL && self->dict != NULL) name = PyDict_GetItemString(self->dict, "__name__");
+    return name;  /* borrowed, or NULL */
+}
+
+static PyObject *Fast_repr(Fast *self) {
+    PyObject *name = Fast_name(self);
+    if (name == NULL) return PyUnicode_FromFormat("<dispatch %s call>", kind_names[self->kind]);
+    return PyUnicode_FromFormat("<function %U>", name);
+}
+
+/* Pickled by name, as a function is: its module holds it under that name. */
+static PyObject *Fast_reduce(Fast *self, PyObject *unused) {
+    PyObject *name = Fast_name(self);
+    if (name == NULL) return PyErr_Format(PyExc_TypeError, "cannot pickle an unnamed dispatch call");
+    return Py_NewRef(name);
+}
+
+static PyObject *Fast_fallback(Fast *self, void *closure) { return Py_NewRef(self->fallback); }
+
+static PyObject *Fast_kind(Fast *self, void *closure) { return PyUnicode_FromString(kind_names[self->kind]); }
+
+static PyMethodDef Fast_methods[] = {
+    {"__reduce__", (PyCFunction)Fast_reduce, METH_NOARGS, NULL},
+    {NULL},
+};
+
+static PyGetSetDef Fast_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"fallback", (getter)Fast_fallback, NULL, "the Python function this stands in for", NULL},
+    {"kind", (getter)Fast_kind, NULL, "which fast case this takes", NULL},
+    {NULL},
+};
+
+static PyTypeObject FastType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dispatch._fastpath.Fast",
+    .tp_doc = "A routed call whose small host cases run compiled (see dispatch/_fastpath.c).",
+    .tp_basicsize = sizeof(Fast),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = Fast_new,
+    .tp_traverse = (traverseproc)Fast_traverse,
+    .tp_clear = (inquiry)Fast_clear,
+    .tp_dealloc = (destructor)Fast_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Fast, vectorcall),
+    .tp_descr_get = Fast_get,
+    .tp_dictoffset = offsetof(Fast, dict),
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_repr = (reprfunc)Fast_repr,
+    .tp_methods = Fast_methods,
+    .tp_getset = Fast_getset,
+};
+
+/* The offset of a __slots__ member of `type`, or -1 with an error set. */
+static Py_ssize_t slot_offset(PyObject *type, const char *name) {
+    PyObject *descr = PyObject_GetAttrString(type, name);
+    if (descr == NULL) return -1;
+    Py_ssize_t off = -1;
+    if (Py_TYPE(descr) == &PyMemberDescr_Type) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX) off = member->offset;
+    }
+    Py_DECREF(descr);
+    if (off < 0) PyErr_Format(PyExc_TypeError, "%R.%s is not a __slots__ member", type, name);
+    return off;
+}
+
+static PyObject *setup(PyObject *module, PyObject *args) {
+    PyObject *nd, *st, *wrap;
+    Py_ssize_t elide, lineage;
+    if (!PyArg_ParseTuple(args, "O!OOnn:setup", &PyType_Type, &nd, &st, &wrap, &elide, &lineage)) return NULL;
+    Py_ssize_t doff = slot_offset(nd, "_data");
+    if (doff < 0) return NULL;
+    Py_ssize_t poff = slot_offset((PyObject *)Py_TYPE(st), "plain");
+    if (poff < 0) return NULL;
+    if (*(PyObject **)((char *)st + poff) == NULL) return PyErr_Format(PyExc_TypeError, "STATE.plain is unset");
+    Py_XSETREF(nd_type, (PyTypeObject *)Py_NewRef(nd));
+    Py_XSETREF(state, Py_NewRef(st));
+    Py_XSETREF(wrap_fn, Py_NewRef(wrap));
+    data_off = doff;
+    plain_off = poff;
+    elide_bytes = elide;
+    lineage_min = lineage;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"setup", setup, METH_VARARGS,
+     "setup(ndarray, STATE, wrap, elide_bytes, lineage_min): what the fast path reads on each call"},
+    {NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "dispatch._fastpath", "The compiled fast path of dispatch's host calls.", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC PyInit__fastpath(void) {
+    import_array();
+    if (PyType_Ready(&FastType) < 0) return NULL;
+    empty_tuple = PyTuple_New(0);
+    str_floor = PyUnicode_InternFromString("floor");
+    str_func = PyUnicode_InternFromString("func");
+    str_op = PyUnicode_InternFromString("_op");
+    str_root = PyUnicode_InternFromString("_root");
+    str_out = PyUnicode_InternFromString("out");
+    out_names = PyTuple_Pack(1, str_out);
+    if (!empty_tuple || !str_floor || !str_func || !str_op || !str_root || !out_names) return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObject(m, "Fast", Py_NewRef((PyObject *)&FastType)) < 0) {
+        Py_DECREF(&FastType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

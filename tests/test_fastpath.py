@@ -1,0 +1,417 @@
+"""The compiled fast path (``dispatch/_fastpath.c``): every kind of call it takes gives NumPy's
+result, wrapped as the Python path wraps it, and every call outside its cases reaches the Python
+path unchanged.
+
+Each ``Fast`` is tried with a fallback that raises (the compiled path must take the call) or
+one that returns a marker (it must hand the call over). The whole-program tests run once as
+installed and once with every compiled callable replaced by its Python function, and compare.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import fakecupy
+import numpy
+import pytest
+from helpers import assert_same, fake_cupy_router
+
+import dispatch
+from dispatch import _array, _compiled, router
+from dispatch._ops import op_named
+
+ROOT = Path(__file__).resolve().parent.parent
+compiled_only = pytest.mark.skipif(not _compiled.ACTIVE, reason=f"the compiled fast path is {_compiled.STATUS}")
+
+HANDED = object()
+
+
+def _handed(*args, **kwargs):
+    return HANDED
+
+
+def _must_not_run(*args, **kwargs):
+    raise AssertionError("the Python path ran")
+
+
+def fast(kind, name, fallback, func=None):
+    """A compiled callable of ``kind`` for the op ``name`` (its floor computed, as a first
+    routed call computes it) whose Python path is ``fallback``."""
+    from dispatch import _fastpath
+
+    op = None if name is None else op_named(name)
+    if op is not None:
+        router.host_floor(op)
+        func = op.func if func is None else func
+    return _fastpath.Fast(kind, op, func, fallback)
+
+
+def wrapped(x):
+    return dispatch.asarray(x)
+
+
+def _data(dtype="float64"):
+    rng = numpy.random.default_rng(0)
+    return (rng.standard_normal((6, 5)) * 4).astype(dtype), (rng.standard_normal((6, 5)) * 4 + 0.5).astype(dtype)
+
+
+# ---- the cases it takes: NumPy's results ---------------------------------------------------------------
+
+
+@compiled_only
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "complex128", "bool"])
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "less", "equal", "bitwise_and", "matmul"])
+def test_operators_it_takes_are_numpys(name, dtype):
+    a, b = _data(dtype)
+    if name == "bitwise_and" and dtype in ("float64", "float32", "complex128"):
+        pytest.skip("no such loop")
+    if name == "less" and dtype == "complex128":
+        pytest.skip("NumPy orders complex numbers, but not every backend")
+    ufunc = getattr(numpy, name)
+    bm = b.T if name == "matmul" else b
+    forward = fast("forward", name, _must_not_run)
+    if name == "subtract" and dtype == "bool":  # NumPy refuses: the same error
+        with pytest.raises(TypeError, match="boolean subtract"):
+            forward(wrapped(a), wrapped(b))
+        return
+    assert_same(forward(wrapped(a), wrapped(bm)), ufunc(a, bm))
+    assert_same(forward(wrapped(a), bm), ufunc(a, bm))  # a NumPy operand as it is
+    if name != "matmul":
+        scalar = {"bool": True, "int64": 3, "complex128": 2 - 1j}.get(dtype, 2.5)
+        assert_same(forward(wrapped(a), scalar), ufunc(a, scalar))
+        assert_same(fast("reflected", name, _must_not_run)(wrapped(a), scalar), ufunc(scalar, a))
+        if name in ("add", "subtract", "multiply", "bitwise_and"):
+            x, expected = wrapped(a.copy()), ufunc(a, b)
+            same = fast("inplace", name, _must_not_run)(x, wrapped(b))
+            assert same is x
+            assert_same(x, expected)
+
+
+@compiled_only
+def test_a_scalar_result_stays_a_numpy_scalar_and_pairs_are_wrapped():
+    a, _ = _data()
+    got = fast("forward", "divmod", _must_not_run)(wrapped(a), 3.0)
+    assert type(got) is tuple and all(type(g) is dispatch.ndarray for g in got)
+    for g, e in zip(got, numpy.divmod(a, 3.0), strict=True):
+        assert_same(g, e)
+    total = fast("method", "sum", _must_not_run, numpy.ndarray.sum)(wrapped(a))
+    assert type(total) is numpy.float64 and total == a.sum()
+
+
+@compiled_only
+@pytest.mark.parametrize("key", [1, -1, slice(1, -1), (slice(1, -1), slice(None, None, 2)), (None, Ellipsis, 2),
+                                 (2, 3), (Ellipsis,), (), "rows", "dispatch rows", "mask", "rows, cols"])
+def test_indexing_it_takes_is_numpys(key):
+    a, _ = _data()
+    rows, cols = numpy.array([0, 2, 2, 5]), numpy.array([1, 0, 4, 4])
+    named = {"rows": (rows, rows), "dispatch rows": (rows, wrapped(rows)), "mask": (a > 0, wrapped(a > 0)),
+             "rows, cols": ((rows, cols), (wrapped(rows), cols))}
+    key, ours = named[key] if isinstance(key, str) else (key, key)
+    got = fast("getitem", None, _must_not_run)(wrapped(a), ours)
+    assert_same(got, a[key])
+    assert type(got) is (dispatch.ndarray if isinstance(a[key], numpy.ndarray) else numpy.float64)
+    if isinstance(a[key], numpy.ndarray):
+        assert numpy.shares_memory(numpy.asarray(got), a) == numpy.shares_memory(a[key], a)  # a view where NumPy's is
+
+
+@compiled_only
+@pytest.mark.parametrize("value", [7.5, 3, numpy.float32(2.5), "host", "dispatch"])
+def test_assignments_it_takes_write_the_data(value):
+    a, b = _data()
+    x, expected = wrapped(a.copy()), a.copy()
+    if value == "host":
+        value = b[1:3, 1:-1]
+    elif value == "dispatch":
+        value = wrapped(b[1:3, 1:-1])
+    assert fast("setitem", None, _must_not_run)(x, (slice(1, 3), slice(1, -1)), value) is None
+    expected[1:3, 1:-1] = numpy.asarray(value)
+    assert_same(x, expected)
+    rows = numpy.array([0, 4])
+    fast("setitem", None, _must_not_run)(x, (wrapped(rows), rows), -1.0)  # index arrays, as NumPy's
+    expected[rows, rows] = -1.0
+    assert_same(x, expected)
+
+
+@compiled_only
+@pytest.mark.parametrize("method, kwargs", [("max", {}), ("sum", {"axis": 1}), ("mean", {"axis": 0, "keepdims": True}),
+                                            ("argmax", {"axis": None}), ("std", {"ddof": 1, "out": None})])
+def test_methods_it_takes_are_numpys(method, kwargs):
+    a, _ = _data()
+    got = fast("method", method, _must_not_run, getattr(numpy.ndarray, method))(wrapped(a), **kwargs)
+    assert_same(got, getattr(a, method)(**kwargs))
+
+
+@compiled_only
+@pytest.mark.parametrize("name, call", [
+    ("where", lambda f, x, y: f(x > 0, x, y)),
+    ("concatenate", lambda f, x, y: f([x, y], axis=1)),
+    ("stack", lambda f, x, y: f((x, y))),
+    ("block", lambda f, x, y: f([[x, y], [y, x]])),
+    ("argmin", lambda f, x, y: f(x, axis=1)),
+    ("maximum", lambda f, x, y: f(x, 1.0)),
+    ("mean", lambda f, x, y: f(x, axis=0, dtype=numpy.float32)),
+    ("linalg.norm", lambda f, x, y: f(x, axis=1, keepdims=True)),
+])
+def test_functions_it_takes_are_numpys(name, call):
+    a, b = _data()
+    expected = call(op_named(name).func, a, b)
+    assert_same(call(fast("function", name, _must_not_run), wrapped(a), wrapped(b)), expected)
+
+
+@compiled_only
+@pytest.mark.parametrize("method, args", [("transpose", ()), ("transpose", ((1, 0),)), ("transpose", (1, 0)),
+                                          ("reshape", (5, 6)), ("reshape", ((-1,),)), ("reshape", (-1,)),
+                                          ("astype", (numpy.float32,)), ("astype", ("int8", "C"))])
+def test_views_and_casts_it_takes_are_numpys(method, args):
+    a, _ = _data()
+    got = fast("view", None, _must_not_run, getattr(numpy.ndarray, method))(wrapped(a), *args)
+    expected = getattr(a, method)(*args)
+    assert_same(got, expected)
+    assert numpy.shares_memory(numpy.asarray(got), a) == numpy.shares_memory(expected, a)
+    view = fast("view", None, _handed, getattr(numpy.ndarray, method))
+    assert view(wrapped(a), *args, order="C") is HANDED  # keywords: the Python method's
+    assert view(wrapped(a), [5, 6]) is HANDED and view(wrapped(a), (5, 6.0)) is HANDED
+    assert view(wrapped(a), {"a": 1}) is HANDED
+
+
+@compiled_only
+def test_a_namespace_ufunc_takes_its_op_from_the_proxy():
+    a, b = _data()
+    call = fast("ufunc", None, _must_not_run)
+    for proxy in (dispatch.abs, dispatch.hypot, dispatch.add):
+        router.host_floor(proxy._op)  # as a first routed call computes it
+    assert_same(call(dispatch.abs, wrapped(a)), numpy.abs(a))
+    assert_same(call(dispatch.hypot, wrapped(a), b), numpy.hypot(a, b))
+    assert_same(call(dispatch.add, wrapped(a), wrapped(b), dtype=numpy.float32), numpy.add(a, b, dtype=numpy.float32))
+
+
+@compiled_only
+def test_numpys_errors_come_through_unchanged():
+    a, b = _data()
+    with pytest.raises(IndexError):
+        fast("getitem", None, _must_not_run)(wrapped(a), 10)
+    with pytest.raises(ValueError, match="broadcast"):
+        fast("forward", "add", _must_not_run)(wrapped(a), wrapped(b[:2, :2]))
+    with pytest.raises(numpy.exceptions.AxisError):
+        fast("method", "sum", _must_not_run, numpy.ndarray.sum)(wrapped(a), axis=5)
+    with pytest.raises(ValueError):
+        fast("function", "concatenate", _must_not_run)([wrapped(a), wrapped(b[:, :2])], axis=0)
+
+
+# ---- the cases it hands over ---------------------------------------------------------------------------
+
+
+@compiled_only
+def test_calls_outside_its_cases_reach_the_python_path():
+    a, b = _data()
+    x, y = wrapped(a), wrapped(b)
+    add = fast("forward", "add", _handed)
+    assert add(x, [1.0] * 5) is HANDED  # a list operand
+    assert add(x, "text") is HANDED  # NotImplemented is the Python path's to say
+    assert fast("reflected", "add", _handed)(x, b) is HANDED  # only a Python scalar on the left
+    assert fast("getitem", None, _handed)(x, [0, 2]) is HANDED  # a list key: the Python path unwraps it
+    assert fast("getitem", None, _handed)(x, True) is HANDED
+    assert fast("setitem", None, _handed)(x, 0, [1.0] * 5) is HANDED
+    assert fast("method", "sum", _handed, numpy.ndarray.sum)(x, 1) is HANDED  # positional arguments
+    assert fast("method", "sum", _handed, numpy.ndarray.sum)(x, out=numpy.empty(())) is HANDED
+    assert fast("function", "add", _handed)(x, y, out=numpy.empty_like(a)) is HANDED
+    assert fast("function", "add", _handed)(x, y, where=a > 0) is HANDED
+    assert fast("function", "sum", _handed)(x, axis=range(2)) is HANDED
+    assert fast("function", "sum", _handed)({"not": "an array"}) is HANDED
+    nested = [x]
+    for _ in range(6):
+        nested = [nested]
+    assert fast("function", "concatenate", _handed)(nested) is HANDED
+
+
+@compiled_only
+def test_arrays_over_the_floor_go_to_the_router(monkeypatch):
+    a, _ = _data()  # 30 elements
+    for op in (op_named("add"), op_named("max"), op_named("where"), dispatch.abs._op):
+        monkeypatch.setattr(op, "floor", 29)
+    over, under = wrapped(a), wrapped(a[:5])
+    for x, expect_handed in ((over, True), (under, False)):
+        calls = [fast("forward", "add", _handed)(x, 1.0), fast("forward", "add", _handed)(wrapped(a[:5, :1]), x),
+                 fast("reflected", "add", _handed)(x, 1.0), fast("inplace", "add", _handed)(x, 1.0),
+                 fast("method", "max", _handed, numpy.ndarray.max)(x),
+                 fast("function", "where", _handed)(True, 1.0, [x]), fast("ufunc", None, _handed)(dispatch.abs, x)]
+        assert [c is HANDED for c in calls] == [expect_handed] * len(calls)
+
+
+@compiled_only
+def test_arrays_past_the_elision_size_go_to_the_python_path():
+    n = _array._ELIDE_BYTES // 8
+    a = wrapped(numpy.ones(n))
+    op = op_named("add")
+    router.host_floor(op)
+    if op.floor < n:
+        pytest.skip("add's floor is under the elision size here: the router decides such calls anyway")
+    assert fast("forward", "add", _handed)(a, 1.0) is HANDED
+    assert fast("reflected", "add", _handed)(a, 1.0) is HANDED
+
+
+@compiled_only
+@pytest.mark.parametrize("switch", ["trace", "using"])
+def test_tracing_or_a_forced_backend_turns_it_off(switch):
+    a, b = _data()
+    router.host_floor(dispatch.abs._op)
+    calls = {
+        "forward": lambda: fast("forward", "add", _handed)(wrapped(a), b),
+        "getitem": lambda: fast("getitem", None, _handed)(wrapped(a), 1),
+        "method": lambda: fast("method", "max", _handed, numpy.ndarray.max)(wrapped(a)),
+        "function": lambda: fast("function", "where", _handed)(a > 0, wrapped(a), b),
+        "ufunc": lambda: fast("ufunc", None, _handed)(dispatch.abs, wrapped(a)),
+    }
+    context = dispatch.trace() if switch == "trace" else dispatch.using("numpy")
+    with context:
+        for name, call in calls.items():
+            assert call() is HANDED, name
+    for name, call in calls.items():
+        assert call() is not HANDED, name
+
+
+@compiled_only
+def test_a_traced_program_records_every_call():
+    a, b = _data()
+    with dispatch.trace() as t:
+        x = wrapped(a)
+        _ = (x + b)[1:] * 2.0
+        _ = dispatch.abs(x).max()
+    assert [r.op for r in t.records] == ["asarray", "add", "__getitem__", "multiply", "abs", "max"]
+
+
+def test_device_data_goes_to_the_python_path(tmp_path, monkeypatch):
+    if fakecupy.real_cupy_installed():
+        pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules")
+    if not _compiled.ACTIVE:
+        pytest.skip(f"the compiled fast path is {_compiled.STATUS}")
+    a, b = _data()
+    with fake_cupy_router(tmp_path, monkeypatch):
+        x = wrapped(a).to("cuda:0")  # the fake's arrays subclass numpy.ndarray: an exact type check tells them apart
+        assert fast("forward", "add", _handed)(x, b) is HANDED
+        assert fast("forward", "add", _handed)(wrapped(a), x) is HANDED
+        assert fast("inplace", "add", _handed)(wrapped(a), x) is HANDED
+        assert fast("getitem", None, _handed)(x, 1) is HANDED
+        assert fast("setitem", None, _handed)(wrapped(a), 1, x[1]) is HANDED
+        assert fast("method", "max", _handed, numpy.ndarray.max)(x) is HANDED
+        assert fast("function", "stack", _handed)([wrapped(a), x]) is HANDED
+        assert_same(x + b, a + b)  # and the installed operator gets NumPy's result there
+
+
+@compiled_only
+def test_a_large_view_keeps_its_root():
+    getitem = fast("getitem", None, _must_not_run)
+    base = wrapped(numpy.arange(float(_array._LINEAGE_MIN * 2)))
+    base._root = ("a call", 1)
+    assert getitem(base, slice(1, None))._root == ("a call", 1)
+    assert getitem(base, slice(0, 10))._root is None  # small views skip the bookkeeping
+    assert getitem(wrapped(numpy.arange(float(_array._LINEAGE_MIN * 2))), slice(1, None))._root is None
+
+
+# ---- installed: the same programs, compiled and in Python -----------------------------------------------
+
+
+@pytest.fixture
+def pure_python():
+    with _compiled.python_path() as replaced:
+        yield replaced
+
+
+def _program(xp, u0, v0):
+    u, v = xp.asarray(u0).copy(), xp.asarray(v0)
+    steps = []
+    for _ in range(3):
+        inner = u[1:-1, 1:-1]
+        lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4.0 * inner
+        u[1:-1, 1:-1] += 0.2 * lap
+        u[0] = v[0]
+        steps.append(xp.abs(lap).max())
+    scores = xp.where(u > 0.5, u, -u) @ v.T
+    best = xp.argmin(scores, axis=1)
+    rows = xp.arange(12)
+    picked = u[rows, best]
+    u[rows, best] -= 1.0
+    return {"u": u, "steps": xp.stack(steps), "best": best, "norm": xp.linalg.norm(scores, axis=0),
+            "neg": -u, "pairs": divmod(u, 0.25), "mean": u.mean(axis=0, keepdims=True), "cmp": u >= v,
+            "picked": picked, "powers": (u ** 2, abs(u) ** 0.5, u ** -1, v ** u, 2.0 ** u, u ** 3, (u + 1j) ** 2),
+            "views": (u.T, u.reshape(-1), u.reshape(4, 36), u.transpose((1, 0)), u.astype(numpy.float32))}
+
+
+def identical(got, expected):
+    """NumPy's result, to the bit: both paths make the same NumPy calls."""
+    assert_same(got, expected)
+    if isinstance(expected, tuple):
+        for g, e in zip(got, expected, strict=True):
+            identical(g, e)
+    else:
+        assert numpy.array_equal(numpy.asarray(got), expected, equal_nan=True)
+
+
+def test_the_same_program_compiled_and_in_python_is_numpys(pure_python):
+    rng = numpy.random.default_rng(3)
+    u0, v0 = rng.random((12, 12)), rng.random((12, 12))
+    expected = _program(numpy, u0, v0)
+    in_python = _program(dispatch, u0, v0)
+    assert type(dispatch.ndarray.__add__).__name__ == "function"  # the fixture took the compiled path away
+    for key, value in expected.items():
+        identical(in_python[key], value)
+    if _compiled.ACTIVE:
+        assert pure_python > 40  # operators, methods, indexing and the namespace's functions
+
+
+@compiled_only
+def test_the_same_program_compiled_is_numpys():
+    assert type(dispatch.ndarray.__add__).__name__ == "Fast"
+    rng = numpy.random.default_rng(3)
+    u0, v0 = rng.random((12, 12)), rng.random((12, 12))
+    expected, got = _program(numpy, u0, v0), _program(dispatch, u0, v0)
+    for key, value in expected.items():
+        identical(got[key], value)
+
+
+@compiled_only
+def test_it_names_pickles_and_documents_itself_as_the_function_does():
+    assert dispatch.mean.__name__ == "mean" and dispatch.mean.__module__ == "dispatch"
+    assert dispatch.mean.__wrapped__ is numpy.mean
+    assert dispatch.mean.__doc__ == numpy.mean.__doc__
+    assert pickle.loads(pickle.dumps(dispatch.mean)) is dispatch.mean
+    assert pickle.loads(pickle.dumps(dispatch.linalg.norm)) is dispatch.linalg.norm
+    import inspect
+
+    assert "axis" in inspect.signature(dispatch.mean).parameters
+    a = wrapped(numpy.arange(4.0))
+    assert a.max.__self__ is a and dispatch.ndarray.max.__name__ == "max"
+    assert repr(dispatch.mean) == "<function mean>"
+
+
+def test_dispatch_pure_python_turns_it_off():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DISPATCH_PURE_PYTHON": "1"}
+    code = ("import dispatch, numpy; from dispatch import _compiled; a = dispatch.arange(5.0);"
+            "print(_compiled.ACTIVE, type(dispatch.ndarray.__add__).__name__, numpy.asarray(a + a).tolist())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.split(maxsplit=2) == ["False", "function", "[0.0, 2.0, 4.0, 6.0, 8.0]\n"]
+
+
+@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler here")
+@pytest.mark.skipif(os.environ.get("DISPATCH_PURE_PYTHON", "") not in ("", "0"), reason="DISPATCH_PURE_PYTHON is set")
+def test_an_install_with_a_c_compiler_has_it():
+    assert _compiled.ACTIVE, _compiled.STATUS
+
+
+@pytest.mark.slow
+@compiled_only
+def test_the_python_path_alone_passes_the_array_tests():
+    """The Python path stands in wherever the extension is not built: the tests of the array
+    and the call path, run again in a process where it serves every call."""
+    files = ["test_array.py", "test_elision.py", "test_call_path.py", "test_numpy_program.py", "test_resident_lane.py"]
+    env = {**os.environ, "DISPATCH_PURE_PYTHON": "1"}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *(f"tests/{f}" for f in files)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout.splitlines()[-1]
