@@ -10,9 +10,11 @@
  * (dispatch._array and dispatch._call). `Fast` binds like a function, so it serves as a method
  * of dispatch.ndarray, and slots (operators, indexing) call it without making a bound method.
  *
- * What it takes is a subset of the Python fast path's cases, decided the same way:
+ * What it takes is a subset of the Python fast path's cases, decided the same way. "Under the
+ * floors" is dispatch._call's rule: at most op.floor elements, or at most op.trip_floor where no
+ * operand carries a root (no fresh array's lineage the router follows).
  *   forward    a <op> b          a's data and b (array or Python scalar) on the host, the larger
- *                                size under op.floor, a under the size where NumPy would reuse
+ *                                size under the floors, a under the size where NumPy would reuse
  *                                a temporary (the Python path does that elision)
  *   reflected  2.0 <op> a        as forward, with a Python scalar on the left
  *   inplace    a <op>= b         as forward; NumPy writes into a's data
@@ -47,7 +49,7 @@ static PyObject *state;
 static Py_ssize_t plain_off = -1;
 static PyObject *wrap_fn;
 static npy_intp elide_bytes, lineage_min;
-static PyObject *empty_tuple, *str_floor, *str_func, *str_op, *str_root, *str_out, *out_names;
+static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_root, *str_out, *out_names;
 
 #define DATA(o) (*(PyObject **)((char *)(o) + data_off))
 
@@ -62,9 +64,9 @@ static inline PyObject *host_data(PyObject *x) {
     return d != NULL && PyArray_CheckExact(d) ? d : NULL;
 }
 
-/* The op's floor (sizes at or under it run on NumPy), or -1 where it is not known here. */
-static npy_intp op_floor(PyObject *op) {
-    PyObject *v = PyObject_GetAttr(op, str_floor);
+/* One of the op's floors (sizes at or under it run on NumPy), or -1 where not known here. */
+static npy_intp op_floor(PyObject *op, PyObject *which) {
+    PyObject *v = PyObject_GetAttr(op, which);
     if (v == NULL) {
         PyErr_Clear();
         return -1;
@@ -73,6 +75,27 @@ static npy_intp op_floor(PyObject *op) {
     Py_DECREF(v);
     if (n == -1 && PyErr_Occurred()) PyErr_Clear();
     return n;
+}
+
+/* Whether x carries no root: not a dispatch array, or one whose _root is None. */
+static int rootless(PyObject *x) {
+    if (Py_TYPE(x) != nd_type) return 1;
+    PyObject *root = PyObject_GetAttr(x, str_root);
+    if (root == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(root);
+    return root == Py_None;
+}
+
+/* dispatch._call.numpy_takes: operands a and b (or NULL) of n elements run on NumPy. */
+static int takes(PyObject *op, npy_intp n, PyObject *a, PyObject *b) {
+    npy_intp floor = op_floor(op, str_floor);
+    if (floor < 0) return 0;  /* not computed yet: the Python path computes it */
+    if (n <= floor) return 1;
+    npy_intp trip = op_floor(op, str_trip);
+    return n <= trip && rootless(a) && (b == NULL || rootless(b));
 }
 
 static inline int py_scalar(PyObject *x) {
@@ -134,15 +157,16 @@ static PyObject *host_key(PyObject *key) {
 }
 
 /* `v` as the Python path's `_small_on_host` gives it to NumPy (dispatch arrays unwrapped, lists
- * and tuples item by item): a new reference, or NULL with no error set where the router decides. */
-static PyObject *host_value(PyObject *v, npy_intp floor, int depth) {
+ * and tuples item by item; with `bare`, only dispatch arrays without a root): a new reference,
+ * or NULL with no error set where the router decides. */
+static PyObject *host_value(PyObject *v, npy_intp floor, int bare, int depth) {
     if (PyArray_CheckExact(v)) {
         if (PyArray_SIZE((PyArrayObject *)v) > floor) return NULL;
         return Py_NewRef(v);
     }
     if (Py_TYPE(v) == nd_type) {
         PyObject *d = host_data(v);
-        if (d == NULL || PyArray_SIZE((PyArrayObject *)d) > floor) return NULL;
+        if (d == NULL || PyArray_SIZE((PyArrayObject *)d) > floor || (bare && !rootless(v))) return NULL;
         return Py_NewRef(d);
     }
     if (passes(v)) return Py_NewRef(v);
@@ -155,7 +179,7 @@ static PyObject *host_value(PyObject *v, npy_intp floor, int depth) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = host_value(is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i), floor, depth + 1);
+        PyObject *item = host_value(is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i), floor, bare, depth + 1);
         if (item == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -198,9 +222,9 @@ typedef struct {
     vectorcallfunc vectorcall;
 } Fast;
 
-/* Call func on the host forms of args[0:nargs] and the keyword values; NULL with no error set
- * where any is not the fast path's (the caller falls back). */
-static PyObject *call_hosted(PyObject *func, npy_intp floor, PyObject *const *args, Py_ssize_t nargs,
+/* Call func on the host forms of args[0:nargs] and the keyword values (arrays under `floor`;
+ * with `bare`, rootless ones); NULL with no error set where any is not the fast path's. */
+static PyObject *call_hosted(PyObject *func, npy_intp floor, int bare, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames, int *taken) {
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     if (nargs + nkw > MAX_ARGS) return NULL;
@@ -211,7 +235,7 @@ static PyObject *call_hosted(PyObject *func, npy_intp floor, PyObject *const *ar
     PyObject *hosted[MAX_ARGS];
     Py_ssize_t made = 0;
     for (; made < nargs; made++) {
-        hosted[made] = host_value(args[made], floor, 0);
+        hosted[made] = host_value(args[made], floor, bare, 0);
         if (hosted[made] == NULL) break;
     }
     PyObject *result = NULL;
@@ -243,8 +267,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             break;
         }
         if (on > n) n = on;
-        npy_intp floor = op_floor(self->op);
-        if (floor < 0 || n > floor) break;
+        if (!takes(self->op, n, args[0], o)) break;
         if (self->kind == INPLACE) {
             PyObject *call_args[3] = {d, od, d};
             PyObject *r = PyObject_Vectorcall(self->func, call_args, 2, out_names);
@@ -315,9 +338,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
         if (nargs != 1 || nkw >= MAX_ARGS || !plain()) break;
         PyObject *d = host_data(args[0]);
-        if (d == NULL) break;
-        npy_intp floor = op_floor(self->op);
-        if (floor < 0 || PyArray_SIZE((PyArrayObject *)d) > floor) break;
+        if (d == NULL || !takes(self->op, PyArray_SIZE((PyArrayObject *)d), args[0], NULL)) break;
         PyObject *call_args[MAX_ARGS];
         call_args[0] = d;
         Py_ssize_t i = 0;
@@ -341,9 +362,11 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             call_args++;
             nargs--;
         }
-        npy_intp floor = op_floor(op);
+        npy_intp floor = op_floor(op, str_floor), trip;
         int taken = 0;
-        PyObject *r = floor < 0 ? NULL : call_hosted(func, floor, call_args, nargs, kwnames, &taken);
+        PyObject *r = floor < 0 ? NULL : call_hosted(func, floor, 0, call_args, nargs, kwnames, &taken);
+        if (!taken && floor >= 0 && (trip = op_floor(op, str_trip)) > floor)  /* dispatch._call.under_floors */
+            r = call_hosted(func, trip, 1, call_args, nargs, kwnames, &taken);
         Py_XDECREF(owned_op);
         Py_XDECREF(owned_func);
         if (taken) return wrap_result(r);
@@ -507,12 +530,13 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     if (PyType_Ready(&FastType) < 0) return NULL;
     empty_tuple = PyTuple_New(0);
     str_floor = PyUnicode_InternFromString("floor");
+    str_trip = PyUnicode_InternFromString("trip_floor");
     str_func = PyUnicode_InternFromString("func");
     str_op = PyUnicode_InternFromString("_op");
     str_root = PyUnicode_InternFromString("_root");
     str_out = PyUnicode_InternFromString("out");
     out_names = PyTuple_Pack(1, str_out);
-    if (!empty_tuple || !str_floor || !str_func || !str_op || !str_root || !out_names) return NULL;
+    if (!empty_tuple || !str_floor || !str_trip || !str_func || !str_op || !str_root || !out_names) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObject(m, "Fast", Py_NewRef((PyObject *)&FastType)) < 0) {

@@ -244,6 +244,22 @@ def test_arrays_over_the_floor_go_to_the_router(monkeypatch):
 
 
 @compiled_only
+def test_over_the_floor_and_under_the_round_trip_floor_it_takes_arrays_without_a_root(monkeypatch):
+    a, _ = _data()  # 30 elements: over a floor of 10, under a round-trip floor of 40
+    for op in (op_named("add"), op_named("max"), op_named("where"), dispatch.abs._op):
+        monkeypatch.setattr(op, "floor", 10)
+        monkeypatch.setattr(op, "trip_floor", 40)
+    rooted = wrapped(a)
+    rooted._root = ("a call that made it", 0)  # the router follows what becomes of it
+    for x, expect_handed in ((wrapped(a), False), (rooted, True)):
+        calls = [fast("forward", "add", _handed)(x, 1.0), fast("forward", "add", _handed)(wrapped(a[:1]), x),
+                 fast("reflected", "add", _handed)(x, 1.0), fast("inplace", "add", _handed)(wrapped(a), x),
+                 fast("method", "max", _handed, numpy.ndarray.max)(x),
+                 fast("function", "where", _handed)(True, 1.0, [x]), fast("ufunc", None, _handed)(dispatch.abs, x)]
+        assert [c is HANDED for c in calls] == [expect_handed] * len(calls)
+
+
+@compiled_only
 def test_arrays_past_the_elision_size_go_to_the_python_path():
     n = _array._ELIDE_BYTES // 8
     a = wrapped(numpy.ones(n))
