@@ -229,6 +229,11 @@ class History:
         if entry is not None:
             entry[1] += seconds
 
+    def roots_made(self, key: tuple) -> int:
+        """How many fresh arrays calls of this kind have made on host data."""
+        entry = self.placements.get(key)
+        return int(entry[0]) if entry is not None else 0
+
     def placement_credit(self, key: tuple) -> float:
         """Seconds a device saves, on average, on the work done with one array of this kind."""
         entry = self.placements.get(key)

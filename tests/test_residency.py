@@ -594,3 +594,30 @@ def test_one_call_sends_a_host_array_once_even_with_its_transpose(monkeypatch):
         got = numpy.asarray(got)
         assert got.dtype == want.dtype and got.shape == want.shape
         numpy.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("kind", ["copy", "exp"])
+def test_arrays_the_host_keeps_are_followed_only_so_long(kind, monkeypatch):
+    """A kind of call whose fresh arrays stayed on the host through ROOTS_FOLLOWED of them makes
+    no more roots: later calls on its arrays no longer pay the router's bookkeeping."""
+    router.use_calibration(_slow_way_back())
+    # (no device wins exp's round trip here, so its floors keep host data off the router: lowered)
+    monkeypatch.setattr(op_named("exp"), "floor", router.SMALL)
+    monkeypatch.setattr(op_named("exp"), "trip_floor", router.SMALL)
+    x0 = numpy.linspace(0.0, 1.0, N)
+    x = dispatch.asarray(x0)
+
+    def made():
+        return x.copy() if kind == "copy" else dispatch.exp(x)
+
+    first = made()
+    key = first._root
+    assert key is not None and key[0] == kind and first.target == "numpy"
+    for _ in range(router.ROOTS_FOLLOWED - 1):
+        assert made()._root == key  # followed: the router learns what later calls save on a device
+    assert router.history.roots_made(key) == router.ROOTS_FOLLOWED
+    later = made()
+    assert later._root is None and later.target == "numpy"
+    assert router.history.roots_made(key) == router.ROOTS_FOLLOWED  # no more counted
+    expected = x0.copy() if kind == "copy" else numpy.exp(x0)
+    numpy.testing.assert_array_equal(numpy.asarray(later), expected)
