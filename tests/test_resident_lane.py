@@ -33,12 +33,17 @@ def _data() -> tuple[numpy.ndarray, numpy.ndarray]:
     return rng.standard_normal((6, 5)), rng.standard_normal((6, 5))
 
 
-def _general_path_off(monkeypatch) -> None:
-    def general(*args, **kwargs):
-        raise AssertionError("the general call path ran")
+def _fail_when_called(monkeypatch, what: str, *places: tuple) -> None:
+    """Each ``(owner, name)`` in ``places`` fails the test if it is called."""
+    def called(*args, **kwargs):
+        raise AssertionError(f"{what} was called")
 
-    monkeypatch.setattr(_call, "_run_on", general)
-    monkeypatch.setattr(_call, "_run_numpy", general)
+    for owner, name in places:
+        monkeypatch.setattr(owner, name, called)
+
+
+def _general_path_off(monkeypatch) -> None:
+    _fail_when_called(monkeypatch, "the general call path", (_call, "_run_on"), (_call, "_run_numpy"))
 
 
 PROGRAMS = {
@@ -141,13 +146,9 @@ def test_forced_and_traced_calls_take_the_lane_and_are_recorded(monkeypatch):
 # ---- the lane's memo: a repeated call runs its remembered decision and engine call ----
 
 
-def _router_off(monkeypatch) -> list:
+def _router_off(monkeypatch) -> None:
     """The router and the lane's own engine call fail the test if a call reaches them."""
-    def asked(*args, **kwargs):
-        raise AssertionError("the router was asked")
-
-    monkeypatch.setattr(router, "decide", asked)
-    monkeypatch.setattr(_call, "_resident_run", asked)
+    _fail_when_called(monkeypatch, "the router", (router, "decide"), (_call, "_resident_run"))
 
 
 MEMO_PROGRAMS = {
