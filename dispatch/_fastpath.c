@@ -3,7 +3,7 @@
  * A call on small host arrays runs on NumPy without asking the router: an operator, an index, a
  * method or a namespace function whose arrays are all NumPy arrays at or under the op's floor.
  * In Python that check, the unwrapping and the wrapping of the result cost 0.3-1.5 us a call,
- * as much as NumPy's own work on arrays of a few thousand elements. Here they cost a tenth.
+ * as much as NumPy's own work on arrays of a few thousand elements. Here they cost a fifth.
  *
  * Each routed callable is a `Fast` object: it takes the fast case and hands every other call,
  * unchanged, to the Python function it stands in for (`fallback`), which holds the full rules
@@ -21,11 +21,11 @@
  *   getitem    a[key]            host data, a key of integers, slices, None, Ellipsis and host
  *                                index arrays
  *   setitem    a[key] = v        host data, such a key, a host or scalar value
- *   method     a.max(axis=1)     host data under the floor, keywords of plain values only
+ *   method     a.max(axis=1)     host data under the floors, keywords of plain values only
  *   view       a.T, a.reshape(3, -1), a.astype(float)
  *                                host data, positional plain arguments (NumPy's method, as the
  *                                Python method runs it for host data at any size)
- *   function   np.where(c, x, y) every array on the host under the floor, plain keywords
+ *   function   np.where(c, x, y) every array on the host under the floors, plain keywords
  *   ufunc      np.abs(x)         as function, for a dispatch.ufunc's op
  */
 #define PY_SSIZE_T_CLEAN
