@@ -63,6 +63,19 @@ def test_a_close_race_runs_the_whole_schedule_and_keeps_the_faster_side():
     assert _run(trial, {"device": 2.0**-10, "host": 2.0**-10})[0] is trial.host  # a tie: what the program ran before
 
 
+def test_a_device_must_win_by_a_margin():
+    """The host keeps a call the device ran the program only slightly faster with: its side is
+    what the program ran before."""
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    host = 1.0e-3 * (1 + trials.DEVICE_MARGIN) * 0.99  # just under the margin
+    chosen, calls = _run(trial, {"device": 1.0e-3, "host": host})
+    assert chosen is trial.host and calls == len(trials.BLOCKS) * trials.BLOCK
+    assert chosen.reason.startswith("trial: the program ran under 15% faster with this call on cupy (1000 µs against")
+    assert chosen.reason.endswith("µs from one such call to the next): the host keeps it")
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    assert _run(trial, {"device": 1.0e-3, "host": 1.0e-3 * (1 + trials.DEVICE_MARGIN) * 1.01})[0] is trial.device
+
+
 def test_the_host_is_timed_after_its_own_warm_up():
     """The calls after the one on trial meet new decisions when it moves to the host (their
     inputs live elsewhere now), which explore before they settle: the host's first block pays
