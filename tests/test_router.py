@@ -420,8 +420,36 @@ def test_a_target_that_lost_its_first_call_to_a_one_time_cost_wins_on_its_second
     assert retried.target.name == "torch-cpu" and retried.explored
     router.observe(retried, 200e-6)  # the second call replaces the first, not averaged with it
     assert router.history.stats[first.key]["torch-cpu"].seconds == pytest.approx(200e-6)
-    # NumPy lost its only call too, but as the model said it would: it is not measured again
+    # NumPy lost its only call too, as the model said it would; for host data it is measured once
+    # more all the same (what the program ran before; its only call may have been the first), then no more
+    again = router.decide(op, inputs, (), {})
+    assert again.target.name == "numpy" and again.explored
+    router.observe(again, 2e-3)
     assert router.decide(op, inputs, (), {}).target.name == "torch-cpu"
+    assert router.decide(op, inputs, (), {}).target.name == "torch-cpu"
+
+
+def test_numpy_measured_once_on_a_cold_first_call_is_measured_again(isolated):
+    """Another target measured faster than NumPy's only call, which was the program's first:
+    NumPy is tried once more even where its model says it loses, and its warm call is kept."""
+    pytest.importorskip("torch")
+    cal = synthetic()
+    router.use_calibration(cal)
+    op = op_named("sum")
+    inputs = _inputs(dispatch.ones(1_000_000))
+    model = cost.models_from(cal)["numpy"]
+    priced = cost.estimate(model, type("P", (), {"name": "numpy", "device": model.device})(), op, inputs, True)
+    ran = {"numpy": [], "torch-cpu": []}
+    for _ in range(10):
+        d = router.decide(op, inputs, (), {})
+        ran[d.target.name].append(d)
+        first = len(ran[d.target.name]) == 1
+        if d.target.name == "numpy":  # cold on its first call; then under half its model's price
+            router.observe(d, 10 * priced if first else 0.2 * priced)
+        else:  # its thread pool started on its first call; then faster than NumPy's model says NumPy is
+            router.observe(d, 50e-3 if first else 0.5 * priced)
+    assert len(ran["numpy"]) >= 2 and ran["numpy"][1].explored
+    assert router.history.stats[ran["numpy"][0].key]["numpy"].seconds == pytest.approx(0.2 * priced)
 
 
 def test_numpy_settled_under_the_threshold_raises_the_floor_over_unmeasured_sizes(isolated):
