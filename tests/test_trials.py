@@ -95,6 +95,16 @@ def test_a_long_loop_keeps_the_device_without_trying_the_host():
     assert "not tried on the host: 40 ms from one such call to the next" in chosen.reason
 
 
+def test_a_short_loop_still_compiling_on_the_device_is_tried_on_the_host():
+    """One long period of the device's first timed block (a kernel of a later call compiled in
+    it) does not make a long loop: the host is tried, and wins the short one."""
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    compiling = {"device": lambda n: 1.0 if n == trials.BLOCK + 2 else 2e-3, "host": 1.5e-3}
+    chosen, calls = _run(trial, compiling)
+    assert chosen is trial.host and calls > 2 * trials.BLOCK
+    assert "not tried on the host" not in chosen.reason
+
+
 def test_a_pause_is_left_out_and_a_policy_switch_times_no_period():
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))
     # a 10 s pause in a host period would make the host lose; it is left out of the mean
