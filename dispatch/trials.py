@@ -7,14 +7,14 @@ of calls of a millisecond or less the estimates can be wrong by the whole gain. 
 router sends a kind of call's host data to a device, the choice is put on trial: the program is
 timed from each such call to the next one, in blocks of ``BLOCK`` calls, with the call on the
 device, then on the host (NumPy), alternately, each side warmed up untimed first (``BLOCKS``).
-The host wins when the program ran no slower
-with the call there: it is what the program ran before. "Such a call" is the same op on the same
-dtypes, size and layout wherever its inputs are: a loop that makes it with host data once and
-then with what the device left (k-means' centroids) makes it once an iteration on either side;
-the router runs those calls on the host side on NumPy (``router._on_kin_trial``). A program
-that takes longer than ``MAX_PERIOD_S`` from one such call to the next keeps the device without
-trying the host: its calls are large enough for the estimates to hold, and a host side there
-could cost seconds.
+The host wins unless the program ran clearly faster with the call on the device
+(``DEVICE_MARGIN``): it is what the program ran before. "Such a call" is the same op on the
+same dtypes, size and layout wherever its inputs are: a loop that makes it with host data once
+and then with what the device left (k-means' centroids) makes it once an iteration on either
+side; the router runs those calls on the host side on NumPy (``router._on_kin_trial``). A
+program whose every period from one such call to the next is longer than ``MAX_PERIOD_S`` on
+the device keeps the device without trying the host: its calls are large enough for the
+estimates to hold, and a host side there could cost seconds.
 
 One trial runs at a time, so each is timed with the others' calls settled; a kind of call that
 qualifies meanwhile waits its turn, decided afresh at each call until it starts. A trial whose
