@@ -21,6 +21,7 @@ from dispatch import _compiled, heap
 from dispatch._compiled import fast
 from dispatch._ops import GETITEM, POWER_OPERATOR, SETITEM, op_for_function, op_for_ufunc_method, op_named
 from dispatch._state import STATE
+from dispatch.cost import FFT_1D
 from dispatch.devices import HOST, Device, device_of, is_backend_type, library_of, parse_device
 
 __all__ = ["device_scalar", "ndarray", "wrap", "wrap_host"]
@@ -120,12 +121,18 @@ class ndarray:
         for x in (*inputs, *(out if isinstance(out, tuple) else (out,))):
             if not _handled(x):
                 return NotImplemented
-        return _call.call(op_for_ufunc_method(ufunc, method), inputs, kwargs)
+        op = op_for_ufunc_method(ufunc, method)
+        if method == "__call__":
+            _PROTOCOL_OPS[ufunc] = op
+        return _call.call(op, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         if not all(issubclass(t, _HANDLED_TYPES) or is_backend_type(t) for t in types):
             return NotImplemented
-        return _call.call(op_for_function(func), args, kwargs)
+        op = op_for_function(func)
+        if not op.local and op.name not in FFT_1D:  # (the fast path of these has other rules: _call.call)
+            _PROTOCOL_OPS[func] = op
+        return _call.call(op, args, kwargs)
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         import dispatch
@@ -648,6 +655,8 @@ _UNARY = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "in
 
 _ND = np.ndarray
 _PY_SCALARS = (float, int, bool, complex)
+# NumPy function or ufunc -> its op, for the compiled protocol methods (filled by the Python ones)
+_PROTOCOL_OPS: dict[Any, Any] = {}
 
 
 # NumPy computes ``a + b + c`` in place in the temporary ``a + b`` (arrays of 256 KiB or more):
@@ -830,6 +839,10 @@ def _install_operators() -> None:
     ndarray.T = property(fast("view", None, ndarray.T.fget, np.ndarray.transpose))
     for name in ("transpose", "reshape", "astype"):
         setattr(ndarray, name, fast("view", None, getattr(ndarray, name), getattr(np.ndarray, name)))
+    # NumPy's own functions given dispatch arrays (third-party code), once the Python methods
+    # have met each function and entered its op in the table
+    ndarray.__array_function__ = fast("array_function", None, ndarray.__array_function__, _PROTOCOL_OPS)
+    ndarray.__array_ufunc__ = fast("array_ufunc", None, ndarray.__array_ufunc__, _PROTOCOL_OPS)
 
 
 # Methods that are the NumPy function of the same meaning with the array first.

@@ -27,6 +27,10 @@
  *                                Python method runs it for host data at any size)
  *   function   np.where(c, x, y) every array on the host under the floors, plain keywords
  *   ufunc      np.abs(x)         as function, for a dispatch.ufunc's op
+ *   array_function, array_ufunc
+ *              numpy.mean(a), numpy.exp(a): NumPy's own functions and ufuncs given dispatch
+ *                                arrays (third-party code), as function, for the ops in the
+ *                                table the Python protocol methods fill (`func` holds it)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -35,9 +39,10 @@
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
 
-enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, UFUNC, KINDS };
-static const char *kind_names[KINDS] = {
-    "forward", "reflected", "inplace", "getitem", "setitem", "method", "view", "function", "ufunc"};
+enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, UFUNC, ARRAY_FUNCTION, ARRAY_UFUNC,
+       KINDS };
+static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "getitem", "setitem", "method",
+                                        "view", "function", "ufunc", "array_function", "array_ufunc"};
 
 #define MAX_ARGS 16  /* calls with more arguments take the Python path */
 #define MAX_DEPTH 4  /* nested lists deeper than this too */
@@ -248,6 +253,30 @@ static PyObject *call_hosted(PyObject *func, npy_intp floor, int bare, PyObject 
     return result;
 }
 
+/* `op` on these arguments under the floors (dispatch._call.under_floors): at most op.floor
+ * elements, or at most op.trip_floor where no dispatch array among them carries a root. */
+static PyObject *run_op(PyObject *op, PyObject *func, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                        int *taken) {
+    npy_intp floor = op_floor(op, str_floor), trip;
+    if (floor < 0) return NULL;  /* not computed yet: the Python path computes it */
+    PyObject *r = call_hosted(func, floor, 0, args, nargs, kwnames, taken);
+    if (!*taken && (trip = op_floor(op, str_trip)) > floor)
+        r = call_hosted(func, trip, 1, args, nargs, kwnames, taken);
+    return r;
+}
+
+/* The op of a NumPy function or ufunc in `table`, with what NumPy calls for it (new references),
+ * or 0 with no error set. */
+static int table_op(PyObject *table, PyObject *key, PyObject **op, PyObject **func) {
+    *op = PyDict_GetItemWithError(table, key);
+    if (*op == NULL || (*func = PyObject_GetAttr(*op, str_func)) == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_INCREF(*op);
+    return 1;
+}
+
 static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     switch (self->kind) {
@@ -362,13 +391,56 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             call_args++;
             nargs--;
         }
-        npy_intp floor = op_floor(op, str_floor), trip;
         int taken = 0;
-        PyObject *r = floor < 0 ? NULL : call_hosted(func, floor, 0, call_args, nargs, kwnames, &taken);
-        if (!taken && floor >= 0 && (trip = op_floor(op, str_trip)) > floor)  /* dispatch._call.under_floors */
-            r = call_hosted(func, trip, 1, call_args, nargs, kwnames, &taken);
+        PyObject *r = run_op(op, func, call_args, nargs, kwnames, &taken);
         Py_XDECREF(owned_op);
         Py_XDECREF(owned_func);
+        if (taken) return wrap_result(r);
+        break;
+    }
+    case ARRAY_FUNCTION: {  /* __array_function__(self, func, types, args, kwargs) */
+        if (nargs != 5 || kwnames != NULL || !plain()) break;
+        PyObject *types = args[2], *fargs = args[3], *fkwargs = args[4], *op, *func;
+        if (!PyTuple_CheckExact(types) || !PyTuple_CheckExact(fargs) || !PyDict_CheckExact(fkwargs)) break;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(types); i++) {
+            PyObject *t = PyTuple_GET_ITEM(types, i);
+            if (t != (PyObject *)nd_type && t != (PyObject *)&PyArray_Type) goto fall_back;
+        }
+        Py_ssize_t n = PyTuple_GET_SIZE(fargs), nkw = PyDict_GET_SIZE(fkwargs);
+        if (n + nkw > MAX_ARGS || !table_op(self->func, args[1], &op, &func)) break;
+        PyObject *flat[MAX_ARGS], *names = NULL, *key, *value;
+        for (Py_ssize_t i = 0; i < n; i++) flat[i] = PyTuple_GET_ITEM(fargs, i);
+        if (nkw) {  /* the keywords as vectorcall passes them */
+            if ((names = PyTuple_New(nkw)) == NULL) {
+                PyErr_Clear();
+                Py_DECREF(op);
+                Py_DECREF(func);
+                break;
+            }
+            Py_ssize_t pos = 0, j = 0;
+            while (PyDict_Next(fkwargs, &pos, &key, &value)) {
+                PyTuple_SET_ITEM(names, j, Py_NewRef(key));
+                flat[n + j++] = value;
+            }
+        }
+        int taken = 0;
+        PyObject *r = run_op(op, func, flat, n, names, &taken);
+        Py_XDECREF(names);
+        Py_DECREF(op);
+        Py_DECREF(func);
+        if (taken) return wrap_result(r);
+        break;
+    }
+    case ARRAY_UFUNC: {  /* __array_ufunc__(self, ufunc, method, *inputs, **kwargs) */
+        if (nargs < 4 || !plain() || !PyUnicode_CheckExact(args[2]) ||
+            PyUnicode_CompareWithASCIIString(args[2], "__call__") != 0)
+            break;
+        PyObject *op, *func;
+        if (!table_op(self->func, args[1], &op, &func)) break;
+        int taken = 0;
+        PyObject *r = run_op(op, func, args + 3, nargs - 3, kwnames, &taken);
+        Py_DECREF(op);
+        Py_DECREF(func);
         if (taken) return wrap_result(r);
         break;
     }

@@ -191,6 +191,36 @@ def test_a_namespace_ufunc_takes_its_op_from_the_proxy():
 
 
 @compiled_only
+def test_numpys_own_functions_given_dispatch_arrays_are_numpys():
+    """Third-party code calls NumPy's functions and ufuncs on dispatch arrays: NumPy hands the
+    call to ``__array_function__`` / ``__array_ufunc__``, which the compiled path takes for the
+    ops in its table."""
+    a, b = _data()
+    table = {f: op_named(n) for f, n in ((numpy.mean, "mean"), (numpy.concatenate, "concatenate"),
+                                          (numpy.exp, "exp"), (numpy.add, "add"))}
+    for op in table.values():
+        router.host_floor(op)
+    types = (dispatch.ndarray,)
+    function = fast("array_function", None, _must_not_run, table)
+    x, y = wrapped(a), wrapped(b)
+    assert_same(function(x, numpy.mean, types, (x,), {"axis": 0, "keepdims": True}), a.mean(axis=0, keepdims=True))
+    assert_same(function(x, numpy.concatenate, (*types, numpy.ndarray), ([x, b],), {}), numpy.concatenate([a, b]))
+    ufunc = fast("array_ufunc", None, _must_not_run, table)
+    assert_same(ufunc(x, numpy.exp, "__call__", x), numpy.exp(a))
+    assert_same(ufunc(x, numpy.add, "__call__", x, b, dtype=numpy.float32), numpy.add(a, b, dtype=numpy.float32))
+    # and hands the rest to the Python methods
+    function = fast("array_function", None, _handed, table)
+    ufunc = fast("array_ufunc", None, _handed, table)
+    assert function(x, numpy.median, types, (x,), {}) is HANDED  # not in the table yet
+    assert function(x, numpy.mean, (*types, list), (x,), {}) is HANDED  # a type NumPy would defer to
+    assert function(x, numpy.mean, types, (x,), {"out": numpy.empty(5)}) is HANDED
+    assert ufunc(x, numpy.add, "reduce", x) is HANDED
+    assert ufunc(x, numpy.add, "__call__", x, y, out=(numpy.empty_like(a),)) is HANDED
+    with dispatch.trace():
+        assert function(x, numpy.mean, types, (x,), {}) is HANDED and ufunc(x, numpy.exp, "__call__", x) is HANDED
+
+
+@compiled_only
 def test_numpys_errors_come_through_unchanged():
     a, b = _data()
     with pytest.raises(IndexError):
@@ -355,7 +385,12 @@ def _program(xp, u0, v0):
     return {"u": u, "steps": xp.stack(steps), "best": best, "norm": xp.linalg.norm(scores, axis=0),
             "neg": -u, "pairs": divmod(u, 0.25), "mean": u.mean(axis=0, keepdims=True), "cmp": u >= v,
             "picked": picked, "powers": (u ** 2, abs(u) ** 0.5, u ** -1, v ** u, 2.0 ** u, u ** 3, (u + 1j) ** 2),
-            "views": (u.T, u.reshape(-1), u.reshape(4, 36), u.transpose((1, 0)), u.astype(numpy.float32))}
+            "views": (u.T, u.reshape(-1), u.reshape(4, 36), u.transpose((1, 0)), u.astype(numpy.float32)),
+            # NumPy's own functions on these arrays, as third-party code calls them (twice: the
+            # first call of each fills the compiled path's table)
+            "numpy's": tuple(f() for f in (lambda: numpy.mean(u, axis=0), lambda: numpy.exp(u),
+                                           lambda: numpy.concatenate([u, v]), lambda: numpy.add(u, v))
+                             for _ in range(2))}
 
 
 def identical(got, expected):
