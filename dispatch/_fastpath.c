@@ -220,8 +220,8 @@ static PyObject *wrap_result(PyObject *r) {
 typedef struct {
     PyObject_HEAD
     int kind;
-    PyObject *op;        /* dispatch._ops.Op (NULL for ufunc: the proxy's) */
-    PyObject *func;      /* what NumPy calls: op.func, or the ndarray method for `method` */
+    PyObject *op;        /* dispatch._ops.Op (None where the call brings it: ufunc, array_function...) */
+    PyObject *func;      /* what NumPy calls (op.func, an ndarray method), or the protocol methods' table */
     PyObject *fallback;  /* the Python function this stands in for */
     PyObject *dict;      /* __name__, __doc__, __wrapped__... */
     vectorcallfunc vectorcall;
@@ -363,17 +363,12 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         }
         return wrap_result(PyObject_Vectorcall(self->func, call_args, nargs, NULL));
     }
-    case METHOD: {
-        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-        if (nargs != 1 || nkw >= MAX_ARGS || !plain()) break;
-        PyObject *d = host_data(args[0]);
-        if (d == NULL || !takes(self->op, PyArray_SIZE((PyArrayObject *)d), args[0], NULL)) break;
-        PyObject *call_args[MAX_ARGS];
-        call_args[0] = d;
-        Py_ssize_t i = 0;
-        for (; i < nkw && passes(args[1 + i]); i++) call_args[1 + i] = args[1 + i];
-        if (i < nkw) break;
-        return wrap_result(PyObject_Vectorcall(self->func, call_args, 1, kwnames));
+    case METHOD: {  /* the array alone, and plain keywords: a function of one argument */
+        if (nargs != 1 || !plain()) break;
+        int taken = 0;
+        PyObject *r = run_op(self->op, self->func, args, 1, kwnames, &taken);
+        if (taken) return wrap_result(r);
+        break;
     }
     case FUNCTION:
     case UFUNC: {
