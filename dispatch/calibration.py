@@ -83,8 +83,9 @@ TALL = 64
 # took NumPy 235 ms and torch 48 ms, 4M float64 258 and 438 ms.
 INTEGER_OPS = ("sort",)
 
-# Seconds spent measuring one size of one op (about), full and quick; a size slower than
-# _SLOW_POINT_S ends the op's size ladder (larger sizes are extrapolated by the work shape).
+# Seconds spent measuring one size of one op (about), full and quick; a size that would take
+# over _SLOW_POINT_S, by its work shape from the size below it, or that took it, ends the op's
+# size ladder (larger sizes are extrapolated the same way).
 _POINT_BUDGET_S = {False: 0.04, True: 0.02}
 _SLOW_POINT_S = 0.3
 # Quick calibrations measure float64 only (float32 is priced from it).
@@ -385,17 +386,15 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
         if not target.device.is_host:
             out["transfer"] = _measure_transfers(target, quick)
         budget = _POINT_BUDGET_S[quick]
-        measured = [(dtype, REPRESENTATIVES) for dtype in (_QUICK_DTYPES if quick else DTYPES)]
-        measured.append(("int64", [r for r in REPRESENTATIVES if r[0] in INTEGER_OPS]))
-        for dtype, representatives in measured:
-            if not _holds(target, dtype):
-                continue
+        for dtype, representatives in _plan(target, quick):
             ops: dict[str, list[list[float]]] = {}
             for op, sizes, quick_sizes in representatives:
                 tick(f"{target.name} {dtype} {op}")
                 fn = _call_for(op)
                 points = []
                 for size in quick_sizes if quick else sizes:
+                    if points and _longer_than(op, points[-1], size, _SLOW_POINT_S):
+                        break
                     host = inputs(op, size, dtype)
                     args = tuple(dispatch.asarray(h).to(target.name) for h in host)
                     try:
@@ -403,8 +402,6 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
                     except Exception:  # the target cannot run this op at this size: no point
                         break
                     points.append([size * TALL ** (1 / 3) if op in TALL_OPS else size, seconds])
-                    if seconds > _SLOW_POINT_S:
-                        break
                 ops[op] = points
             out["ops"][dtype] = ops
             if "matmul" in ops:
@@ -415,6 +412,25 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
             itemsize = 8 if "float64" in out["ops"] else 4
             out["memory_bandwidth"] = 3 * n * itemsize / seconds
     return out
+
+
+def _plan(target: Any, quick: bool) -> list[tuple[str, tuple]]:
+    """The dtypes measured on ``target``, each with its representative ops."""
+    planned = []
+    for dtype in (*(_QUICK_DTYPES if quick else DTYPES), "int64"):
+        if not _holds(target, dtype):
+            continue
+        planned.append((dtype, tuple(r for r in REPRESENTATIVES if dtype != "int64" or r[0] in INTEGER_OPS)))
+    return planned
+
+
+def _longer_than(op: str, last: list[float], size: int, limit: float) -> bool:
+    """Whether ``op`` at ``size`` would take over ``limit`` seconds, by its work shape from the
+    last point measured (``[x, seconds]``): the cube of the side for products and factorisations,
+    the elements otherwise."""
+    x, seconds = last
+    ratio = (size * TALL ** (1 / 3) if op in TALL_OPS else size) / x
+    return seconds > limit or seconds * ratio ** (3 if op in SQUARE_OPS else 1) > limit
 
 
 def _holds(target: Any, dtype: str) -> bool:
@@ -502,7 +518,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     info = machine()
     inputs = _Inputs()
     result: dict[str, Any] = {}
-    steps = len(found) * (len(_QUICK_DTYPES if quick else DTYPES) * len(REPRESENTATIVES) + len(INTEGER_OPS))
+    steps = sum(len(ops) for target in found for _, ops in _plan(target, quick))
     ticker = _ticker(steps, progress)
     tick = next(ticker)
     try:

@@ -340,6 +340,23 @@ def test_a_slow_point_is_the_least_of_a_few_calls():
     assert calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04) >= 0.2
 
 
+def test_a_size_ladder_stops_before_a_point_its_work_makes_slow(monkeypatch):
+    assert calibration._longer_than("sort", [1_000_000, 0.116], 4_000_000, 0.3)  # torch-cpu's float sort
+    assert not calibration._longer_than("sort", [1_000_000, 0.05], 4_000_000, 0.3)
+    assert calibration._longer_than("matmul", [256, 0.005], 1_024, 0.3)  # 64x the work
+    assert not calibration._longer_than("matmul", [256, 0.004], 1_024, 0.3)
+    tall = 64 * calibration.TALL ** (1 / 3)  # lstsq of 64·64 x 64, stored as the side of its work
+    assert calibration._longer_than("linalg.lstsq", [tall, 0.04], 128, 0.3)  # 8x the work
+    assert not calibration._longer_than("linalg.lstsq", [tall, 0.03], 128, 0.3)
+    assert calibration._longer_than("add", [1_000, 0.31], 1_001, 0.3)  # a point that took it
+    numpy_target = dispatch.targets.probe("numpy")
+    for seconds, points in ((0.2, 1), (1e-6, None)):  # every op stops after its first point, or none does
+        monkeypatch.setattr(calibration, "_timer", lambda run, sync, budget, s=seconds: s)
+        out = calibration._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
+        for op, _, quick_sizes in calibration.REPRESENTATIVES:
+            assert len(out["ops"]["float64"][op]) == (points or len(quick_sizes)), op
+
+
 def test_calibration_draws_each_operand_once_for_every_op_and_target():
     draw = calibration._Inputs()
     x, again = draw("add", 1_000, "float32")
