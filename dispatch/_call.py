@@ -548,7 +548,10 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
 # each repeat cost more than the kernel launch (on the H100 machine an add of two CuPy arrays took
 # 31-48 µs through the lane, against CuPy's own 12-18). So the lane remembers, per call signature,
 # the decision and the engine's resolved call, and a repeat runs them while that decision is the
-# router's and needs no timing.
+# router's and needs no timing. A host call over the floors that the router keeps on NumPy is
+# remembered the same way, where nothing follows from it (no root, no placement credit, no watch
+# on where its result goes): on an H200 machine's host each such call cost 6-10 µs over NumPy's
+# own, and the few of them in a 1-2 ms program (a trial's host verdict, an FFT) made it 5-9% slower.
 
 _MEMO_MAX = 1024  # signatures kept; a program that makes more (an int scalar changing in a loop) starts over
 _memo: dict[tuple, tuple] = {}
@@ -558,15 +561,21 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
     """What the router's decision and the engine's resolution of a lane call depend on: the op,
     the forced target, each array's engine type, dtype, shape and device, every other argument's
     type (and value, but for floats: as ``_oracle.signature``), the keywords; ``None`` for calls
-    the memo does not serve (a host array, an index, a shape, a write, an array in a keyword)."""
-    if op.mutates is not None or op.name in FFT_1D:
+    the memo does not serve (a NumPy array not wrapped, an index, a shape, a write, an array in a
+    keyword, a transform on a device). A host array counts with whether a root reaches it."""
+    if op.mutates is not None:
         return None
     parts: list = [op, STATE.forced_name()]
+    on_device = False
     for v in args:
         kind = type(v)
         if kind is ndarray:
             data = v._data
+            if type(data) is np.ndarray:
+                parts.append((np.ndarray, data.dtype, data.shape, v._root is None))
+                continue
             library = library_of(type(data))
+            on_device = True
             if library == "cupy":
                 parts.append((type(data), data.dtype, data.shape, data.device.id))
             elif library == "torch":
@@ -587,7 +596,23 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
             parts.append((name, kind, v))
         else:
             return None
+    if on_device and op.name in FFT_1D:
+        return None
     return tuple(parts)
+
+
+def _remember_host(memo_key: tuple, op: Op, decision: Any) -> None:
+    """Keep a host call the router sends to NumPy (see the memo above), if every array in it is
+    on the host and no root reaches it, and nothing follows from the decision."""
+    arrays = [part for part in memo_key[2:] if type(part) is tuple and len(part) == 4]
+    if (not arrays or not all(part[0] is np.ndarray and part[3] for part in arrays) or op.work == "random"
+            or decision.placeable or decision.hosted or decision.gain or decision.live
+            or decision.reason.startswith(router.FALLBACK)):
+        return
+    if router.cached(decision.key) is decision:
+        if len(_memo) >= _MEMO_MAX:
+            _memo.clear()
+        _memo[memo_key] = (decision, None, op.func)  # no target: NumPy's function, called as ``_run_numpy`` does
 
 
 def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: Any) -> None:
@@ -615,6 +640,16 @@ def _memo_run(entry: tuple, args: tuple, kwargs: dict) -> Any:
         if not decision.settled or (decision.calls + 1) % router.SETTLED_EVERY == 0:
             return _MISS
         decision.calls += 1
+    if target is None:  # a host call kept on NumPy
+        result = run(*[a._data if type(a) is ndarray else a for a in args], **kwargs)
+        if type(result) is np.ndarray:
+            for a in args:
+                if type(a) is ndarray and a._data is result:
+                    return a
+            obj = object.__new__(ndarray)
+            obj._data = result
+            return obj
+        return wrap(result)
     natives = []
     for a in args:
         if type(a) is ndarray:
@@ -696,7 +731,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
                 obj._data = result
                 return obj
             return wrap(result)
-    memo_key = _memo_key(op, args, kwargs) if sized else None
+    memo_key = _memo_key(op, args, kwargs)
     if memo_key is not None:
         entry = _memo.get(memo_key)
         if entry is not None:
@@ -726,6 +761,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         result = _execute(op, inputs, decision, run)
         if decision.hosted and type(result) is ndarray:
             hosted(result, decision.key)
+        if memo_key is not None and into is None and lane is None:
+            _remember_host(memo_key, op, decision)
         return lineage(inputs, decision, result)
     try:
         result = _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs, decision.explored))

@@ -8,7 +8,7 @@ import pytest
 import dispatch
 from dispatch import router
 from dispatch._call import Inputs
-from dispatch._ops import GETITEM
+from dispatch._ops import GETITEM, op_named
 
 
 def test_block_of_nested_lists_of_dispatch_arrays():
@@ -37,3 +37,96 @@ def test_a_list_of_device_scalars_is_stacked_where_they_live():
     assert isinstance(result, dispatch.ndarray)
     np.testing.assert_array_equal(np.asarray(result), np.arange(3.0))
     assert result.dtype == np.float64 and result.shape == (3,)
+
+
+# ---- a host call the router keeps on NumPy runs from the memo ----
+
+
+@pytest.fixture
+def routed_on_host(tmp_path, monkeypatch):
+    """Every host call over no floor, so each reaches the router (the seed policy, which keeps
+    these small calls on NumPy), with the router's state and the memo restored afterwards."""
+    from helpers import router_restored
+
+    from dispatch import _call
+    from dispatch._ops import all_ops
+    from dispatch.history import History
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_call, "_memo", {})
+    with router_restored(History(explore_probability=0.0)):
+        for op in all_ops():
+            monkeypatch.setattr(op, "floor", 0)
+            monkeypatch.setattr(op, "trip_floor", 0)
+        yield _call
+
+
+HOST_MEMO_PROGRAMS = {
+    "a + b": lambda xp, a, b: a + b,
+    "2.0 * a": lambda xp, a, b: 2.0 * a,
+    "xp.exp(a)": lambda xp, a, b: xp.exp(a),
+    "a.sum(axis=1)": lambda xp, a, b: a.sum(axis=1),
+    "a.max()": lambda xp, a, b: a.max(),
+    "xp.fft.rfft(a, n=32, axis=-1)": lambda xp, a, b: xp.fft.rfft(a, n=32, axis=-1),  # padded: not sized
+    "xp.maximum(a, b)": lambda xp, a, b: xp.maximum(a, b),
+}
+
+
+def _router_off(monkeypatch, _call) -> None:
+    def called(*args, **kwargs):
+        raise AssertionError("the router or the general path was called")
+
+    for owner, name in ((router, "decide"), (_call, "_run_numpy"), (_call, "Inputs")):
+        monkeypatch.setattr(owner, name, called)
+
+
+@pytest.mark.parametrize("label", HOST_MEMO_PROGRAMS)
+def test_a_repeated_host_call_the_router_keeps_on_numpy_runs_from_the_memo(label, routed_on_host, monkeypatch):
+    from helpers import assert_same
+
+    program = HOST_MEMO_PROGRAMS[label]
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((6, 5)), rng.standard_normal((6, 5))
+    a, b = dispatch.asarray(an), dispatch.asarray(bn)
+    assert_same(program(dispatch, a, b), program(np, an, bn))  # decided by the router, and remembered
+    _router_off(monkeypatch, routed_on_host)
+    assert_same(program(dispatch, a, b), program(np, an, bn))
+
+
+def test_host_calls_with_consequences_are_not_remembered(routed_on_host, monkeypatch):
+    """A rooted input (its result carries the root, and may credit it), a decision that makes
+    roots, watches where its result goes, or credits a placement: the router sees every call."""
+    an = np.linspace(0.0, 1.0, 30).reshape(6, 5)
+    asked = []
+    decide = router.decide
+    monkeypatch.setattr(router, "decide", lambda *args: asked.append(1) or decide(*args))
+    rooted = dispatch.asarray(an)
+    rooted._root = ("copy",)
+    for _ in range(3):
+        got = rooted + 1.0
+        assert got._root == ("copy",)
+    assert len(asked) == 3
+    plain = dispatch.asarray(an)
+    key = routed_on_host._memo_key(op_named("add"), (plain, 1.0), {})
+    flagged = []
+
+    def _with(decision, flag: str):
+        setattr(decision, flag, True)
+        flagged.append(decision)
+        return decision
+
+    for flag in ("placeable", "hosted", "gain"):
+        monkeypatch.setattr(router, "decide", lambda *args, flag=flag: asked.append(1) or _with(decide(*args), flag))
+        asked.clear()
+        for _ in range(3):
+            np.testing.assert_array_equal(np.asarray(plain + 1.0), an + 1.0)
+        assert len(asked) == 3 and key not in routed_on_host._memo, flag
+        for decision in flagged:  # (set on the router's cached decision)
+            decision.placeable = decision.hosted = False
+            decision.gain = 0.0
+    monkeypatch.setattr(router, "decide", decide)
+    plain + 1.0
+    assert key in routed_on_host._memo  # remembered once nothing follows from it
+    with dispatch.trace() as t:
+        got = plain + 1.0
+    assert [(r.op, r.target) for r in t.records] == [("add", "numpy")]  # a trace sees it
