@@ -19,8 +19,11 @@ A timed sample is one run, or for programs shorter than 50 ms on NumPy as many r
 make 50 ms there (``loops`` in the output), the same count for every mode; so is a warm-up
 sample. Every mode starts from host NumPy data and ends with its results on the host (reading
 the results is part of a program), so a device's transfers are counted. Every result is
-checked against NumPy's. The router and the oracle learn during the warm-up samples, as they
-would in a program's first iterations; the timed samples are steady state.
+checked against NumPy's. The adaptive modes learn first, as in a program's first iterations:
+the oracle tries every target per kind of call, the router runs the program until it has
+settled (no trial and no changed decision for 10 runs and 0.5 s; ``learning`` in the output:
+runs and seconds, at most 400 runs or 15 s); then
+every mode warms up and is timed, and the timed samples are steady state.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import numpy
 
 import dispatch
 from benchmarks.workloads import SIZE_NAMES, WORKLOADS, _ports
-from dispatch import calibration, router, targets
+from dispatch import calibration, router, targets, trials
 
 MODES = ("numpy", "router", "seed", "always-gpu", "port", "oracle")
 GPU_PREFERENCE = ("cupy", "torch-cuda", "torch-mps")
@@ -154,16 +157,48 @@ def _learn_oracle(run: Callable[[], dict], limit: int = 12) -> int:
     return limit
 
 
+def _learn_router(run: Callable[[], dict], limit: int = 400, budget_s: float = 15.0, quiet_runs: int = 10,
+                  quiet_s: float = 0.5) -> dict[str, Any]:
+    """Run until the router has settled: ``quiet_runs`` runs in a row, and ``quiet_s`` seconds,
+    with no trial running, ending or starting and no cached decision changed. Its trials time
+    the program from one call of a kind to the next, run after run, as in a program's first
+    iterations; interleaved sample by sample with the other modes, whose switches pause them, a
+    program that makes a kind of call once a run would give them no period to time (the trial
+    then runs its blocks untimed and the host keeps the call)."""
+    start = time.perf_counter()
+    quiet, quiet_since = 0, start
+
+    def state() -> tuple:
+        return (len(trials.verdicts()), {k: d.target.name for k, d in router._decisions.items()})
+
+    for i in range(limit):
+        idle, before = not trials.running, state()
+        run()
+        _synchronize()
+        now = time.perf_counter()
+        if idle and not trials.running and state() == before:
+            quiet += 1
+            if quiet >= quiet_runs and now - quiet_since >= quiet_s:
+                return {"runs": i + 1, "seconds": now - start, "settled": True}
+        else:
+            quiet, quiet_since = 0, now
+        if now - start > budget_s:
+            break
+    return {"runs": i + 1, "seconds": time.perf_counter() - start, "settled": False}
+
+
 def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, warmup: int,
                port: Any) -> dict[str, Any]:
     data = workload.make_data(size)
     reference = workload.run(numpy, **data)
     runners = {m: r for m in modes if (r := _runner(m, workload, data, port)) is not None}
-    checks = {}
+    checks, learning = {}, {}
     for mode, run in runners.items():
         _prepare(mode)
         if mode == "oracle":
             _learn_oracle(run)
+        elif mode == "router":
+            learning["router"] = _learn_router(run)
         try:
             workload.check(run(), reference)
             checks[mode] = "ok"
@@ -174,7 +209,7 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
     n_calls = _count_calls(workload, data)
     seconds = {m: statistics.median(t) for m, t in times.items()}
     return {"workload": workload.NAME, "size": size, "seconds": seconds, "checks": checks, "calls": n_calls,
-            "loops": loops, "numpy_us_per_call": seconds["numpy"] / max(n_calls, 1) * 1e6}
+            "loops": loops, "numpy_us_per_call": seconds["numpy"] / max(n_calls, 1) * 1e6, "learning": learning}
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -213,6 +248,13 @@ def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
         low, high = spread[0], spread[-1]
         lines.append(f"numpy-again / numpy, the measurement's own spread: {low[0]:.3f} ({low[1]} {low[2]}) "
                      f"to {high[0]:.3f} ({high[1]} {high[2]})")
+    learned = [(c["learning"]["router"], c["workload"], c["size"]) for c in cases if "router" in c.get("learning", {})]
+    if learned:
+        most = max(learned, key=lambda x: x[0]["runs"])
+        unsettled = [f"{w} {s}" for info, w, s in learned if not info["settled"]]
+        lines.append(f"router learning before timing: {sum(x[0]['seconds'] for x in learned):.1f} s in all, "
+                     f"at most {most[0]['runs']} runs ({most[1]} {most[2]}); "
+                     + ("every case settled" if not unsettled else "not settled: " + ", ".join(unsettled)))
     failed = [f"{c['workload']}/{c['size']}/{m}" for c in cases for m, v in c["checks"].items() if v != "ok"]
     lines.append("outputs equal NumPy's: " + ("all" if not failed else "NO: " + ", ".join(failed)))
     return lines

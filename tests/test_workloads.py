@@ -421,3 +421,41 @@ def test_suite_reports_the_spread_of_numpy_against_itself():
     data, reference = small("pca")
     result = suite._runner("numpy-again", workloads.get("pca"), data, None)()
     assert all(type(v) is type(reference[k]) for k, v in result.items())  # NumPy's own, not dispatch's
+
+
+def test_the_suite_lets_the_router_learn_until_it_settles(monkeypatch):
+    """The router's mode runs the program until, for a few runs in a row, no trial runs, starts
+    or ends and no cached decision changes; the report says how long that took, and names a
+    case that did not settle."""
+    from benchmarks import suite
+    from dispatch import router, trials
+
+    # each run: the trial left running after it, whether it ended one, a decision it changed
+    script = iter([("a", False, None), ("a", False, None), (None, True, None), (None, False, None),
+                   (None, False, "numpy"), (None, False, None), (None, False, None), (None, False, None)])
+    runs = []
+
+    def run():
+        running, judged, decided = next(script)
+        runs.append(running)
+        trials.running.clear()
+        if running:
+            trials.running[(running,)] = object()
+        if judged:
+            trials._verdicts[("a",)] = object()
+        if decided:
+            router._decisions[("b",)] = types.SimpleNamespace(target=types.SimpleNamespace(name=decided))
+
+    monkeypatch.setattr(trials, "running", {})
+    monkeypatch.setattr(trials, "_verdicts", {})
+    monkeypatch.setattr(router, "_decisions", {})
+    learned = suite._learn_router(run, quiet_runs=2, quiet_s=0.0)
+    assert learned["settled"] and learned["runs"] == 7 and runs == ["a", "a", None, None, None, None, None]
+    assert suite._learn_router(lambda: trials.running.update({("b",): object()}), limit=3) == {
+        "runs": 3, "seconds": pytest.approx(0.0, abs=5.0), "settled": False}
+    case = {"workload": "pca", "size": "small", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
+            "seconds": {"numpy": 0.002, "router": 0.002}, "learning": {"router": dict(learned, seconds=0.3)}}
+    other = dict(case, size="medium", learning={"router": {"runs": 400, "seconds": 15.2, "settled": False}})
+    lines = suite.report([case, other], ("numpy", "router"))
+    assert any(line.startswith("router learning before timing: 15.5 s in all, at most 400 runs (pca medium); "
+                               "not settled: pca medium") for line in lines)
