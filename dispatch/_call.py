@@ -731,7 +731,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
                 obj._data = result
                 return obj
             return wrap(result)
-    memo_key = _memo_key(op, args, kwargs)
+    memo_key = _memo_key(op, args, kwargs) if into is None else None  # (into: NumPy's elision, asked for)
     if memo_key is not None:
         entry = _memo.get(memo_key)
         if entry is not None:
@@ -761,7 +761,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         result = _execute(op, inputs, decision, run)
         if decision.hosted and type(result) is ndarray:
             hosted(result, decision.key)
-        if memo_key is not None and into is None and lane is None:
+        if memo_key is not None and lane is None:
             _remember_host(memo_key, op, decision)
         return lineage(inputs, decision, result)
     try:

@@ -130,3 +130,21 @@ def test_host_calls_with_consequences_are_not_remembered(routed_on_host, monkeyp
     with dispatch.trace() as t:
         got = plain + 1.0
     assert [(r.op, r.target) for r in t.records] == [("add", "numpy")]  # a trace sees it
+
+
+def test_a_temporary_numpy_would_write_into_is_written_into_with_a_memo_entry_beside_it(routed_on_host, monkeypatch):
+    """``(a + b) + b`` on arrays of 256 KiB or more: NumPy adds into the temporary ``a + b``, and
+    so does dispatch, though the signature of that add has a memo entry."""
+    rng = np.random.default_rng(1)
+    an, bn = rng.standard_normal((64, 1024)), rng.standard_normal((64, 1024))
+    a, b = dispatch.asarray(an), dispatch.asarray(bn)
+    a + b
+    a + b  # remembered: (add, two rootless float64 arrays of this shape)
+    assert any(entry[1] is None for entry in routed_on_host._memo.values())
+    into = []
+    run_into = routed_on_host._run_into
+    monkeypatch.setattr(routed_on_host, "_run_into",
+                        lambda op, args, target: into.append(target) or run_into(op, args, target))
+    got = (a + b) + b
+    assert len(into) == 1  # written into the temporary
+    np.testing.assert_array_equal(np.asarray(got), (an + bn) + bn)
