@@ -21,9 +21,9 @@ sample. Every mode starts from host NumPy data and ends with its results on the 
 the results is part of a program), so a device's transfers are counted. Every result is
 checked against NumPy's. The adaptive modes learn first, as in a program's first iterations:
 the oracle tries every target per kind of call, the router runs the program until it has
-settled (no trial and no changed decision for 10 runs and 0.5 s; ``learning`` in the output:
-runs and seconds, at most 400 runs or 15 s); then
-every mode warms up and is timed, and the timed samples are steady state.
+settled (no trial and no changed decision for 10 runs and 0.5 s, at most 400 runs or 15 s;
+``learning`` in the output); then every mode warms up and is timed, and the timed samples are
+steady state.
 """
 
 from __future__ import annotations
