@@ -601,18 +601,15 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
     return tuple(parts)
 
 
-def _remember_host(memo_key: tuple, op: Op, decision: Any) -> None:
-    """Keep a host call the router sends to NumPy (see the memo above), if every array in it is
-    on the host and no root reaches it, and nothing follows from the decision."""
-    arrays = [part for part in memo_key[2:] if type(part) is tuple and len(part) == 4]
-    if (not arrays or not all(part[0] is np.ndarray and part[3] for part in arrays) or op.work == "random"
-            or decision.placeable or decision.hosted or decision.gain or decision.live
-            or decision.reason.startswith(router.FALLBACK)):
+def _remember_host(memo_key: tuple, op: Op, args: tuple, decision: Any) -> None:
+    """Keep a host call the router sends to NumPy (see the memo above), if it has arrays, every
+    one on the host and reached by no root, and nothing follows from the decision."""
+    arrays = [a for a in args if type(a) is ndarray]
+    if (not arrays or any(type(a._data) is not np.ndarray or a._root is not None for a in arrays)
+            or op.work == "random" or decision.placeable or decision.hosted or decision.gain or decision.live
+            or decision.reason.startswith(router.FALLBACK) or router.cached(decision.key) is not decision):
         return
-    if router.cached(decision.key) is decision:
-        if len(_memo) >= _MEMO_MAX:
-            _memo.clear()
-        _memo[memo_key] = (decision, None, op.func)  # no target: NumPy's function, called as ``_run_numpy`` does
+    _keep(memo_key, decision, None, op.func)  # no target: NumPy's function, called as ``_run_numpy`` does
 
 
 def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: Any) -> None:
@@ -620,11 +617,15 @@ def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: A
     made for this call alone, an exploration, is not kept)."""
     if router.cached(decision.key) is not decision:
         return
-    target = decision.target
     try:
-        run = target.runner(op, natives, kwargs)
+        run = decision.target.runner(op, natives, kwargs)
     except Unsupported:
         return
+    _keep(memo_key, decision, decision.target, run)
+
+
+def _keep(memo_key: tuple, decision: Any, target: Any, run: Any) -> None:
+    """Store a memo entry; a full memo starts over."""
     if len(_memo) >= _MEMO_MAX:
         _memo.clear()
     _memo[memo_key] = (decision, target, run)
@@ -762,7 +763,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         if decision.hosted and type(result) is ndarray:
             hosted(result, decision.key)
         if memo_key is not None and lane is None:
-            _remember_host(memo_key, op, decision)
+            _remember_host(memo_key, op, args, decision)
         return lineage(inputs, decision, result)
     try:
         result = _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs, decision.explored))
