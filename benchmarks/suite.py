@@ -21,7 +21,7 @@ sample. Every mode starts from host NumPy data and ends with its results on the 
 the results is part of a program), so a device's transfers are counted. Every result is
 checked against NumPy's. The adaptive modes learn first, as in a program's first iterations:
 the oracle tries every target per kind of call, the router runs the program until it has
-settled (no trial and no changed decision for 10 runs and 0.5 s, at most 400 runs or 15 s;
+settled (no trial and no changed decision for 10 runs and 0.5 s, at most 2000 runs or 30 s;
 ``learning`` in the output); then every mode warms up and is timed, and the timed samples are
 steady state.
 """
@@ -157,7 +157,7 @@ def _learn_oracle(run: Callable[[], dict], limit: int = 12) -> int:
     return limit
 
 
-def _learn_router(run: Callable[[], dict], limit: int = 400, budget_s: float = 15.0, quiet_runs: int = 10,
+def _learn_router(run: Callable[[], dict], limit: int = 2000, budget_s: float = 30.0, quiet_runs: int = 10,
                   quiet_s: float = 0.5) -> dict[str, Any]:
     """Run until the router has settled: ``quiet_runs`` runs in a row, and ``quiet_s`` seconds,
     with no trial running, ending or starting and no cached decision changed. Its trials time
@@ -167,16 +167,23 @@ def _learn_router(run: Callable[[], dict], limit: int = 400, budget_s: float = 1
     then runs its blocks untimed and the host keeps the call)."""
     start = time.perf_counter()
     quiet, quiet_since = 0, start
+    known: dict[tuple, str] = {}  # each key's last cached target: the router drops a decision now
+    # and then to decide it afresh (``router._redecide_now_and_then``), which changes nothing if
+    # it decides the same
 
-    def state() -> tuple:
-        return (len(trials.verdicts()), {k: d.target.name for k, d in router._decisions.items()})
+    def changed() -> bool:
+        now = {k: d.target.name for k, d in router._decisions.items()}
+        moved = any(known.get(k) != name for k, name in now.items())
+        known.update(now)
+        return moved
 
+    changed()
     for i in range(limit):
-        idle, before = not trials.running, state()
+        idle, verdicts = not trials.running, len(trials.verdicts())
         run()
         _synchronize()
         now = time.perf_counter()
-        if idle and not trials.running and state() == before:
+        if not changed() and idle and not trials.running and len(trials.verdicts()) == verdicts:
             quiet += 1
             if quiet >= quiet_runs and now - quiet_since >= quiet_s:
                 return {"runs": i + 1, "seconds": now - start, "settled": True}

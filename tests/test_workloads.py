@@ -430,9 +430,11 @@ def test_the_suite_lets_the_router_learn_until_it_settles(monkeypatch):
     from benchmarks import suite
     from dispatch import router, trials
 
-    # each run: the trial left running after it, whether it ended one, a decision it changed
+    # each run: the trial left running after it, whether it ended one, what it did to a cached
+    # decision (dropped to be decided afresh: a change only if decided otherwise)
     script = iter([("a", False, None), ("a", False, None), (None, True, None), (None, False, None),
-                   (None, False, "numpy"), (None, False, None), (None, False, None), (None, False, None)])
+                   (None, False, "numpy"), (None, False, "drop"), (None, False, "cupy"), (None, False, "drop"),
+                   (None, False, "cupy"), (None, False, None), (None, False, None), (None, False, None)])
     runs = []
 
     def run():
@@ -443,14 +445,17 @@ def test_the_suite_lets_the_router_learn_until_it_settles(monkeypatch):
             trials.running[(running,)] = object()
         if judged:
             trials._verdicts[("a",)] = object()
-        if decided:
+        if decided == "drop":
+            router._decisions.pop(("b",))
+        elif decided:
             router._decisions[("b",)] = types.SimpleNamespace(target=types.SimpleNamespace(name=decided))
 
     monkeypatch.setattr(trials, "running", {})
     monkeypatch.setattr(trials, "_verdicts", {})
     monkeypatch.setattr(router, "_decisions", {})
-    learned = suite._learn_router(run, quiet_runs=2, quiet_s=0.0)
-    assert learned["settled"] and learned["runs"] == 7 and runs == ["a", "a", None, None, None, None, None]
+    learned = suite._learn_router(run, quiet_runs=3, quiet_s=0.0)
+    assert learned["settled"] and learned["runs"] == 10  # quiet: the 4th; the 6th; the 8th to 10th
+    assert runs == ["a", "a"] + [None] * 8
     assert suite._learn_router(lambda: trials.running.update({("b",): object()}), limit=3) == {
         "runs": 3, "seconds": pytest.approx(0.0, abs=5.0), "settled": False}
     case = {"workload": "pca", "size": "small", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
