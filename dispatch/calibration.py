@@ -38,6 +38,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -373,22 +374,35 @@ def _call_for(op: str) -> Callable[..., Any]:
     return fn
 
 
-def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str], None]) -> dict:
+def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str], None],
+                    which: Callable[[str], bool] = lambda op: True) -> dict:
+    """The target's overheads and transfers, and the representative ops ``which`` selects (the
+    rest can be added by ``_measure_ops``)."""
     import dispatch
 
-    sync = target.synchronize
     out: dict[str, Any] = {"device": str(target.device), "threads": _threads(target),
                            "transfer": {}, "gemm": {}, "ops": {}}
     with dispatch.using(target.name):
         one = dispatch.asarray(np.ones(1)).to(target.name)
         out["call_overhead_s"] = _timer(lambda: one + one, lambda: None, 0.02)
-        out["sync_overhead_s"] = 0.0 if target.device.is_host else _timer(lambda: one + one, sync, 0.02)
+        out["sync_overhead_s"] = 0.0 if target.device.is_host else _timer(lambda: one + one, target.synchronize, 0.02)
         if not target.device.is_host:
             out["transfer"] = _measure_transfers(target, quick)
-        budget = _POINT_BUDGET_S[quick]
+    return _measure_ops(target, quick, inputs, tick, out, which)
+
+
+def _measure_ops(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str], None], out: dict,
+                 which: Callable[[str], bool]) -> dict:
+    """Measure the representative ops ``which`` selects into ``out`` (and what follows from them)."""
+    import dispatch
+
+    budget = _POINT_BUDGET_S[quick]
+    with dispatch.using(target.name):
         for dtype, representatives in _plan(target, quick):
-            ops: dict[str, list[list[float]]] = {}
+            ops: dict[str, list[list[float]]] = out["ops"].setdefault(dtype, {})
             for op, sizes, quick_sizes in representatives:
+                if not which(op):
+                    continue
                 tick(f"{target.name} {dtype} {op}")
                 fn = _call_for(op)
                 points = []
@@ -398,19 +412,18 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
                     host = inputs(op, size, dtype)
                     args = tuple(dispatch.asarray(h).to(target.name) for h in host)
                     try:
-                        seconds = _timer(lambda fn=fn, args=args: fn(*args), sync, budget)
+                        seconds = _timer(lambda fn=fn, args=args: fn(*args), target.synchronize, budget)
                     except Exception:  # the target cannot run this op at this size: no point
                         break
                     points.append([size * TALL ** (1 / 3) if op in TALL_OPS else size, seconds])
                 ops[op] = points
-            out["ops"][dtype] = ops
             if "matmul" in ops:
                 out["gemm"][dtype] = [[n, 2.0 * n**3 / s] for n, s in ops["matmul"] if s > 0]
-        adds = out["ops"].get("float64", out["ops"].get("float32", {})).get("add", [])
-        if adds:
-            n, seconds = adds[-1]
-            itemsize = 8 if "float64" in out["ops"] else 4
-            out["memory_bandwidth"] = 3 * n * itemsize / seconds
+    adds = out["ops"].get("float64", out["ops"].get("float32", {})).get("add", [])
+    if adds:
+        n, seconds = adds[-1]
+        itemsize = 8 if "float64" in out["ops"] else 4
+        out["memory_bandwidth"] = 3 * n * itemsize / seconds
     return out
 
 
@@ -481,6 +494,64 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
     }
 
 
+# The targets whose first call of a solver on a machine waits for the GPU driver to compile
+# its kernels (once per machine: the driver caches them on disk): on fresh H200 machines CuPy's
+# first solve of each size class (16, 64, 1024) and first lstsq took 3.5-5.5 s each, half of a
+# full calibration, whichever dtype came first. Child processes make those first calls while
+# the devices' other ops are measured, so that the compiles overlap (one process's do not: from
+# 8 threads they took longer than one by one); the solvers and the host targets are measured
+# once they are done, undisturbed.
+COMPILES_ON_FIRST_CALL = frozenset({"cupy"})
+_FIRST_CALL_OPS = ("linalg.solve", "linalg.svd", "linalg.lstsq")
+_FIRST_CALLS_WAIT_S = 60.0
+
+
+def _start_first_calls(found: list[Any], quick: bool) -> list[subprocess.Popen]:
+    """Children making the first solver calls of the targets named in ``COMPILES_ON_FIRST_CALL`` at
+    every size their calibration measures, one each where there are cores enough (four are
+    left to the measurements), the largest sizes spread first; none where the driver keeps no
+    cache, or on a machine of few cores."""
+    slots = (os.cpu_count() or 1) - 4
+    if os.environ.get("CUDA_CACHE_DISABLE") == "1" or slots < 2:
+        return []
+    children = []
+    for target in found:
+        if target.name not in COMPILES_ON_FIRST_CALL:
+            continue
+        calls = sorted(((size, op) for op, sizes, quick_sizes in REPRESENTATIVES if op in _FIRST_CALL_OPS
+                        for size in (quick_sizes if quick else sizes)), reverse=True)
+        for share in (calls[i::slots] for i in range(min(slots, len(calls)))):
+            children.append(subprocess.Popen(
+                [sys.executable, "-c", "import sys; from dispatch.calibration import _first_calls; _first_calls()",
+                 target.name, *(f"{op}:{size}" for size, op in share)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return children
+
+
+def _first_calls() -> None:
+    """A child of ``_start_first_calls``: ``argv`` names the target, then ``op:size`` calls."""
+    import dispatch
+    from dispatch import targets
+
+    name, calls = sys.argv[1], [c.rpartition(":") for c in sys.argv[2:]]
+    inputs = _Inputs()
+    with dispatch.using(name):
+        for op, _, size in calls:
+            _call_for(op)(*(dispatch.asarray(h).to(name) for h in inputs(op, int(size), "float64")))
+            targets.probe(name).synchronize()
+
+
+def _finish_first_calls(children: list[subprocess.Popen]) -> None:
+    """Wait for the children (they only warm the driver's cache: their outcome does not matter)."""
+    deadline = time.perf_counter() + _FIRST_CALLS_WAIT_S
+    for child in children:
+        try:
+            child.wait(timeout=max(deadline - time.perf_counter(), 0.0))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
 def _ticker(total: int, progress: bool) -> Iterator[Callable[[str], None]]:
     if not progress:
         yield lambda label: None
@@ -514,25 +585,45 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     from dispatch import targets
 
     start = time.perf_counter()
-    found = [t for name, t in targets.available().items() if (only is None or name in only) and not t.scale_out]
-    info = machine()
-    inputs = _Inputs()
-    result: dict[str, Any] = {}
-    steps = sum(len(ops) for target in found for _, ops in _plan(target, quick))
-    ticker = _ticker(steps, progress)
-    tick = next(ticker)
+    wanted = [name for name in targets.TARGET_NAMES if only is None or name in only]
+    # the children start as soon as their target is found, while the others are looked for
+    children = _start_first_calls([t for n in wanted if n in COMPILES_ON_FIRST_CALL and (t := targets.probe(n))],
+                                  quick)
+    ticker = None
     try:
+        found = [t for name, t in targets.available().items() if name in wanted and not t.scale_out]
+        info = machine()
+        inputs = _Inputs()
+        result: dict[str, Any] = {}
+        ticker = _ticker(sum(len(ops) for target in found for _, ops in _plan(target, quick)), progress)
+        tick = next(ticker)
+        # While the children run: every device but its solvers. Then, undisturbed, the devices'
+        # solvers, and the host targets.
+        devices = [t for t in found if not t.device.is_host] if children else []
+        seconds = dict.fromkeys((t.name for t in found), 0.0)
+        for target in devices:
+            began = time.perf_counter()
+            result[target.name] = _measure_target(target, quick, inputs, tick, lambda op: op not in _FIRST_CALL_OPS)
+            seconds[target.name] += time.perf_counter() - began
+        _finish_first_calls(children)
+        children = []
         for target in found:
             began = time.perf_counter()
-            result[target.name] = _measure_target(target, quick, inputs, tick)
-            result[target.name]["seconds"] = round(time.perf_counter() - began, 2)
+            if target in devices:
+                _measure_ops(target, quick, inputs, tick, result[target.name], lambda op: op in _FIRST_CALL_OPS)
+            else:
+                result[target.name] = _measure_target(target, quick, inputs, tick)
+            seconds[target.name] += time.perf_counter() - began
+            result[target.name]["seconds"] = round(seconds[target.name], 2)
     finally:
-        with contextlib.suppress(StopIteration):
-            next(ticker)
+        _finish_first_calls(children)
+        if ticker is not None:
+            with contextlib.suppress(StopIteration):
+                next(ticker)
     cal = Calibration(
         fingerprint=fingerprint(info),
         machine=info,
-        targets=result,
+        targets={t.name: result[t.name] for t in found},
         quick=quick,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - start, 2),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import types
 
 import numpy as np
 import pytest
@@ -355,6 +356,81 @@ def test_a_size_ladder_stops_before_a_point_its_work_makes_slow(monkeypatch):
         out = calibration._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
         for op, _, quick_sizes in calibration.REPRESENTATIVES:
             assert len(out["ops"]["float64"][op]) == (points or len(quick_sizes)), op
+
+
+def _target(name: str, library: str, host: bool) -> types.SimpleNamespace:
+    return types.SimpleNamespace(name=name, library=library, device=types.SimpleNamespace(is_host=host),
+                                 scale_out=False)
+
+
+def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_measures_devices(isolated, monkeypatch):
+    """Where the driver compiles a library's solver kernels at their first call (minutes of a
+    fresh machine's calibration), children make those calls, every size it measures spread over
+    half the cores, while the devices are measured; the host targets wait for them."""
+    events = []
+
+    class Child:
+        def __init__(self, argv, **kwargs):
+            self.argv = argv
+            events.append(("start", argv[3], tuple(argv[4:])))
+
+        def wait(self, timeout=None):
+            events.append(("wait", self.argv[4]))
+
+    found = {"numpy": _target("numpy", "numpy", True), "cupy": _target("cupy", "cupy", False),
+             "torch-cuda": _target("torch-cuda", "torch", False)}
+    info = calibration.machine()
+    monkeypatch.setattr(calibration, "machine", lambda: info)
+    monkeypatch.setattr(calibration.subprocess, "Popen", Child)
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 7)  # three children, four cores left
+    monkeypatch.setattr(dispatch.targets, "available", lambda: found)
+    monkeypatch.setattr(dispatch.targets, "probe", found.get)
+    monkeypatch.setattr(calibration, "_plan", lambda target, quick: [])  # the progress bar's steps
+    solvers = ("linalg.solve", "linalg.svd", "linalg.lstsq")
+
+    def measured(target, which, out=None):
+        picked = {op for op, _, _ in calibration.REPRESENTATIVES if which(op)}
+        events.append(("measure", target.name, "solvers" if picked == set(solvers) else
+                       "all but solvers" if not picked & set(solvers) else "all"))
+        return out if out is not None else {}
+
+    monkeypatch.setattr(calibration, "_measure_target",
+                        lambda target, quick, inputs, tick, which=lambda op: True: measured(target, which))
+    monkeypatch.setattr(calibration, "_measure_ops",
+                        lambda target, quick, inputs, tick, out, which: measured(target, which, out))
+    monkeypatch.setattr(router, "use_calibration", lambda cal: None)
+    cal = calibration.calibrate(quick=True, progress=False, save=False)
+    assert list(cal.targets) == ["numpy", "cupy", "torch-cuda"]
+    started = [e for e in events if e[0] == "start"]
+    assert len(started) == 3 and {e[1] for e in started} == {"cupy"}
+    made = sorted(call for e in started for call in e[2])
+    assert made == sorted(f"{op}:{size}" for op, _, sizes in calibration.REPRESENTATIVES if op in solvers
+                          for size in sizes)
+    assert started[0][2][0] == "linalg.solve:256"  # the largest first, one a child
+    assert [e for e in events if e[0] != "start"] == [
+        ("measure", "cupy", "all but solvers"), ("measure", "torch-cuda", "all but solvers"),
+        ("wait", "linalg.solve:256"), ("wait", "linalg.svd:128"), ("wait", "linalg.lstsq:128"),
+        ("measure", "numpy", "all"), ("measure", "cupy", "solvers"), ("measure", "torch-cuda", "solvers")]
+    for env, cores in ((None, 5), (("CUDA_CACHE_DISABLE", "1"), 16)):  # no cores to spare; no cache to warm
+        if env:
+            monkeypatch.setenv(*env)
+        monkeypatch.setattr(calibration.os, "cpu_count", lambda cores=cores: cores)
+        assert calibration._start_first_calls(list(found.values()), quick=False) == []
+
+
+def test_the_first_call_children_run_in_a_fresh_interpreter(monkeypatch):
+    """The children's command line works: here on NumPy, as if it were such a library."""
+    monkeypatch.setattr(calibration, "COMPILES_ON_FIRST_CALL", frozenset({"numpy"}))
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 6)
+    children = calibration._start_first_calls([_target("numpy", "numpy", True)], quick=True)
+    calibration._finish_first_calls(children)
+    assert len(children) == 2 and [c.returncode for c in children] == [0, 0]
+    made = []
+    monkeypatch.setattr(calibration, "_call_for", lambda op: lambda *args: made.append((op, [a.shape for a in args])))
+    monkeypatch.setattr(calibration.sys, "argv", ["-c", "numpy", "linalg.lstsq:16", "linalg.solve:32"])
+    calibration._first_calls()
+    assert made == [("linalg.lstsq", [(calibration.TALL * 16, 16), (calibration.TALL * 16,)]),
+                    ("linalg.solve", [(32, 32), (32,)])]
 
 
 def test_calibration_draws_each_operand_once_for_every_op_and_target():
