@@ -509,10 +509,12 @@ _FIRST_CALLS_WAIT_S = 60.0
 def _start_first_calls(found: list[Any], quick: bool) -> list[subprocess.Popen]:
     """Children making the first solver calls of the targets named in ``COMPILES_ON_FIRST_CALL`` at
     every size their calibration measures, one each where there are cores enough (four are
-    left to the measurements), the largest sizes spread first; none where the driver keeps no
+    left to the measurements), the largest sizes spread first. None on a machine calibrated
+    before (its driver has compiled them: on an H200 machine the children then made a quick
+    calibration take 10 s, of which the targets' own measurements 5), where the driver keeps no
     cache, or on a machine of few cores."""
     slots = (os.cpu_count() or 1) - 4
-    if os.environ.get("CUDA_CACHE_DISABLE") == "1" or slots < 2:
+    if os.environ.get("CUDA_CACHE_DISABLE") == "1" or slots < 2 or any(cache_dir().glob("calibration-*.json")):
         return []
     children = []
     for target in found:

@@ -416,6 +416,10 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
             monkeypatch.setenv(*env)
         monkeypatch.setattr(calibration.os, "cpu_count", lambda cores=cores: cores)
         assert calibration._start_first_calls(list(found.values()), quick=False) == []
+    monkeypatch.delenv("CUDA_CACHE_DISABLE")
+    assert len(calibration._start_first_calls(list(found.values()), quick=False)) == 10  # one call each
+    (isolated / "calibration-0123.json").write_text("{}")  # calibrated before: compiled then
+    assert calibration._start_first_calls(list(found.values()), quick=False) == []
 
 
 def test_the_first_call_children_run_in_a_fresh_interpreter(monkeypatch):
