@@ -11,9 +11,11 @@ twenty calls between two of them on CuPy, kept 11.7 cores busy and ran 429 ms a 
 1.74 ms against 1.12, least_squares small in 2.41 against 1.39. So a product of at most
 ``SMALL_WORK`` multiply-adds (a fraction of a millisecond on one core) made more than
 ``BACK_TO_BACK_S`` after the last such one ended runs on one thread (threadpoolctl), and NumPy's
-thread count is put back right after. On the 2-core machine, with the rule by size alone, mlp
-medium (products of 256 x 64 by 64 x 128 a few calls apart) ran at 1.15x NumPy's time against
-1.03x without it; with the pause as well, 1.04x, and pairwise small 0.97x against 1.02x.
+thread count is put back right after, on a BLAS of over ``FEW_THREADS`` threads. On the 2-core
+machine, with its two threads, one thread cost more than the spinning: with the rule by size
+alone mlp medium (products of 256 x 64 by 64 x 128 a few calls apart) ran at 1.15x NumPy's
+time against 1.03x without it; with the pause as well, the suite's mlp small ran at 1.06-1.11x
+against 1.03-1.05x (pairwise small, 0.97x against 1.01x, was the one to gain).
 
 Only the BLAS that NumPy bundles is touched (found under NumPy's own directory), and only while
 such a product runs (from any thread: the count is the process's, so the first of concurrent
@@ -35,15 +37,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SMALL_WORK", "THREADED_WORK", "one_thread_when_small"]
+__all__ = ["BACK_TO_BACK_S", "FEW_THREADS", "SMALL_WORK", "THREADED_WORK", "one_thread_when_small"]
 
 THREADED_WORK = 65_536 * 4  # OpenBLAS's GEMM_MULTITHREAD_THRESHOLD (4) times its unit: one thread at or under
 SMALL_WORK = 1 << 22  # multiply-adds: about 0.1-0.3 ms on one core
 BACK_TO_BACK_S = 100e-6  # a product this soon after the last one keeps the threads, spinning for it
+FEW_THREADS = 4  # a BLAS of this many threads or fewer keeps them: few spin, each with a core of its own
 _last_end = float("-inf")  # when the last such product ended
 
 _lock = threading.Lock()  # looking for NumPy's BLAS once; the thread count's changes
-_found: list[Any] = []  # NumPy's BLAS controllers (threadpoolctl), looked for once
+_found: list[Any] = []  # NumPy's BLAS controllers (threadpoolctl) of many threads, looked for once
 _looked = False
 
 
@@ -59,7 +62,8 @@ def _numpy_blas() -> list[Any]:
                 else:
                     home = os.path.dirname(np.__file__)  # .../numpy; its bundled libraries are in .../numpy.libs
                     _found.extend(c for c in ThreadpoolController().select(user_api="blas").lib_controllers
-                                  if os.path.realpath(c.filepath).startswith((home + os.sep, home + ".libs" + os.sep)))
+                                  if os.path.realpath(c.filepath).startswith((home + os.sep, home + ".libs" + os.sep))
+                                  and c.get_num_threads() > FEW_THREADS)
                 _looked = True
     return _found
 
@@ -74,7 +78,7 @@ def _on_one_thread(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     global _depth
     with _lock:
         if _depth == 0:
-            _restore[:] = [(lib, n) for lib in _numpy_blas() if (n := lib.get_num_threads()) > 1]
+            _restore[:] = [(lib, n) for lib in _numpy_blas() if (n := lib.get_num_threads()) > FEW_THREADS]
             for lib, _ in _restore:
                 lib.set_num_threads(1)
         _depth += 1
@@ -91,15 +95,16 @@ def _on_one_thread(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 def one_thread_when_small(func: Callable[..., Any]) -> Callable[..., Any]:
     """``func`` (a NumPy product: ``matmul``, ``dot``) run on one BLAS thread when its operands are
     two host matrices whose product takes over ``THREADED_WORK`` and at most ``SMALL_WORK``
-    multiply-adds, and the last such product ended over ``BACK_TO_BACK_S`` before."""
+    multiply-adds, the last such product ended over ``BACK_TO_BACK_S`` before, and NumPy's BLAS
+    has over ``FEW_THREADS`` threads."""
 
     @functools.wraps(func)
     def product(*args: Any, **kwargs: Any) -> Any:
         global _last_end
-        if len(args) == 2:
+        if len(args) == 2 and _numpy_blas():
             a, b = args
             if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2:
-                if THREADED_WORK < a.shape[0] * a.shape[1] * b.shape[1] <= SMALL_WORK and _numpy_blas():
+                if THREADED_WORK < a.shape[0] * a.shape[1] * b.shape[1] <= SMALL_WORK:
                     try:
                         if time.perf_counter() - _last_end < BACK_TO_BACK_S:
                             return func(*args, **kwargs)
