@@ -55,15 +55,15 @@ def _numpy_blas() -> list[Any]:
     if not _looked:
         with _lock:
             if not _looked:
+                home = os.path.dirname(np.__file__)  # .../numpy; its bundled libraries are in .../numpy.libs
                 try:
                     from threadpoolctl import ThreadpoolController
-                except ImportError:
-                    pass
-                else:
-                    home = os.path.dirname(np.__file__)  # .../numpy; its bundled libraries are in .../numpy.libs
+
                     _found.extend(c for c in ThreadpoolController().select(user_api="blas").lib_controllers
                                   if os.path.realpath(c.filepath).startswith((home + os.sep, home + ".libs" + os.sep))
                                   and c.get_num_threads() > FEW_THREADS)
+                except Exception:  # no threadpoolctl, or it cannot read the libraries: NumPy's threads as they are
+                    _found.clear()
                 _looked = True
     return _found
 

@@ -120,3 +120,17 @@ def test_dispatch_runs_numpys_small_products_on_one_thread(monkeypatch):
     result = dispatch.asarray(a) @ dispatch.asarray(b)
     assert result.dtype == np.float64 and result.shape == (512, 512)
     np.testing.assert_allclose(np.asarray(result), a @ b, rtol=1e-12)
+
+
+def test_a_blas_threadpoolctl_cannot_read_keeps_numpys_threads(monkeypatch):
+    import threadpoolctl
+
+    def unreadable():
+        raise OSError("cannot read the loaded libraries")
+
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", unreadable)
+    monkeypatch.setattr(_blas, "_looked", False)
+    monkeypatch.setattr(_blas, "_found", [])
+    a = np.ones((300, 10))
+    np.testing.assert_array_equal(_blas.one_thread_when_small(np.matmul)(a, a.T), np.full((300, 300), 10.0))
+    assert _blas._numpy_blas() == [] and _blas._looked
