@@ -15,7 +15,8 @@ thread count is put back right after, on a BLAS of over ``FEW_THREADS`` threads.
 machine, with its two threads, one thread cost more than the spinning: with the rule by size
 alone mlp medium (products of 256 x 64 by 64 x 128 a few calls apart) ran at 1.15x NumPy's
 time against 1.03x without it; with the pause as well, the suite's mlp small ran at 1.06-1.11x
-against 1.03-1.05x (pairwise small, 0.97x against 1.01x, was the one to gain).
+against 1.03-1.05x (pairwise and least_squares small gained: 0.96x against 1.01x, 0.99x against
+1.04x).
 
 Only the BLAS that NumPy bundles is touched (found under NumPy's own directory), and only while
 such a product runs (from any thread: the count is the process's, so the first of concurrent
