@@ -14,6 +14,7 @@ the trace (``dispatch.tracing``), so every call returns NumPy's result.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -85,12 +86,14 @@ class Inputs:
         return None
 
 
-# Reductions and scans of one size cost differently along different axes (a full max, against
-# one over rows of ten): their axis is part of the router's key.
-_BY_AXIS = frozenset({"reduce", "scan"})
-
-
 def _layout(op: Op, args: tuple, kwargs: dict) -> Any:
+    """What else tells apart calls of one op, dtypes and size that cost differently: the part
+    of the router's key that ``_LAYOUTS`` gives for the op's kind of work, else ``None``."""
+    of = _LAYOUTS.get(op.work)
+    return None if of is None else of(op, args, kwargs)
+
+
+def _axis(op: Op, args: tuple, kwargs: dict) -> Any:
     axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
     ndim = getattr(args[0], "ndim", 0) if args else 0
     if type(axis) is int:
@@ -98,6 +101,42 @@ def _layout(op: Op, args: tuple, kwargs: dict) -> Any:
     if axis is None or (type(axis) is tuple and all(type(a) is int for a in axis)):
         return (ndim, axis)
     return None  # not an axis (a percentile's q): one key for all
+
+
+def _product(op: Op, args: tuple, kwargs: dict) -> Any:
+    """``("product", b)``, ``b`` the bit length of a two-operand product's output size.
+
+    Products of one input size differ by orders of magnitude in work and output: the
+    distances of 1000 queries to 50000 points (1000 x 32 by 32 x 50000) make 50 million
+    elements, a Gram matrix of as large an operand (32 x 50000 by 50000 x 32) a thousand. Under
+    one key, what the router learned of one decided the other (a GPU machine kept the first on
+    the host, as learned from the second)."""
+    if op.name not in _OUTPUT_ELEMENTS or len(args) < 2:
+        return None
+    a, b = getattr(args[0], "shape", None), getattr(args[1], "shape", None)
+    if a is None or b is None or not a or not b:
+        return None
+    return ("product", _OUTPUT_ELEMENTS[op.name](tuple(a), tuple(b)).bit_length())
+
+
+def _matmul_output(a: tuple, b: tuple) -> int:
+    m = a[-2] if len(a) >= 2 else 1
+    n = b[-1] if len(b) >= 2 else 1
+    return max(math.prod(a[:-2]), math.prod(b[:-2]), 1) * m * n
+
+
+# The output size of a product of two arrays of these shapes, by op.
+_OUTPUT_ELEMENTS = {
+    "matmul": _matmul_output,
+    "linalg.matmul": _matmul_output,
+    "matvec": lambda a, b: max(math.prod(a[:-2]), math.prod(b[:-1]), 1) * (a[-2] if len(a) >= 2 else 1),
+    "dot": lambda a, b: math.prod(a[:-1]) * math.prod(b[:-2]) * (b[-1] if len(b) >= 2 else 1),
+    "inner": lambda a, b: math.prod(a[:-1]) * math.prod(b[:-1]),
+}
+# The layout of a call, by the op's kind of work: reductions and scans of one size cost
+# differently along different axes (a full max, against one over rows of ten), products by
+# their output.
+_LAYOUTS = {"reduce": _axis, "scan": _axis, "matmul": _product}
 
 
 # A transform padded to at least this many times its input's length is priced on its points.
@@ -742,7 +781,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     lane = _resident_args(op, args, kwargs) if sized else None
     if lane is not None:
         arrays, natives = lane
-        inputs = Inputs(arrays, _layout(op, args, kwargs) if op.work in _BY_AXIS else None)
+        inputs = Inputs(arrays, _layout(op, args, kwargs))
         decision = router.decide(op, inputs, args, kwargs)
         result = _resident_run(op, args, natives, kwargs, inputs, decision)
         if result is not _MISS:
@@ -750,7 +789,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
                 _remember(memo_key, op, natives, kwargs, decision)
             return result
     else:
-        inputs = Inputs(_collect(args, kwargs), _layout(op, args, kwargs) if op.work in _BY_AXIS else None)
+        inputs = Inputs(_collect(args, kwargs), _layout(op, args, kwargs))
         if op.name in FFT_1D:
             _fft_points(inputs, args, kwargs)
         decision = router.decide(op, inputs, args, kwargs)

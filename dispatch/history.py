@@ -50,7 +50,7 @@ class Stat:
     samples: int
 
 
-HISTORY_VERSION = 2  # 2: keys carry the forced target and the layout
+HISTORY_VERSION = 3  # 2: keys carry the forced target and the layout; 3: a product's, its output size
 # A kind of call's first samples on a target may each pay a one-time cost: on a device CuPy
 # compiles an elementwise kernel per dtypes and dimension count (a 2-D view and a contiguous
 # array are two kernels) and cuSOLVER builds its handle; on the host a thread pool starts, once.
@@ -69,8 +69,12 @@ def _first_samples(target: str) -> int:
 
 def call_kind(key: tuple, target: str) -> tuple:
     """What a target's one-time costs are paid for: an op on some dtypes and layout (a
-    reduction's dimensions and axis), at any size."""
-    return (*key[:2], key[5] if len(key) > 5 else None, target)
+    reduction's dimensions and axis), at any size. A product's output size is no part of it:
+    BLAS libraries compile nothing per shape."""
+    layout = key[5] if len(key) > 5 else None
+    if type(layout) is tuple and layout[:1] == ("product",):
+        layout = None
+    return (*key[:2], layout, target)
 
 
 class History:

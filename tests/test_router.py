@@ -187,6 +187,33 @@ def test_decision_cache_hit_is_the_same_object(isolated):
     assert router.decide(op, inputs, (), {}) is router.decide(op, _inputs(dispatch.ones(40_000)), (), {})
 
 
+@pytest.mark.parametrize(("name", "a", "b"), [
+    ("matmul", (1_000, 32), (32, 50_000)), ("matmul", (32, 50_000), (50_000, 32)), ("matmul", (7, 3, 4), (4, 5)),
+    ("matmul", (6,), (6, 9)), ("matmul", (9, 6), (6,)), ("dot", (4, 5), (2, 5, 3)), ("dot", (8, 3), (3,)),
+    ("inner", (4, 5), (6, 5)), ("matvec", (3, 4, 5), (5,)), ("matvec", (4, 5), (3, 5)),
+])
+def test_a_products_key_carries_its_output_size(name, a, b):
+    op = op_named(name)
+    x, y = dispatch.ones(a), dispatch.ones(b)
+    assert _layout(op, (x, y), {}) == ("product", getattr(np, name)(np.ones(a), np.ones(b)).size.bit_length())
+
+
+def test_products_of_one_input_size_are_decided_apart(isolated):
+    """The distances of 1000 queries to 50000 points and the Gram matrix of those points have
+    inputs of one size: what was learned of one does not decide the other."""
+    router.use_calibration(synthetic())
+    op = op_named("matmul")
+    points, queries = dispatch.ones((50_000, 32)), dispatch.ones((1_000, 32))
+    distances = Inputs([queries, points.T], _layout(op, (queries, points.T), {}))
+    gram = Inputs([points.T, points], _layout(op, (points.T, points), {}))
+    assert distances.size == gram.size and router._key(op, distances) != router._key(op, gram)
+    for _ in range(10):
+        router.history.observe(router._key(op, gram), "numpy", 1e-4)
+        router.history.observe(router._key(op, gram), "torch-cpu", 1e-2)
+    assert router.decide(op, gram, (), {}).reason.startswith("history")
+    assert not router.decide(op, distances, (), {}).reason.startswith("history")
+
+
 def test_refusal_is_remembered_for_the_key(isolated):
     pytest.importorskip("torch")
     router.use_calibration(synthetic())
