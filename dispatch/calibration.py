@@ -87,10 +87,12 @@ INTEGER_OPS = ("sort",)
 # Seconds spent measuring one size of one op (about), full and quick; a size that would take
 # over _SLOW_POINT_S, by its work shape from the size below it, or that took it, ends the op's
 # size ladder (larger sizes are extrapolated the same way).
-_POINT_BUDGET_S = {False: 0.04, True: 0.02}
+_POINT_BUDGET_S = {False: 0.04, True: 0.01}
 _SLOW_POINT_S = 0.3
-# Quick calibrations measure float64 only (float32 is priced from it).
+# Quick calibrations measure float64 only (float32 and int64 are priced from it), and time each
+# transfer for a quarter of the full one's time.
 _QUICK_DTYPES = ("float64",)
+_TRANSFER_BUDGET_S = {False: 0.2, True: 0.05}
 # What a calibration measures, and how: a stored one made to another plan (by an older dispatch)
 # is measured again rather than priced from (a calibration from before lstsq was measured on tall
 # operands priced an H100's CuPy lstsq of 200000 x 100 at 5.4 s, NumPy's at 2.1; they take 20 ms
@@ -430,7 +432,7 @@ def _measure_ops(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str]
 def _plan(target: Any, quick: bool) -> list[tuple[str, tuple]]:
     """The dtypes measured on ``target``, each with its representative ops."""
     planned = []
-    for dtype in (*(_QUICK_DTYPES if quick else DTYPES), "int64"):
+    for dtype in _QUICK_DTYPES if quick else (*DTYPES, "int64"):
         if not _holds(target, dtype):
             continue
         planned.append((dtype, tuple(r for r in REPRESENTATIVES if dtype != "int64" or r[0] in INTEGER_OPS)))
@@ -471,15 +473,16 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
     nbytes = (16 if quick else 64) << 20
     host = np.ones(nbytes // 8)
     sync = target.synchronize
+    budget = _TRANSFER_BUDGET_S[quick]
     with _staging.no_locking():  # the path of an array's first send (later ones may be faster)
-        staged_in = _timer(lambda: target.from_host(host), sync, 0.2)
+        staged_in = _timer(lambda: target.from_host(host), sync, budget)
         native = target.from_host(host)
-        staged_out = _timer(lambda: target.to_host(native), sync, 0.2)
+        staged_out = _timer(lambda: target.to_host(native), sync, budget)
         threshold = _staging.THRESHOLD
         _staging.THRESHOLD = 1 << 62  # every copy pageable, to compare
         try:
-            pageable_in = _timer(lambda: target.from_host(host), sync, 0.2)
-            pageable_out = _timer(lambda: target.to_host(native), sync, 0.2)
+            pageable_in = _timer(lambda: target.from_host(host), sync, budget)
+            pageable_out = _timer(lambda: target.to_host(native), sync, budget)
         finally:
             _staging.THRESHOLD = threshold
     small = np.ones(1)
@@ -584,16 +587,16 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     """
     import contextlib
 
-    from dispatch import targets
+    from dispatch import router, targets
 
     start = time.perf_counter()
-    wanted = [name for name in targets.TARGET_NAMES if only is None or name in only]
+    wanted = [name for name in router.PRICED if only is None or name in only]
     # the children start as soon as their target is found, while the others are looked for
     children = _start_first_calls([t for n in wanted if n in COMPILES_ON_FIRST_CALL and (t := targets.probe(n))],
                                   quick)
     ticker = None
     try:
-        found = [t for name, t in targets.available().items() if name in wanted and not t.scale_out]
+        found = [t for name in wanted if (t := targets.probe(name)) is not None]
         info = machine()
         inputs = _Inputs()
         result: dict[str, Any] = {}
@@ -634,8 +637,6 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     if save:
         cal.save()
         _loaded[cal.fingerprint] = cal
-    from dispatch import router
-
     router.use_calibration(cal)
     return cal
 

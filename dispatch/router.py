@@ -61,7 +61,8 @@ __all__ = ["Decision", "clear_decisions", "credit", "decide", "failed", "host_fl
 # uses it for these ops only; calibration measures the machine at hand instead.
 TORCH_CPU_FASTER = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "add.reduce"})
 GPU_TARGETS = ("cupy", "torch-cuda", "torch-mps")
-_PRICED = frozenset((*HOST_TARGETS, *GPU_TARGETS))
+PRICED = (*HOST_TARGETS, *GPU_TARGETS)  # the targets the cost policy weighs: those a calibration measures
+_PRICED = frozenset(PRICED)
 # Host calls of at most this many elements run on NumPy under every policy, without probing any
 # other target (which would import torch or CuPy): no engine's call overhead (microseconds for
 # torch, a launch and a transfer for a GPU) is repaid on so little data.

@@ -162,7 +162,8 @@ def test_calibrate_show_a_gpu_calibration(cache, tmp_path, capsys):
 @pytest.mark.parametrize(
     "args, code, message",
     [
-        (["--only", "nope"], 2, "unknown target 'nope'; known: numpy, torch-cpu, cupy, torch-cuda, torch-mps"),
+        (["--only", "nope"], 2, "unknown target 'nope'; known: numpy, torch-cpu, cupy, torch-cuda, torch-mps\n"),
+        (["--only", "dask"], 2, "target dask is reached by size, never priced: there is nothing to calibrate"),
         (["--show", "missing.json"], 2, "no such calibration: missing.json"),
         (["--show", "--quick"], 2, "--show measures nothing: it takes no --quick, --only or --out"),
         (["--show"], 1, "this machine is not calibrated (nothing at"),

@@ -72,13 +72,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_targets(names: list[str] | None) -> tuple[str, ...] | None:
-    from dispatch import targets
+    from dispatch import router, targets
 
     if not names:
         return None
     for name in names:
+        if name in targets.TARGET_NAMES and name not in router.PRICED:
+            raise CommandError(f"target {name} is reached by size, never priced: there is nothing to calibrate", 2)
         if name not in targets.TARGET_NAMES:
-            raise CommandError(f"unknown target {name!r}; known: {', '.join(targets.TARGET_NAMES)}", 2)
+            raise CommandError(f"unknown target {name!r}; known: {', '.join(router.PRICED)}", 2)
         if targets.probe(name) is None:
             raise CommandError(f"target {name} is not available here: {targets.unavailable()[name]}")
     return tuple(dict.fromkeys(names))

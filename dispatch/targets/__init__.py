@@ -71,7 +71,6 @@ class Target:
     device: Device = HOST
     tier: Backend = Backend.SCALAR
     library: str = ""  # the module a user would import ("numpy", "torch", "cupy")
-    scale_out: bool = False  # reached by size (dispatch.cluster), never priced nor calibrated
 
     def run(self, op: Op, args: tuple, kwargs: dict) -> Any:
         """Run ``op`` on native arguments; raise ``Unsupported`` to refuse."""

@@ -105,7 +105,6 @@ class DaskTarget(Target):
     device = DASK
     tier = Backend.SIMD
     library = "dask"
-    scale_out = True
 
     def __init__(self) -> None:
         try:
