@@ -50,7 +50,7 @@ class Stat:
     samples: int
 
 
-HISTORY_VERSION = 3  # 2: keys carry the forced target and the layout; 3: a product's, its output size
+HISTORY_VERSION = 3  # 2: keys carry the forced target and the layout; 3: products' and element-wise calls' layouts
 # A kind of call's first samples on a target may each pay a one-time cost: on a device CuPy
 # compiles an elementwise kernel per dtypes and dimension count (a 2-D view and a contiguous
 # array are two kernels) and cuSOLVER builds its handle; on the host a thread pool starts, once.

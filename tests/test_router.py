@@ -214,6 +214,24 @@ def test_products_of_one_input_size_are_decided_apart(isolated):
     assert not router.decide(op, distances, (), {}).reason.startswith("history")
 
 
+def test_an_element_wise_calls_key_says_whether_its_operands_broadcast(isolated):
+    """A weight update (two operands of one shape) and logits less their row maxima (a column
+    broadcast), of one size: what was learned of one does not decide the other."""
+    router.use_calibration(synthetic())
+    op = op_named("subtract")
+    weights, logits = dispatch.ones((256, 512)), dispatch.ones((16_384, 10))
+    update = Inputs([weights, weights], _layout(op, (weights, weights), {}))
+    centred = Inputs([logits, logits[:, :1]], _layout(op, (logits, logits[:, :1]), {}))
+    assert (update.layout, centred.layout) == (None, "broadcast")
+    assert _layout(op, (weights, 2.0), {}) is None and _layout(op, (dispatch.asarray(2.0), weights), {}) is None
+    assert update.size.bit_length() == centred.size.bit_length() and router._key(op, update) != router._key(op, centred)
+    for _ in range(10):
+        router.history.observe(router._key(op, centred), "numpy", 1e-4)
+        router.history.observe(router._key(op, centred), "torch-cpu", 1e-2)
+    assert router.decide(op, centred, (), {}).reason.startswith("history")
+    assert not router.decide(op, update, (), {}).reason.startswith("history")
+
+
 def test_refusal_is_remembered_for_the_key(isolated):
     pytest.importorskip("torch")
     router.use_calibration(synthetic())
