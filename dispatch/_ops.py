@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from converters.numpy_ops import NUMPY_CATALOG
-from dispatch._blas import one_thread_when_small
 from dispatch.selector import OpComplexity
 
 __all__ = ["GETITEM", "POWER_OPERATOR", "SETITEM", "Op", "op_for_function", "op_for_ufunc_method", "op_named"]
@@ -27,9 +26,6 @@ MUTATES = {
     "put_along_axis": 0,
     "random.shuffle": 0,
 }
-
-# Products NumPy runs on one BLAS thread when small (``dispatch._blas``).
-SMALL_PRODUCTS_ON_ONE_THREAD = frozenset({"matmul", "dot"})
 
 # Ops that run where their data is, whatever its size.
 LOCAL = frozenset({
@@ -97,7 +93,7 @@ def op_named(name: str) -> Op:
         func = _resolve(name)
         op = Op(
             name=name,
-            func=one_thread_when_small(func) if name in SMALL_PRODUCTS_ON_ONE_THREAD else func,
+            func=func,
             complexity=entry.complexity,
             work=entry.work,
             ufunc=func if isinstance(func, np.ufunc) else None,
