@@ -206,12 +206,19 @@ def test_products_of_one_input_size_are_decided_apart(isolated):
     points, queries = dispatch.ones((50_000, 32)), dispatch.ones((1_000, 32))
     distances = Inputs([queries, points.T], _layout(op, (queries, points.T), {}))
     gram = Inputs([points.T, points], _layout(op, (points.T, points), {}))
-    assert distances.size == gram.size and router._key(op, distances) != router._key(op, gram)
+    assert distances.size == gram.size
+    _assert_learned_of_one_decides_only_it(op, gram, distances)
+
+
+def _assert_learned_of_one_decides_only_it(op, learned, other):
+    """Calls of one op and size bucket, on two keys: what the history measured of ``learned``
+    decides it, and not ``other``."""
+    assert router._key(op, learned) != router._key(op, other)
     for _ in range(10):
-        router.history.observe(router._key(op, gram), "numpy", 1e-4)
-        router.history.observe(router._key(op, gram), "torch-cpu", 1e-2)
-    assert router.decide(op, gram, (), {}).reason.startswith("history")
-    assert not router.decide(op, distances, (), {}).reason.startswith("history")
+        router.history.observe(router._key(op, learned), "numpy", 1e-4)
+        router.history.observe(router._key(op, learned), "torch-cpu", 1e-2)
+    assert router.decide(op, learned, (), {}).reason.startswith("history")
+    assert not router.decide(op, other, (), {}).reason.startswith("history")
 
 
 def test_an_element_wise_calls_key_says_whether_its_operands_broadcast(isolated):
@@ -224,12 +231,8 @@ def test_an_element_wise_calls_key_says_whether_its_operands_broadcast(isolated)
     centred = Inputs([logits, logits[:, :1]], _layout(op, (logits, logits[:, :1]), {}))
     assert (update.layout, centred.layout) == (None, "broadcast")
     assert _layout(op, (weights, 2.0), {}) is None and _layout(op, (dispatch.asarray(2.0), weights), {}) is None
-    assert update.size.bit_length() == centred.size.bit_length() and router._key(op, update) != router._key(op, centred)
-    for _ in range(10):
-        router.history.observe(router._key(op, centred), "numpy", 1e-4)
-        router.history.observe(router._key(op, centred), "torch-cpu", 1e-2)
-    assert router.decide(op, centred, (), {}).reason.startswith("history")
-    assert not router.decide(op, update, (), {}).reason.startswith("history")
+    assert update.size.bit_length() == centred.size.bit_length()
+    _assert_learned_of_one_decides_only_it(op, centred, update)
 
 
 def test_refusal_is_remembered_for_the_key(isolated):
