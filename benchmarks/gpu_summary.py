@@ -43,7 +43,11 @@ def calibration_line(out: Path) -> str | None:
         gemm = data.get("gemm", {}).get("float32") or data.get("gemm", {}).get("float64") or []
         rate = max((r for _, r in gemm), default=0.0)
         parts.append(f"{name} {rate / 1e12:.2f} TFLOP/s")
-    return f"calibrate  {cal.get('seconds', 0):.1f} s; best GEMM: " + ", ".join(parts)
+    line = f"calibrate  {cal.get('seconds', 0):.1f} s; best GEMM: " + ", ".join(parts)
+    quick = _load(out / "calibration-quick.json")
+    timed = out / "calibration-quick.txt"
+    command = timed.read_text().split()[-2] if timed.exists() else "?"
+    return line + (f"; quick {quick.get('seconds', 0):.1f} s (the command {command} s)" if quick else "")
 
 
 def overhead_line(out: Path) -> str | None:
