@@ -213,12 +213,25 @@ def test_products_of_one_input_size_are_decided_apart(isolated):
 def _assert_learned_of_one_decides_only_it(op, learned, other):
     """Calls of one op and size bucket, on two keys: what the history measured of ``learned``
     decides it, and not ``other``."""
+    pytest.importorskip("torch")
     assert router._key(op, learned) != router._key(op, other)
     for _ in range(10):
         router.history.observe(router._key(op, learned), "numpy", 1e-4)
         router.history.observe(router._key(op, learned), "torch-cpu", 1e-2)
     assert router.decide(op, learned, (), {}).reason.startswith("history")
     assert not router.decide(op, other, (), {}).reason.startswith("history")
+
+
+def test_a_targets_first_calls_are_counted_per_op_dtypes_and_axis_not_per_product_size():
+    """A device's first call of a kind pays a one-time cost (a kernel compiled, a module
+    loaded): per reduction axis, not per product output size (BLAS compiles nothing per shape)."""
+    from dispatch.history import call_kind
+
+    dtypes = (np.dtype("float64"), np.dtype("float64"))
+    small, large = (("matmul", dtypes, 21, frozenset(), None, ("product", b)) for b in (10, 26))
+    assert call_kind(small, "cupy") == call_kind(large, "cupy") == ("matmul", dtypes, None, "cupy")
+    rows, columns = (("sum", dtypes[:1], 21, frozenset(), None, (2, axis)) for axis in (0, 1))
+    assert call_kind(rows, "cupy") != call_kind(columns, "cupy")
 
 
 def test_an_element_wise_calls_key_says_whether_its_operands_broadcast(isolated):
