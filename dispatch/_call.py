@@ -665,10 +665,11 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
 
 def _remember_host(memo_key: tuple, op: Op, args: tuple, decision: Any) -> None:
     """Keep a host call the router sends to NumPy (see the memo above), if it has arrays, every
-    one on the host and reached by no root, and nothing follows from the decision."""
+    one on the host and reached by no root, and nothing follows from the decision (a device's
+    ``gain`` on the call credits the roots of its inputs: these have none)."""
     arrays = [a for a in args if type(a) is ndarray]
     if (not arrays or any(type(a._data) is not np.ndarray or a._root is not None for a in arrays)
-            or op.work == "random" or decision.placeable or decision.hosted or decision.gain or decision.live
+            or op.work == "random" or decision.placeable or decision.hosted or decision.live
             or decision.reason.startswith(router.FALLBACK) or router.cached(decision.key) is not decision):
         return
     _keep(memo_key, decision, None, op.func)  # no target: NumPy's function, called as ``_run_numpy`` does

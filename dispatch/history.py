@@ -196,10 +196,17 @@ class History:
 
     # ---- what becomes of results computed on the host, where a device was priced -----------------------
 
-    def hosted(self, key: tuple) -> None:
-        """A host target made a result of this kind of call."""
+    def hosted(self, key: tuple) -> int:
+        """A host target made a result of this kind of call; returns how many it has made."""
         with self._lock:
-            self.sends.setdefault(key, [0, 0])[0] += 1
+            counts = self.sends.setdefault(key, [0, 0])
+            counts[0] += 1
+            return counts[0]
+
+    def hosted_made(self, key: tuple) -> int:
+        """How many results of this kind of call a host target made where a device was priced."""
+        counts = self.sends.get(key)
+        return counts[0] if counts is not None else 0
 
     def sent(self, key: tuple) -> int:
         """One such result was then sent to a device; returns how many have been."""

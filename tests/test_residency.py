@@ -155,6 +155,39 @@ def test_a_host_result_used_on_the_host_teaches_nothing():
     numpy.testing.assert_allclose(float(total), 2 * (w0 - 0.1 * g0).sum(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("sent_one", [False, True])
+def test_host_results_are_followed_only_so_long_unless_one_was_sent(sent_one):
+    """A kind of call run on the host where a device was priced: its results are followed
+    (``_hosted``) through HOSTED_FOLLOWED of them; none sent to a device by then, no more, and
+    the call may skip the router's bookkeeping. One sent: still followed, the share still
+    learned."""
+    cal = synthetic(gpu=True, torch_cpu=False)
+    cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_device_staged=2e9, to_device_pageable=2e9)
+    router.use_calibration(cal)
+    w0, g0 = numpy.linspace(0.0, 1.0, N), numpy.linspace(1.0, 2.0, N)
+    g = dispatch.asarray(g0).to("cupy")
+    first = dispatch.asarray(w0) - 0.1 * g
+    key = first._hosted
+    assert key is not None and first.target == "numpy"
+    for _ in range(router.HOSTED_FOLLOWED - 2):
+        w = dispatch.asarray(w0) - 0.1 * g
+        assert w._hosted == key and w.target == "numpy"
+    if sent_one:
+        with dispatch.using("cupy"):
+            w * g  # one result in 32 sent: a copy too cheap to move the call, but to be learned
+    w = dispatch.asarray(w0) - 0.1 * g
+    assert w._hosted == key and w.target == "numpy"
+    assert router.history.sends[key] == [router.HOSTED_FOLLOWED, int(sent_one)]
+    later = dispatch.asarray(w0) - 0.1 * g
+    assert later.target == "numpy"
+    assert (later._hosted == key) is sent_one
+    assert router.history.sends[key][0] == router.HOSTED_FOLLOWED + int(sent_one)
+    want = w0 - 0.1 * g0
+    got = numpy.asarray(later)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    numpy.testing.assert_allclose(got, want, rtol=1e-15)
+
+
 def test_sends_persist_with_the_history(tmp_path):
     h = History()
     key = ("subtract", (numpy.dtype("float64"),) * 2, 20, frozenset({dispatch.devices.HOST}))
