@@ -113,15 +113,21 @@ def test_outcomes_persist_with_the_history(tmp_path):
     assert again.p_return(key) == pytest.approx(2 / 4)
 
 
-def test_a_host_result_seen_sent_to_a_device_next_is_made_there():
-    """A weight updated from a device's gradient: on the host the update wins alone (the
-    gradient comes back faster than the weight goes in), but each new weight is then sent to
-    the device; once that is seen, the host's price carries that copy and the update moves."""
+def _weight_and_device_gradient():
+    """A weight on the host and its gradient on the device, where copying to the device is
+    cheap enough that each new weight sent there makes the update move (see below)."""
     cal = synthetic(gpu=True, torch_cpu=False)
     cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_device_staged=2e9, to_device_pageable=2e9)
     router.use_calibration(cal)
     w0, g0 = numpy.linspace(0.0, 1.0, N), numpy.linspace(1.0, 2.0, N)
-    g = dispatch.asarray(g0).to("cupy")
+    return w0, g0, dispatch.asarray(g0).to("cupy")
+
+
+def test_a_host_result_seen_sent_to_a_device_next_is_made_there():
+    """A weight updated from a device's gradient: on the host the update wins alone (the
+    gradient comes back faster than the weight goes in), but each new weight is then sent to
+    the device; once that is seen, the host's price carries that copy and the update moves."""
+    w0, g0, g = _weight_and_device_gradient()
     w = dispatch.asarray(w0) - 0.1 * g
     assert w.target == "numpy"
     key = w._hosted
@@ -140,11 +146,7 @@ def test_a_host_result_seen_sent_to_a_device_next_is_made_there():
 
 
 def test_a_host_result_used_on_the_host_teaches_nothing():
-    cal = synthetic(gpu=True, torch_cpu=False)
-    cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_device_staged=2e9, to_device_pageable=2e9)
-    router.use_calibration(cal)
-    w0, g0 = numpy.linspace(0.0, 1.0, N), numpy.linspace(1.0, 2.0, N)
-    g = dispatch.asarray(g0).to("cupy")
+    w0, g0, g = _weight_and_device_gradient()
     for _ in range(3):
         w = dispatch.asarray(w0) - 0.1 * g
         assert w.target == "numpy"
@@ -161,11 +163,7 @@ def test_host_results_are_followed_only_so_long_unless_one_was_sent(sent_one):
     (``_hosted``) through HOSTED_FOLLOWED of them; none sent to a device by then, no more, and
     the call may skip the router's bookkeeping. One sent: still followed, the share still
     learned."""
-    cal = synthetic(gpu=True, torch_cpu=False)
-    cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_device_staged=2e9, to_device_pageable=2e9)
-    router.use_calibration(cal)
-    w0, g0 = numpy.linspace(0.0, 1.0, N), numpy.linspace(1.0, 2.0, N)
-    g = dispatch.asarray(g0).to("cupy")
+    w0, g0, g = _weight_and_device_gradient()
     first = dispatch.asarray(w0) - 0.1 * g
     key = first._hosted
     assert key is not None and first.target == "numpy"
