@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import router, tracing
+from dispatch import blas_spin, router, tracing
 from dispatch._array import _DeviceScalar, _engine_of, ndarray, wrap
 from dispatch._ops import GETITEM, Op
 from dispatch._state import STATE
@@ -398,6 +398,8 @@ def _run_into(op: Op, args: tuple, into: ndarray) -> ndarray:
 
 def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     """Run on NumPy: arrays come to the host; writes into device arrays are copied back."""
+    if op.work in blas_spin.BLAS_WORK:
+        blas_spin.ran()
     if op.mutates is None and op.work != "random":
         hargs = _small_on_host(args, _ANY_SIZE)  # every array already on the host: unwrap, nothing to copy
         hkwargs = _small_kwargs(kwargs, _ANY_SIZE) if hargs is not None else None
@@ -672,7 +674,18 @@ def _remember_host(memo_key: tuple, op: Op, args: tuple, decision: Any) -> None:
             or op.work == "random" or decision.placeable or decision.hosted or decision.live
             or decision.reason.startswith(router.FALLBACK) or router.cached(decision.key) is not decision):
         return
-    _keep(memo_key, decision, None, op.func)  # no target: NumPy's function, called as ``_run_numpy`` does
+    run = op.func  # no target: NumPy's function, called as ``_run_numpy`` does
+    if op.work in blas_spin.BLAS_WORK:
+        run = _noting_blas(run)
+    _keep(memo_key, decision, None, run)
+
+
+def _noting_blas(func: Any) -> Any:
+    """``func``, telling ``blas_spin`` that NumPy's BLAS ran (as ``_run_numpy`` does)."""
+    def run(*args: Any, **kwargs: Any) -> Any:
+        blas_spin.ran()
+        return func(*args, **kwargs)
+    return run
 
 
 def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: Any) -> None:

@@ -93,6 +93,24 @@ def test_a_repeated_host_call_the_router_keeps_on_numpy_runs_from_the_memo(label
     assert_same(program(dispatch, a, b), program(np, an, bn))
 
 
+def test_a_product_run_from_the_memo_is_seen_by_blas_spin(routed_on_host, monkeypatch):
+    """A product the memo runs on NumPy still tells ``blas_spin`` that NumPy's BLAS ran."""
+    import math
+
+    from dispatch import blas_spin
+
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((6, 5)), rng.standard_normal((5, 4))
+    a, b = dispatch.asarray(an), dispatch.asarray(bn)
+    np.testing.assert_array_equal(np.asarray(a @ b), an @ bn)  # decided, and remembered
+    _router_off(monkeypatch, routed_on_host)
+    monkeypatch.setattr(blas_spin, "_last", -math.inf)
+    got = a @ b
+    assert blas_spin.spinning()
+    np.testing.assert_array_equal(np.asarray(got), an @ bn)
+    assert got.dtype == np.float64 and got.shape == (6, 4)
+
+
 def test_host_calls_with_consequences_are_not_remembered(routed_on_host, monkeypatch):
     """A rooted input (its result carries the root, and may credit it), a decision that makes
     roots or watches where its result goes: the router sees every call. A device's gain on the

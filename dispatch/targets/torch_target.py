@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from converters.numpy_ops import NUMPY_CATALOG
+from dispatch import blas_spin
 from dispatch.devices import HOST, Device
 from dispatch.selector import Backend
 from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
@@ -176,6 +177,11 @@ class TorchTarget(Target):
         return start, end
 
     def run(self, op: Any, args: tuple, kwargs: dict) -> Any:
+        if self.kind == "cpu" and blas_spin.spinning():  # NumPy's BLAS threads hold the cores
+            return blas_spin.on_one_thread(self.torch, lambda: self._run(op, args, kwargs))
+        return self._run(op, args, kwargs)
+
+    def _run(self, op: Any, args: tuple, kwargs: dict) -> Any:
         for a in (*args, *kwargs.values()):
             self._check_input(a)
         impl = _IMPLS.get(op.name)
