@@ -791,7 +791,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     into, as NumPy's own temporary elision would (``_array._elides`` checked it may).
     ``sized``: the arrays' sizes tell the call's work (not an FFT padded to ``n`` points), so
     small host arrays may skip the router."""
-    if STATE.plain and sized:
+    if STATE.floored and sized:
         if not op.local:
             hargs, floor, rootless = under_floors(op, args)
         elif op.name not in router.PLACED_COPIES:  # views and casts of host data no root reaches: NumPy's
@@ -800,14 +800,9 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
             hargs = None
         hkwargs = _small_kwargs(kwargs, floor, rootless) if hargs is not None else None
         if hkwargs is not None:
-            result = op.func(*hargs, **hkwargs)
-            if op.local or kwargs.get("out") is not None:
-                return wrap(result, out_of=(args, kwargs))
-            if type(result) is np.ndarray:
-                obj = object.__new__(ndarray)
-                obj._data = result
-                return obj
-            return wrap(result)
+            if STATE.tracing:  # a trace records the call where the program runs it untraced
+                return _traced_under_floor(op, args, kwargs, hargs, hkwargs)
+            return _under_floor(op, args, kwargs, hargs, hkwargs)
     memo_key = _memo_key(op, args, kwargs) if into is None else None  # (into: NumPy's elision, asked for)
     if memo_key is not None:
         entry = _memo.get(memo_key)
@@ -862,6 +857,31 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     tracing.fallback(op, why)
     fallback = router.Decision(NUMPY, router.FALLBACK + why, key=decision.key)
     return _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
+
+
+def _under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) -> Any:
+    """NumPy's result for a call under the floors, on its unwrapped host arguments."""
+    result = op.func(*hargs, **hkwargs)
+    if op.local or kwargs.get("out") is not None:
+        return wrap(result, out_of=(args, kwargs))
+    if type(result) is np.ndarray:
+        obj = object.__new__(ndarray)
+        obj._data = result
+        return obj
+    return wrap(result)
+
+
+def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) -> Any:
+    """``_under_floor``, recorded in the open trace with why it ran on NumPy."""
+    inputs = Inputs(_collect(args, kwargs))
+    if op.local:
+        reason = "local: where the data is"
+    elif inputs.size <= router.SMALL:
+        reason = "small: NumPy on the host"
+    else:
+        reason = "floor: NumPy, under the size where another target could pay"
+    decision = router.Decision(router.NUMPY, reason)
+    return _execute(op, inputs, decision, lambda: _under_floor(op, args, kwargs, hargs, hkwargs))
 
 
 def hosted(result: ndarray, key: tuple) -> None:

@@ -1,7 +1,9 @@
 """Process state the call path reads on every call: the forced target and the switches that
 turn the fast path off (a forced target, tracing, history sampling).
 
-Kept in one small object so the hot path reads one attribute (``STATE.plain``).
+Kept in one small object so the hot path reads one attribute (``STATE.plain``). A trace turns
+the compiled fast path off but not the floors (``STATE.floored``): a traced call under them runs
+on NumPy as it would untraced, and is recorded.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ _AUTO = "auto"
 
 
 class _State:
-    __slots__ = ("_active_using", "_global_forced", "observers", "plain", "tracing")
+    __slots__ = ("_active_using", "_global_forced", "floored", "observers", "plain", "tracing")
 
     def __init__(self) -> None:
         self._global_forced: str | None = None  # set_backend / DISPATCH_BACKEND
@@ -27,9 +29,11 @@ class _State:
         self.tracing = 0  # open trace contexts (and DISPATCH_TRACE)
         self.observers = 0  # other per-call listeners (history sampling)
         self.plain = True  # nothing above is set: the fast path may skip routing
+        self.floored = True  # nothing but a trace is set: calls under the floors still skip it (recorded)
 
     def refresh(self) -> None:
-        self.plain = not (self._global_forced or self._active_using or self.tracing or self.observers)
+        self.floored = not (self._global_forced or self._active_using or self.observers)
+        self.plain = self.floored and not self.tracing
 
     # The forced target ---------------------------------------------------------------------
 

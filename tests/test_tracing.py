@@ -29,6 +29,35 @@ def test_trace_records_each_call():
     assert first.target == "numpy" and first.reason and first.seconds > 0
 
 
+def test_a_trace_leaves_calls_under_the_floors_where_they_run(monkeypatch):
+    """Traced, a call under its op's floors still runs on NumPy without asking the router, as
+    it does untraced, and the trace says why: tracing must not change what it traces."""
+    from dispatch import router
+    from dispatch._ops import op_named
+
+    exp = op_named("exp")
+    monkeypatch.setattr(exp, "floor", 10_000)
+    monkeypatch.setattr(exp, "trip_floor", 10_000)
+    asked = []
+    decide = router.decide
+    monkeypatch.setattr(router, "decide", lambda *args: asked.append(args[0].name) or decide(*args))
+    xn = np.linspace(0.0, 1.0, 1000)
+    x = dispatch.asarray(xn)
+    with dispatch.trace() as t:
+        y = dispatch.exp(x)
+        z = dispatch.exp(x[:100])
+        v = x[10:20]
+    assert asked == []
+    assert [(r.op, r.target, r.reason.split(":")[0]) for r in t.records] == [
+        ("exp", "numpy", "floor"), ("__getitem__", "numpy", "local"), ("exp", "numpy", "small"),
+        ("__getitem__", "numpy", "local")]
+    assert t.records[0].shapes == [[1000]] and t.records[0].dtypes == ["float64"]
+    for got, want in ((y, np.exp(xn)), (z, np.exp(xn[:100])), (v, xn[10:20])):
+        got = np.asarray(got)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
 def test_numpy_trace_keeps_its_meaning():
     x = dispatch.arange(9.0).reshape(3, 3)
     assert dispatch.trace(x) == np.trace(np.arange(9.0).reshape(3, 3))

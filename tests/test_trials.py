@@ -235,7 +235,8 @@ def test_a_forced_target_and_the_other_policies_are_never_on_trial(fake_gpu):
         with dispatch.trace() as t:
             for _ in range(3 * trials.BLOCK):
                 dispatch.exp(x)
-        assert {r.reason.split(":")[0] for r in t.records} == {"heuristic"}
+        reasons = {r.reason.split(":")[0] for r in t.records}  # (under the seed table's floor, or by it)
+        assert len(t.records) == 3 * trials.BLOCK and reasons <= {"heuristic", "floor"}
     finally:
         router.set_policy("cost")
 
