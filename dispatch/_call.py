@@ -879,7 +879,7 @@ def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs:
     elif inputs.size <= router.SMALL:
         reason = "small: NumPy on the host"
     else:
-        reason = "floor: NumPy, under the size where another target could pay"
+        reason = "floor: NumPy, at a size where no other target pays"
     decision = router.Decision(router.NUMPY, reason)
     return _execute(op, inputs, decision, lambda: _under_floor(op, args, kwargs, hargs, hkwargs))
 
