@@ -1,0 +1,30 @@
+"""torch is loaded to share the host with NumPy as NumPy does: idle threads asleep, huge pages
+for large tensors; a setting of the user's own is kept."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+_PROBE = ("import os, dispatch.targets as t; assert t.probe('torch-cpu') is not None; "
+          "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('THP_MEM_ALLOC_ENABLE'))")
+
+
+def _settings(**env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "THP_MEM_ALLOC_ENABLE")}
+    done = subprocess.run([sys.executable, "-c", _PROBE], env={**clean, **env}, capture_output=True, text=True,
+                          check=True)
+    return done.stdout.strip()
+
+
+def test_torch_is_loaded_with_idle_threads_asleep_and_huge_pages():
+    assert _settings() == "PASSIVE 1"
+
+
+def test_the_user_s_own_settings_are_kept():
+    assert _settings(OMP_WAIT_POLICY="ACTIVE", THP_MEM_ALLOC_ENABLE="0") == "ACTIVE 0"
