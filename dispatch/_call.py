@@ -875,11 +875,11 @@ def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs:
     """``_under_floor``, recorded in the open trace with why it ran on NumPy."""
     inputs = Inputs(_collect(args, kwargs))
     if op.local:
-        reason = "local: where the data is"
+        reason = router.LOCAL_REASON
     elif inputs.size <= router.SMALL:
-        reason = "small: NumPy on the host"
+        reason = router.SMALL_REASON
     else:
-        reason = "floor: NumPy, at a size where no other target pays"
+        reason = router.FLOOR_REASON
     decision = router.Decision(router.NUMPY, reason)
     return _execute(op, inputs, decision, lambda: _under_floor(op, args, kwargs, hargs, hkwargs))
 

@@ -102,6 +102,11 @@ ROOTS_FOLLOWED = 32
 # machine an FFT filter's ``rfft(taps, n=8192)``, its 63 taps padded, took 87 µs a call followed
 # against NumPy's 57.
 HOSTED_FOLLOWED = 32
+# Why a call runs where it does without being priced; a trace records calls under the floors,
+# which skip the router (``dispatch._call``), with the same words.
+LOCAL_REASON = "local: where the data is"
+SMALL_REASON = "small: NumPy on the host"
+FLOOR_REASON = "floor: NumPy, at a size where no other target pays"
 # Copies of host data: a local op elsewhere, but a fresh array the router may make on a device
 # (``_decide_placement``).
 PLACED_COPIES = frozenset({"copy", "array"})
@@ -423,11 +428,11 @@ def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
         if gather is not None:
             return gather, False  # decided on the bytes of these arrays, not on the key's size bucket
     if op.local and inputs.arrays:  # before host ops: indexing (outside the catalog) stays where the data is
-        return Decision(_engine_holding(inputs.arrays[0]), "local: where the data is", key=key), True
+        return Decision(_engine_holding(inputs.arrays[0]), LOCAL_REASON, key=key), True
     if not op.cataloged or op.work in ("host", "random"):
         return Decision(NUMPY, "host op", key=key), True
     if inputs.size <= SMALL and all(d.is_host for d in inputs.devices):
-        return Decision(NUMPY, "small: NumPy on the host", key=key), True
+        return Decision(NUMPY, SMALL_REASON, key=key), True
     scaled = cluster.route(op, inputs, key)
     if scaled is not None:
         return scaled
@@ -603,7 +608,7 @@ def _decide_placement(op: Any, inputs: Any, key: tuple) -> Decision:
     """A copy of host data is made on a device when what later calls on it saved there, on
     average (``history.placement_credit``), repays the copy in and the chance of the way back."""
     credit = history.placement_credit(key)
-    decision = Decision(NUMPY, "local: where the data is", key=key)
+    decision = Decision(NUMPY, LOCAL_REASON, key=key)
     numpy_model = _models.get("numpy")
     if credit > 0.0 and numpy_model is not None:
         here = cost.compute_seconds(numpy_model, op, inputs) or 0.0
