@@ -220,6 +220,7 @@ static PyObject *wrap_result(PyObject *r) {
 typedef struct {
     PyObject_HEAD
     int kind;
+    int elides;          /* forward, reflected: NumPy may elide a temporary operand (a ufunc of one output, no core dimensions) */
     PyObject *op;        /* dispatch._ops.Op (None where the call brings it: ufunc, array_function...) */
     PyObject *func;      /* what NumPy calls (op.func, an ndarray method), or the protocol methods' table */
     PyObject *fallback;  /* the Python function this stands in for */
@@ -304,7 +305,8 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             Py_DECREF(r);
             return Py_NewRef(args[0]);
         }
-        if (PyArray_NBYTES((PyArrayObject *)d) >= elide_bytes) break;  /* the Python path may elide */
+        if (self->elides && PyArray_NBYTES((PyArrayObject *)d) >= elide_bytes && PyArray_BASE((PyArrayObject *)d) == NULL)
+            break;  /* the Python path may elide (not into a view, nor for matmul: dispatch._array._elides) */
         PyObject *call_args[2] = {d, od};
         if (self->kind == REFLECTED) {
             call_args[0] = od;
@@ -457,6 +459,13 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     Fast *self = (Fast *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->kind = kind;
+    self->elides = 1;
+    PyObject *signature = PyObject_GetAttrString(func, "signature"), *nout = PyObject_GetAttrString(func, "nout");
+    if (signature != NULL && nout != NULL)  /* a ufunc (else, as operator.pow: the Python path decides) */
+        self->elides = signature == Py_None && PyLong_Check(nout) && PyLong_AsLong(nout) == 1;
+    Py_XDECREF(signature);
+    Py_XDECREF(nout);
+    PyErr_Clear();
     self->op = Py_NewRef(op);
     self->func = Py_NewRef(func);
     self->fallback = Py_NewRef(fallback);

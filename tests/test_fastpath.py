@@ -300,6 +300,25 @@ def test_arrays_past_the_elision_size_go_to_the_python_path():
 
 
 @compiled_only
+def test_past_the_elision_size_a_view_or_a_product_is_still_taken(monkeypatch):
+    """NumPy elides neither into a view nor for a matrix product (``_array._elides``): the
+    compiled path computes those itself, whatever their size."""
+    n = _array._ELIDE_BYTES // 8
+    rng = numpy.random.default_rng(0)
+    base, matrix, weights = rng.standard_normal(2 * n), rng.standard_normal((n // 16, 16)), rng.standard_normal((16, 3))
+    for name in ("add", "matmul"):
+        monkeypatch.setattr(op_named(name), "floor", 2 * n)
+    cases = [(fast("forward", "add", _must_not_run)(wrapped(base)[::2], 1.0), base[::2] + 1.0),
+             (fast("reflected", "add", _must_not_run)(wrapped(base)[1::2], 1.0), 1.0 + base[1::2]),
+             (fast("forward", "matmul", _must_not_run)(wrapped(matrix), weights), matrix @ weights),
+             (fast("forward", "matmul", _must_not_run)(wrapped(matrix).T, wrapped(matrix)), matrix.T @ matrix)]
+    for got, expected in cases:
+        assert type(got) is dispatch.ndarray and got.dtype == expected.dtype and got.shape == expected.shape
+        numpy.testing.assert_array_equal(numpy.asarray(got), expected)
+    assert fast("forward", "add", _handed)(wrapped(matrix), 1.0) is HANDED  # its own data: NumPy may elide
+
+
+@compiled_only
 @pytest.mark.parametrize("switch", ["trace", "using"])
 def test_tracing_or_a_forced_backend_turns_it_off(switch):
     a, b = _data()
