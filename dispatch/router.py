@@ -110,6 +110,8 @@ FLOOR_REASON = "floor: NumPy, at a size where no other target pays"
 # Copies of host data: a local op elsewhere, but a fresh array the router may make on a device
 # (``_decide_placement``).
 PLACED_COPIES = frozenset({"copy", "array"})
+# A call a trial runs on NumPy while it times the program so (``trials.host_only``).
+NUMPY_ALONE_REASON = "trial: timing the program with every call on NumPy"
 
 
 class Decision:
@@ -354,6 +356,8 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
         kin = _on_kin_trial(key)
         if kin is not None:
             return kin
+        if key[4] is None and key not in trials.running and trials.host_only():
+            return Decision(NUMPY, NUMPY_ALONE_REASON, key=key)
     hit = _decisions.get(key)
     if hit is not None:
         if hit.live:  # free memory changes: the work may no longer fit where it ran

@@ -7,8 +7,14 @@ of calls of a millisecond or less the estimates can be wrong by the whole gain. 
 router sends a kind of call's host data to a device, the choice is put on trial: the program is
 timed from each such call to the next one, in blocks of ``BLOCK`` calls, with the call on the
 device, then on the host (NumPy), alternately, each side warmed up untimed first (``BLOCKS``).
-The host wins unless the program ran clearly faster with the call on the device
-(``DEVICE_MARGIN``): it is what the program ran before. "Such a call" is the same op on the
+A third side runs every call of the program on NumPy (``host_only``): the program as plain
+NumPy runs it, the bar a device must clear. The host wins unless the program ran clearly faster
+with the call on the device (``DEVICE_MARGIN``) than with it on the host and than on NumPy
+alone: the host is what the program ran before, and NumPy alone what it runs without dispatch.
+Each trial times one call's move with the others where they are; the others moved by trials
+before it and by their own measurements (a result's next calls follow it to the device), so a
+chain of moves, each a small gain on its own, could leave the program slower than NumPy. Timing
+NumPy alone beside it keeps each device verdict one the whole program gains from. "Such a call" is the same op on the
 same dtypes, size and layout wherever its inputs are: a loop that makes it with host data once
 and then with what the device left (k-means' centroids) makes it once an iteration on either
 side; the router runs those calls on the host side on NumPy (``router._on_kin_trial``). A
@@ -31,19 +37,21 @@ import statistics
 import time
 from typing import Any
 
-__all__ = ["Trial", "active", "clear", "finish", "pause", "running", "start", "verdict", "verdicts"]
+__all__ = ["Trial", "active", "clear", "finish", "host_only", "pause", "running", "start", "verdict", "verdicts"]
 
 # Calls of a kind per block: the block's first period is left out (it runs on what the other
 # side left), so three periods are timed.
 BLOCK = 4
 # The blocks, each a side and whether its periods are timed. Each side warms up untimed first:
-# a device's first calls pay for kernels and plans, and on either side the calls after the one
+# a device's first calls pay for kernels and plans, and on every side the calls after the one
 # on trial meet inputs that now live elsewhere, new decisions that explore before they settle.
-# Timing a side only after its warm-up keeps those costs off whichever side comes second (timed
-# with them, the host loses races it should win). A clear verdict after the first timed pair
-# ends the trial early.
-BLOCKS = (("device", False), ("device", True), ("host", False), ("host", True), ("device", True), ("host", True))
-_EARLY_AT = (BLOCKS.index(("host", True)) + 1) * BLOCK  # calls made when the first timed pair ends
+# Timing a side only after its warm-up keeps those costs off whichever side comes later (timed
+# with them, the host loses races it should win). A clear verdict once each side was timed
+# once ends the trial early.
+SIDES = ("device", "numpy", "host")  # "numpy": every call on NumPy, as the program runs without dispatch
+BLOCKS = (("device", False), ("device", True), ("numpy", False), ("numpy", True), ("host", False), ("host", True),
+          ("device", True), ("numpy", True), ("host", True))
+_EARLY_AT = (BLOCKS.index(("host", True)) + 1) * BLOCK  # calls made when each side was timed once
 _FIRST_TIMED_AT = (BLOCKS.index(("device", True)) + 1) * BLOCK  # ...and when the device's first timed block ends
 EARLY_RATIO = 1.5
 # Every timed period of the device's first block this long keeps the device untried on the host
@@ -80,7 +88,7 @@ DEVICE_MARGIN = 0.15
 class Trial:
     """The device and host decisions of one kind of call, and the program's periods under each."""
 
-    __slots__ = ("device", "hopeless", "host", "last", "passed_over", "periods", "seen", "touched")
+    __slots__ = ("device", "hopeless", "host", "last", "limit", "passed_over", "periods", "seen", "touched")
 
     def __init__(self, device: Any, host: Any) -> None:
         self.device = device
@@ -89,8 +97,9 @@ class Trial:
         self.last: tuple[float, str] | None = None  # the previous call's time and side
         self.touched = time.perf_counter()
         self.passed_over = 0  # calls of other kinds that waited for it since its own last call
-        self.periods: dict[str, list[float]] = {"device": [], "host": []}
-        self.hopeless = 0  # host periods in a row far longer than the device's (``_host_hopeless``)
+        self.periods: dict[str, list[float]] = {side: [] for side in SIDES}
+        self.hopeless = 0  # periods off the device in a row far longer than the device's (``_host_hopeless``)
+        self.limit = STALE_S  # how long a period on NumPy alone may last (``host_only``)
 
     def side(self) -> str | None:
         """The side of the next call: ``None`` once the schedule is done."""
@@ -105,7 +114,7 @@ class Trial:
             period = now - self.last[0]
             if previous % BLOCK != 0 and BLOCKS[previous // BLOCK][1]:
                 self.periods[self.last[1]].append(period)
-            if self.last[1] != "host":
+            if self.last[1] == "device":
                 self.hopeless = 0
             elif self._host_hopeless(period):
                 return self.device, True
@@ -113,6 +122,8 @@ class Trial:
         found = self.outcome(side)
         if found is not None:
             return found, True
+        if side == "numpy" and self.periods["device"]:
+            self.limit = CUT_RATIO * statistics.fmean(self.periods["device"]) + MAX_PERIOD_S
         self.seen += 1
         self.last = (now, side)
         self.touched = now
@@ -120,33 +131,40 @@ class Trial:
         return (self.device if side == "device" else self.host), False
 
     def outcome(self, side: str | None) -> Any:
-        device, host = self._means()
-        if (device is not None and host is None and self.seen == _FIRST_TIMED_AT
+        means = self._means()
+        device = means["device"]
+        if (device is not None and means["numpy"] is None and self.seen == _FIRST_TIMED_AT
                 and min(self.periods["device"]) > MAX_PERIOD_S):
             self.device.reason += f" (not tried on the host: {device * 1e3:.0f} ms from one such call to the next)"
             return self.device
-        if device is None or host is None:
+        if None in means.values():
             return self.host if side is None else None  # periods all lost to pauses: NumPy, as before
-        early = self.seen == _EARLY_AT and (host > EARLY_RATIO * device or device > EARLY_RATIO * host)
+        rival_side = min(("host", "numpy"), key=means.__getitem__)  # the faster way without the device
+        rival = means[rival_side]
+        early = self.seen == _EARLY_AT and (rival > EARLY_RATIO * device or device > EARLY_RATIO * rival)
         if side is not None and not early:
             return None
-        on_host = host <= device * (1 + DEVICE_MARGIN)
-        chosen = self.host if on_host else self.device
-        if on_host and host > device:
-            chosen.reason = (f"trial: the program ran under {DEVICE_MARGIN:.0%} faster with this call on "
-                             f"{self.device.target.name} ({device * 1e6:.0f} µs against {host * 1e6:.0f} µs from one "
-                             "such call to the next): the host keeps it")
-            return chosen
-        faster, slower = (host, device) if on_host else (device, host)
-        where = "the host" if on_host else chosen.target.name
-        chosen.reason = (f"trial: the program ran faster with this call on {where} "
-                         f"({faster * 1e6:.0f} µs against {slower * 1e6:.0f} µs from one such call to the next)")
-        return chosen
+        us = {k: f"{v * 1e6:.0f} µs" for k, v in means.items()}
+        alone = ", every call on NumPy" if rival_side == "numpy" else ""
+        name = self.device.target.name
+        if rival > device * (1 + DEVICE_MARGIN):
+            self.device.reason = (f"trial: the program ran faster with this call on {name} ({us['device']} against "
+                                  f"{us['host']} with it on the host and {us['numpy']} with every call on NumPy, "
+                                  "from one such call to the next)")
+            return self.device
+        if rival > device:
+            self.host.reason = (f"trial: the program ran under {DEVICE_MARGIN:.0%} faster with this call on {name} "
+                                f"({us['device']} against {us[rival_side]} from one such call to the next{alone}): "
+                                "the host keeps it")
+        else:
+            self.host.reason = (f"trial: the program ran faster with this call on the host ({us[rival_side]} against "
+                                f"{us['device']} with it on {name} from one such call to the next{alone})")
+        return self.host
 
     def _host_hopeless(self, period: float) -> bool:
-        """Two host periods in a row (warm-up, timed, or a block's first) so much longer than the
-        device's that the rest of the host's side would only cost the program: the device wins at
-        once (one alone may be a pause)."""
+        """Two periods off the device in a row (with the call on the host or every call on NumPy;
+        warm-up, timed, or a block's first) so much longer than the device's that the rest of the
+        schedule would only cost the program: the device wins at once (one alone may be a pause)."""
         if not self.periods["device"]:
             return False
         device = statistics.fmean(self.periods["device"])
@@ -161,19 +179,16 @@ class Trial:
                               f"next; the host's side cut short)")
         return True
 
-    def _means(self) -> tuple[float | None, float | None]:
+    def _means(self) -> dict[str, float | None]:
         """Each side's mean period, pauses left out (a side whose every period is one is
         ``inf``); ``None`` for a side with no period yet."""
-        if not self.periods["device"]:
-            return None, None
-        if not self.periods["host"]:
-            return statistics.fmean(self.periods["device"]), None
-        bound = PAUSE_RATIO * statistics.median(self.periods["device"] + self.periods["host"])
-        means = []
-        for side in ("device", "host"):
-            kept = [p for p in self.periods[side] if p <= bound]
-            means.append(statistics.fmean(kept) if kept else math.inf)
-        return means[0], means[1]
+        timed = [p for periods in self.periods.values() for p in periods]
+        bound = PAUSE_RATIO * statistics.median(timed) if timed else math.inf
+        means: dict[str, float | None] = {}
+        for side, periods in self.periods.items():
+            kept = [p for p in periods if p <= bound]
+            means[side] = statistics.fmean(kept) if kept else (math.inf if periods else None)
+        return means
 
 
 running: dict[tuple, Trial] = {}  # at most one entry
@@ -192,6 +207,25 @@ def verdict(key: tuple) -> Any:
 def verdicts() -> dict[tuple, Any]:
     """Every finished trial's verdict, by the router's key of its kind of call."""
     return dict(_verdicts)
+
+
+def host_only() -> bool:
+    """Whether the running trial times the program on NumPy alone now: every call, of any kind,
+    runs on NumPy until its kind of call comes again (``router.decide``). A period there longer
+    than the trial's ``limit`` (the loop ended, or NumPy alone is hopeless there) stops it, timed
+    at that limit (a bound: the device wins by more), so that a program that moved on does not
+    stay on NumPy."""
+    for trial in running.values():
+        if trial.last is None or trial.last[1] != "numpy":
+            return False
+        now = time.perf_counter()
+        if now - trial.last[0] <= trial.limit:
+            return True
+        previous = trial.seen - 1
+        if previous % BLOCK != 0 and BLOCKS[previous // BLOCK][1]:
+            trial.periods["numpy"].append(trial.limit)
+        trial.last = None
+    return False
 
 
 def start(key: tuple, device: Any, host: Any) -> bool:

@@ -27,10 +27,11 @@ class _Side:
 
 
 def _run(trial: trials.Trial, seconds: dict[str, float], pause_at: int | None = None) -> tuple[_Side, int]:
-    """Call the trial on a scripted clock, each period as long as the side it ran; returns the
-    verdict and how many calls it took."""
+    """Call the trial on a scripted clock, each period as long as the side it ran (NumPy alone
+    as long as the host's unless given); returns the verdict and how many calls it took."""
+    seconds = {"numpy": seconds["host"], **seconds}
     clock = [0.0]
-    ran = {"device": 0, "host": 0}  # calls made on each side so far (a side's period may depend on it)
+    ran = {"device": 0, "numpy": 0, "host": 0}  # calls made on each side so far (a side's period may depend on it)
     real = trials.time.perf_counter
     trials.time.perf_counter = lambda: clock[0]
     try:
@@ -38,7 +39,8 @@ def _run(trial: trials.Trial, seconds: dict[str, float], pause_at: int | None = 
             decision, final = trial.next()
             if final:
                 return decision, call
-            side = "device" if decision is trial.device else "host"
+            side = trial.last[1]
+            assert decision is (trial.device if side == "device" else trial.host)
             ran[side] += 1
             period = seconds[side](ran[side]) if callable(seconds[side]) else seconds[side]
             clock[0] += period + (10.0 if call == pause_at else 0.0)
@@ -47,10 +49,10 @@ def _run(trial: trials.Trial, seconds: dict[str, float], pause_at: int | None = 
     raise AssertionError("no verdict in 100 calls")
 
 
-def test_a_device_twice_as_slow_loses_after_the_first_pair_of_blocks():
+def test_a_device_twice_as_slow_loses_once_each_side_was_timed():
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))
     chosen, calls = _run(trial, {"device": 2e-3, "host": 1e-3})
-    assert chosen is trial.host and calls == 4 * trials.BLOCK  # warm-ups on both sides, then one timed pair
+    assert chosen is trial.host and calls == 6 * trials.BLOCK  # each side warmed up, then timed once
     assert chosen.reason.startswith("trial: the program ran faster with this call on the host (1000 µs against 2000")
 
 
@@ -74,6 +76,53 @@ def test_a_device_must_win_by_a_margin():
     assert chosen.reason.endswith("µs from one such call to the next): the host keeps it")
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))
     assert _run(trial, {"device": 1.0e-3, "host": 1.0e-3 * (1 + trials.DEVICE_MARGIN) * 1.01})[0] is trial.device
+
+
+def test_a_device_must_beat_numpy_alone_too():
+    """A device the program runs faster with than with the call on the host, but not faster than
+    with every call on NumPy (the others were left on devices by earlier moves), loses: the
+    program would run slower than without dispatch."""
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    chosen, calls = _run(trial, {"device": 1.0e-3, "host": 1.5e-3, "numpy": 0.9e-3})
+    assert chosen is trial.host and calls == len(trials.BLOCKS) * trials.BLOCK
+    assert chosen.reason == ("trial: the program ran faster with this call on the host (900 µs against 1000 µs "
+                             "with it on cupy from one such call to the next, every call on NumPy)")
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # faster than NumPy alone, but within the margin
+    chosen, _ = _run(trial, {"device": 1.0e-3, "host": 2e-3, "numpy": 1.1e-3})
+    assert chosen is trial.host and "under 15% faster with this call on cupy (1000 µs against 1100 µs" in chosen.reason
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    chosen, _ = _run(trial, {"device": 1.0e-3, "host": 1.3e-3, "numpy": 1.4e-3})
+    assert chosen is trial.device
+    assert chosen.reason == ("trial: the program ran faster with this call on cupy (1000 µs against 1300 µs with it "
+                             "on the host and 1400 µs with every call on NumPy, from one such call to the next)")
+
+
+def test_numpy_alone_lasts_until_the_call_comes_again_or_its_limit():
+    """While a trial times NumPy alone, every call runs there; a period longer than its limit (the
+    loop ended) stops that, and counts as that limit."""
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    clock = [0.0]
+    real = trials.time.perf_counter
+    trials.time.perf_counter = lambda: clock[0]
+    trials.running[("k",)] = trial
+    try:
+        for _ in range(2 * trials.BLOCK):  # the device's blocks, 1 ms a period
+            assert not trials.host_only()
+            trial.next()
+            clock[0] += 1e-3
+        for _ in range(2 * trials.BLOCK):  # NumPy alone: its warm-up, then its timed block
+            trial.next()
+            assert trial.last[1] == "numpy" and trials.host_only()
+            clock[0] += 2e-3
+        assert trial.limit == pytest.approx(trials.CUT_RATIO * 1e-3 + trials.MAX_PERIOD_S)
+        timed = list(trial.periods["numpy"])
+        clock[0] += trial.limit  # the kind of call stopped coming
+        assert not trials.host_only() and trial.last is None
+        assert trial.periods["numpy"] == [*timed, trial.limit]
+        assert not trials.host_only()  # until the trial's next call, the program runs as routed
+    finally:
+        trials.time.perf_counter = real
+        trials.clear()
 
 
 def test_the_host_is_timed_after_its_own_warm_up():
@@ -115,7 +164,7 @@ def test_a_pause_is_left_out_and_a_policy_switch_times_no_period():
     for _ in range(2 * trials.BLOCK + 1):  # paused before every call: no period timed when the host's turn comes
         trials.pause()
         assert not trial.next()[1]
-    assert trial.periods == {"device": [], "host": []}
+    assert trial.periods == {"device": [], "numpy": [], "host": []}
     trial.last = (0.0, "device")
     try:
         trials.pause()
@@ -285,4 +334,36 @@ def test_a_hopeless_host_side_is_cut_short():
     assert chosen is trial.host and "cut short" not in chosen.reason  # a tie once the pauses are left out
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # as slow by ratio, but by little time: timed, not cut
     chosen, calls = _run(trial, {"device": 1e-3, "host": 2 * trials.CUT_RATIO * 1e-3})
-    assert chosen is trial.device and calls == 4 * trials.BLOCK  # the early verdict after the first timed pair
+    assert chosen is trial.device and calls == 6 * trials.BLOCK  # the early verdict once each side was timed
+
+
+def test_while_numpy_alone_is_timed_every_call_runs_on_numpy(fake_gpu):
+    """A call the router keeps on the device (its input lives there) runs on NumPy while the trial
+    times NumPy alone, its input brought back, and on the device again after; a forced call stays
+    where it was forced. Every result is NumPy's."""
+    host = numpy.linspace(0.0, 1.0, N)
+    x = dispatch.asarray(host)
+    with dispatch.using("cupy"):
+        d = dispatch.exp(x)  # lives on the device
+    expected = {"sqrt": numpy.sqrt(numpy.exp(host)), "sin": numpy.sin(numpy.exp(host))}
+    sides = []
+    for _ in range(STEPS):
+        with dispatch.trace() as t:
+            dispatch.exp(x)  # on trial
+            trial = next(iter(trials.running.values()), None)
+            side = trial.last[1] if trial is not None and trial.last is not None else None
+            got = {"sqrt": dispatch.sqrt(d)}
+            with dispatch.using("cupy"):
+                got["sin"] = dispatch.sin(d)
+        records = {r.op: r for r in t.records}
+        sides.append(side)
+        if side == "numpy":
+            assert (records["sqrt"].target, records["sqrt"].reason) == ("numpy", router.NUMPY_ALONE_REASON)
+        else:
+            assert records["sqrt"].target == "cupy"
+        assert records["sin"].target == "cupy"
+        for name, value in got.items():
+            value = numpy.asarray(value)
+            assert value.dtype == numpy.float64 and value.shape == host.shape
+            numpy.testing.assert_allclose(value, expected[name], rtol=1e-15)
+    assert sides.count("numpy") >= 2 * trials.BLOCK and {"device", "host"} <= set(sides)
