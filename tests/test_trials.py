@@ -78,6 +78,20 @@ def test_a_device_must_win_by_a_margin():
     assert _run(trial, {"device": 1.0e-3, "host": 1.0e-3 * (1 + trials.DEVICE_MARGIN) * 1.01})[0] is trial.device
 
 
+def test_no_margin_where_the_program_already_runs_on_a_device():
+    """With every call on NumPy the program ran far slower: its other calls live on a device, and
+    a call the program ran any faster with there joins them."""
+    slightly_slower = 1.0e-3 * (1 + trials.DEVICE_MARGIN * 0.5)
+    numpy_alone = 1.0e-3 * trials.DEVICE_BOUND * 1.1
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    assert _run(trial, {"device": 1.0e-3, "host": slightly_slower, "numpy": numpy_alone})[0] is trial.device
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # not that much faster than NumPy alone: the margin holds
+    assert _run(trial, {"device": 1.0e-3, "host": slightly_slower, "numpy": 1.0e-3 * trials.DEVICE_BOUND * 0.9})[0] \
+        is trial.host
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # the host still wins where the program ran faster so
+    assert _run(trial, {"device": 1.0e-3, "host": 0.95e-3, "numpy": numpy_alone})[0] is trial.host
+
+
 def test_a_device_must_beat_numpy_alone_too():
     """A device the program runs faster with than with the call on the host, but not faster than
     with every call on NumPy (the others were left on devices by earlier moves), loses: the
