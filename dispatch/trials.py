@@ -18,12 +18,11 @@ gain on its own, could leave the program slower than NumPy. Timing NumPy alone b
 each device verdict one the whole program gains from.
 
 "Such a call" is the same op on the same dtypes, size and layout wherever its inputs are: a
-loop that makes it with host data once
-and then with what the device left (k-means' centroids) makes it once an iteration on either
-side; the router runs those calls on the host side on NumPy (``router._on_kin_trial``). A
-program whose every period from one such call to the next is longer than ``MAX_PERIOD_S`` on
-the device keeps the device without trying the host: its calls are large enough for the
-estimates to hold, and a host side there could cost seconds.
+loop that makes it with host data once and then with what the device left (k-means' centroids)
+makes it once an iteration on either side; the router runs those calls on the host side on
+NumPy (``router._on_kin_trial``). A program whose every period from one such call to the next
+is longer than ``MAX_PERIOD_S`` on the device keeps the device without trying the host: its
+calls are large enough for the estimates to hold, and a host side there could cost seconds.
 
 One trial runs at a time, so each is timed with the others' calls settled; a kind of call that
 qualifies meanwhile waits its turn, decided afresh at each call until it starts. A trial whose
