@@ -54,7 +54,7 @@ static PyObject *state;
 static Py_ssize_t plain_off = -1;
 static PyObject *wrap_fn;
 static npy_intp elide_bytes, lineage_min;
-static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_root, *str_out, *out_names;
+static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_root, *str_out, *str_fields, *out_names;
 
 #define DATA(o) (*(PyObject **)((char *)(o) + data_off))
 
@@ -206,12 +206,47 @@ static PyObject *new_array(PyObject *data) {
     return obj;
 }
 
+/* Whether wrap() of this tuple would wrap its arrays and keep the rest: a plain or a named tuple
+ * (eigh's, lstsq's, slogdet's results) of arrays, scalars and None. */
+static int plain_tuple(PyObject *r) {
+    if (!PyTuple_CheckExact(r) && !(PyTuple_Check(r) && PyObject_HasAttr(r, str_fields))) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r); i++) {
+        PyObject *x = PyTuple_GET_ITEM(r, i);
+        if (!(PyArray_CheckExact(x) || py_scalar(x) || PyArray_IsScalar(x, Generic) || x == Py_None)) return 0;
+    }
+    return 1;
+}
+
+/* A plain_tuple with its arrays wrapped, of the same type (r borrowed). */
+static PyObject *wrap_tuple(PyObject *r) {
+    Py_ssize_t n = PyTuple_GET_SIZE(r);
+    PyObject *items = PyTuple_New(n);
+    if (items == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = Py_NewRef(PyTuple_GET_ITEM(r, i));
+        if (PyArray_CheckExact(x) && (x = new_array(x)) == NULL) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(items, i, x);
+    }
+    if (PyTuple_CheckExact(r)) return items;
+    PyObject *named = PyObject_Call((PyObject *)Py_TYPE(r), items, NULL);
+    Py_DECREF(items);
+    return named;
+}
+
 /* A NumPy result as the Python path returns it (stolen): arrays wrapped, scalars as they are,
- * anything else (a tuple of results, None) through dispatch's wrap(). */
+ * tuples of them item by item, anything else (None, a list) through dispatch's wrap(). */
 static PyObject *wrap_result(PyObject *r) {
     if (r == NULL) return NULL;
     if (PyArray_CheckExact(r)) return new_array(r);
     if (py_scalar(r) || PyArray_IsScalar(r, Generic)) return r;
+    if (plain_tuple(r)) {
+        PyObject *t = wrap_tuple(r);
+        Py_DECREF(r);
+        return t;
+    }
     PyObject *w = PyObject_CallOneArg(wrap_fn, r);
     Py_DECREF(r);
     return w;
@@ -611,8 +646,10 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_op = PyUnicode_InternFromString("_op");
     str_root = PyUnicode_InternFromString("_root");
     str_out = PyUnicode_InternFromString("out");
+    str_fields = PyUnicode_InternFromString("_fields");
     out_names = PyTuple_Pack(1, str_out);
-    if (!empty_tuple || !str_floor || !str_trip || !str_func || !str_op || !str_root || !out_names) return NULL;
+    if (!empty_tuple || !str_floor || !str_trip || !str_func || !str_op || !str_root || !str_fields || !out_names)
+        return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObject(m, "Fast", Py_NewRef((PyObject *)&FastType)) < 0) {

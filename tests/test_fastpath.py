@@ -99,6 +99,21 @@ def test_a_scalar_result_stays_a_numpy_scalar_and_pairs_are_wrapped():
         assert_same(g, e)
     total = fast("method", "sum", _must_not_run, numpy.ndarray.sum)(wrapped(a))
     assert type(total) is numpy.float64 and total == a.sum()
+    g = a.T @ a
+    named, expected = fast("function", "linalg.eigh", _must_not_run)(wrapped(g)), numpy.linalg.eigh(g)
+    assert type(named) is type(expected) and named._fields == ("eigenvalues", "eigenvectors")
+    for got, want in zip(named, expected, strict=True):
+        assert type(got) is dispatch.ndarray
+        assert_same(got, want)
+    got = fast("function", "linalg.lstsq", _must_not_run)(wrapped(a), a[:, 0], rcond=None)
+    expected = numpy.linalg.lstsq(a, a[:, 0], rcond=None)  # solution, residuals, rank, singular values
+    kinds = [dispatch.ndarray, dispatch.ndarray, type(expected[2]), dispatch.ndarray]
+    assert type(got) is tuple and [type(x) for x in got] == kinds
+    for x, want in zip(got, expected, strict=True):
+        if type(x) is dispatch.ndarray:
+            assert_same(x, want)
+        else:
+            assert x == want
 
 
 @compiled_only
