@@ -39,10 +39,10 @@
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
 
-enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, UFUNC, ARRAY_FUNCTION, ARRAY_UFUNC,
-       KINDS };
+enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, LOCAL, UFUNC, ARRAY_FUNCTION,
+       ARRAY_UFUNC, KINDS };
 static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "getitem", "setitem", "method",
-                                        "view", "function", "ufunc", "array_function", "array_ufunc"};
+                                        "view", "function", "local", "ufunc", "array_function", "array_ufunc"};
 
 #define MAX_ARGS 16  /* calls with more arguments take the Python path */
 #define MAX_DEPTH 4  /* nested lists deeper than this too */
@@ -406,6 +406,20 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         PyObject *r = run_op(self->op, self->func, args, 1, kwnames, &taken);
         if (taken) return wrap_result(r);
         break;
+    }
+    case LOCAL: {  /* a view or a cast (diagonal, reshape...) of host arrays no root reaches, at any size */
+        if (!plain()) break;
+        int taken = 0;
+        PyObject *r = call_hosted(self->func, NPY_MAX_INTP, 1, args, nargs, kwnames, &taken);
+        if (!taken) break;
+        if (r == NULL) return NULL;
+        for (Py_ssize_t i = 0; i < nargs; i++) {  /* an argument NumPy handed back as it is: that array itself */
+            if (Py_TYPE(args[i]) == nd_type && DATA(args[i]) == r) {
+                Py_DECREF(r);
+                return Py_NewRef(args[i]);
+            }
+        }
+        return wrap_result(r);
     }
     case FUNCTION:
     case UFUNC: {

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from converters.numpy_ops import NUMPY_CATALOG
-from dispatch import _call
+from dispatch import _call, router
 from dispatch._array import ndarray
 from dispatch._compiled import fast
 from dispatch._ops import op_for_ufunc_method, op_named
@@ -97,7 +97,9 @@ def routed(name: str, func: Any, module: str) -> Any:
 
     wrapper = functools.wraps(func)(call)
     wrapper.__module__ = module
-    if name not in FFT_1D and not op.local:  # (their fast path has other rules: _call.call)
+    if op.local and name not in router.PLACED_COPIES:  # views and casts of host data no root reaches: any size
+        wrapper = fast("local", op, wrapper)
+    elif name not in FFT_1D and not op.local:  # (a transform's floors follow n: _call.call)
         wrapper = fast("function", op, wrapper)
     wrapper.__wrapped__ = func
     return wrapper

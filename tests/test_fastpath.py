@@ -193,6 +193,34 @@ def test_views_and_casts_it_takes_are_numpys(method, args):
 
 
 @compiled_only
+def test_views_and_casts_as_functions_are_taken_at_any_size_without_a_root():
+    """``diagonal``, ``reshape``... of host arrays no root reaches run on NumPy whatever their
+    size, as the Python path runs them; an argument NumPy hands back is that array itself."""
+    big = numpy.arange(2 * _array._ELIDE_BYTES, dtype=numpy.float64).reshape(-1, 64)  # past every floor here
+    for name, call, expected in [("diagonal", lambda f, x: f(x), numpy.diagonal(big)),
+                                 ("reshape", lambda f, x: f(x, (64, -1)), big.reshape(64, -1)),
+                                 ("transpose", lambda f, x: f(x, (1, 0)), big.T),
+                                 ("atleast_2d", lambda f, x: f(x), big)]:
+        x = wrapped(big)
+        got = call(fast("local", name, _must_not_run), x)
+        assert type(got) is dispatch.ndarray
+        assert_same(got, expected)
+        assert numpy.shares_memory(numpy.asarray(got), big)  # a view, as NumPy's
+    x = wrapped(big)
+    assert fast("local", "atleast_2d", _must_not_run)(x) is x  # handed back as it is
+    rooted = wrapped(big)
+    rooted._root = ("a call that made it", 0)  # the router follows what becomes of it
+    assert fast("local", "diagonal", _handed)(rooted) is HANDED
+    assert type(dispatch.diagonal) is type(dispatch.reshape) is _fastpath_type()
+
+
+def _fastpath_type():
+    from dispatch import _fastpath
+
+    return _fastpath.Fast
+
+
+@compiled_only
 def test_a_namespace_ufunc_takes_its_op_from_the_proxy():
     a, b = _data()
     call = fast("ufunc", None, _must_not_run)
