@@ -39,10 +39,10 @@
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
 
-enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, LOCAL, UFUNC, ARRAY_FUNCTION,
+enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, LOCAL, ASARRAY, UFUNC, ARRAY_FUNCTION,
        ARRAY_UFUNC, KINDS };
-static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "getitem", "setitem", "method",
-                                        "view", "function", "local", "ufunc", "array_function", "array_ufunc"};
+static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "getitem", "setitem", "method", "view",
+                                        "function", "local", "asarray", "ufunc", "array_function", "array_ufunc"};
 
 #define MAX_ARGS 16  /* calls with more arguments take the Python path */
 #define MAX_DEPTH 4  /* nested lists deeper than this too */
@@ -420,6 +420,12 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             }
         }
         return wrap_result(r);
+    }
+    case ASARRAY: {  /* asarray(a) alone: a NumPy array wrapped as it is, a dispatch array itself */
+        if (nargs != 1 || kwnames != NULL || !plain()) break;
+        if (PyArray_CheckExact(args[0])) return new_array(Py_NewRef(args[0]));
+        if (Py_TYPE(args[0]) == nd_type) return Py_NewRef(args[0]);
+        break;
     }
     case FUNCTION:
     case UFUNC: {

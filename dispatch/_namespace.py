@@ -127,7 +127,7 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
         return _call.call(op, (a, *args), kwargs)
 
     wrapper.__module__ = "dispatch"
-    return wrapper
+    return wrapper if copy_default else fast("asarray", op, wrapper)
 
 
 # Names whose wrapper is special, per namespace prefix ("" is the top level).

@@ -214,6 +214,20 @@ def test_views_and_casts_as_functions_are_taken_at_any_size_without_a_root():
     assert type(dispatch.diagonal) is type(dispatch.reshape) is _fastpath_type()
 
 
+@compiled_only
+def test_asarray_of_an_array_alone_is_taken():
+    """``asarray(a)``, the first call of most programs: a NumPy array wrapped as it is (no copy),
+    a dispatch array itself; anything else (a dtype, a list) is the Python path's."""
+    a, _ = _data()
+    got = fast("asarray", "asarray", _must_not_run)(a)
+    assert type(got) is dispatch.ndarray and numpy.asarray(got) is a
+    x = wrapped(a)
+    assert fast("asarray", "asarray", _must_not_run)(x) is x
+    assert fast("asarray", "asarray", _handed)(a, numpy.float32) is HANDED
+    assert fast("asarray", "asarray", _handed)(a.tolist()) is HANDED
+    assert type(dispatch.asarray) is type(dispatch.asanyarray) is _fastpath_type()
+
+
 def _fastpath_type():
     from dispatch import _fastpath
 
