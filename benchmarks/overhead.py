@@ -42,6 +42,10 @@ CASES = (
     ("np.abs(a)", "numpy.abs(na)"),
     ("np.where(a > b, a, b)", "numpy.where(na > nb, na, nb)"),
     ("a.max(axis=0)", "na.max(axis=0)"),
+    ("np.asarray(na)", "numpy.asarray(na)"),
+    ("np.diagonal(m)", "numpy.diagonal(nm)"),
+    ("m.T @ m", "nm.T @ nm"),
+    ("np.linalg.eigh(g)", "numpy.linalg.eigh(ng)"),
 )
 
 
@@ -61,7 +65,8 @@ def _side_by_side(stmt: str, ref: str, env: dict, number: int, repeat: int) -> t
 def measure_calls(size: int = 100, repeat: int = 31, number: int = 20_000) -> list[dict]:
     env = {"np": dispatch, "numpy": numpy, "a": dispatch.arange(float(size)), "b": dispatch.ones(size),
            "na": numpy.arange(float(size)), "nb": numpy.ones(size),
-           "m": dispatch.ones((10, size // 10)), "nm": numpy.ones((10, size // 10))}
+           "m": dispatch.ones((10, size // 10)), "nm": numpy.ones((10, size // 10)),
+           "g": dispatch.eye(10) * 2.0, "ng": numpy.eye(10) * 2.0}
     rows = []
     for stmt, ref in CASES:
         mine, base = _side_by_side(stmt, ref, env, number, repeat)
