@@ -19,7 +19,7 @@ import numpy as np
 
 from dispatch import _compiled, heap
 from dispatch._compiled import fast
-from dispatch._ops import GETITEM, POWER_OPERATOR, SETITEM, op_for_function, op_for_ufunc_method, op_named
+from dispatch._ops import GETITEM, POWER_OPERATOR, SETITEM, Op, op_for_function, op_for_ufunc_method, op_named
 from dispatch._state import STATE
 from dispatch.cost import FFT_1D
 from dispatch.devices import HOST, Device, device_of, is_backend_type, library_of, parse_device
@@ -890,7 +890,7 @@ def _install_methods() -> None:
 
 
 _LINEAGE_MIN = 1 << 14  # smaller arrays are never worth making on a device: their views skip the bookkeeping
-_compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN)
+_compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op)
 _install_operators()
 _measure_temporaries()
 _install_methods()

@@ -30,10 +30,11 @@ ACTIVE = _fastpath is not None
 __all__ = ["ACTIVE", "STATUS", "fast", "python_path", "setup"]
 
 
-def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int) -> None:
-    """Tell the compiled path the array type, the switches it reads and the Python rules' limits."""
+def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type) -> None:
+    """Tell the compiled path the array type, the switches it reads, the Python rules' limits and
+    the op type (whose floors it reads from their slots)."""
     if _fastpath is not None:
-        _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min)
+        _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op)
 
 
 def fast(kind: str, op: Any, fallback: Any, func: Any = None) -> Any:

@@ -52,6 +52,8 @@ static PyTypeObject *nd_type;
 static Py_ssize_t data_off = -1;
 static PyObject *state;
 static Py_ssize_t plain_off = -1;
+static PyTypeObject *op_type;  /* dispatch._ops.Op: its floors are read from their slots */
+static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1;
 static PyObject *wrap_fn;
 static npy_intp elide_bytes, lineage_min;
 static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_root, *str_out, *str_fields, *out_names;
@@ -71,6 +73,13 @@ static inline PyObject *host_data(PyObject *x) {
 
 /* One of the op's floors (sizes at or under it run on NumPy), or -1 where not known here. */
 static npy_intp op_floor(PyObject *op, PyObject *which) {
+    if (Py_TYPE(op) == op_type) {  /* the common case: no attribute lookup */
+        PyObject *v = *(PyObject **)((char *)op + (which == str_floor ? floor_off : trip_off));
+        if (v == NULL || !PyLong_CheckExact(v)) return -1;
+        Py_ssize_t n = PyLong_AsSsize_t(v);
+        if (n == -1 && PyErr_Occurred()) PyErr_Clear();
+        return n;
+    }
     PyObject *v = PyObject_GetAttr(op, which);
     if (v == NULL) {
         PyErr_Clear();
@@ -80,6 +89,15 @@ static npy_intp op_floor(PyObject *op, PyObject *which) {
     Py_DECREF(v);
     if (n == -1 && PyErr_Occurred()) PyErr_Clear();
     return n;
+}
+
+/* What NumPy calls for an op (op.func): a new reference, or NULL with an error set. */
+static PyObject *op_func(PyObject *op) {
+    if (Py_TYPE(op) == op_type) {
+        PyObject *f = *(PyObject **)((char *)op + func_off);
+        if (f != NULL) return Py_NewRef(f);
+    }
+    return PyObject_GetAttr(op, str_func);
 }
 
 /* Whether x carries no root: not a dispatch array, or one whose _root is None. */
@@ -305,7 +323,7 @@ static PyObject *run_op(PyObject *op, PyObject *func, PyObject *const *args, Py_
  * or 0 with no error set. */
 static int table_op(PyObject *table, PyObject *key, PyObject **op, PyObject **func) {
     *op = PyDict_GetItemWithError(table, key);
-    if (*op == NULL || (*func = PyObject_GetAttr(*op, str_func)) == NULL) {
+    if (*op == NULL || (*func = op_func(*op)) == NULL) {
         PyErr_Clear();
         return 0;
     }
@@ -435,7 +453,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         if (self->kind == UFUNC) {  /* a dispatch.ufunc's __call__: args[0] is the proxy */
             if (nargs < 1) break;
             if ((owned_op = op = PyObject_GetAttr(args[0], str_op)) == NULL ||
-                (owned_func = func = PyObject_GetAttr(op, str_func)) == NULL) {
+                (owned_func = func = op_func(op)) == NULL) {
                 PyErr_Clear();
                 Py_XDECREF(owned_op);
                 break;
@@ -627,19 +645,25 @@ static Py_ssize_t slot_offset(PyObject *type, const char *name) {
 }
 
 static PyObject *setup(PyObject *module, PyObject *args) {
-    PyObject *nd, *st, *wrap;
+    PyObject *nd, *st, *wrap, *op;
     Py_ssize_t elide, lineage;
-    if (!PyArg_ParseTuple(args, "O!OOnn:setup", &PyType_Type, &nd, &st, &wrap, &elide, &lineage)) return NULL;
-    Py_ssize_t doff = slot_offset(nd, "_data");
-    if (doff < 0) return NULL;
+    if (!PyArg_ParseTuple(args, "O!OOnnO!:setup", &PyType_Type, &nd, &st, &wrap, &elide, &lineage, &PyType_Type, &op))
+        return NULL;
+    Py_ssize_t doff = slot_offset(nd, "_data"), foff = slot_offset(op, "floor"), toff = slot_offset(op, "trip_floor"),
+               fnoff = slot_offset(op, "func");
+    if (doff < 0 || foff < 0 || toff < 0 || fnoff < 0) return NULL;
     Py_ssize_t poff = slot_offset((PyObject *)Py_TYPE(st), "plain");
     if (poff < 0) return NULL;
     if (*(PyObject **)((char *)st + poff) == NULL) return PyErr_Format(PyExc_TypeError, "STATE.plain is unset");
     Py_XSETREF(nd_type, (PyTypeObject *)Py_NewRef(nd));
     Py_XSETREF(state, Py_NewRef(st));
     Py_XSETREF(wrap_fn, Py_NewRef(wrap));
+    Py_XSETREF(op_type, (PyTypeObject *)Py_NewRef(op));
     data_off = doff;
     plain_off = poff;
+    floor_off = foff;
+    trip_off = toff;
+    func_off = fnoff;
     elide_bytes = elide;
     lineage_min = lineage;
     Py_RETURN_NONE;
@@ -647,7 +671,7 @@ static PyObject *setup(PyObject *module, PyObject *args) {
 
 static PyMethodDef module_methods[] = {
     {"setup", setup, METH_VARARGS,
-     "setup(ndarray, STATE, wrap, elide_bytes, lineage_min): what the fast path reads on each call"},
+     "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op): what the fast path reads on each call"},
     {NULL},
 };
 

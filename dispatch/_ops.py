@@ -44,7 +44,7 @@ _UFUNC_METHODS = {
 }
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Op:
     """One routable operation.
 
