@@ -183,9 +183,10 @@ class Trial:
         self.hopeless += 1
         if self.hopeless < 2:
             return False
+        alone = ", every call on NumPy" if self.last[1] == "numpy" else ""
         self.device.reason = (f"trial: the program ran faster with this call on {self.device.target.name} "
                               f"({device * 1e6:.0f} µs against {period * 1e6:.0f} µs from one such call to the "
-                              f"next; the host's side cut short)")
+                              f"next; the host's side cut short{alone})")
         return True
 
     def _means(self) -> dict[str, float | None]:
