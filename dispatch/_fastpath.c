@@ -52,7 +52,7 @@ static PyTypeObject *nd_type;
 static Py_ssize_t data_off = -1;
 static PyObject *state;
 static Py_ssize_t plain_off = -1;
-static PyTypeObject *op_type;  /* dispatch._ops.Op: its floors are read from their slots */
+static PyTypeObject *op_type;  /* dispatch._ops.Op: its floors and function are read from their slots */
 static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1;
 static PyObject *wrap_fn;
 static npy_intp elide_bytes, lineage_min;
@@ -273,7 +273,7 @@ static PyObject *wrap_result(PyObject *r) {
 typedef struct {
     PyObject_HEAD
     int kind;
-    int elides;          /* forward, reflected: NumPy may elide a temporary operand (a ufunc of one output, no core dimensions) */
+    int elides;          /* NumPy may elide into an operand: a ufunc of one output, no core dimensions */
     PyObject *op;        /* dispatch._ops.Op (None where the call brings it: ufunc, array_function...) */
     PyObject *func;      /* what NumPy calls (op.func, an ndarray method), or the protocol methods' table */
     PyObject *fallback;  /* the Python function this stands in for */
@@ -358,8 +358,9 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             Py_DECREF(r);
             return Py_NewRef(args[0]);
         }
-        if (self->elides && PyArray_NBYTES((PyArrayObject *)d) >= elide_bytes && PyArray_BASE((PyArrayObject *)d) == NULL)
-            break;  /* the Python path may elide (not into a view, nor for matmul: dispatch._array._elides) */
+        /* the Python path may elide, where NumPy would (never into a view, nor for matmul: _array._elides) */
+        PyArrayObject *da = (PyArrayObject *)d;
+        if (self->elides && PyArray_NBYTES(da) >= elide_bytes && PyArray_BASE(da) == NULL) break;
         PyObject *call_args[2] = {d, od};
         if (self->kind == REFLECTED) {
             call_args[0] = od;
