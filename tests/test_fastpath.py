@@ -211,7 +211,7 @@ def test_views_and_casts_as_functions_are_taken_at_any_size_without_a_root():
     rooted = wrapped(big)
     rooted._root = ("a call that made it", 0)  # the router follows what becomes of it
     assert fast("local", "diagonal", _handed)(rooted) is HANDED
-    assert type(dispatch.diagonal) is type(dispatch.reshape) is _fastpath_type()
+    assert type(dispatch.diagonal) is type(dispatch.reshape) is _compiled._fastpath.Fast
 
 
 @compiled_only
@@ -225,13 +225,7 @@ def test_asarray_of_an_array_alone_is_taken():
     assert fast("asarray", "asarray", _must_not_run)(x) is x
     assert fast("asarray", "asarray", _handed)(a, numpy.float32) is HANDED
     assert fast("asarray", "asarray", _handed)(a.tolist()) is HANDED
-    assert type(dispatch.asarray) is type(dispatch.asanyarray) is _fastpath_type()
-
-
-def _fastpath_type():
-    from dispatch import _fastpath
-
-    return _fastpath.Fast
+    assert type(dispatch.asarray) is type(dispatch.asanyarray) is _compiled._fastpath.Fast
 
 
 @compiled_only
