@@ -117,11 +117,9 @@ class Trial:
     def next(self) -> tuple[Any, bool]:
         """The decision for this call, and whether it is the trial's verdict."""
         now = time.perf_counter()
-        previous = self.seen - 1  # the call the period since ``last`` followed
         if self.last is not None:
             period = now - self.last[0]
-            if previous % BLOCK != 0 and BLOCKS[previous // BLOCK][1]:
-                self.periods[self.last[1]].append(period)
+            self._count(period)
             if self.last[1] == "device":
                 self.hopeless = 0
             elif self._host_hopeless(period):
@@ -169,6 +167,13 @@ class Trial:
             self.host.reason = (f"trial: the program ran faster with this call on the host ({us[rival_side]} against "
                                 f"{us['device']} with it on {name} from one such call to the next{alone})")
         return self.host
+
+    def _count(self, period: float) -> None:
+        """Keep the period since the last call, if that call's block is timed and it was not the
+        block's first (which runs on what the other side left)."""
+        previous = self.seen - 1
+        if previous % BLOCK != 0 and BLOCKS[previous // BLOCK][1]:
+            self.periods[self.last[1]].append(period)
 
     def _host_hopeless(self, period: float) -> bool:
         """Two periods off the device in a row (with the call on the host or every call on NumPy;
@@ -231,9 +236,7 @@ def host_only() -> bool:
         now = time.perf_counter()
         if now - trial.last[0] <= trial.limit:
             return True
-        previous = trial.seen - 1
-        if previous % BLOCK != 0 and BLOCKS[previous // BLOCK][1]:
-            trial.periods["numpy"].append(trial.limit)
+        trial._count(trial.limit)
         trial.last = None
     return False
 
