@@ -534,12 +534,14 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     if (self == NULL) return NULL;
     self->kind = kind;
     self->elides = 1;
-    PyObject *signature = PyObject_GetAttrString(func, "signature"), *nout = PyObject_GetAttrString(func, "nout");
-    if (signature != NULL && nout != NULL)  /* a ufunc (else, as operator.pow: the Python path decides) */
-        self->elides = signature == Py_None && PyLong_Check(nout) && PyLong_AsLong(nout) == 1;
-    Py_XDECREF(signature);
-    Py_XDECREF(nout);
-    PyErr_Clear();
+    if (kind == FORWARD || kind == REFLECTED) {  /* the kinds that read it */
+        PyObject *signature = PyObject_GetAttrString(func, "signature"), *nout = PyObject_GetAttrString(func, "nout");
+        if (signature != NULL && nout != NULL)  /* a ufunc (else, as operator.pow: the Python path decides) */
+            self->elides = signature == Py_None && PyLong_Check(nout) && PyLong_AsLong(nout) == 1;
+        Py_XDECREF(signature);
+        Py_XDECREF(nout);
+        PyErr_Clear();
+    }
     self->op = Py_NewRef(op);
     self->func = Py_NewRef(func);
     self->fallback = Py_NewRef(fallback);
