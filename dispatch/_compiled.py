@@ -27,7 +27,7 @@ if _fastpath is not None and os.environ.get("DISPATCH_PURE_PYTHON", "") not in (
 
 ACTIVE = _fastpath is not None
 
-__all__ = ["ACTIVE", "STATUS", "fast", "python_path", "setup"]
+__all__ = ["ACTIVE", "STATUS", "fast", "python_path", "setup", "setup_memo"]
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type) -> None:
@@ -35,6 +35,13 @@ def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: i
     the op type (whose floors it reads from their slots)."""
     if _fastpath is not None:
         _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op)
+
+
+def setup_memo(call_ns: dict, router_ns: dict, trials_ns: dict, decision: type) -> None:
+    """Tell the compiled path where the memo of host calls kept on NumPy is, and what its
+    entries' validity reads (the modules' namespaces: their values are read at each call)."""
+    if _fastpath is not None:
+        _fastpath.setup_memo(call_ns, router_ns, trials_ns, decision)
 
 
 def fast(kind: str, op: Any, fallback: Any, func: Any = None) -> Any:

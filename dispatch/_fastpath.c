@@ -31,6 +31,13 @@
  *              numpy.mean(a), numpy.exp(a): NumPy's own functions and ufuncs given dispatch
  *                                arrays (third-party code), as function, for the ops in the
  *                                table the Python protocol methods fill (`func` holds it)
+ *   memo       np.fft.rfft(x, n=...)  the memo alone (a transform's floors follow n)
+ *
+ * Over the floors, a forward, reflected, method, function, ufunc, protocol or memo call of host
+ * arrays no root reaches is looked up in dispatch._call's memo, as `_memo_key` and `_memo_run`
+ * do: a repeat of a call the router keeps on NumPy, decided and settled, runs NumPy's function
+ * without asking again. Anything else the memo's Python path would check (a trial running, a
+ * call due to be timed, a decision changed) hands the call to the Python path.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -40,9 +47,10 @@
 #include <numpy/arrayscalars.h>
 
 enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, LOCAL, ASARRAY, UFUNC, ARRAY_FUNCTION,
-       ARRAY_UFUNC, KINDS };
+       ARRAY_UFUNC, MEMO, KINDS };
 static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "getitem", "setitem", "method", "view",
-                                        "function", "local", "asarray", "ufunc", "array_function", "array_ufunc"};
+                                        "function", "local", "asarray", "ufunc", "array_function", "array_ufunc",
+                                        "memo"};
 
 #define MAX_ARGS 16  /* calls with more arguments take the Python path */
 #define MAX_DEPTH 4  /* nested lists deeper than this too */
@@ -57,6 +65,14 @@ static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1;
 static PyObject *wrap_fn;
 static npy_intp elide_bytes, lineage_min;
 static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_root, *str_out, *str_fields, *out_names;
+
+/* Set by setup_memo(): the namespaces of dispatch._call, dispatch.router and dispatch.trials (their
+ * values are read at each call: a policy switch or a test replaces them), the Decision type and
+ * where its slots and Op's `mutates` are. */
+static PyObject *call_ns, *router_ns, *trials_ns;
+static PyTypeObject *decision_type;
+static Py_ssize_t mutates_off = -1, dkey_off = -1, dsample_off = -1, dsettled_off = -1, dcalls_off = -1;
+static PyObject *str_memo, *str_decisions, *str_settled_every, *str_running;
 
 #define DATA(o) (*(PyObject **)((char *)(o) + data_off))
 
@@ -132,7 +148,7 @@ static PyObject *operand(PyObject *x, npy_intp *size) {
         *size = PyArray_SIZE((PyArrayObject *)x);
         return x;
     }
-    if (py_scalar(x)) {
+    if (py_scalar(x) || PyArray_IsScalar(x, Generic)) {
         *size = 1;
         return x;
     }
@@ -270,6 +286,125 @@ static PyObject *wrap_result(PyObject *r) {
     return w;
 }
 
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+/* One argument's part of `_memo_key`'s key (a keyword's with its name): a new reference, or NULL
+ * with no error set where the memo does not serve it (a device array, a NumPy array not wrapped,
+ * an array in a keyword, a list...). */
+static PyObject *memo_part(PyObject *v, PyObject *name) {
+    PyTypeObject *t = Py_TYPE(v);
+    PyObject *part = NULL;
+    if (t == nd_type) {
+        PyObject *d = host_data(v);
+        if (d == NULL || name != NULL) return NULL;
+        PyArrayObject *a = (PyArrayObject *)d;
+        PyObject *shape = PyArray_IntTupleFromIntp(PyArray_NDIM(a), PyArray_DIMS(a));
+        if (shape == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        part = PyTuple_Pack(4, (PyObject *)&PyArray_Type, (PyObject *)PyArray_DESCR(a), shape,
+                            rootless(v) ? Py_True : Py_False);
+        Py_DECREF(shape);
+    } else if (t == &PyFloat_Type || t == &PyComplex_Type || PyArray_IsScalar(v, Floating) ||
+               PyArray_IsScalar(v, ComplexFloating)) {  /* a float's value is not in the key */
+        part = name == NULL ? Py_NewRef((PyObject *)t) : PyTuple_Pack(2, name, (PyObject *)t);
+    } else if (t == &PyLong_Type || t == &PyBool_Type || v == Py_None) {
+        part = name == NULL ? PyTuple_Pack(2, (PyObject *)t, v) : PyTuple_Pack(3, name, (PyObject *)t, v);
+    } else if (name != NULL && t == &PyTuple_Type) {  /* axes, a shape */
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++)
+            if (!PyLong_CheckExact(PyTuple_GET_ITEM(v, i))) return NULL;
+        part = PyTuple_Pack(3, name, (PyObject *)t, v);
+    }
+    if (part == NULL) PyErr_Clear();
+    return part;
+}
+
+/* `_memo_key(op, args, kwargs)` with no target forced: a new reference, or NULL with no error set. */
+static PyObject *memo_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (Py_TYPE(op) != op_type || SLOT(op, mutates_off) != Py_None) return NULL;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *key = PyTuple_New(2 + nargs + nkw);
+    if (key == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyTuple_SET_ITEM(key, 0, Py_NewRef(op));
+    PyTuple_SET_ITEM(key, 1, Py_NewRef(Py_None));
+    for (Py_ssize_t i = 0; i < nargs + nkw; i++) {
+        PyObject *part = memo_part(args[i], i < nargs ? NULL : PyTuple_GET_ITEM(kwnames, i - nargs));
+        if (part == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, 2 + i, part);
+    }
+    return key;
+}
+
+/* Whether `_memo_run` would run this memo entry on NumPy now: a host entry whose decision is
+ * still the router's, no trial running, and (for a decision that learns) settled and not this
+ * call's turn to be timed, counted as `_memo_run` counts it. */
+static int memo_serves(PyObject *entry) {
+    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3 || PyTuple_GET_ITEM(entry, 1) != Py_None)
+        return 0;
+    PyObject *decision = PyTuple_GET_ITEM(entry, 0);
+    if (Py_TYPE(decision) != decision_type) return 0;
+    PyObject *decisions = PyDict_GetItemWithError(router_ns, str_decisions), *dkey = SLOT(decision, dkey_off);
+    if (decisions == NULL || !PyDict_CheckExact(decisions) || dkey == NULL ||
+        PyDict_GetItemWithError(decisions, dkey) != decision)
+        return 0;
+    PyObject *running = PyDict_GetItemWithError(trials_ns, str_running);
+    if (running == NULL || PyObject_IsTrue(running) != 0) return 0;
+    PyObject *sample = SLOT(decision, dsample_off);
+    if (sample == NULL || (sample != Py_False && PyObject_IsTrue(sample) != 0)) {
+        PyObject *settled = SLOT(decision, dsettled_off), *calls = SLOT(decision, dcalls_off);
+        PyObject *every = PyDict_GetItemWithError(router_ns, str_settled_every);
+        if (sample == NULL || settled == NULL || calls == NULL || every == NULL || PyObject_IsTrue(settled) != 1)
+            return 0;
+        long long n = PyLong_AsLongLong(calls), e = PyLong_AsLongLong(every);
+        if (n < 0 || e <= 0 || (n + 1) % e == 0) return 0;
+        PyObject *next = PyLong_FromLongLong(n + 1);
+        if (next == NULL) return 0;
+        Py_SETREF(SLOT(decision, dcalls_off), next);
+    }
+    return 1;
+}
+
+/* `op` on these arguments (as the Python path passes them to dispatch._call.call) from the memo:
+ * NULL with *taken 0 and no error set where the Python path runs it. */
+static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int *taken) {
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (call_ns == NULL || nargs + nkw > MAX_ARGS) return NULL;
+    PyObject *key = memo_key(op, args, nargs, kwnames);
+    if (key == NULL) return NULL;
+    PyObject *memo = PyDict_GetItemWithError(call_ns, str_memo), *entry = NULL;
+    if (memo != NULL && PyDict_CheckExact(memo)) entry = PyDict_GetItemWithError(memo, key);
+    Py_DECREF(key);
+    if (entry == NULL || !memo_serves(Py_NewRef(entry))) {
+        Py_XDECREF(entry);
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *run = Py_NewRef(PyTuple_GET_ITEM(entry, 2)), *hosted[MAX_ARGS];
+    Py_DECREF(entry);
+    for (Py_ssize_t i = 0; i < nargs + nkw; i++) {  /* (memo_key took host arrays alone) */
+        PyObject *d = Py_TYPE(args[i]) == nd_type ? DATA(args[i]) : NULL;
+        hosted[i] = d != NULL ? d : args[i];
+    }
+    *taken = 1;
+    PyObject *r = PyObject_Vectorcall(run, hosted, nargs, kwnames);
+    Py_DECREF(run);
+    if (r == NULL || !PyArray_CheckExact(r)) return wrap_result(r);
+    for (Py_ssize_t i = 0; i < nargs; i++) {  /* an argument NumPy handed back as it is: that array itself */
+        if (Py_TYPE(args[i]) == nd_type && DATA(args[i]) == r) {
+            Py_DECREF(r);
+            return Py_NewRef(args[i]);
+        }
+    }
+    return new_array(r);
+}
+
 typedef struct {
     PyObject_HEAD
     int kind;
@@ -350,7 +485,8 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             break;
         }
         if (on > n) n = on;
-        if (!takes(self->op, n, args[0], o)) break;
+        int under = takes(self->op, n, args[0], o);
+        if (!under && self->kind == INPLACE) break;
         if (self->kind == INPLACE) {
             PyObject *call_args[3] = {d, od, d};
             PyObject *r = PyObject_Vectorcall(self->func, call_args, 2, out_names);
@@ -361,6 +497,17 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         /* the Python path may elide, where NumPy would (never into a view, nor for matmul: _array._elides) */
         PyArrayObject *da = (PyArrayObject *)d;
         if (self->elides && PyArray_NBYTES(da) >= elide_bytes && PyArray_BASE(da) == NULL) break;
+        if (!under) {  /* the operands as the Python path passes them on */
+            PyObject *operands[2] = {args[0], o};
+            if (self->kind == REFLECTED) {
+                operands[0] = o;
+                operands[1] = args[0];
+            }
+            int taken = 0;
+            PyObject *r = memo_run(self->op, operands, 2, NULL, &taken);
+            if (taken) return r;
+            break;
+        }
         PyObject *call_args[2] = {d, od};
         if (self->kind == REFLECTED) {
             call_args[0] = od;
@@ -424,6 +571,8 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         int taken = 0;
         PyObject *r = run_op(self->op, self->func, args, 1, kwnames, &taken);
         if (taken) return wrap_result(r);
+        r = memo_run(self->op, args, 1, kwnames, &taken);
+        if (taken) return r;
         break;
     }
     case LOCAL: {  /* a view or a cast (diagonal, reshape...) of host arrays no root reaches, at any size */
@@ -464,9 +613,11 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         }
         int taken = 0;
         PyObject *r = run_op(op, func, call_args, nargs, kwnames, &taken);
+        if (taken) r = wrap_result(r);
+        else r = memo_run(op, call_args, nargs, kwnames, &taken);
         Py_XDECREF(owned_op);
         Py_XDECREF(owned_func);
-        if (taken) return wrap_result(r);
+        if (taken) return r;
         break;
     }
     case ARRAY_FUNCTION: {  /* __array_function__(self, func, types, args, kwargs) */
@@ -496,10 +647,12 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         }
         int taken = 0;
         PyObject *r = run_op(op, func, flat, n, names, &taken);
+        if (taken) r = wrap_result(r);
+        else r = memo_run(op, flat, n, names, &taken);
         Py_XDECREF(names);
         Py_DECREF(op);
         Py_DECREF(func);
-        if (taken) return wrap_result(r);
+        if (taken) return r;
         break;
     }
     case ARRAY_UFUNC: {  /* __array_ufunc__(self, ufunc, method, *inputs, **kwargs) */
@@ -510,9 +663,18 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         if (!table_op(self->func, args[1], &op, &func)) break;
         int taken = 0;
         PyObject *r = run_op(op, func, args + 3, nargs - 3, kwnames, &taken);
+        if (taken) r = wrap_result(r);
+        else r = memo_run(op, args + 3, nargs - 3, kwnames, &taken);
         Py_DECREF(op);
         Py_DECREF(func);
-        if (taken) return wrap_result(r);
+        if (taken) return r;
+        break;
+    }
+    case MEMO: {
+        if (!plain()) break;
+        int taken = 0;
+        PyObject *r = memo_run(self->op, args, nargs, kwnames, &taken);
+        if (taken) return r;
         break;
     }
     }
@@ -672,9 +834,33 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *setup_memo(PyObject *module, PyObject *args) {
+    PyObject *c, *r, *t, *decision;
+    if (op_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch._fastpath.setup() has not been called");
+    if (!PyArg_ParseTuple(args, "O!O!O!O!:setup_memo", &PyDict_Type, &c, &PyDict_Type, &r, &PyDict_Type, &t,
+                          &PyType_Type, &decision))
+        return NULL;
+    Py_ssize_t moff = slot_offset((PyObject *)op_type, "mutates"), koff = slot_offset(decision, "key"),
+               soff = slot_offset(decision, "sample"), stoff = slot_offset(decision, "settled"),
+               coff = slot_offset(decision, "calls");
+    if (moff < 0 || koff < 0 || soff < 0 || stoff < 0 || coff < 0) return NULL;
+    Py_XSETREF(call_ns, Py_NewRef(c));
+    Py_XSETREF(router_ns, Py_NewRef(r));
+    Py_XSETREF(trials_ns, Py_NewRef(t));
+    Py_XSETREF(decision_type, (PyTypeObject *)Py_NewRef(decision));
+    mutates_off = moff;
+    dkey_off = koff;
+    dsample_off = soff;
+    dsettled_off = stoff;
+    dcalls_off = coff;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"setup", setup, METH_VARARGS,
      "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op): what the fast path reads on each call"},
+    {"setup_memo", setup_memo, METH_VARARGS,
+     "setup_memo(vars(dispatch._call), vars(dispatch.router), vars(dispatch.trials), Decision): where the memo is"},
     {NULL},
 };
 
@@ -695,6 +881,11 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_out = PyUnicode_InternFromString("out");
     str_fields = PyUnicode_InternFromString("_fields");
     out_names = PyTuple_Pack(1, str_out);
+    str_memo = PyUnicode_InternFromString("_memo");
+    str_decisions = PyUnicode_InternFromString("_decisions");
+    str_settled_every = PyUnicode_InternFromString("SETTLED_EVERY");
+    str_running = PyUnicode_InternFromString("running");
+    if (!str_memo || !str_decisions || !str_settled_every || !str_running) return NULL;
     if (!empty_tuple || !str_floor || !str_trip || !str_func || !str_op || !str_root || !str_fields || !out_names)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

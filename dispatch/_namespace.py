@@ -99,8 +99,10 @@ def routed(name: str, func: Any, module: str) -> Any:
     wrapper.__module__ = module
     if op.local and name not in router.PLACED_COPIES:  # views and casts of host data no root reaches: any size
         wrapper = fast("local", op, wrapper)
-    elif name not in FFT_1D and not op.local:  # (a transform's floors follow n: _call.call)
+    elif name not in FFT_1D and not op.local:
         wrapper = fast("function", op, wrapper)
+    elif name in FFT_1D:  # a transform's floors follow n (_call.call): the compiled path serves its memo alone
+        wrapper = fast("memo", op, wrapper)
     wrapper.__wrapped__ = func
     return wrapper
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dispatch
-from dispatch import router
+from dispatch import _compiled, router
 from dispatch._call import Inputs
 from dispatch._ops import GETITEM, op_named
 
@@ -69,6 +69,8 @@ HOST_MEMO_PROGRAMS = {
     "a.max()": lambda xp, a, b: a.max(),
     "xp.fft.rfft(a, n=32, axis=-1)": lambda xp, a, b: xp.fft.rfft(a, n=32, axis=-1),  # padded: not sized
     "xp.maximum(a, b)": lambda xp, a, b: xp.maximum(a, b),
+    "a / a.sum()": lambda xp, a, b: a / a.sum(),  # a NumPy scalar operand, keyed by its type
+    "np.exp(a)": lambda xp, a, b: np.exp(a),  # NumPy's own ufunc given a dispatch array
 }
 
 
@@ -91,6 +93,100 @@ def test_a_repeated_host_call_the_router_keeps_on_numpy_runs_from_the_memo(label
     assert_same(program(dispatch, a, b), program(np, an, bn))  # decided by the router, and remembered
     _router_off(monkeypatch, routed_on_host)
     assert_same(program(dispatch, a, b), program(np, an, bn))
+
+
+@pytest.mark.skipif(not _compiled.ACTIVE, reason=f"the compiled fast path is {_compiled.STATUS}")
+@pytest.mark.parametrize("label", HOST_MEMO_PROGRAMS)
+def test_the_compiled_path_serves_the_memo_without_the_python_path(label, routed_on_host, monkeypatch):
+    """A repeat the memo serves costs the Python path nothing: the compiled path makes the same
+    key, finds the entry and runs it."""
+    from helpers import assert_same
+
+    program = HOST_MEMO_PROGRAMS[label]
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((6, 5)), rng.standard_normal((6, 5))
+    a, b = dispatch.asarray(an), dispatch.asarray(bn)
+    program(dispatch, a, b)  # decided by the router, and remembered
+    _router_off(monkeypatch, routed_on_host)
+    monkeypatch.setattr(routed_on_host, "call", _raises("the Python path ran"))
+    monkeypatch.setattr(routed_on_host, "_memo_run", _raises("the Python memo ran"))
+    assert_same(program(dispatch, a, b), program(np, an, bn))
+
+
+def _raises(why):
+    def called(*args, **kwargs):
+        raise AssertionError(why)
+
+    return called
+
+
+def _python_calls(monkeypatch, _call) -> list:
+    """Each call that reaches the Python path, counted, then run."""
+    seen = []
+    call = _call.call
+
+    def counted(*args, **kwargs):
+        seen.append(args[0].name)
+        return call(*args, **kwargs)
+
+    monkeypatch.setattr(_call, "call", counted)
+    return seen
+
+
+def test_a_memo_entry_serves_only_while_its_decision_holds_and_no_trial_runs(routed_on_host, monkeypatch):
+    """As the Python memo checks: a decision the router no longer holds, or a trial running,
+    sends the call to the Python path (compiled or not)."""
+    from dispatch import trials
+
+    an = np.random.default_rng(0).standard_normal((6, 5))
+    a = dispatch.asarray(an)
+    a + 1.0  # remembered
+    seen = _python_calls(monkeypatch, routed_on_host)
+    a + 1.0
+    assert seen == ([] if _compiled.ACTIVE else ["add"])
+    seen.clear()
+    monkeypatch.setitem(trials.running, ("another call",), object())
+    np.testing.assert_array_equal(np.asarray(a + 1.0), an + 1.0)
+    assert seen == ["add"]
+    trials.running.clear()
+    seen.clear()
+    decision = next(entry[0] for entry in routed_on_host._memo.values() if entry[0].key[0] == "add")
+    monkeypatch.delitem(router._decisions, decision.key)  # decided again, as after a trial's verdict
+    np.testing.assert_array_equal(np.asarray(a + 1.0), an + 1.0)
+    assert seen == ["add"]
+
+
+def test_a_settled_decision_that_learns_is_timed_once_in_settled_every_calls(routed_on_host, monkeypatch):
+    """A memo entry whose decision learns (``sample``) and has settled runs one call in
+    ``SETTLED_EVERY`` through the path that times it, and counts the calls it serves."""
+    an = np.random.default_rng(0).standard_normal((6, 5))
+    a = dispatch.asarray(an)
+    a + 1.0  # remembered
+    decision = next(entry[0] for entry in routed_on_host._memo.values() if entry[0].key[0] == "add")
+    decision.sample, decision.settled, decision.calls = True, True, 0
+    seen = _python_calls(monkeypatch, routed_on_host)
+    timed = []
+    monkeypatch.setattr(router, "observe", lambda d, seconds: timed.append(d.calls))
+    for _ in range(2 * router.SETTLED_EVERY):
+        np.testing.assert_array_equal(np.asarray(a + 1.0), an + 1.0)
+    every = router.SETTLED_EVERY
+    assert decision.calls == 2 * every and timed == [every, 2 * every]
+    assert seen == (["add", "add"] if _compiled.ACTIVE else ["add"] * (2 * every))
+
+
+def test_a_numpy_scalar_operand_under_the_floors_runs_on_numpy_straight_away(monkeypatch):
+    """``x / x.sum()``: the sum is a NumPy scalar, which takes the operator's fast case as a
+    Python float does (compiled or not), not the router's path."""
+    from dispatch import _call
+
+    an = np.random.default_rng(0).standard_normal((6, 5)).astype(np.float32)
+    a = dispatch.asarray(an)
+    seen = _python_calls(monkeypatch, _call)
+    for scalar in (np.float32(3.0), np.float64(3.0), np.int64(3), an.sum()):
+        for got, want in ((a / scalar, an / scalar), (a - scalar, an - scalar)):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(np.asarray(got), want)
+    assert seen == []
 
 
 def test_a_product_run_from_the_memo_is_seen_by_blas_spin(routed_on_host, monkeypatch):

@@ -91,6 +91,16 @@ def test_operators_it_takes_are_numpys(name, dtype):
 
 
 @compiled_only
+@pytest.mark.parametrize("scalar", [numpy.float32(3.0), numpy.float64(3.0), numpy.int64(3), numpy.complex64(3.0)])
+def test_a_numpy_scalar_operand_is_taken_as_a_python_one_is(scalar):
+    """``x / x.sum()``: the sum is a NumPy scalar; NumPy's promotion of it is kept."""
+    a = _data("float32")[0]
+    for name in ("true_divide", "subtract"):
+        got = fast("forward", name, _must_not_run)(wrapped(a), scalar)
+        assert_same(got, getattr(numpy, name)(a, scalar))
+
+
+@compiled_only
 def test_a_scalar_result_stays_a_numpy_scalar_and_pairs_are_wrapped():
     a, _ = _data()
     got = fast("forward", "divmod", _must_not_run)(wrapped(a), 3.0)
