@@ -833,6 +833,7 @@ def _install_operators() -> None:
     for short, name in _UNARY.items():
         op = op_named(name)
         setattr(ndarray, f"__{short}__", fast("method", op, _unary(op)))
+    ndarray.__array__ = fast("array", None, ndarray.__array__)  # numpy.asarray(a) of host data: the data
     ndarray.__getitem__ = fast("getitem", None, ndarray.__getitem__)
     ndarray.__setitem__ = fast("setitem", None, ndarray.__setitem__)
     # views and casts of host data are NumPy's at any size: the compiled path runs NumPy's method

@@ -32,6 +32,7 @@
  *                                arrays (third-party code), as function, for the ops in the
  *                                table the Python protocol methods fill (`func` holds it)
  *   memo       np.fft.rfft(x, n=...)  the memo alone (a transform's floors follow n)
+ *   array      numpy.asarray(a)  __array__ of host data, no dtype asked, no copy: the data itself
  *
  * Over the floors, a forward, reflected, method, function, ufunc, protocol or memo call of host
  * arrays no root reaches is looked up in dispatch._call's memo, as `_memo_key` and `_memo_run`
@@ -47,10 +48,10 @@
 #include <numpy/arrayscalars.h>
 
 enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, LOCAL, ASARRAY, UFUNC, ARRAY_FUNCTION,
-       ARRAY_UFUNC, MEMO, KINDS };
+       ARRAY_UFUNC, MEMO, ARRAY, KINDS };
 static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "getitem", "setitem", "method", "view",
                                         "function", "local", "asarray", "ufunc", "array_function", "array_ufunc",
-                                        "memo"};
+                                        "memo", "array"};
 
 #define MAX_ARGS 16  /* calls with more arguments take the Python path */
 #define MAX_DEPTH 4  /* nested lists deeper than this too */
@@ -669,6 +670,19 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         Py_DECREF(func);
         if (taken) return r;
         break;
+    }
+    case ARRAY: {  /* __array__(self, dtype=None, copy=None) */
+        if (nargs < 1 || nargs > 3) break;
+        PyObject *d = host_data(args[0]), *dtype = nargs > 1 ? args[1] : Py_None, *copy = nargs > 2 ? args[2] : Py_None;
+        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t i = 0; i < nkw; i++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+            if (PyUnicode_CompareWithASCIIString(name, "dtype") == 0) dtype = args[nargs + i];
+            else if (PyUnicode_CompareWithASCIIString(name, "copy") == 0) copy = args[nargs + i];
+            else goto fall_back;
+        }
+        if (d == NULL || dtype != Py_None || (copy != Py_None && copy != Py_False)) break;
+        return Py_NewRef(d);
     }
     case MEMO: {
         if (!plain()) break;

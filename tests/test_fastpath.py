@@ -239,6 +239,24 @@ def test_asarray_of_an_array_alone_is_taken():
 
 
 @compiled_only
+def test_numpy_asarray_of_host_data_is_the_data_itself():
+    a, _ = _data()
+    x = wrapped(a)
+    assert type(dispatch.ndarray.__array__) is type(fast("array", None, _handed))
+    array = fast("array", None, _must_not_run)
+    assert array(x) is a and array(x, None) is a and array(x, copy=None) is a and array(x, None, False) is a
+    assert numpy.asarray(x) is a
+    handed = fast("array", None, _handed)
+    calls = [handed(x, "float32"), handed(x, dtype=numpy.float64), handed(x, copy=True), handed(x, None, True),
+             handed(x, order="C"), handed(a)]
+    assert all(c is HANDED for c in calls)
+    copied = numpy.array(x, copy=True)
+    assert copied is not a and copied.base is None
+    numpy.testing.assert_array_equal(copied, a)
+    assert numpy.asarray(x, dtype=numpy.float32).dtype == numpy.float32
+
+
+@compiled_only
 def test_a_namespace_ufunc_takes_its_op_from_the_proxy():
     a, b = _data()
     call = fast("ufunc", None, _must_not_run)
