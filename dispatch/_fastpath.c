@@ -31,10 +31,11 @@
  *              numpy.mean(a), numpy.exp(a): NumPy's own functions and ufuncs given dispatch
  *                                arrays (third-party code), as function, for the ops in the
  *                                table the Python protocol methods fill (`func` holds it)
- *   memo       np.fft.rfft(x, n=...)  the memo alone (a transform's floors follow n)
+ *   transform  np.fft.rfft(x, n=...)  as function where its work follows its input's size (not
+ *                                padded FFT_PADDED times or more: dispatch._call.fft_sized)
  *   array      numpy.asarray(a)  __array__ of host data, no dtype asked, no copy: the data itself
  *
- * Over the floors, a forward, reflected, method, function, ufunc, protocol or memo call of host
+ * Over the floors, a forward, reflected, method, function, ufunc, protocol or transform call of host
  * arrays no root reaches is looked up in dispatch._call's memo, as `_memo_key` and `_memo_run`
  * do: a repeat of a call the router keeps on NumPy, decided and settled, runs NumPy's function
  * without asking again. Anything else the memo's Python path would check (a trial running, a
@@ -48,10 +49,10 @@
 #include <numpy/arrayscalars.h>
 
 enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, LOCAL, ASARRAY, UFUNC, ARRAY_FUNCTION,
-       ARRAY_UFUNC, MEMO, ARRAY, KINDS };
+       ARRAY_UFUNC, TRANSFORM, ARRAY, KINDS };
 static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "getitem", "setitem", "method", "view",
                                         "function", "local", "asarray", "ufunc", "array_function", "array_ufunc",
-                                        "memo", "array"};
+                                        "transform", "array"};
 
 #define MAX_ARGS 16  /* calls with more arguments take the Python path */
 #define MAX_DEPTH 4  /* nested lists deeper than this too */
@@ -73,7 +74,7 @@ static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_ro
 static PyObject *call_ns, *router_ns, *trials_ns;
 static PyTypeObject *decision_type;
 static Py_ssize_t mutates_off = -1, dkey_off = -1, dsample_off = -1, dsettled_off = -1, dcalls_off = -1;
-static PyObject *str_memo, *str_decisions, *str_settled_every, *str_running;
+static PyObject *str_memo, *str_decisions, *str_settled_every, *str_running, *str_fft_padded;
 
 #define DATA(o) (*(PyObject **)((char *)(o) + data_off))
 
@@ -406,6 +407,37 @@ static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     return new_array(r);
 }
 
+/* dispatch._call.fft_sized for a 1-D transform of host data: 1 where its work follows its input's
+ * size, 0 where `n` pads the input's length along `axis` FFT_PADDED times or more, -1 where the
+ * Python path decides (data on a device, no FFT_PADDED). */
+static int transform_sized(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (nargs < 1) return 1;
+    PyObject *n = nargs > 1 ? args[1] : Py_None, *axis = nargs > 2 ? args[2] : NULL, *a = args[0];
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(name, "n") == 0) n = args[nargs + i];
+        else if (PyUnicode_CompareWithASCIIString(name, "axis") == 0) axis = args[nargs + i];
+    }
+    if (Py_TYPE(a) == nd_type && (a = host_data(a)) == NULL) return -1;
+    if (!PyArray_CheckExact(a) || !PyLong_CheckExact(n) || (axis != NULL && !PyLong_CheckExact(axis))) return 1;
+    PyObject *padded = call_ns == NULL ? NULL : PyDict_GetItemWithError(call_ns, str_fft_padded);
+    if (padded == NULL || !PyLong_CheckExact(padded)) {
+        PyErr_Clear();
+        return -1;
+    }
+    int ndim = PyArray_NDIM((PyArrayObject *)a);
+    long ax = axis == NULL ? -1 : PyLong_AsLong(axis);
+    long long points = PyLong_AsLongLong(n), times = PyLong_AsLongLong(padded);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (ax < -ndim || ax >= ndim) return 1;  /* (NumPy raises) */
+    long long length = PyArray_DIM((PyArrayObject *)a, ax < 0 ? ax + ndim : ax);
+    return points < times * length;
+}
+
 typedef struct {
     PyObject_HEAD
     int kind;
@@ -684,10 +716,13 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         if (d == NULL || dtype != Py_None || (copy != Py_None && copy != Py_False)) break;
         return Py_NewRef(d);
     }
-    case MEMO: {
+    case TRANSFORM: {
         if (!plain()) break;
-        int taken = 0;
-        PyObject *r = memo_run(self->op, args, nargs, kwnames, &taken);
+        int taken = 0, sized = transform_sized(args, nargs, kwnames);
+        if (sized < 0) break;
+        PyObject *r = NULL;
+        if (sized && (r = run_op(self->op, self->func, args, nargs, kwnames, &taken), taken)) return wrap_result(r);
+        r = memo_run(self->op, args, nargs, kwnames, &taken);
         if (taken) return r;
         break;
     }
@@ -899,7 +934,8 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_decisions = PyUnicode_InternFromString("_decisions");
     str_settled_every = PyUnicode_InternFromString("SETTLED_EVERY");
     str_running = PyUnicode_InternFromString("running");
-    if (!str_memo || !str_decisions || !str_settled_every || !str_running) return NULL;
+    str_fft_padded = PyUnicode_InternFromString("FFT_PADDED");
+    if (!str_memo || !str_decisions || !str_settled_every || !str_running || !str_fft_padded) return NULL;
     if (!empty_tuple || !str_floor || !str_trip || !str_func || !str_op || !str_root || !str_fields || !out_names)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

@@ -101,8 +101,8 @@ def routed(name: str, func: Any, module: str) -> Any:
         wrapper = fast("local", op, wrapper)
     elif name not in FFT_1D and not op.local:
         wrapper = fast("function", op, wrapper)
-    elif name in FFT_1D:  # a transform's floors follow n (_call.call): the compiled path serves its memo alone
-        wrapper = fast("memo", op, wrapper)
+    elif name in FFT_1D:  # a transform's floors follow n (_call.fft_sized)
+        wrapper = fast("transform", op, wrapper)
     wrapper.__wrapped__ = func
     return wrapper
 

@@ -239,6 +239,22 @@ def test_asarray_of_an_array_alone_is_taken():
 
 
 @compiled_only
+@pytest.mark.parametrize("name", ["fft.fft", "fft.rfft", "fft.irfft"])
+def test_a_transform_is_taken_where_its_work_follows_its_input(name):
+    """A 1-D transform's floors count its input's elements unless ``n`` pads it FFT_PADDED
+    times or more (``_call.fft_sized``): then the Python path prices the points transformed."""
+    a, _ = _data()  # 6 x 5
+    func = getattr(numpy.fft, name.split(".")[1])
+    taken = fast("transform", name, _must_not_run)
+    for args, kwargs in (((), {}), ((8,), {}), ((), {"n": 8, "axis": 0}), ((19, -1), {}), ((), {"norm": "ortho"})):
+        assert_same(taken(wrapped(a), *args, **kwargs), func(a, *args, **kwargs))
+    handed = fast("transform", name, _handed)
+    assert handed(wrapped(a), 20) is HANDED and handed(wrapped(a), n=24, axis=0) is HANDED
+    with pytest.raises(ValueError):  # NumPy's own error for an axis out of range
+        taken(wrapped(a), 8, 2)
+
+
+@compiled_only
 def test_numpy_asarray_of_host_data_is_the_data_itself():
     a, _ = _data()
     x = wrapped(a)
