@@ -23,7 +23,13 @@ checked against NumPy's. The adaptive modes learn first, as in a program's first
 the oracle tries every target per kind of call, the router runs the program until it has
 settled (no trial and no changed decision for 10 runs and 0.5 s, at most 2000 runs or 30 s;
 ``learning`` in the output); then every mode warms up and is timed, and the timed samples are
-steady state.
+steady state. What the router's decisions did meanwhile is in the output too (``timing``:
+decisions changed, trials started or finished while it was timed).
+
+Each mode runs as if alone in its process: each routing policy keeps its own decisions and
+floors (the router's own rule), and each dispatch mode here its own history, so that what the
+seed table's or the forced GPU's calls did to data (sent it to a device, read it back) is not
+learned by the router's policy as its own program's behaviour.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import numpy
 import dispatch
 from benchmarks.workloads import SIZE_NAMES, WORKLOADS, _ports
 from dispatch import calibration, router, targets, trials
+from dispatch.history import History
 
 MODES = ("numpy", "router", "seed", "always-gpu", "port", "oracle")
 GPU_PREFERENCE = ("cupy", "torch-cuda", "torch-mps")
@@ -74,10 +81,18 @@ def _policy(name: str):
         router.set_policy(before)
 
 
+_histories: dict[str, History] = {}  # each dispatch mode's own (the router's: the one dispatch loaded)
+
+
 def _prepare(mode: str) -> None:
-    """Set the routing policy a mode runs under, before its clock starts (each policy keeps
-    its own decisions and floors across switches)."""
+    """Set the routing policy and the history a mode runs under, before its clock starts (each
+    policy keeps its own decisions and floors across switches)."""
     router.set_policy(POLICY.get(mode, "cost"))
+    if mode in ("numpy", "numpy-again", "port"):
+        return  # dispatch does not run: the history in place stays
+    if not _histories:
+        _histories["router"] = router.history
+    router.history = _histories.setdefault(mode, History())
 
 
 def _runner(mode: str, workload: Any, data: dict[str, Any], port: Any) -> Callable[[], dict] | None:
@@ -194,6 +209,21 @@ def _learn_router(run: Callable[[], dict], limit: int = 2000, budget_s: float = 
     return {"runs": i + 1, "seconds": time.perf_counter() - start, "settled": False}
 
 
+def _router_state() -> tuple[dict[tuple, str], int]:
+    """The cost policy's decisions (key: target) and the trials' verdicts, now."""
+    return {k: d.target.name for k, d in router._caches["cost"].items()}, len(trials.verdicts())
+
+
+def _router_changes(before: tuple[dict[tuple, str], int]) -> dict[str, int]:
+    """What the router's decisions did since ``before``: decisions changed (dropped and made
+    again to another target) or new, trials ended with a verdict, a trial still running."""
+    decisions, verdicts = before
+    now, verdicts_now = _router_state()
+    changed = sum(1 for k, name in now.items() if decisions.get(k, name) != name)
+    return {"decisions_changed": changed, "decisions_new": len(now.keys() - decisions.keys()),
+            "verdicts": verdicts_now - verdicts, "trial_running": len(trials.running)}
+
+
 def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, warmup: int,
                port: Any) -> dict[str, Any]:
     data = workload.make_data(size)
@@ -212,7 +242,10 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
         except AssertionError as exc:
             checks[mode] = f"differs: {str(exc).splitlines()[0][:120]}"
     loops = _loops(runners.get("numpy") or next(iter(runners.values())))
+    before = _router_state()
     times = _interleaved(runners, warmup, repeats, loops)
+    if "router" in learning:
+        learning["router"]["timing"] = _router_changes(before)
     n_calls = _count_calls(workload, data)
     seconds = {m: statistics.median(t) for m, t in times.items()}
     return {"workload": workload.NAME, "size": size, "seconds": seconds, "checks": checks, "calls": n_calls,
@@ -262,6 +295,9 @@ def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
         lines.append(f"router learning before timing: {sum(x[0]['seconds'] for x in learned):.1f} s in all, "
                      f"at most {most[0]['runs']} runs ({most[1]} {most[2]}); "
                      + ("every case settled" if not unsettled else "not settled: " + ", ".join(unsettled)))
+        moved = [f"{w} {s} ({', '.join(f'{k} {v}' for k, v in info['timing'].items() if v)})"
+                 for info, w, s in learned if any(info.get("timing", {}).values())]
+        lines.append("router while timed: " + ("nothing changed" if not moved else "; ".join(moved)))
     failed = [f"{c['workload']}/{c['size']}/{m}" for c in cases for m, v in c["checks"].items() if v != "ok"]
     lines.append("outputs equal NumPy's: " + ("all" if not failed else "NO: " + ", ".join(failed)))
     return lines

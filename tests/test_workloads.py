@@ -464,3 +464,52 @@ def test_the_suite_lets_the_router_learn_until_it_settles(monkeypatch):
     lines = suite.report([case, other], ("numpy", "router"))
     assert any(line.startswith("router learning before timing: 15.5 s in all, at most 400 runs (pca medium); "
                                "not settled: pca medium") for line in lines)
+
+
+def test_each_dispatch_mode_of_the_suite_keeps_its_own_history(monkeypatch):
+    """The seed table's and the forced GPU's calls teach the router's history nothing: each
+    dispatch mode runs with its own, the router with the one dispatch loaded; NumPy's and the
+    port's leave the history in place."""
+    from benchmarks import suite
+    from dispatch import router
+
+    loaded = router.history
+    monkeypatch.setattr(suite, "_histories", {})
+    monkeypatch.setattr(router, "history", loaded)
+    policies = []
+    monkeypatch.setattr(router, "set_policy", policies.append)  # (no calibration here: the policy is not the point)
+    seen = {}
+    for mode in ("router", "seed", "numpy", "always-gpu", "oracle", "router", "port", "seed"):
+        suite._prepare(mode)
+        seen.setdefault(mode, []).append(router.history)
+    assert policies == ["cost", "seed", "cost", "cost", "oracle", "cost", "cost", "seed"]
+    assert seen["router"] == [loaded, loaded] and seen["port"] == [loaded]  # (after the router's)
+    assert seen["numpy"] == [seen["seed"][0]]  # (after the seed's)
+    assert seen["seed"][0] is seen["seed"][1]
+    assert len({id(seen[m][0]) for m in ("router", "seed", "always-gpu", "oracle")}) == 4
+
+
+def test_the_suite_reports_what_the_routers_decisions_did_while_timed(monkeypatch):
+    from benchmarks import suite
+    from dispatch import router, trials
+
+    target = types.SimpleNamespace
+    monkeypatch.setitem(router._caches, "cost", {("a",): target(target=target(name="numpy")),
+                                                 ("b",): target(target=target(name="cupy"))})
+    monkeypatch.setattr(trials, "running", {})
+    monkeypatch.setattr(trials, "_verdicts", {})
+    before = suite._router_state()
+    assert suite._router_changes(before) == {"decisions_changed": 0, "decisions_new": 0, "verdicts": 0,
+                                             "trial_running": 0}
+    router._caches["cost"][("a",)] = target(target=target(name="cupy"))
+    router._caches["cost"][("c",)] = target(target=target(name="numpy"))
+    del router._caches["cost"][("b",)]
+    trials._verdicts[("a",)] = object()
+    trials.running[("c",)] = object()
+    timing = suite._router_changes(before)
+    assert timing == {"decisions_changed": 1, "decisions_new": 1, "verdicts": 1, "trial_running": 1}
+    case = {"workload": "pca", "size": "small", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
+            "seconds": {"numpy": 0.002, "router": 0.002},
+            "learning": {"router": {"runs": 10, "seconds": 0.3, "settled": True, "timing": timing}}}
+    lines = suite.report([case], ("numpy", "router"))
+    assert "router while timed: pca small (decisions_changed 1, decisions_new 1, verdicts 1, trial_running 1)" in lines
