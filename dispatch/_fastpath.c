@@ -76,10 +76,11 @@ static PyTypeObject *decision_type;
 static Py_ssize_t mutates_off = -1, dkey_off = -1, dsample_off = -1, dsettled_off = -1, dcalls_off = -1;
 static PyObject *str_memo, *str_decisions, *str_settled_every, *str_running, *str_fft_padded;
 
-#define DATA(o) (*(PyObject **)((char *)(o) + data_off))
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))  /* a __slots__ member at that offset */
+#define DATA(o) SLOT(o, data_off)
 
 static inline int plain(void) {
-    return *(PyObject **)((char *)state + plain_off) == Py_True;
+    return SLOT(state, plain_off) == Py_True;
 }
 
 /* The host data of a dispatch array, or NULL (a device array, another type). */
@@ -92,7 +93,7 @@ static inline PyObject *host_data(PyObject *x) {
 /* One of the op's floors (sizes at or under it run on NumPy), or -1 where not known here. */
 static npy_intp op_floor(PyObject *op, PyObject *which) {
     if (Py_TYPE(op) == op_type) {  /* the common case: no attribute lookup */
-        PyObject *v = *(PyObject **)((char *)op + (which == str_floor ? floor_off : trip_off));
+        PyObject *v = SLOT(op, which == str_floor ? floor_off : trip_off);
         if (v == NULL || !PyLong_CheckExact(v)) return -1;
         Py_ssize_t n = PyLong_AsSsize_t(v);
         if (n == -1 && PyErr_Occurred()) PyErr_Clear();
@@ -112,7 +113,7 @@ static npy_intp op_floor(PyObject *op, PyObject *which) {
 /* What NumPy calls for an op (op.func): a new reference, or NULL with an error set. */
 static PyObject *op_func(PyObject *op) {
     if (Py_TYPE(op) == op_type) {
-        PyObject *f = *(PyObject **)((char *)op + func_off);
+        PyObject *f = SLOT(op, func_off);
         if (f != NULL) return Py_NewRef(f);
     }
     return PyObject_GetAttr(op, str_func);
@@ -288,7 +289,19 @@ static PyObject *wrap_result(PyObject *r) {
     return w;
 }
 
-#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+/* A NumPy result of a call on args (stolen), as the Python path returns it: where NumPy handed
+ * back an argument's data as it is (a view with nothing to do), that dispatch array itself. */
+static PyObject *wrap_handed(PyObject *r, PyObject *const *args, Py_ssize_t nargs) {
+    if (r != NULL && PyArray_CheckExact(r)) {
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            if (Py_TYPE(args[i]) == nd_type && DATA(args[i]) == r) {
+                Py_DECREF(r);
+                return Py_NewRef(args[i]);
+            }
+        }
+    }
+    return wrap_result(r);
+}
 
 /* One argument's part of `_memo_key`'s key (a keyword's with its name): a new reference, or NULL
  * with no error set where the memo does not serve it (a device array, a NumPy array not wrapped,
@@ -308,8 +321,9 @@ static PyObject *memo_part(PyObject *v, PyObject *name) {
         part = PyTuple_Pack(4, (PyObject *)&PyArray_Type, (PyObject *)PyArray_DESCR(a), shape,
                             rootless(v) ? Py_True : Py_False);
         Py_DECREF(shape);
-    } else if (t == &PyFloat_Type || t == &PyComplex_Type || PyArray_IsScalar(v, Floating) ||
-               PyArray_IsScalar(v, ComplexFloating)) {  /* a float's value is not in the key */
+    } else if (t == &PyFloat_Type || t == &PyComplex_Type ||
+               (name == NULL && (PyArray_IsScalar(v, Floating) || PyArray_IsScalar(v, ComplexFloating)))) {
+        /* a float's value is not in the key; a NumPy scalar counts as one where it is an operand */
         part = name == NULL ? Py_NewRef((PyObject *)t) : PyTuple_Pack(2, name, (PyObject *)t);
     } else if (t == &PyLong_Type || t == &PyBool_Type || v == Py_None) {
         part = name == NULL ? PyTuple_Pack(2, (PyObject *)t, v) : PyTuple_Pack(3, name, (PyObject *)t, v);
@@ -397,14 +411,7 @@ static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     *taken = 1;
     PyObject *r = PyObject_Vectorcall(run, hosted, nargs, kwnames);
     Py_DECREF(run);
-    if (r == NULL || !PyArray_CheckExact(r)) return wrap_result(r);
-    for (Py_ssize_t i = 0; i < nargs; i++) {  /* an argument NumPy handed back as it is: that array itself */
-        if (Py_TYPE(args[i]) == nd_type && DATA(args[i]) == r) {
-            Py_DECREF(r);
-            return Py_NewRef(args[i]);
-        }
-    }
-    return new_array(r);
+    return wrap_handed(r, args, nargs);
 }
 
 /* dispatch._call.fft_sized for a 1-D transform of host data: 1 where its work follows its input's
@@ -613,14 +620,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         int taken = 0;
         PyObject *r = call_hosted(self->func, NPY_MAX_INTP, 1, args, nargs, kwnames, &taken);
         if (!taken) break;
-        if (r == NULL) return NULL;
-        for (Py_ssize_t i = 0; i < nargs; i++) {  /* an argument NumPy handed back as it is: that array itself */
-            if (Py_TYPE(args[i]) == nd_type && DATA(args[i]) == r) {
-                Py_DECREF(r);
-                return Py_NewRef(args[i]);
-            }
-        }
-        return wrap_result(r);
+        return wrap_handed(r, args, nargs);
     }
     case ASARRAY: {  /* asarray(a) alone: a NumPy array wrapped as it is, a dispatch array itself */
         if (nargs != 1 || kwnames != NULL || !plain()) break;
@@ -868,7 +868,7 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     if (doff < 0 || foff < 0 || toff < 0 || fnoff < 0) return NULL;
     Py_ssize_t poff = slot_offset((PyObject *)Py_TYPE(st), "plain");
     if (poff < 0) return NULL;
-    if (*(PyObject **)((char *)st + poff) == NULL) return PyErr_Format(PyExc_TypeError, "STATE.plain is unset");
+    if (SLOT(st, poff) == NULL) return PyErr_Format(PyExc_TypeError, "STATE.plain is unset");
     Py_XSETREF(nd_type, (PyTypeObject *)Py_NewRef(nd));
     Py_XSETREF(state, Py_NewRef(st));
     Py_XSETREF(wrap_fn, Py_NewRef(wrap));
