@@ -2,7 +2,8 @@
 
     python -m benchmarks.suite [--sizes small,medium,large] [--only kmeans,pca] [--out suite.json]
 
-Modes, each timed on the same data in one run, interleaved call by call:
+Modes, each timed on the same data in one run, in turns sample by sample (each round starting
+one mode further along, so no mode always follows the same one):
 
 - ``numpy``      plain NumPy, the reference
 - ``router``     ``run(dispatch)`` with the calibrated cost policy and its history
@@ -47,7 +48,7 @@ from typing import Any
 import numpy
 
 import dispatch
-from benchmarks.workloads import SIZE_NAMES, WORKLOADS, _ports
+from benchmarks.workloads import SIZE_NAMES, WORKLOADS, _ports, _timing
 from dispatch import calibration, router, targets, trials
 from dispatch.history import History
 
@@ -140,7 +141,9 @@ def _loops(run: Callable[[], dict]) -> int:
 def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: int, loops: int = 1,
                  budget_s: float = 20.0) -> dict[str, list[float]]:
     """Seconds per run of each mode, taking turns sample by sample (``loops`` runs each), each
-    sample synchronised, after ``warmup`` samples' worth of runs of each."""
+    sample synchronised, after ``warmup`` samples' worth of runs of each. Each round starts one
+    mode further along (``_timing.turns``): over as many rounds as modes, each mode follows
+    each other one once."""
     for mode, run in runners.items():
         _prepare(mode)
         for _ in range(warmup * loops):
@@ -148,7 +151,8 @@ def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: i
             _synchronize()
     times: dict[str, list[float]] = {m: [] for m in runners}
     for i in range(repeats):
-        for mode, run in runners.items():
+        for mode in _timing.turns(list(runners), i):
+            run = runners[mode]
             _prepare(mode)
             _synchronize()
             start = time.perf_counter()
@@ -308,7 +312,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--sizes", default=",".join(SIZE_NAMES))
     parser.add_argument("--only", default="")
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)  # one round per place of 7 modes
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--out")
     args = parser.parse_args(argv)

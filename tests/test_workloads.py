@@ -406,8 +406,19 @@ def test_measure_interleaved_takes_turns():
     times = _timing.measure_interleaved(
         {"a": (lambda: order.append("a"), None), "b": (lambda: order.append("b"), None)}, warmup=1, repeats=3
     )
-    assert order == ["a", "b"] + ["a", "b"] * 3
+    assert order == ["a", "b", "a", "b", "b", "a", "a", "b"]  # a warm-up, then each round one further along
     assert [len(t) for t in times.values()] == [3, 3]
+
+
+def test_suite_rounds_give_each_mode_each_place(monkeypatch):
+    from benchmarks import suite
+
+    order = []
+    monkeypatch.setattr(suite, "_prepare", lambda mode: None)
+    runners = {m: (lambda m=m: order.append(m)) for m in ("numpy", "router", "seed")}
+    times = suite._interleaved(runners, warmup=0, repeats=3)
+    assert order == ["numpy", "router", "seed", "router", "seed", "numpy", "seed", "numpy", "router"]
+    assert {m: len(t) for m, t in times.items()} == {"numpy": 3, "router": 3, "seed": 3}
 
 
 def test_suite_reports_the_spread_of_numpy_against_itself():

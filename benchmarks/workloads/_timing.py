@@ -22,6 +22,15 @@ def _noop() -> None:
     pass
 
 
+def turns(names: list[str], i: int) -> list[str]:
+    """The order of round ``i``: ``names`` rotated by ``i``, so that over ``len(names)`` rounds
+    each contender runs once in each place. A fixed order would give each the same neighbour
+    every time, and what one leaves behind (warm caches, spinning BLAS threads, a device still
+    clocked up) would favour or burden the next one alone."""
+    k = i % len(names) if names else 0
+    return names[k:] + names[:k]
+
+
 def _timed(fn: Call, sync: Sync, clock: Callable[[], float]) -> float:
     sync()
     start = clock()
@@ -59,7 +68,8 @@ def measure_interleaved(
     """Like ``measure`` for several contenders, taking turns call by call.
 
     Round-robin repeats expose every contender to the same background load, so their ratio
-    stays meaningful on a shared or throttling machine where timings drift over a run.
+    stays meaningful on a shared or throttling machine where timings drift over a run; each
+    round starts one place further along (``turns``).
     ``budget_s`` bounds each contender's timed total.
     """
     read = CLOCKS[clock]
@@ -69,8 +79,9 @@ def measure_interleaved(
             fn()
             sync()
     times: dict[str, list[float]] = {name: [] for name in plan}
-    for _ in range(repeats):
-        for name, (fn, sync) in plan.items():
+    for i in range(repeats):
+        for name in turns(list(plan), i):
+            fn, sync = plan[name]
             times[name].append(_timed(fn, sync, read))
         if len(times[next(iter(plan))]) >= 3 and max(sum(t) for t in times.values()) > budget_s:
             break
