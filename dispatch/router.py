@@ -112,6 +112,9 @@ FLOOR_REASON = "floor: NumPy, at a size where no other target pays"
 PLACED_COPIES = frozenset({"copy", "array"})
 # A call a trial runs on NumPy while it times the program so (``trials.host_only``).
 NUMPY_ALONE_REASON = "trial: timing the program with every call on NumPy"
+# ...and on the device, while it times the program with every call the device can run there
+# (``trials.all_device``; the floors are lowered meanwhile, so that calls on host data reach it).
+ALL_DEVICE_REASON = "trial: timing the program with every call on the device"
 
 
 class Decision:
@@ -171,10 +174,13 @@ def policy() -> str:
 
 
 def clear_decisions() -> None:
+    global _lowered
     for cache in _caches.values():
         cache.clear()
     trials.clear()
+    _pins.clear()
     _parked_floors.clear()
+    _lowered = None
     _reset_floors()
 
 
@@ -193,6 +199,7 @@ def _switch(name: str) -> None:
     global _policy, _decisions
     if name != _policy:
         trials.pause()
+        _floors_back()
         _parked_floors[_policy] = ({op: (op.floor, op.trip_floor) for op in all_ops()}, dict(_floors))
         _policy = name
         _decisions = _caches[name]
@@ -352,13 +359,21 @@ def cached(key: tuple) -> Decision | None:
 def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     """The decision for this call (cached per key)."""
     key = _key(op, inputs)
+    if _lowered is not None and trials.all_device() is None:
+        _floors_back()  # the all-device side ended away from its trial's call (its limit, or dropped)
     if trials.running and _policy == "cost":
         kin = _on_kin_trial(key)
         if kin is not None:
             return kin
-        if key[4] is None and key not in trials.running and trials.host_only():
-            return Decision(NUMPY, NUMPY_ALONE_REASON, key=key)
+        if key[4] is None and key not in trials.running:
+            trial = trials.alone()
+            if trial is not None:
+                return _alone(trial, op, inputs, key)
     hit = _decisions.get(key)
+    if hit is None and _pins and _policy == "cost":
+        hit = _pins.get(key)
+        if hit is not None:
+            _decisions[key] = hit
     if hit is not None:
         if hit.live:  # free memory changes: the work may no longer fit where it ran
             scaled = cluster.route(op, inputs, key)
@@ -392,10 +407,81 @@ def _trial_worthy(decision: Decision, inputs: Any, key: tuple) -> bool:
 
 def _on_trial(key: tuple, trial: trials.Trial) -> Decision:
     decision, final = trial.next()
+    if not final and trial.last is not None and trial.last[1] == "all-device":
+        _floors_down()
+    else:
+        _floors_back()
     if final:
         trials.finish(key, decision)
         _decisions[key] = decision
+        if trial.everything:
+            _pin(trial)
     return decision
+
+
+def _alone(trial: trials.Trial, op: Any, inputs: Any, key: tuple) -> Decision:
+    """A call while a trial times the program on NumPy alone, or on the device alone: there,
+    each kind of call the policy prices (or a copy of host data) goes to the trial's device if
+    it can run it, decided once per kind for the trial (``Trial.moved``); any other call (a
+    view, a host op, one the device refused) as the router decides it."""
+    if trial.last[1] == "numpy":
+        return Decision(NUMPY, NUMPY_ALONE_REASON, key=key)
+    decision = trial.moved.get(key)
+    if decision is None:
+        decision, _ = _decide(op, inputs, key)
+        device = trial.device.target
+        priced = op.name in PLACED_COPIES or decision.reason.startswith(("cost model", "history", "exploring"))
+        if (priced and decision.target.name in HOST_TARGETS and device.name not in _refusals.get(key, ())
+                and device.supports(op)):
+            decision = Decision(device, ALL_DEVICE_REASON, key=key)
+        trial.moved[key] = decision
+    return decision
+
+
+# Kinds of call a trial's all-device verdict sent to the device (``trials.Trial.everything``):
+# kept there whenever their cached decision is dropped, and their sizes of host data kept over
+# the floors, so that each run of the program starts on the device as the winning side did.
+_pins: dict[tuple, Decision] = {}
+
+
+def _pin(trial: trials.Trial) -> None:
+    device = trial.device.target
+    for key, moved in trial.moved.items():
+        if moved.target is not device:
+            continue
+        pinned = Decision(device, trial.device.reason, key=key)
+        _pins[key] = _decisions[key] = pinned
+        if key[3] == HOST_ONLY:
+            op = op_named(key[0])
+            under = (1 << (key[2] - 1)) - 1  # the largest size under this key's bucket
+            floor, trip = host_floor(op), trip_floor(op)
+            op.floor, op.trip_floor = min(floor, under), min(trip, under)
+
+
+# The floors the all-device side lowered, to put back when it ends (``_floors_down``).
+_lowered: dict[Any, tuple[int, int]] | None = None
+
+
+def _floors_down() -> None:
+    """Send every priced call over ``SMALL`` to the router while the all-device side runs: under
+    the floors, host data would stay on NumPy, and the side would time the program's host calls."""
+    global _lowered
+    if _lowered is not None:
+        return
+    _lowered = {}
+    for op in all_ops():
+        if op.cataloged and not op.local and op.work not in ("host", "random"):
+            _lowered[op] = (op.floor, op.trip_floor)
+            op.floor = op.trip_floor = SMALL
+
+
+def _floors_back() -> None:
+    global _lowered
+    if _lowered is None:
+        return
+    for op, (floor, trip) in _lowered.items():
+        op.floor, op.trip_floor = floor, trip
+    _lowered = None
 
 
 def _on_kin_trial(key: tuple) -> Decision | None:
@@ -829,7 +915,8 @@ def _learn_floor(key: tuple) -> None:
     that loses at a size loses at the smaller ones, where its fixed costs weigh more."""
     name, _, bucket, devices, forced = key[:5]
     if (forced is not None or devices != HOST_ONLY or not _numpy_best(history.stats.get(key, {}))
-            or history.p_send(key)):  # its results go on to a device: the router must keep seeing them
+            or history.p_send(key)  # its results go on to a device: the router must keep seeing them
+            or any(k[0] == name and k[3] == HOST_ONLY and k[2] <= bucket for k in _pins)):  # (``_pin``)
         return
     try:
         op = op_named(name)

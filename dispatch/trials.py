@@ -17,6 +17,14 @@ measurements (a result's next calls follow it to the device), so a chain of move
 gain on its own, could leave the program slower than NumPy. Timing NumPy alone beside it keeps
 each device verdict one the whole program gains from.
 
+A fourth side runs every call the device can run there (``all_device``). Each trial judges one
+call's move with the others where they are, so a program whose calls each lose on the device
+alone (the copy of their host inputs is not repaid by one call) never moves, though it may run
+faster with all of them there: a loop that the first trials left on the host stays there, and
+so do the floors it learned. Where the program ran faster with every call on the device than on
+each other side, by ``DEVICE_MARGIN``, the verdict sends all the kinds of call that side moved
+(``Trial.moved``, ``Trial.everything``), and the router keeps them there (``router._pin``).
+
 "Such a call" is the same op on the same dtypes, size and layout wherever its inputs are: a
 loop that makes it with host data once and then with what the device left (k-means' centroids)
 makes it once an iteration on either side; the router runs those calls on the host side on
@@ -50,9 +58,13 @@ BLOCK = 4
 # Timing a side only after its warm-up keeps those costs off whichever side comes later (timed
 # with them, the host loses races it should win). A clear verdict once each side was timed
 # once ends the trial early.
-SIDES = ("device", "numpy", "host")  # "numpy": every call on NumPy, as the program runs without dispatch
-BLOCKS = (("device", False), ("device", True), ("numpy", False), ("numpy", True), ("host", False), ("host", True),
-          ("device", True), ("numpy", True), ("host", True))
+# "numpy": every call on NumPy, as the program runs without dispatch; "all-device": every call the
+# device can run there
+SIDES = ("device", "numpy", "all-device", "host")
+BLOCKS = (("device", False), ("device", True), ("numpy", False), ("numpy", True), ("all-device", False),
+          ("all-device", True), ("host", False), ("host", True),
+          ("device", True), ("numpy", True), ("all-device", True), ("host", True))
+ALONE = ("numpy", "all-device")  # the sides that route every call of the program, not only the trial's
 _EARLY_AT = (BLOCKS.index(("host", True)) + 1) * BLOCK  # calls made when each side was timed once
 _FIRST_TIMED_AT = (BLOCKS.index(("device", True)) + 1) * BLOCK  # ...and when the device's first timed block ends
 EARLY_RATIO = 1.5
@@ -96,7 +108,8 @@ DEVICE_BOUND = 1.5
 class Trial:
     """The device and host decisions of one kind of call, and the program's periods under each."""
 
-    __slots__ = ("device", "hopeless", "host", "last", "limit", "passed_over", "periods", "seen", "touched")
+    __slots__ = ("device", "everything", "hopeless", "host", "last", "limit", "moved", "passed_over", "periods", "seen",
+                 "touched")
 
     def __init__(self, device: Any, host: Any) -> None:
         self.device = device
@@ -107,7 +120,9 @@ class Trial:
         self.passed_over = 0  # calls of other kinds that waited for it since its own last call
         self.periods: dict[str, list[float]] = {side: [] for side in SIDES}
         self.hopeless = 0  # periods off the device in a row far longer than the device's (``_host_hopeless``)
-        self.limit = STALE_S  # how long a period on NumPy alone may last (``host_only``)
+        self.limit = STALE_S  # how long a period on NumPy or the device alone may last (``alone``)
+        self.moved: dict[tuple, Any] = {}  # the decisions the all-device side made, by key (``router``)
+        self.everything = False  # the verdict: every call the all-device side moved goes to the device
 
     def side(self) -> str | None:
         """The side of the next call: ``None`` once the schedule is done."""
@@ -120,7 +135,7 @@ class Trial:
         if self.last is not None:
             period = now - self.last[0]
             self._count(period)
-            if self.last[1] == "device":
+            if self.last[1] in ("device", "all-device"):
                 self.hopeless = 0
             elif self._host_hopeless(period):
                 return self.device, True
@@ -128,13 +143,13 @@ class Trial:
         found = self.outcome(side)
         if found is not None:
             return found, True
-        if side == "numpy" and self.periods["device"]:
+        if side in ALONE and self.periods["device"]:
             self.limit = CUT_RATIO * statistics.fmean(self.periods["device"]) + MAX_PERIOD_S
         self.seen += 1
         self.last = (now, side)
         self.touched = now
         self.passed_over = 0
-        return (self.device if side == "device" else self.host), False
+        return (self.device if side in ("device", "all-device") else self.host), False
 
     def outcome(self, side: str | None) -> Any:
         means = self._means()
@@ -147,7 +162,12 @@ class Trial:
             return self.host if side is None else None  # periods all lost to pauses: NumPy, as before
         rival_side = min(("host", "numpy"), key=means.__getitem__)  # the faster way without the device
         rival = means[rival_side]
-        early = self.seen == _EARLY_AT and (rival > EARLY_RATIO * device or device > EARLY_RATIO * rival)
+        everything, others = means["all-device"], min(device, rival)
+        at_early = self.seen == _EARLY_AT
+        clear = at_early and EARLY_RATIO * everything < others
+        if everything * (1 + DEVICE_MARGIN) < others and (side is None or clear):
+            return self._everything(means)
+        early = at_early and (rival > EARLY_RATIO * device or device > EARLY_RATIO * rival)
         if side is not None and not early:
             return None
         us = {k: f"{v * 1e6:.0f} µs" for k, v in means.items()}
@@ -167,6 +187,16 @@ class Trial:
             self.host.reason = (f"trial: the program ran faster with this call on the host ({us[rival_side]} against "
                                 f"{us['device']} with it on {name} from one such call to the next{alone})")
         return self.host
+
+    def _everything(self, means: dict[str, float]) -> Any:
+        """The all-device side's verdict: the device, for this call and every one it moved."""
+        us = {k: f"{v * 1e6:.0f} µs" for k, v in means.items()}
+        self.device.reason = (f"trial: the program ran faster with every call on {self.device.target.name} "
+                              f"({us['all-device']} against {us['device']} with this call alone there, "
+                              f"{us['host']} with it on the host and {us['numpy']} with every call on NumPy, "
+                              "from one such call to the next)")
+        self.everything = True
+        return self.device
 
     def _count(self, period: float) -> None:
         """Keep the period since the last call, if that call's block is timed and it was not the
@@ -224,21 +254,33 @@ def verdicts() -> dict[tuple, Any]:
     return dict(_verdicts)
 
 
-def host_only() -> bool:
-    """Whether the running trial times the program on NumPy alone now: every call, of any kind,
-    runs on NumPy until its kind of call comes again (``router.decide``). A period there longer
-    than the trial's ``limit`` (the loop ended, or NumPy alone is hopeless there) stops it, timed
-    at that limit (a bound: the device wins by more), so that a program that moved on does not
-    stay on NumPy."""
+def alone() -> Trial | None:
+    """The running trial, if it times the program on NumPy alone or on the device alone now:
+    every call, of any kind, runs there until the trial's kind of call comes again
+    (``router.decide``). A period there longer than the trial's ``limit`` (the loop ended, or
+    that side is hopeless there) stops it, timed at that limit (a bound: the device wins by
+    more), so that a program that moved on does not stay there."""
     for trial in running.values():
-        if trial.last is None or trial.last[1] != "numpy":
-            return False
+        if trial.last is None or trial.last[1] not in ALONE:
+            return None
         now = time.perf_counter()
         if now - trial.last[0] <= trial.limit:
-            return True
+            return trial
         trial._count(trial.limit)
         trial.last = None
-    return False
+    return None
+
+
+def host_only() -> bool:
+    """Whether every call runs on NumPy now (``alone``)."""
+    trial = alone()
+    return trial is not None and trial.last[1] == "numpy"
+
+
+def all_device() -> Trial | None:
+    """The running trial, if every call the device can run runs there now (``alone``)."""
+    trial = alone()
+    return trial if trial is not None and trial.last[1] == "all-device" else None
 
 
 def start(key: tuple, device: Any, host: Any) -> bool:

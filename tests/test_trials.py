@@ -29,9 +29,12 @@ class _Side:
 def _run(trial: trials.Trial, seconds: dict[str, float], pause_at: int | None = None) -> tuple[_Side, int]:
     """Call the trial on a scripted clock, each period as long as the side it ran (NumPy alone
     as long as the host's unless given); returns the verdict and how many calls it took."""
+    given = list(seconds.values())
     seconds = {"numpy": seconds["host"], **seconds}
+    if "all-device" not in seconds:  # the device alone: twice the slowest side, never winning unless given
+        seconds["all-device"] = lambda n: 2 * max(v(n) if callable(v) else v for v in given)
     clock = [0.0]
-    ran = {"device": 0, "numpy": 0, "host": 0}  # calls made on each side so far (a side's period may depend on it)
+    ran = dict.fromkeys(trials.SIDES, 0)  # calls made on each side so far (a side's period may depend on it)
     real = trials.time.perf_counter
     trials.time.perf_counter = lambda: clock[0]
     try:
@@ -40,7 +43,7 @@ def _run(trial: trials.Trial, seconds: dict[str, float], pause_at: int | None = 
             if final:
                 return decision, call
             side = trial.last[1]
-            assert decision is (trial.device if side == "device" else trial.host)
+            assert decision is (trial.device if side in ("device", "all-device") else trial.host)
             ran[side] += 1
             period = seconds[side](ran[side]) if callable(seconds[side]) else seconds[side]
             clock[0] += period + (10.0 if call == pause_at else 0.0)
@@ -52,7 +55,7 @@ def _run(trial: trials.Trial, seconds: dict[str, float], pause_at: int | None = 
 def test_a_device_twice_as_slow_loses_once_each_side_was_timed():
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))
     chosen, calls = _run(trial, {"device": 2e-3, "host": 1e-3})
-    assert chosen is trial.host and calls == 6 * trials.BLOCK  # each side warmed up, then timed once
+    assert chosen is trial.host and calls == 8 * trials.BLOCK  # each of the 4 sides warmed up, then timed once
     assert chosen.reason.startswith("trial: the program ran faster with this call on the host (1000 µs against 2000")
 
 
@@ -178,7 +181,7 @@ def test_a_pause_is_left_out_and_a_policy_switch_times_no_period():
     for _ in range(2 * trials.BLOCK + 1):  # paused before every call: no period timed when the host's turn comes
         trials.pause()
         assert not trial.next()[1]
-    assert trial.periods == {"device": [], "numpy": [], "host": []}
+    assert trial.periods == {"device": [], "numpy": [], "all-device": [], "host": []}
     trial.last = (0.0, "device")
     try:
         trials.pause()
@@ -348,7 +351,7 @@ def test_a_hopeless_host_side_is_cut_short():
     assert chosen is trial.host and "cut short" not in chosen.reason  # a tie once the pauses are left out
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # as slow by ratio, but by little time: timed, not cut
     chosen, calls = _run(trial, {"device": 1e-3, "host": 2 * trials.CUT_RATIO * 1e-3})
-    assert chosen is trial.device and calls == 6 * trials.BLOCK  # the early verdict once each side was timed
+    assert chosen is trial.device and calls == 8 * trials.BLOCK  # the early verdict once each side was timed
 
 
 def test_while_numpy_alone_is_timed_every_call_runs_on_numpy(fake_gpu):
@@ -381,3 +384,97 @@ def test_while_numpy_alone_is_timed_every_call_runs_on_numpy(fake_gpu):
             assert value.dtype == numpy.float64 and value.shape == host.shape
             numpy.testing.assert_allclose(value, expected[name], rtol=1e-15)
     assert sides.count("numpy") >= 2 * trials.BLOCK and {"device", "host"} <= set(sides)
+
+
+def test_the_program_on_the_device_alone_wins_where_it_is_clearly_faster():
+    """A fourth side runs every call the device can run there: where the program ran faster so
+    than on every other side by the margin, the verdict moves them all (``everything``); at once
+    once each side was timed, if by ``EARLY_RATIO``, else after the whole schedule; under the
+    margin, the other sides decide as before."""
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    chosen, calls = _run(trial, {"device": 3e-3, "host": 2e-3, "numpy": 2.5e-3, "all-device": 1e-3})
+    assert chosen is trial.device and trial.everything and calls == 8 * trials.BLOCK
+    assert chosen.reason == ("trial: the program ran faster with every call on cupy (1000 µs against 3000 µs with "
+                             "this call alone there, 2000 µs with it on the host and 2500 µs with every call on "
+                             "NumPy, from one such call to the next)")
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # by the margin, not by EARLY_RATIO: the whole schedule
+    chosen, calls = _run(trial, {"device": 3e-3, "host": 2e-3, "all-device": 1.6e-3})
+    assert chosen is trial.device and trial.everything and calls == len(trials.BLOCKS) * trials.BLOCK
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # faster, but under the margin: the host keeps it
+    chosen, _ = _run(trial, {"device": 3e-3, "host": 2e-3, "all-device": 2e-3 / (1 + trials.DEVICE_MARGIN) * 1.01})
+    assert chosen is trial.host and not trial.everything
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # the call alone on the device is faster still
+    chosen, _ = _run(trial, {"device": 1e-3, "host": 2e-3, "all-device": 1.1e-3})
+    assert chosen is trial.device and not trial.everything and "with this call on cupy" in chosen.reason
+
+
+def _to_side(trial: trials.Trial, side: str) -> None:
+    """Make the trial's next call the first of ``side``'s warm-up block."""
+    trial.seen, trial.last = trials.BLOCKS.index((side, False)) * trials.BLOCK, None
+
+
+def test_while_the_device_alone_is_timed_every_call_it_can_run_goes_there(fake_gpu):
+    """On the all-device side every priced call over ``SMALL`` goes to the device, even host data
+    under its floor (the floors are lowered meanwhile, and put back after); a view stays where its
+    data is. On an all-device verdict the kinds of call it moved stay on the device: decided so
+    again when their cached decision is dropped, their host sizes kept over the floors. Every
+    result is NumPy's."""
+    big, small = numpy.linspace(0.0, 1.0, N), numpy.linspace(0.0, 1.0, 4096)
+    x, s = dispatch.asarray(big), dispatch.asarray(small)
+    sqrt_op = dispatch._ops.op_named("sqrt")
+    dispatch.exp(x)  # the cost policy's trial of exp starts
+    trial = next(iter(trials.running.values()))
+    with dispatch.trace() as t:
+        dispatch.sqrt(s)
+    assert t.records[0].target == "numpy" and t.records[0].reason.startswith("floor")  # as the router has it
+    floors = (router.host_floor(sqrt_op), router.trip_floor(sqrt_op))
+    assert floors[1] >= small.size
+    _to_side(trial, "all-device")
+    dispatch.exp(x)
+    assert trials.all_device() is trial and sqrt_op.trip_floor == router.SMALL
+    with dispatch.trace() as t:
+        got = {"sqrt": dispatch.sqrt(s), "sin": dispatch.sin(x), "view": x[:10]}
+    records = {r.op: r for r in t.records}
+    assert (records["sqrt"].target, records["sqrt"].reason) == ("cupy", router.ALL_DEVICE_REASON)
+    assert records["sin"].target == "cupy"  # (the cost model's choice already)
+    assert (records["__getitem__"].target, records["__getitem__"].reason) == ("numpy", router.LOCAL_REASON)
+    expected = {"sqrt": numpy.sqrt(small), "sin": numpy.sin(big), "view": big[:10]}
+    for name, value in got.items():
+        value = numpy.asarray(value)
+        assert value.dtype == numpy.float64 and value.shape == expected[name].shape
+        numpy.testing.assert_allclose(value, expected[name], rtol=1e-15)
+    _to_side(trial, "host")
+    dispatch.exp(x)
+    assert trials.all_device() is None and (sqrt_op.floor, sqrt_op.trip_floor) == floors  # put back
+    trial.everything = True
+    router._pin(trial)
+    trials.finish(next(iter(trials.running)), trial.device)
+    router._decisions.clear()  # dropped, as the router does now and then
+    with dispatch.trace() as t:
+        got = dispatch.sqrt(s)
+    assert t.records[0].target == "cupy" and t.records[0].reason == trial.device.reason
+    assert sqrt_op.trip_floor < small.size <= floors[1]
+    numpy.testing.assert_allclose(numpy.asarray(got), numpy.sqrt(small), rtol=1e-15)
+
+
+def test_the_floors_come_back_when_the_device_alone_ends_away_from_its_call(fake_gpu, monkeypatch):
+    """The trial's kind of call stopped coming while every call ran on the device: past the
+    side's limit the program runs as routed again, and the floors are put back at the next call
+    that reaches the router; so they are at a policy switch."""
+    x = dispatch.asarray(numpy.linspace(0.0, 1.0, N))
+    sqrt_op = dispatch._ops.op_named("sqrt")
+    dispatch.exp(x)
+    trial = next(iter(trials.running.values()))
+    floors = (router.host_floor(sqrt_op), router.trip_floor(sqrt_op))
+    _to_side(trial, "all-device")
+    dispatch.exp(x)
+    assert sqrt_op.trip_floor == router.SMALL
+    trial.last = (trial.last[0] - 2 * trial.limit, "all-device")  # the loop ended long ago
+    dispatch.sin(x)
+    assert trials.all_device() is None and (sqrt_op.floor, sqrt_op.trip_floor) == floors
+    _to_side(trial, "all-device")
+    dispatch.exp(x)
+    assert sqrt_op.trip_floor == router.SMALL
+    router.set_policy("seed")  # the cost policy's floors are parked as they were before the side
+    router.set_policy("cost")
+    assert (sqrt_op.floor, sqrt_op.trip_floor) == floors
