@@ -478,3 +478,32 @@ def test_the_floors_come_back_when_the_device_alone_ends_away_from_its_call(fake
     router.set_policy("seed")  # the cost policy's floors are parked as they were before the side
     router.set_policy("cost")
     assert (sqrt_op.floor, sqrt_op.trip_floor) == floors
+
+
+def test_an_all_device_verdict_keeps_every_call_it_moved_on_the_device(fake_gpu, monkeypatch):
+    """The router's side of the verdict, on a scripted clock: a loop of ``exp`` on host data (on
+    trial) and ``sqrt`` of a small host array (under its floor, on NumPy) runs faster with both on
+    the device; once the all-device side wins, both run there each step, ``sqrt`` too, and every
+    result is NumPy's."""
+    clock = [0.0]
+    monkeypatch.setattr(trials.time, "perf_counter", lambda: clock[0])
+    big, small = numpy.linspace(0.0, 1.0, N), numpy.linspace(0.0, 1.0, 4096)
+    seen = []
+    for _ in range(len(trials.BLOCKS) * trials.BLOCK + 2):
+        x, s = dispatch.asarray(big), dispatch.asarray(small)
+        with dispatch.trace() as t:
+            got = {"exp": dispatch.exp(x), "sqrt": dispatch.sqrt(s)}
+        trial = next(iter(trials.running.values()), None)
+        side = trial.last[1] if trial is not None and trial.last is not None else None
+        clock[0] += 1e-3 if side == "all-device" else 3e-3
+        seen.append({r.op: (r.target, r.reason) for r in t.records})
+        for name, value in got.items():
+            value, expected = numpy.asarray(value), getattr(numpy, name)(big if name == "exp" else small)
+            assert value.dtype == numpy.float64 and value.shape == expected.shape
+            numpy.testing.assert_allclose(value, expected, rtol=1e-15)
+    assert seen[0]["sqrt"] == ("numpy", router.FLOOR_REASON)
+    verdict = next(i for i, calls in enumerate(seen) if "with every call on cupy" in calls["exp"][1])
+    assert verdict == 8 * trials.BLOCK  # at once, once each side was timed (by over EARLY_RATIO)
+    for calls in seen[verdict + 1:]:
+        assert calls["sqrt"][0] == "cupy" and calls["sqrt"][1].startswith("trial: the program ran faster with every")
+        assert calls["exp"][0] == "cupy"
