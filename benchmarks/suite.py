@@ -25,7 +25,8 @@ the oracle tries every target per kind of call, the router runs the program unti
 settled (no trial and no changed decision for 10 runs and 0.5 s, at most 2000 runs or 30 s;
 ``learning`` in the output); then every mode warms up and is timed, and the timed samples are
 steady state. What the router's decisions did meanwhile is in the output too (``timing``:
-decisions changed, trials started or finished while it was timed).
+decisions changed, trials started or finished while it was timed), and each trial's verdict on
+the case (``verdicts``: its reason gives the program's time on each side).
 
 Each mode runs as if alone in its process: each routing policy keeps its own decisions and
 floors (the router's own rule), and each dispatch mode here its own history, so that what the
@@ -228,12 +229,20 @@ def _router_changes(before: tuple[dict[tuple, str], int]) -> dict[str, int]:
             "verdicts": verdicts_now - verdicts, "trial_running": len(trials.running)}
 
 
+def _verdicts_since(before: set[tuple]) -> dict[str, str]:
+    """The trials that ended since ``before`` (the verdicts' keys then): each kind of call (op,
+    dtypes, sizes under a power of two) and its verdict's reason, which gives each side's time."""
+    return {f"{k[0]} ({', '.join(map(str, k[1]))}) under 2^{k[2]}": v.reason
+            for k, v in trials.verdicts().items() if k not in before}
+
+
 def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, warmup: int,
                port: Any) -> dict[str, Any]:
     data = workload.make_data(size)
     reference = workload.run(numpy, **data)
     runners = {m: r for m in modes if (r := _runner(m, workload, data, port)) is not None}
     checks, learning = {}, {}
+    judged = set(trials.verdicts())
     for mode, run in runners.items():
         _prepare(mode)
         if mode == "oracle":
@@ -250,6 +259,7 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
     times = _interleaved(runners, warmup, repeats, loops)
     if "router" in learning:
         learning["router"]["timing"] = _router_changes(before)
+        learning["router"]["verdicts"] = _verdicts_since(judged)
     n_calls = _count_calls(workload, data)
     seconds = {m: statistics.median(t) for m, t in times.items()}
     return {"workload": workload.NAME, "size": size, "seconds": seconds, "checks": checks, "calls": n_calls,

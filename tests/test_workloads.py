@@ -524,3 +524,15 @@ def test_the_suite_reports_what_the_routers_decisions_did_while_timed(monkeypatc
             "learning": {"router": {"runs": 10, "seconds": 0.3, "settled": True, "timing": timing}}}
     lines = suite.report([case], ("numpy", "router"))
     assert "router while timed: pca small (decisions_changed 1, decisions_new 1, verdicts 1, trial_running 1)" in lines
+
+
+def test_the_suite_keeps_each_cases_trial_verdicts(monkeypatch):
+    from benchmarks import suite
+    from dispatch import trials
+
+    f64 = numpy.dtype("float64")
+    verdict = types.SimpleNamespace
+    monkeypatch.setattr(trials, "_verdicts", {("exp", (f64,), 20, "host", None, None): verdict(reason="old")})
+    before = set(trials.verdicts())
+    trials._verdicts[("matmul", (f64, f64), 18, "host", None, None)] = verdict(reason="trial: the program ran ...")
+    assert suite._verdicts_since(before) == {"matmul (float64, float64) under 2^18": "trial: the program ran ..."}
