@@ -215,8 +215,11 @@ def _learn_router(run: Callable[[], dict], limit: int = 2000, budget_s: float = 
 
 
 def _router_state() -> tuple[dict[tuple, str], int]:
-    """The cost policy's decisions (key: target) and the trials' verdicts, now."""
-    return {k: d.target.name for k, d in router._caches["cost"].items()}, len(trials.verdicts())
+    """The cost policy's decisions (key: target) and the trials' verdicts, now. Decisions for a
+    forced target are left out: always-GPU runs under the cost policy, ``using`` the GPU, and its
+    forced calls are cached there under keys of their own (the forced target is part of the key)."""
+    decisions = {k: d.target.name for k, d in router._caches["cost"].items() if k[4] is None}
+    return decisions, len(trials.verdicts())
 
 
 def _router_changes(before: tuple[dict[tuple, str], int]) -> dict[str, int]:

@@ -505,18 +505,23 @@ def test_the_suite_reports_what_the_routers_decisions_did_while_timed(monkeypatc
     from dispatch import router, trials
 
     target = types.SimpleNamespace
-    monkeypatch.setitem(router._caches, "cost", {("a",): target(target=target(name="numpy")),
-                                                 ("b",): target(target=target(name="cupy"))})
+
+    def key(name: str, forced: str | None = None) -> tuple:  # the router's: op, dtypes, size, devices, forced, layout
+        return (name, (), 1, "host", forced, None)
+
+    monkeypatch.setitem(router._caches, "cost", {key("a"): target(target=target(name="numpy")),
+                                                 key("b"): target(target=target(name="cupy"))})
     monkeypatch.setattr(trials, "running", {})
     monkeypatch.setattr(trials, "_verdicts", {})
     before = suite._router_state()
     assert suite._router_changes(before) == {"decisions_changed": 0, "decisions_new": 0, "verdicts": 0,
                                              "trial_running": 0}
-    router._caches["cost"][("a",)] = target(target=target(name="cupy"))
-    router._caches["cost"][("c",)] = target(target=target(name="numpy"))
-    del router._caches["cost"][("b",)]
-    trials._verdicts[("a",)] = object()
-    trials.running[("c",)] = object()
+    router._caches["cost"][key("a")] = target(target=target(name="cupy"))
+    router._caches["cost"][key("c")] = target(target=target(name="numpy"))
+    router._caches["cost"][key("d", "cupy")] = target(target=target(name="cupy"))  # forced: not the router's
+    del router._caches["cost"][key("b")]
+    trials._verdicts[key("a")] = object()
+    trials.running[key("c")] = object()
     timing = suite._router_changes(before)
     assert timing == {"decisions_changed": 1, "decisions_new": 1, "verdicts": 1, "trial_running": 1}
     case = {"workload": "pca", "size": "small", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
