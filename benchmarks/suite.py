@@ -3,7 +3,7 @@
     python -m benchmarks.suite [--sizes small,medium,large] [--only kmeans,pca] [--out suite.json]
 
 Modes, each timed on the same data in one run, in turns sample by sample (each round starting
-one mode further along, so no mode always follows the same one):
+one mode further along, so that each mode holds each place of a round once):
 
 - ``numpy``      plain NumPy, the reference
 - ``router``     ``run(dispatch)`` with the calibrated cost policy and its history
@@ -143,8 +143,8 @@ def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: i
                  budget_s: float = 20.0) -> dict[str, list[float]]:
     """Seconds per run of each mode, taking turns sample by sample (``loops`` runs each), each
     sample synchronised, after ``warmup`` samples' worth of runs of each. Each round starts one
-    mode further along (``_timing.turns``): over as many rounds as modes, each mode follows
-    each other one once."""
+    mode further along (``_timing.turns``): over as many rounds as modes, each mode holds each
+    place once (the order within a round stays the same)."""
     for mode, run in runners.items():
         _prepare(mode)
         for _ in range(warmup * loops):

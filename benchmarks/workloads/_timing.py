@@ -24,9 +24,10 @@ def _noop() -> None:
 
 def turns(names: list[str], i: int) -> list[str]:
     """The order of round ``i``: ``names`` rotated by ``i``, so that over ``len(names)`` rounds
-    each contender runs once in each place. A fixed order would give each the same neighbour
-    every time, and what one leaves behind (warm caches, spinning BLAS threads, a device still
-    clocked up) would favour or burden the next one alone."""
+    each contender runs once in each place. In a fixed order the same contender would always
+    open a round, right after the previous round's last one and its synchronisation, and the
+    same one would always close it. The order within a round stays the same: a contender follows
+    the same one in every round but the one it opens."""
     k = i % len(names) if names else 0
     return names[k:] + names[:k]
 
