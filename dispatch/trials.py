@@ -174,10 +174,11 @@ class Trial:
         alone = ", every call on NumPy" if rival_side == "numpy" else ""
         name = self.device.target.name
         margin = 0.0 if means["numpy"] > DEVICE_BOUND * device else DEVICE_MARGIN
+        everywhere = f"; {us['all-device']} with every call on {name}"  # the side that lost too, for the record
         if rival > device * (1 + margin):
             self.device.reason = (f"trial: the program ran faster with this call on {name} ({us['device']} against "
                                   f"{us['host']} with it on the host and {us['numpy']} with every call on NumPy, "
-                                  "from one such call to the next)")
+                                  f"from one such call to the next){everywhere}")
             return self.device
         if rival > device:
             self.host.reason = (f"trial: the program ran under {margin:.0%} faster with this call on {name} "
@@ -186,6 +187,7 @@ class Trial:
         else:
             self.host.reason = (f"trial: the program ran faster with this call on the host ({us[rival_side]} against "
                                 f"{us['device']} with it on {name} from one such call to the next{alone})")
+        self.host.reason += everywhere
         return self.host
 
     def _everything(self, means: dict[str, float]) -> Any:
