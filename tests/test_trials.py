@@ -103,8 +103,8 @@ def test_a_device_must_beat_numpy_alone_too():
     chosen, calls = _run(trial, {"device": 1.0e-3, "host": 1.5e-3, "numpy": 0.9e-3})
     assert chosen is trial.host and calls == len(trials.BLOCKS) * trials.BLOCK
     assert chosen.reason == ("trial: the program ran faster with this call on the host (900 µs against 1000 µs "
-                             "with it on cupy from one such call to the next, every call on NumPy); 3000 µs with every call "
-                             "on cupy")
+                             "with it on cupy from one such call to the next, every call on NumPy); "
+                             "3000 µs with every call on cupy")
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # faster than NumPy alone, but within the margin
     chosen, _ = _run(trial, {"device": 1.0e-3, "host": 2e-3, "numpy": 1.1e-3})
     assert chosen is trial.host and "under 15% faster with this call on cupy (1000 µs against 1100 µs" in chosen.reason
@@ -457,6 +457,24 @@ def test_while_the_device_alone_is_timed_every_call_it_can_run_goes_there(fake_g
     assert t.records[0].target == "cupy" and t.records[0].reason == trial.device.reason
     assert sqrt_op.trip_floor < small.size <= floors[1]
     numpy.testing.assert_allclose(numpy.asarray(got), numpy.sqrt(small), rtol=1e-15)
+
+
+def test_no_call_is_timed_on_its_own_while_the_device_alone_is_timed(fake_gpu):
+    """The side times the program; a call timed with device events meanwhile (as the router
+    times a new kind of call) would cost that side what its verdict's program does not pay."""
+    x = dispatch.asarray(numpy.linspace(0.0, 1.0, N))
+    dispatch.exp(x)
+    trial = next(iter(trials.running.values()))
+    _to_side(trial, "all-device")
+    dispatch.exp(x)
+    on_device = dispatch.sin(x)  # moved there, or the cost model's choice already
+    inputs = dispatch._call.Inputs([on_device])
+    key = router._key(dispatch._ops.op_named("sqrt"), inputs)
+    assert router._decide(dispatch._ops.op_named("sqrt"), inputs, key)[0].sample  # the router would time it
+    got = dispatch.sqrt(on_device)
+    assert key in trial.moved and trial.moved[key].target.name == "cupy"
+    assert not any(d.sample or d.explored for d in trial.moved.values())
+    numpy.testing.assert_allclose(numpy.asarray(got), numpy.sqrt(numpy.sin(numpy.linspace(0.0, 1.0, N))), rtol=1e-15)
 
 
 def test_the_floors_come_back_when_the_device_alone_ends_away_from_its_call(fake_gpu, monkeypatch):
