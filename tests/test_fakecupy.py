@@ -173,9 +173,52 @@ def test_staging_round_trip(cupy, nbytes):
     numpy.testing.assert_array_equal(numpy.asarray(moved @ moved.T), fortran @ fortran.T)
 
 
+# Elements of a float64 array large enough to be read from locked pages, its views of 3 MiB less too.
+_LOCKABLE = (_staging.LOCK_MIN + (3 << 20)) // 8
+
+
+def _staged_copies(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pinned buffer of each staged copy to the device from now on."""
+    buffers: list[int] = []
+    real = _staging._CupyEngine.copy_in
+    monkeypatch.setattr(_staging._CupyEngine, "copy_in",
+                        lambda self, dst, start, b, size: buffers.append(b) or real(self, dst, start, b, size))
+    return buffers
+
+
+def test_small_copies_are_staged_even_from_locked_memory(cupy, monkeypatch):
+    """A copy from locked pages is waited for, after every kernel queued before it: a slice
+    under ``LOCK_MIN`` (a minibatch of a large input) is staged, never waited for, and does not
+    count as a send of its owner; the owner sent whole is locked as before."""
+    runtime = cupy.cuda.runtime
+    x = numpy.random.default_rng(2).standard_normal(_LOCKABLE)
+    staged = _staged_copies(monkeypatch)
+    rows = x[: 3 << 17]  # 3 MiB: over the staging threshold, under LOCK_MIN
+    for _ in range(3):
+        assert_same(on_gpu(rows), rows)
+    assert x.ctypes.data not in runtime.locked and len(staged) == 3
+    on_gpu(x)
+    on_gpu(x)  # the second send of the whole array: locked
+    assert runtime.locked == {x.ctypes.data: x.nbytes}
+    copies = len(staged)
+    assert_same(on_gpu(x[1:]), x[1:])  # large: read from the locked pages, not staged
+    assert len(staged) == copies
+    assert_same(on_gpu(rows[1:]), rows[1:])  # small: staged though its memory is locked
+    assert len(staged) == copies + 1
+
+
+def test_staged_copies_take_turns_in_the_two_buffers(cupy, monkeypatch):
+    """Each small copy waits only for the copy before the last to leave its buffer."""
+    staged = _staged_copies(monkeypatch)
+    parts = [numpy.full(3 << 17, float(i)) for i in range(4)]
+    for part in parts:
+        assert_same(on_gpu(part), part)
+    assert staged[-4:] in ([0, 1, 0, 1], [1, 0, 1, 0])
+
+
 def test_a_host_array_sent_again_is_page_locked_in_place_until_it_is_freed(cupy):
     runtime = cupy.cuda.runtime
-    x = numpy.random.default_rng(1).standard_normal(3 << 17)  # 3 MiB: over the staging threshold
+    x = numpy.random.default_rng(1).standard_normal(_LOCKABLE)
     ptr = x.ctypes.data
     first = on_gpu(x)
     assert ptr not in runtime.locked and _staging.locked_bytes() == 0  # one send may be its only one
@@ -195,21 +238,21 @@ def test_a_host_array_sent_again_is_page_locked_in_place_until_it_is_freed(cupy)
 
 def test_memory_not_locked_where_numpy_does_not_own_it_or_the_driver_refuses(cupy, monkeypatch):
     runtime = cupy.cuda.runtime
-    buffer = bytearray(3 << 20)
+    buffer = bytearray(_LOCKABLE * 8)
     foreign = numpy.frombuffer(buffer, dtype=numpy.float64)  # another object's memory
     for _ in range(3):
         assert_same(on_gpu(foreign), numpy.zeros(len(buffer) // 8))
     assert foreign.ctypes.data not in runtime.locked
-    owned = numpy.ones(3 << 17)
+    owned = numpy.ones(_LOCKABLE)
     with _staging.no_locking():  # calibration times a first send's path
         for _ in range(3):
-            assert_same(on_gpu(owned), numpy.ones(3 << 17))
+            assert_same(on_gpu(owned), numpy.ones(_LOCKABLE))
     assert owned.ctypes.data not in runtime.locked
     refused = []
     monkeypatch.setattr(runtime, "hostRegister", lambda ptr, size, flags: refused.append(ptr) or 1 / 0)
-    y = numpy.ones(3 << 17)
+    y = numpy.ones(_LOCKABLE)
     for _ in range(4):
-        assert_same(on_gpu(y), numpy.ones(3 << 17))  # staged instead, and the lock is not tried again
+        assert_same(on_gpu(y), numpy.ones(_LOCKABLE))  # staged instead, and the lock is not tried again
     assert refused == [y.ctypes.data] and y.ctypes.data not in runtime.locked
 
 
