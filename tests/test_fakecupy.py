@@ -216,6 +216,26 @@ def test_staged_copies_take_turns_in_the_two_buffers(cupy, monkeypatch):
     assert staged[-4:] in ([0, 1, 0, 1], [1, 0, 1, 0])
 
 
+def test_index_arrays_are_range_checked_with_one_read_back(cupy, monkeypatch):
+    """Each read of a device value back to the host waits for every kernel queued before it: the
+    bounds of every index array of one key come back together (``p[rows, y]`` read four)."""
+    reads = []
+    real_get = cupy.ndarray.get
+    monkeypatch.setattr(cupy.ndarray, "get", lambda self: reads.append("get") or real_get(self), raising=False)
+    monkeypatch.setattr(cupy.ndarray, "__int__", lambda self: reads.append("int") or int(self.view(numpy.ndarray)),
+                        raising=False)
+    x = numpy.arange(12.0).reshape(3, 4)
+    a = on_gpu(x)
+    rows, cols = on_gpu(numpy.array([0, 2, -1])), on_gpu(numpy.array([3, 0, 1], dtype=numpy.uint8))
+    reads.clear()
+    got = a[rows, cols]
+    assert len(reads) == 1
+    assert_same(got, x[[0, 2, -1], numpy.array([3, 0, 1], dtype=numpy.uint8)])
+    for bad in (on_gpu(numpy.array([0, 4])), on_gpu(numpy.array([-5, 0]))):  # past either end of the 2nd axis
+        with pytest.raises(IndexError):
+            a[rows[:2], bad]
+
+
 def test_a_host_array_sent_again_is_page_locked_in_place_until_it_is_freed(cupy):
     runtime = cupy.cuda.runtime
     x = numpy.random.default_rng(1).standard_normal(_LOCKABLE)

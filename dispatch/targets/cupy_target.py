@@ -537,6 +537,7 @@ def _checked_key(cupy: Any, a: Any, key: Any) -> Any:
     if any(k is None or k is Ellipsis for k in keys) and any(isinstance(k, (cupy.ndarray, list)) for k in keys):
         raise Unsupported("index arrays mixed with None or Ellipsis")
     axis = 0
+    ranged = []  # each integer index array and the length of its axis
     for k in keys:
         if isinstance(k, list):
             k = np.asarray(k)
@@ -550,12 +551,18 @@ def _checked_key(cupy: Any, a: Any, key: Any) -> Any:
         if isinstance(k, cupy.ndarray) and k.dtype.kind in "iu" and k.size:
             if axis >= a.ndim:
                 raise Unsupported("too many indices: NumPy raises IndexError")
-            lo, hi = int(k.min()), int(k.max())  # one sync: the price of NumPy's IndexError
-            if lo < -a.shape[axis] or hi >= a.shape[axis]:
-                raise Unsupported("an index out of range: NumPy raises IndexError")
+            ranged.append((k, a.shape[axis]))
         elif isinstance(k, cupy.ndarray) and k.dtype.kind not in "iu":
             raise Unsupported(f"index arrays of {k.dtype}")
         axis += 1
+    if ranged:
+        # Every bound read back at once: the price of NumPy's IndexError is one sync, which waits
+        # for all the work queued before it (``p[rows, y]`` read four bounds, one sync each).
+        # int64 throughout: a uint64 index past its range reads negative, out of range either way.
+        bounds = cupy.stack([m.astype(cupy.int64) for k, _ in ranged for m in (k.min(), k.max())]).get()
+        for (_, n), lo, hi in zip(ranged, bounds[::2], bounds[1::2], strict=True):
+            if lo < -n or hi >= n:
+                raise Unsupported("an index out of range: NumPy raises IndexError")
     return key
 
 
