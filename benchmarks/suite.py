@@ -2,8 +2,9 @@
 
     python -m benchmarks.suite [--sizes small,medium,large] [--only kmeans,pca] [--out suite.json]
 
-Modes, each timed on the same data in one run, in turns sample by sample (each round starting
-one mode further along, so that each mode holds each place of a round once):
+Modes, each timed on the same data in one run, in turns sample by sample (the rounds in a
+balanced order: each mode holds each place of a round once, and follows each other one equally
+often; ``_timing.turns``):
 
 - ``numpy``      plain NumPy, the reference
 - ``router``     ``run(dispatch)`` with the calibrated cost policy and its history
@@ -142,9 +143,9 @@ def _loops(run: Callable[[], dict]) -> int:
 def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: int, loops: int = 1,
                  budget_s: float = 20.0) -> dict[str, list[float]]:
     """Seconds per run of each mode, taking turns sample by sample (``loops`` runs each), each
-    sample synchronised, after ``warmup`` samples' worth of runs of each. Each round starts one
-    mode further along (``_timing.turns``): over as many rounds as modes, each mode holds each
-    place once (the order within a round stays the same)."""
+    sample synchronised, after ``warmup`` samples' worth of runs of each. The rounds' orders
+    are balanced (``_timing.turns``): over as many rounds as modes, each mode holds each place
+    once, and follows each other one equally often (twice as many rounds for an odd count)."""
     for mode, run in runners.items():
         _prepare(mode)
         for _ in range(warmup * loops):

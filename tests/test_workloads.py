@@ -421,6 +421,26 @@ def test_suite_rounds_give_each_mode_each_place(monkeypatch):
     assert {m: len(t) for m, t in times.items()} == {"numpy": 3, "router": 3, "seed": 3}
 
 
+@pytest.mark.parametrize("count", [2, 5, 6, 7])
+def test_rounds_are_balanced_in_place_and_in_what_runs_before(count):
+    """Over a Williams design's rounds (twice the count where it is odd) each contender runs
+    equally often in each place and right after each other one; with seven, the first seven
+    rounds put each in each place once, and none after the same one more than twice."""
+    from collections import Counter
+    from itertools import pairwise
+
+    names = [f"m{k}" for k in range(count)]
+    rounds = [_timing.turns(names, i) for i in range(2 * count if count % 2 else count)]
+    assert all(sorted(r) == names for r in rounds)
+    places = Counter((name, place) for r in rounds for place, name in enumerate(r))
+    after = Counter(pair for r in rounds for pair in pairwise(r))
+    assert len(places) == count * count and len(set(places.values())) == 1
+    assert len(after) == count * (count - 1) and len(set(after.values())) == 1
+    first = [_timing.turns(names, i) for i in range(count)]
+    assert len(Counter((name, place) for r in first for place, name in enumerate(r))) == count * count
+    assert max(Counter(pair for r in first for pair in pairwise(r)).values()) <= 2
+
+
 def test_suite_reports_the_spread_of_numpy_against_itself():
     from benchmarks import suite
 

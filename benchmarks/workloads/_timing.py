@@ -23,13 +23,27 @@ def _noop() -> None:
 
 
 def turns(names: list[str], i: int) -> list[str]:
-    """The order of round ``i``: ``names`` rotated by ``i``, so that over ``len(names)`` rounds
-    each contender runs once in each place. In a fixed order the same contender would always
-    open a round, right after the previous round's last one and its synchronisation, and the
-    same one would always close it. The order within a round stays the same: a contender follows
-    the same one in every round but the one it opens."""
-    k = i % len(names) if names else 0
-    return names[k:] + names[:k]
+    """The order of round ``i``, from a Williams design: over ``len(names)`` rounds (twice that
+    for an odd count) each contender runs equally often in each place and right after each other
+    one. In a fixed order the same contender would always open a round, right after the previous
+    round's last one and its synchronisation, and each would always follow the same one, which
+    may leave it a warm cache or a cold one: rotating the order alone, the second of seven
+    followed the first in six rounds of seven. With an odd count the first ``len(names)`` rounds
+    are the design's first half: each place once, and each contender next to each other one
+    twice, in either order."""
+    n = len(names)
+    if n == 0:
+        return []
+    offsets, low, high = [0], 1, n - 1  # 0, 1, n-1, 2, n-2...: each difference mod n once
+    while len(offsets) < n:
+        offsets.append(low)
+        low += 1
+        if len(offsets) < n:
+            offsets.append(high)
+            high -= 1
+    r = i % (2 * n if n % 2 else n)
+    order = [names[(k + r) % n] for k in offsets]
+    return order[::-1] if r >= n else order  # an odd count: the second half mirrors the first
 
 
 def _timed(fn: Call, sync: Sync, clock: Callable[[], float]) -> float:
@@ -69,8 +83,8 @@ def measure_interleaved(
     """Like ``measure`` for several contenders, taking turns call by call.
 
     Round-robin repeats expose every contender to the same background load, so their ratio
-    stays meaningful on a shared or throttling machine where timings drift over a run; each
-    round starts one place further along (``turns``).
+    stays meaningful on a shared or throttling machine where timings drift over a run; the
+    rounds' orders are balanced (``turns``).
     ``budget_s`` bounds each contender's timed total.
     """
     read = CLOCKS[clock]
