@@ -27,7 +27,9 @@ settled (no trial and no changed decision for 10 runs and 0.5 s, at most 2000 ru
 ``learning`` in the output); then every mode warms up and is timed, and the timed samples are
 steady state. What the router's decisions did meanwhile is in the output too (``timing``:
 decisions changed, trials started or finished while it was timed), and each trial's verdict on
-the case (``verdicts``: its reason gives the program's time on each side).
+the case (``verdicts``: its reason gives the program's time on each side). Each case keeps
+every timed sample (``samples``) and each mode's time in the kernel a run (``kernel_seconds``):
+where a large program's runs take two speeds, the slow ones are the kernel's, faulting in pages.
 
 Each mode runs as if alone in its process: each routing policy keeps its own decisions and
 floors (the router's own rule), and each dispatch mode here its own history, so that what the
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import platform
 import statistics
 import sys
@@ -141,30 +144,34 @@ def _loops(run: Callable[[], dict]) -> int:
 
 
 def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: int, loops: int = 1,
-                 budget_s: float = 20.0) -> dict[str, list[float]]:
+                 budget_s: float = 20.0) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Seconds per run of each mode, taking turns sample by sample (``loops`` runs each), each
-    sample synchronised, after ``warmup`` samples' worth of runs of each. The rounds' orders
-    are balanced (``_timing.turns``): over as many rounds as modes, each mode holds each place
-    once, and follows each other one equally often (twice as many rounds for an odd count)."""
+    sample synchronised, after ``warmup`` samples' worth of runs of each; and the seconds per
+    run the process spent in the kernel meanwhile (page faults, mostly: on a virtual machine a
+    large program's runs can take twice as long in some periods, all of it there). The rounds'
+    orders are balanced (``_timing.turns``): over as many rounds as modes, each mode holds each
+    place once, and follows each other one equally often (twice as many rounds for an odd count)."""
     for mode, run in runners.items():
         _prepare(mode)
         for _ in range(warmup * loops):
             run()
             _synchronize()
     times: dict[str, list[float]] = {m: [] for m in runners}
+    kernel: dict[str, list[float]] = {m: [] for m in runners}
     for i in range(repeats):
         for mode in _timing.turns(list(runners), i):
             run = runners[mode]
             _prepare(mode)
             _synchronize()
-            start = time.perf_counter()
+            system, start = os.times().system, time.perf_counter()
             for _ in range(loops):
                 run()
             _synchronize()
             times[mode].append((time.perf_counter() - start) / loops)
+            kernel[mode].append((os.times().system - system) / loops)
         if i >= 2 and max(sum(t) for t in times.values()) > budget_s:
             break
-    return times
+    return times, kernel
 
 
 def _learn_oracle(run: Callable[[], dict], limit: int = 12) -> int:
@@ -260,14 +267,19 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
             checks[mode] = f"differs: {str(exc).splitlines()[0][:120]}"
     loops = _loops(runners.get("numpy") or next(iter(runners.values())))
     before = _router_state()
-    times = _interleaved(runners, warmup, repeats, loops)
+    times, kernel = _interleaved(runners, warmup, repeats, loops)
     if "router" in learning:
         learning["router"]["timing"] = _router_changes(before)
         learning["router"]["verdicts"] = _verdicts_since(judged)
     n_calls = _count_calls(workload, data)
     seconds = {m: statistics.median(t) for m, t in times.items()}
     return {"workload": workload.NAME, "size": size, "seconds": seconds, "checks": checks, "calls": n_calls,
-            "loops": loops, "numpy_us_per_call": seconds["numpy"] / max(n_calls, 1) * 1e6, "learning": learning}
+            "loops": loops, "numpy_us_per_call": seconds["numpy"] / max(n_calls, 1) * 1e6, "learning": learning,
+            "samples": times, "kernel_seconds": {m: statistics.median(k) for m, k in kernel.items()}}
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.0f} ms" if seconds >= 0.01 else f"{seconds * 1e3:.2f} ms"
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -300,6 +312,12 @@ def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
             ratio = worst["seconds"]["router"] / worst["seconds"]["numpy"]
             lines.append(f"worst router/numpy among programs with ops over 20 µs: {ratio:.3f} "
                          f"({worst['workload']} {worst['size']})")
+    slow = [c for c in cases if "router" in c["seconds"] and c["seconds"].get("numpy")
+            and c["seconds"]["router"] > 1.05 * c["seconds"]["numpy"] and "kernel_seconds" in c]
+    if slow:
+        lines.append("over 1.05x NumPy's time, with each one's time in the kernel a run (NumPy / router): " + "; ".join(
+            f"{c['workload']} {c['size']} {c['seconds']['router'] / c['seconds']['numpy']:.2f}x "
+            f"({_ms(c['kernel_seconds']['numpy'])} / {_ms(c['kernel_seconds']['router'])})" for c in slow))
     spread = sorted((c["seconds"]["numpy-again"] / c["seconds"]["numpy"], c["workload"], c["size"])
                     for c in cases if "numpy-again" in c["seconds"] and c["seconds"].get("numpy"))
     if spread:

@@ -416,9 +416,31 @@ def test_suite_rounds_give_each_mode_each_place(monkeypatch):
     order = []
     monkeypatch.setattr(suite, "_prepare", lambda mode: None)
     runners = {m: (lambda m=m: order.append(m)) for m in ("numpy", "router", "seed")}
-    times = suite._interleaved(runners, warmup=0, repeats=3)
+    times, kernel = suite._interleaved(runners, warmup=0, repeats=3)
     assert order == ["numpy", "router", "seed", "router", "seed", "numpy", "seed", "numpy", "router"]
     assert {m: len(t) for m, t in times.items()} == {"numpy": 3, "router": 3, "seed": 3}
+    assert {m: len(k) for m, k in kernel.items()} == {"numpy": 3, "router": 3, "seed": 3}
+
+
+def test_suite_samples_give_the_time_in_the_kernel(monkeypatch):
+    """Each sample's time in the kernel (per run) is kept beside its time; a case over 1.05x
+    NumPy's time is reported with both modes' kernel time."""
+    from benchmarks import suite
+
+    system = [0.0]
+    monkeypatch.setattr(suite.os, "times", lambda: types.SimpleNamespace(system=system[0]))
+    monkeypatch.setattr(suite, "_prepare", lambda mode: None)
+
+    def faulting(seconds: float) -> Any:
+        return lambda: system.__setitem__(0, system[0] + seconds)
+
+    _, kernel = suite._interleaved({"numpy": faulting(0.2), "router": faulting(0.9)}, warmup=1, repeats=2, loops=2)
+    assert kernel == {"numpy": [pytest.approx(0.2)] * 2, "router": [pytest.approx(0.9)] * 2}  # per run, after warm-up
+    case = {"workload": "pairwise", "size": "large", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
+            "seconds": {"numpy": 0.7, "router": 1.4}, "kernel_seconds": {"numpy": 0.25, "router": 0.004}}
+    lines = suite.report([case], ("numpy", "router"))
+    assert ("over 1.05x NumPy's time, with each one's time in the kernel a run (NumPy / router): "
+            "pairwise large 2.00x (250 ms / 4.00 ms)") in lines
 
 
 @pytest.mark.parametrize("count", [2, 5, 6, 7])
