@@ -234,6 +234,12 @@ def test_index_arrays_are_range_checked_with_one_read_back(cupy, monkeypatch):
     for bad in (on_gpu(numpy.array([0, 4])), on_gpu(numpy.array([-5, 0]))):  # past either end of the 2nd axis
         with pytest.raises(IndexError):
             a[rows[:2], bad]
+    huge = numpy.array([1, 2**64 - 1], dtype=numpy.uint64)  # NumPy reads the last as -1; CuPy need not
+    with dispatch.trace() as t:
+        got = a[rows[:2], on_gpu(huge)]
+    assert_same(got, x[numpy.array([0, 2]), huge])
+    assert (t.records[-1].target, t.records[-1].reason) == (
+        "numpy", "fallback: cupy refused: an index out of range: NumPy raises IndexError")  # NumPy decides
 
 
 def test_a_host_array_sent_again_is_page_locked_in_place_until_it_is_freed(cupy):

@@ -558,8 +558,9 @@ def _checked_key(cupy: Any, a: Any, key: Any) -> Any:
     if ranged:
         # Every bound read back at once: the price of NumPy's IndexError is one sync, which waits
         # for all the work queued before it (``p[rows, y]`` read four bounds, one sync each).
-        # int64 throughout: a uint64 index past its range reads negative, out of range either way.
-        bounds = cupy.stack([m.astype(cupy.int64) for k, _ in ranged for m in (k.min(), k.max())]).get()
+        # As float64: exact below 2**53, past any axis's length above it (as int64, a uint64 index of
+        # 2**64 - 1 would read -1, in range).
+        bounds = cupy.stack([m.astype(cupy.float64) for k, _ in ranged for m in (k.min(), k.max())]).get()
         for (_, n), lo, hi in zip(ranged, bounds[::2], bounds[1::2], strict=True):
             if lo < -n or hi >= n:
                 raise Unsupported("an index out of range: NumPy raises IndexError")
