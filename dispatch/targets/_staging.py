@@ -127,7 +127,7 @@ LOCK_AFTER = 2
 # waited for, and on the stream it comes after every kernel queued before it; a staged copy is
 # not. On an H100 machine, with 20 ms of work queued, a 1 MiB copy took 22 ms from locked pages
 # and 0.2 ms staged (0.06 and 0.2 ms with nothing queued). mlp large's minibatches, slices of
-# its input, each waited for the GPU to drain: with its calls on the GPU a run took 1.6-1.8x as
+# its input, each waited for the GPU to drain: with its calls on the GPU a run took 1.6-1.9x as
 # long as with the input copied there once (forced), and 1.1-1.2x staged.
 LOCK_MIN = 16 << 20
 # At most this share of the machine's memory is locked at once (locked pages cannot be swapped).
@@ -179,10 +179,11 @@ def _memory_total() -> int:
 
 
 def _locked(array: np.ndarray, lock: Any, unlock: Any) -> bool:
-    """Whether ``array``'s memory is page-locked, counting this send and locking it on the
-    ``LOCK_AFTER``-th. ``lock(ptr, nbytes)`` raises if the driver refuses; ``unlock(ptr)``
-    runs when the owning array is freed, before NumPy frees its memory (weak references are
-    cleared first)."""
+    """Whether to read this copy from ``array``'s memory page-locked in place, counting this
+    send and locking the memory on the ``LOCK_AFTER``-th; never for a copy under ``LOCK_MIN``,
+    which is neither counted nor read from there. ``lock(ptr, nbytes)`` raises if the driver
+    refuses; ``unlock(ptr)`` runs when the owning array is freed, before NumPy frees its memory
+    (weak references are cleared first)."""
     owner = _owner(array) if _locking and array.nbytes >= LOCK_MIN else None
     if owner is None:
         return False
