@@ -10,7 +10,7 @@ import types
 
 import numpy as np
 import pytest
-from helpers import router_restored
+from helpers import assert_same, router_restored
 
 import dispatch
 from dispatch import BackendSelector, OpComplexity, calibration, cost, router
@@ -179,6 +179,34 @@ def test_sorts_of_integers_are_priced_by_the_integer_curve(isolated):
     assert cost.compute_seconds(model, op_named("sort"), _inputs(values)) == pytest.approx(float_price)
     assert cost.compute_seconds(model, op_named("sum"), _inputs(keys)) == pytest.approx(
         model.seconds("sum", 100_000, "float64"))  # no integer curve for sums: float64's
+
+
+def test_lexsort_is_priced_by_its_own_curve_and_floor(isolated):
+    """NumPy's lexsort is a stable sort per key, far slower than its sort: where the calibration
+    measured it, it has its own price and its own floor, so a group-by's lexsort reaches the
+    router and a faster target at sizes where a sort stays on NumPy. A calibration that did not
+    measure it prices it as a sort."""
+    pytest.importorskip("torch")
+    cal = synthetic()
+    sort_op, lexsort_op = op_named("sort"), op_named("lexsort")
+    numpy_ops, torch_ops = cal.targets["numpy"]["ops"], cal.targets["torch-cpu"]["ops"]
+    for dtype in ("float64", "float32"):  # NumPy sorts faster than torch-cpu
+        torch_ops[dtype] = dict(torch_ops[dtype], sort=_linear(5e-6, 40e-9))
+    router.use_calibration(cal)
+    router.set_policy("cost")
+    assert router.host_floor(lexsort_op) == router.host_floor(sort_op) > 5_000  # no lexsort curve: a sort's
+    for dtype in ("float64", "float32"):  # ...and lexsorts 16x slower than it sorts
+        numpy_ops[dtype] = dict(numpy_ops[dtype], lexsort=_linear(1e-6, 16 * 20e-9))
+        torch_ops[dtype] = dict(torch_ops[dtype], lexsort=_linear(5e-6, 40e-9))
+    router.use_calibration(cal)
+    floor, sort_floor = router.host_floor(lexsort_op), router.host_floor(sort_op)
+    assert floor < 5_000 < sort_floor
+    keys = np.stack([np.arange(5_000) % 7, np.arange(5_000)])  # over the lexsort floor, under the sort's
+    with dispatch.trace() as t:
+        got = dispatch.lexsort(keys)
+        dispatch.sort(keys[1])
+    assert [(r.op, r.target) for r in t.records] == [("lexsort", "torch-cpu"), ("sort", "numpy")]
+    assert_same(got, np.lexsort(keys))
 
 
 def test_decision_cache_hit_is_the_same_object(isolated):
@@ -384,7 +412,8 @@ def test_calibration_round_trip_and_cache(isolated):
     assert all(t > 0 for points in ops.values() for _, t in points)
     assert set(cal.targets["numpy"]["ops"]) == {"float64"}  # float32 and int64 priced from it
     full = dict(calibration._plan(dispatch.targets.probe("numpy"), quick=False))
-    assert set(full) == {"float32", "float64", "int64"} and [op for op, *_ in full["int64"]] == ["sort"]
+    assert set(full) == {"float32", "float64", "int64"} and [op for op, *_ in full["int64"]] == ["sort", "lexsort"]
+    assert [x for x, _ in ops["lexsort"]] == [1_000, 1_000_000]  # elements: two keys of half that
     stored = list(isolated.glob("calibration-*.json"))
     assert len(stored) == 1 and json.loads(stored[0].read_text())["fingerprint"] == calibration.fingerprint()
     calibration._loaded.clear()
