@@ -29,7 +29,8 @@ steady state. What the router's decisions did meanwhile is in the output too (``
 decisions changed, trials started or finished while it was timed), and each trial's verdict on
 the case (``verdicts``: its reason gives the program's time on each side). Each case keeps
 every timed sample (``samples``) and each mode's time in the kernel a run (``kernel_seconds``):
-where a large program's runs take two speeds, the slow ones are the kernel's, faulting in pages.
+on the 2-core machine a large program's runs take two speeds, the slow ones' extra time spent
+there, faulting in pages.
 
 Each mode runs as if alone in its process: each routing policy keeps its own decisions and
 floors (the router's own rule), and each dispatch mode here its own history, so that what the
