@@ -111,7 +111,7 @@ FLOOR_REASON = "floor: NumPy, at a size where no other target pays"
 # Copies of host data: a local op elsewhere, but a fresh array the router may make on a device
 # (``_decide_placement``).
 PLACED_COPIES = frozenset({"copy", "array"})
-# A call a trial runs on NumPy while it times the program so (``trials.host_only``).
+# A call a trial runs on NumPy while it times the program so (``trials.alone``).
 NUMPY_ALONE_REASON = "trial: timing the program with every call on NumPy"
 # ...and on the device, while it times the program with every call the device can run there
 # (``trials.all_device``; the floors are lowered meanwhile, so that calls on host data reach it).

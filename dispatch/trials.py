@@ -7,7 +7,7 @@ of calls of a millisecond or less the estimates can be wrong by the whole gain. 
 router sends a kind of call's host data to a device, the choice is put on trial: the program is
 timed from each such call to the next one, in blocks of ``BLOCK`` calls, with the call on the
 device, then on the host (NumPy), alternately, each side warmed up untimed first (``BLOCKS``).
-A third side runs every call of the program on NumPy (``host_only``): the program as plain
+A third side runs every call of the program on NumPy (``alone``): the program as plain
 NumPy runs it, the bar a device must clear. The host wins unless the program ran clearly faster
 with the call on the device (``DEVICE_MARGIN``; any faster, where NumPy alone is far slower:
 ``DEVICE_BOUND``) than with it on the host and than on NumPy alone: the host is what the
@@ -47,7 +47,8 @@ import statistics
 import time
 from typing import Any
 
-__all__ = ["Trial", "active", "clear", "finish", "host_only", "pause", "running", "start", "verdict", "verdicts"]
+__all__ = ["Trial", "active", "all_device", "alone", "clear", "finish", "pause", "running", "start", "verdict",
+           "verdicts"]
 
 # Calls of a kind per block: the block's first period is left out (it runs on what the other
 # side left), so three periods are timed.
@@ -170,7 +171,7 @@ class Trial:
         early = at_early and (rival > EARLY_RATIO * device or device > EARLY_RATIO * rival)
         if side is not None and not early:
             return None
-        us = {k: f"{v * 1e6:.0f} µs" for k, v in means.items()}
+        us = _in_us(means)
         alone = ", every call on NumPy" if rival_side == "numpy" else ""
         name = self.device.target.name
         margin = 0.0 if means["numpy"] > DEVICE_BOUND * device else DEVICE_MARGIN
@@ -192,7 +193,7 @@ class Trial:
 
     def _everything(self, means: dict[str, float]) -> Any:
         """The all-device side's verdict: the device, for this call and every one it moved."""
-        us = {k: f"{v * 1e6:.0f} µs" for k, v in means.items()}
+        us = _in_us(means)
         self.device.reason = (f"trial: the program ran faster with every call on {self.device.target.name} "
                               f"({us['all-device']} against {us['device']} with this call alone there, "
                               f"{us['host']} with it on the host and {us['numpy']} with every call on NumPy, "
@@ -238,6 +239,11 @@ class Trial:
         return means
 
 
+def _in_us(means: dict[str, float]) -> dict[str, str]:
+    """Each side's mean period as a verdict's reason gives it."""
+    return {k: f"{v * 1e6:.0f} µs" for k, v in means.items()}
+
+
 running: dict[tuple, Trial] = {}  # at most one entry
 _verdicts: dict[tuple, Any] = {}
 
@@ -271,12 +277,6 @@ def alone() -> Trial | None:
         trial._count(trial.limit)
         trial.last = None
     return None
-
-
-def host_only() -> bool:
-    """Whether every call runs on NumPy now (``alone``)."""
-    trial = alone()
-    return trial is not None and trial.last[1] == "numpy"
 
 
 def all_device() -> Trial | None:

@@ -126,19 +126,19 @@ def test_numpy_alone_lasts_until_the_call_comes_again_or_its_limit():
     trials.running[("k",)] = trial
     try:
         for _ in range(2 * trials.BLOCK):  # the device's blocks, 1 ms a period
-            assert not trials.host_only()
+            assert trials.alone() is None
             trial.next()
             clock[0] += 1e-3
         for _ in range(2 * trials.BLOCK):  # NumPy alone: its warm-up, then its timed block
             trial.next()
-            assert trial.last[1] == "numpy" and trials.host_only()
+            assert trial.last[1] == "numpy" and trials.alone() is trial
             clock[0] += 2e-3
         assert trial.limit == pytest.approx(trials.CUT_RATIO * 1e-3 + trials.MAX_PERIOD_S)
         timed = list(trial.periods["numpy"])
         clock[0] += trial.limit  # the kind of call stopped coming
-        assert not trials.host_only() and trial.last is None
+        assert trials.alone() is None and trial.last is None
         assert trial.periods["numpy"] == [*timed, trial.limit]
-        assert not trials.host_only()  # until the trial's next call, the program runs as routed
+        assert trials.alone() is None  # until the trial's next call, the program runs as routed
     finally:
         trials.time.perf_counter = real
         trials.clear()
