@@ -194,6 +194,7 @@ class Device:
 
 class Stream:
     ptr = 0
+    done = True  # nothing queued; a test sets it False for a busy stream
 
     def synchronize(self) -> None:
         return None

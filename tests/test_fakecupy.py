@@ -186,13 +186,15 @@ def _staged_copies(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return buffers
 
 
-def test_small_copies_are_staged_even_from_locked_memory(cupy, monkeypatch):
-    """A copy from locked pages is waited for, after every kernel queued before it: a slice
-    under ``LOCK_MIN`` (a minibatch of a large input) is staged, never waited for, and does not
-    count as a send of its owner; the owner sent whole is locked as before."""
+def test_small_copies_are_staged_even_from_locked_memory_while_work_is_queued(cupy, monkeypatch):
+    """A copy from locked pages is waited for, after every kernel queued before it: while the
+    stream is busy, a slice under ``LOCK_MIN`` (a minibatch of a large input) is staged, never
+    waited for, and does not count as a send of its owner; the owner sent whole is locked as
+    before."""
     runtime = cupy.cuda.runtime
     x = numpy.random.default_rng(2).standard_normal(_LOCKABLE)
     staged = _staged_copies(monkeypatch)
+    monkeypatch.setattr(cupy.cuda.get_current_stream(), "done", False)
     rows = x[: 3 << 17]  # 3 MiB: over the staging threshold, under LOCK_MIN
     for _ in range(3):
         assert_same(on_gpu(rows), rows)
@@ -205,6 +207,20 @@ def test_small_copies_are_staged_even_from_locked_memory(cupy, monkeypatch):
     assert len(staged) == copies
     assert_same(on_gpu(rows[1:]), rows[1:])  # small: staged though its memory is locked
     assert len(staged) == copies + 1
+
+
+def test_small_copies_are_read_from_locked_memory_when_the_stream_is_idle(cupy, monkeypatch):
+    """With nothing queued, the wait is the copy's alone: k-means' points, sent at each
+    iteration's start, are locked on their second send though under ``LOCK_MIN``."""
+    runtime = cupy.cuda.runtime
+    points = numpy.random.default_rng(3).standard_normal(3 << 17)  # 3 MiB
+    staged = _staged_copies(monkeypatch)
+    for _ in range(3):
+        assert_same(on_gpu(points), points)
+    assert runtime.locked == {points.ctypes.data: points.nbytes} and len(staged) == 1
+    monkeypatch.setattr(cupy.cuda.get_current_stream(), "done", False)
+    assert_same(on_gpu(points[1:]), points[1:])  # work queued: staged, though locked
+    assert len(staged) == 2
 
 
 def test_staged_copies_take_turns_in_the_two_buffers(cupy, monkeypatch):

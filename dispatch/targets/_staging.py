@@ -11,8 +11,8 @@ k-means' points, a design matrix) is page-locked where it is (``cudaHostRegister
 from there by the copy engine alone, at the bus's speed; see ``_locked``. Either way the
 caller's array has been read when the call returns, so the caller may change it right after:
 a staged copy's source is in the pinned buffer by then, and a copy from locked pages is waited
-for. That wait also waits for every kernel queued before the copy, so only copies of at least
-``LOCK_MIN`` bytes are read from locked pages (see there).
+for. That wait also waits for every kernel queued before the copy, so a copy under
+``LOCK_MIN`` bytes is read from locked pages only when nothing is queued (see there).
 """
 
 from __future__ import annotations
@@ -123,12 +123,13 @@ class _Stager:
 # Sends of one host buffer before it is locked: the first may be its only one (locking costs
 # about as much as a staged copy), the second says the program reads it again.
 LOCK_AFTER = 2
-# Copies smaller than this are staged, even from locked memory. The copy from locked pages is
-# waited for, and on the stream it comes after every kernel queued before it; a staged copy is
-# not. On an H100 machine, with 20 ms of work queued, a 1 MiB copy took 22 ms from locked pages
-# and 0.2 ms staged (0.06 and 0.2 ms with nothing queued). mlp large's minibatches, slices of
-# its input, each waited for the GPU to drain: with its calls on the GPU a run took 1.6-1.9x as
-# long as with the input copied there once (forced), and 1.1-1.2x staged.
+# Copies smaller than this are staged, even from locked memory, unless the stream is idle. The
+# copy from locked pages is waited for, and on the stream it comes after every kernel queued
+# before it; a staged copy is not. On an H100 machine, with 20 ms of work queued, a 1 MiB copy
+# took 22 ms from locked pages and 0.2 ms staged (0.06 and 0.2 ms with nothing queued). mlp
+# large's minibatches, slices of its input, each waited for the GPU to drain: with its calls on
+# the GPU a run took 1.6-1.9x as long as with the input copied there once (forced), and 1.1-1.2x
+# staged. Larger copies take long enough that the staging costs more than the wait.
 LOCK_MIN = 16 << 20
 # At most this share of the machine's memory is locked at once (locked pages cannot be swapped).
 LOCK_SHARE = 0.25
@@ -178,14 +179,14 @@ def _memory_total() -> int:
         return 0
 
 
-def _locked(array: np.ndarray, lock: Any, unlock: Any) -> bool:
+def _locked(array: np.ndarray, lock: Any, unlock: Any, idle: Any) -> bool:
     """Whether to read this copy from ``array``'s memory page-locked in place, counting this
-    send and locking the memory on the ``LOCK_AFTER``-th; never for a copy under ``LOCK_MIN``,
-    which is neither counted nor read from there. ``lock(ptr, nbytes)`` raises if the driver
-    refuses; ``unlock(ptr)`` runs when the owning array is freed, before NumPy frees its memory
-    (weak references are cleared first)."""
-    owner = _owner(array) if _locking and array.nbytes >= LOCK_MIN else None
-    if owner is None:
+    send and locking the memory on the ``LOCK_AFTER``-th; never for a copy under ``LOCK_MIN``
+    while work is queued (``idle()`` is false), which is neither counted nor read from there.
+    ``lock(ptr, nbytes)`` raises if the driver refuses; ``unlock(ptr)`` runs when the owning
+    array is freed, before NumPy frees its memory (weak references are cleared first)."""
+    owner = _owner(array) if _locking else None
+    if owner is None or (array.nbytes < LOCK_MIN and not idle()):
         return False
     key = id(owner)
     with _lock:
@@ -275,7 +276,8 @@ def to_device_torch(cpu_tensor: Any, device: Any, host: np.ndarray | None = None
         cpu_tensor = cpu_tensor.permute(reverse)
     memory = host if host is not None and cpu_tensor.is_contiguous() else None  # else a copy is sent
     src = cpu_tensor.contiguous().numpy()
-    if memory is not None and _locked(memory, _torch_lock, _torch_unlock):
+    idle = lambda: torch.cuda.current_stream(device).query()  # noqa: E731
+    if memory is not None and _locked(memory, _torch_lock, _torch_unlock, idle):
         out = torch.from_numpy(src).to(device)  # the copy engine reads locked pages directly
     else:
         out = torch.empty(tuple(cpu_tensor.shape), dtype=cpu_tensor.dtype, device=device)
@@ -363,8 +365,9 @@ def to_device_cupy(cupy: Any, array: np.ndarray) -> Any:
     src = np.ascontiguousarray(array.T if flipped else array)
     out = cupy.empty(src.shape, dtype=array.dtype)
     runtime = cupy.cuda.runtime
-    if _locked(src, lambda ptr, nbytes: runtime.hostRegister(ptr, nbytes, 0), runtime.hostUnregister):
-        stream = cupy.cuda.get_current_stream()
+    stream = cupy.cuda.get_current_stream()
+    if _locked(src, lambda ptr, nbytes: runtime.hostRegister(ptr, nbytes, 0), runtime.hostUnregister,
+               lambda: stream.done):
         out.data.copy_from_host_async(src.ctypes.data, src.nbytes, stream)  # the copy engine reads locked pages
         stream.synchronize()
     else:
