@@ -882,6 +882,31 @@ def test_integer_grouping_runs_natively(backend):
         assert [r.target for r in t.records if r.op == name] == [backend], (name, kwargs, dict(t.fallbacks))
 
 
+@pytest.mark.parametrize("backend", backend_params(("torch-cpu", "torch-cuda")))
+def test_torch_index_arrays_are_range_checked_with_one_read_back(backend, monkeypatch):
+    """On a GPU each read back waits for every kernel queued before it: an index array's two
+    bounds come back together; one out of range leaves the call to NumPy, which raises."""
+    require(backend)
+    import torch
+
+    reads = []
+    for name in ("tolist", "item", "__int__", "__index__", "__bool__"):
+        real = getattr(torch.Tensor, name)
+        monkeypatch.setattr(torch.Tensor, name, lambda self, *a, _real=real, _name=name:
+                            reads.append(_name) or _real(self, *a))
+    x = numpy.arange(12.0).reshape(3, 4)
+    a, rows = _to_dispatch((x, numpy.array([0, 2, -1, 1])), backend)
+    reads.clear()
+    with dispatch.using(backend), dispatch.trace() as t:
+        got = a[rows]
+    assert reads == ["tolist"] and [r.target for r in t.records if r.op == "__getitem__"] == [backend]
+    assert_same(got, x[[0, 2, -1, 1]])
+    for bad in (numpy.array([0, 3]), numpy.array([-4, 0])):  # past either end
+        with dispatch.using(backend), dispatch.trace() as t, pytest.raises(IndexError):
+            a[_to_dispatch(bad, backend)]
+        assert t.records[-1].target == "numpy", t.records[-1]
+
+
 # ---- ufunc methods ----------------------------------------------------------------------------------------
 
 BINARY_UFUNCS = sorted(n for n in NUMPY_CATALOG if isinstance(getattr(numpy, n, None), numpy.ufunc)

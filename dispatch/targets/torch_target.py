@@ -805,8 +805,8 @@ def _index_key(t, a, key):
             if a.ndim == 0:
                 raise Unsupported("an integer index into a 0-d array")
             if key.numel():
-                lo, hi = t.torch.aminmax(key)
-                if int(lo) < -a.shape[0] or int(hi) >= a.shape[0]:
+                lo, hi = t.torch.stack(t.torch.aminmax(key)).tolist()  # one read back: one sync
+                if lo < -a.shape[0] or hi >= a.shape[0]:
                     raise Unsupported("an index out of range: NumPy raises IndexError")
         else:
             raise Unsupported(f"index arrays of {key.dtype}")
