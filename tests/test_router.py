@@ -3,6 +3,7 @@ refusals, the adaptive history, and the MoE table derived from a calibration."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
@@ -690,6 +691,33 @@ def test_another_target_takes_a_call_from_numpy_only_when_clearly_cheaper(isolat
     router.clear_decisions()
     assert router.decide(op, inputs, (), {}).target.name == "torch-cpu"  # 2x is not
     assert float(dispatch.sum(x)) == 1_000_000.0
+
+
+def test_a_devices_calls_keep_to_one_engine_unless_another_is_clearly_cheaper(isolated, monkeypatch):
+    """Two engines on one GPU: a call on host data goes to the device's home (the first of
+    ``GPU_TARGETS`` calibrated there) unless the other is priced ``KEEP_MARGIN`` cheaper; calls
+    taking turns between the two would each pay a crossing."""
+    cal = synthetic(gpu=True)
+    cal.targets["torch-cuda"] = copy.deepcopy(cal.targets["cupy"])
+    router.use_calibration(cal)
+    device = router._models["cupy"].device
+    assert router._models["torch-cuda"].device == device and router._home(device) == "cupy"
+    fakes = {name: types.SimpleNamespace(name=name, device=device, supports=lambda op: True)
+             for name in ("cupy", "torch-cuda")}
+    real = dispatch.targets.probe
+    monkeypatch.setattr(dispatch.targets, "probe", lambda name: fakes.get(name) or real(name))
+    op = op_named("exp")
+    x = dispatch.ones(400_000)  # its copy in: a third of the call
+    inputs = Inputs([x], _layout(op, (x,), {}))
+    key = router._key(op, inputs)
+    for share, chosen in ((0.9, "cupy"), (0.5, "torch-cuda")):  # 10% is noise; 2x is not
+        for _ in range(100):
+            router.history.observe(key, "numpy", 50e-3)
+            router.history.observe(key, "torch-cpu", 50e-3)
+            router.history.observe(key, "cupy", 1e-3)
+            router.history.observe(key, "torch-cuda", share * 1e-3)
+        decision, _ = router._decide_cost(op, inputs, key)
+        assert decision.target.name == chosen, decision
 
 
 def _multiply_over_the_floor() -> tuple:
