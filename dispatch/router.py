@@ -21,8 +21,8 @@ Rules, first match wins:
      sent next pays that copy, times the learned share (``history.p_send``); a device that
      never ran this kind of call (op, dtypes, layout) pays ``FIRST_USE_S`` for host data;
      the cheapest wins, but the target holding the inputs (NumPy for host data) keeps a call
-     unless another is ``KEEP_MARGIN`` cheaper, and so does a device's first engine (its
-     home) against another engine there             "cost model" / "history" / "placement"
+     unless another is ``KEEP_MARGIN`` cheaper, and a device's first engine (its home)
+     unless another there is ``ENGINE_MARGIN`` cheaper     "cost model" / "history" / "placement"
      a device chosen for host data is then put on trial (``dispatch.trials``): the program is
      timed with the call there and on NumPy, and the faster keeps it               "trial"
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
@@ -89,12 +89,15 @@ ADOPT_S = 10e-6
 # pages; on a device, the next call's crossing back by DLPack), and a closer call is within the
 # noise of a shared machine: on an H100 machine one process timed an add of 260,000 float64 on
 # a device at 77 µs and another at 174, and heat's calls went back and forth between CuPy and
-# torch as their timings crossed. For the same reasons a device's calls keep to one engine, its
-# home (``_home``), unless another is priced this much cheaper: a call on host data holds nothing
-# there, and calls whose inputs two engines hold have no keeper. On an H200 machine, once four
-# other programs had taught the router their timings, heat (512 x 512) ran its calls on CuPy and
-# torch by turns and took 112-180 ms a run; with only CuPy, 37-69 ms.
+# torch as their timings crossed.
 KEEP_MARGIN = 0.2
+# A device's calls keep to one engine, its home (``_home``), unless another is priced this much
+# cheaper: a call on host data has no keeper there, nor one whose inputs two engines hold. A
+# call's time on a device (its events) leaves out what crossing between engines costs the host,
+# each way, and the calls around it. On an H200 machine, once three other programs had taught
+# the router their timings, heat (512 x 512) ran its calls on CuPy and torch by turns: 112-180
+# ms a run, and 141-153 with this margin at 20%; 37-69 ms with every call on CuPy.
+ENGINE_MARGIN = 1.0
 # A kind of call whose fresh arrays the router has followed this many times and still leaves on
 # the host makes no more roots: what later calls on them save on a device is learned by then
 # (its decision is re-made at 1, 2, 4... arrays), and following them costs every later call on
@@ -636,8 +639,9 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     gain = host_compute - device_compute if max(host_compute, device_compute) < math.inf else 0.0
     priced.sort()
     if priced and not _models[priced[0][1]].device.is_host:
-        _prefer(priced, _home(_models[priced[0][1]].device))
-    _prefer(priced, "numpy" if entering else holders[0] if holders and len(set(holders)) == 1 else None)
+        _prefer(priced, _home(_models[priced[0][1]].device), ENGINE_MARGIN)
+    keeper = "numpy" if entering else holders[0] if holders and len(set(holders)) == 1 else None
+    _prefer(priced, keeper, KEEP_MARGIN)
     # Probed cheapest first, and only the best and the alternatives close enough to be explored:
     # a library that cannot win this call is not imported for it.
     ranked = []
@@ -690,17 +694,17 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     return decision, True
 
 
-def _prefer(priced: list[tuple], name: str | None) -> None:
-    """Put ``name`` first in ``priced`` (sorted) if it is within ``KEEP_MARGIN`` of the cheapest."""
+def _prefer(priced: list[tuple], name: str | None, margin: float) -> None:
+    """Put ``name`` first in ``priced`` (sorted) if it is within ``margin`` of the cheapest."""
     mine = next((p for p in priced if p[1] == name), None)
-    if mine is not None and mine is not priced[0] and mine[0] <= priced[0][0] * (1 + KEEP_MARGIN):
+    if mine is not None and mine is not priced[0] and mine[0] <= priced[0][0] * (1 + margin):
         priced.remove(mine)
         priced.insert(0, mine)
 
 
 def _home(device: Any) -> str | None:
-    """The engine a device's calls run on unless another is ``KEEP_MARGIN`` cheaper: the first
-    of ``GPU_TARGETS`` calibrated there."""
+    """The engine a device's calls run on unless another is ``ENGINE_MARGIN`` cheaper: the
+    first of ``GPU_TARGETS`` calibrated there."""
     return next((name for name in GPU_TARGETS if name in _models and _models[name].device == device), None)
 
 

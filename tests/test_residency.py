@@ -452,10 +452,11 @@ def test_data_on_a_device_stays_there_for_an_op_the_device_never_ran():
 
 
 def test_an_engine_holding_the_input_keeps_it_unless_another_is_clearly_faster(monkeypatch):
-    """Two engines on one device: the input stays with the engine holding it unless the other
-    is priced ``router.KEEP_MARGIN`` cheaper, counting the crossing by DLPack it would cost
-    (``router.ADOPT_S``): timings of one call on two engines are within each other's noise, and
-    a program whose calls took turns between them would pay the crossing at every call."""
+    """Two engines on one device: the input stays with the engine holding it, here the device's
+    home, unless the other is priced ``router.ENGINE_MARGIN`` cheaper, counting the crossing by
+    DLPack it would cost (``router.ADOPT_S``): timings of one call on two engines are within each
+    other's noise, and a program whose calls took turns between them would pay the crossing at
+    every call."""
     cal = synthetic(gpu=True, torch_cpu=False)
     cupy_target = dispatch.targets.get("cupy")
     other = type("Engine", (), {"name": "torch-cuda", "device": cupy_target.device, "supports": lambda self, op: True,
@@ -469,7 +470,7 @@ def test_an_engine_holding_the_input_keeps_it_unless_another_is_clearly_faster(m
     held = dispatch.asarray(numpy.linspace(0.0, 1.0, 1_000_000)).to("cupy")
     cupy_s = _priced(cal, "cupy", op, Inputs([held]))
     # the other engine's price with the crossing, at which the holder stops keeping the call
-    even = cupy_s / (1 + router.KEEP_MARGIN)
+    even = cupy_s / (1 + router.ENGINE_MARGIN)
     chosen = {}
     for other_s in (cupy_s + router.ADOPT_S, 1.02 * even, 0.98 * even):
         faster_by = cupy_s + router.ADOPT_S - other_s

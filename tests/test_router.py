@@ -695,8 +695,8 @@ def test_another_target_takes_a_call_from_numpy_only_when_clearly_cheaper(isolat
 
 def test_a_devices_calls_keep_to_one_engine_unless_another_is_clearly_cheaper(isolated, monkeypatch):
     """Two engines on one GPU: a call on host data goes to the device's home (the first of
-    ``GPU_TARGETS`` calibrated there) unless the other is priced ``KEEP_MARGIN`` cheaper; calls
-    taking turns between the two would each pay a crossing."""
+    ``GPU_TARGETS`` calibrated there) unless the other is priced ``ENGINE_MARGIN`` cheaper;
+    calls taking turns between the two would each pay a crossing."""
     cal = synthetic(gpu=True)
     cal.targets["torch-cuda"] = copy.deepcopy(cal.targets["cupy"])
     router.use_calibration(cal)
@@ -710,7 +710,8 @@ def test_a_devices_calls_keep_to_one_engine_unless_another_is_clearly_cheaper(is
     x = dispatch.ones(400_000)  # its copy in: a third of the call
     inputs = Inputs([x], _layout(op, (x,), {}))
     key = router._key(op, inputs)
-    for share, chosen in ((0.9, "cupy"), (0.5, "torch-cuda")):  # 10% is noise; 2x is not
+    assert router.ENGINE_MARGIN == pytest.approx(1.0)
+    for share, chosen in ((0.6, "cupy"), (0.2, "torch-cuda")):  # with the copy in: 1.4x and 2.5x
         for _ in range(100):
             router.history.observe(key, "numpy", 50e-3)
             router.history.observe(key, "torch-cpu", 50e-3)
