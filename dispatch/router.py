@@ -638,10 +638,11 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
                 modeled[name] = model_s + extra
     gain = host_compute - device_compute if max(host_compute, device_compute) < math.inf else 0.0
     priced.sort()
-    if priced and not _models[priced[0][1]].device.is_host:
-        _prefer(priced, _home(_models[priced[0][1]].device), ENGINE_MARGIN)
     keeper = "numpy" if entering else holders[0] if holders and len(set(holders)) == 1 else None
-    _prefer(priced, keeper, KEEP_MARGIN)
+    # The keeper is weighed against the cheapest, and only then the device's home: a home priced
+    # first would bring NumPy within its margin of a device where another engine is cheaper.
+    if not _prefer(priced, keeper, KEEP_MARGIN) and priced and not _models[priced[0][1]].device.is_host:
+        _prefer(priced, _home(_models[priced[0][1]].device), ENGINE_MARGIN)
     # Probed cheapest first, and only the best and the alternatives close enough to be explored:
     # a library that cannot win this call is not imported for it.
     ranked = []
@@ -694,12 +695,15 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     return decision, True
 
 
-def _prefer(priced: list[tuple], name: str | None, margin: float) -> None:
-    """Put ``name`` first in ``priced`` (sorted) if it is within ``margin`` of the cheapest."""
+def _prefer(priced: list[tuple], name: str | None, margin: float) -> bool:
+    """Put ``name`` first in ``priced`` (sorted) if it is within ``margin`` of the cheapest;
+    whether it is first."""
     mine = next((p for p in priced if p[1] == name), None)
-    if mine is not None and mine is not priced[0] and mine[0] <= priced[0][0] * (1 + margin):
-        priced.remove(mine)
-        priced.insert(0, mine)
+    if mine is None or mine[0] > priced[0][0] * (1 + margin):
+        return False
+    priced.remove(mine)
+    priced.insert(0, mine)
+    return True
 
 
 def _home(device: Any) -> str | None:
