@@ -129,7 +129,7 @@ LOCK_AFTER = 2
 # took 22 ms from locked pages and 0.2 ms staged (0.06 and 0.2 ms with nothing queued). mlp
 # large's minibatches, slices of its input, each waited for the GPU to drain: with its calls on
 # the GPU a run took 1.6-1.9x as long as with the input copied there once (forced), and 1.1-1.2x
-# staged. Larger copies take long enough that the staging costs more than the wait.
+# staged.
 LOCK_MIN = 16 << 20
 # At most this share of the machine's memory is locked at once (locked pages cannot be swapped).
 LOCK_SHARE = 0.25
@@ -276,7 +276,7 @@ def to_device_torch(cpu_tensor: Any, device: Any, host: np.ndarray | None = None
         cpu_tensor = cpu_tensor.permute(reverse)
     memory = host if host is not None and cpu_tensor.is_contiguous() else None  # else a copy is sent
     src = cpu_tensor.contiguous().numpy()
-    idle = lambda: torch.cuda.current_stream(device).query()  # noqa: E731
+    idle = torch.cuda.current_stream(device).query
     if memory is not None and _locked(memory, _torch_lock, _torch_unlock, idle):
         out = torch.from_numpy(src).to(device)  # the copy engine reads locked pages directly
     else:
