@@ -641,8 +641,10 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     keeper = "numpy" if entering else holders[0] if holders and len(set(holders)) == 1 else None
     # The keeper is weighed against the cheapest, and only then the device's home: a home priced
     # first would bring NumPy within its margin of a device where another engine is cheaper.
-    if not _prefer(priced, keeper, KEEP_MARGIN) and priced and not _models[priced[0][1]].device.is_host:
-        _prefer(priced, _home(_models[priced[0][1]].device), ENGINE_MARGIN)
+    if not _prefer(priced, keeper, KEEP_MARGIN) and priced:
+        cheapest = _models[priced[0][1]].device
+        if not cheapest.is_host:
+            _prefer(priced, _home(cheapest), ENGINE_MARGIN)
     # Probed cheapest first, and only the best and the alternatives close enough to be explored:
     # a library that cannot win this call is not imported for it.
     ranked = []
