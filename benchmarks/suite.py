@@ -27,7 +27,8 @@ settled (no trial and no changed decision for 10 runs and 0.5 s, at most 2000 ru
 ``learning`` in the output); then every mode warms up and is timed, and the timed samples are
 steady state. What the router's decisions did meanwhile is in the output too (``timing``:
 decisions changed, trials started or finished while it was timed), and each trial's verdict on
-the case (``verdicts``: its reason gives the program's time on each side). Each case keeps
+the case (``verdicts``: its reason gives the program's time on each side), and how many of a
+traced run's calls, after the timed samples, each target ran (``targets``). Each case keeps
 every timed sample (``samples``) and each mode's time in the kernel a run (``kernel_seconds``):
 on the 2-core machine a large program's runs take two speeds, the slow ones' extra time spent
 there, faulting in pages.
@@ -41,6 +42,7 @@ learned by the router's policy as its own program's behaviour.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import json
 import os
@@ -128,6 +130,15 @@ def _runner(mode: str, workload: Any, data: dict[str, Any], port: Any) -> Callab
             return None
         return lambda: port.run(workload, data)
     raise ValueError(mode)
+
+
+def _targets_used(run: Callable[[], dict]) -> dict[str, int]:
+    """How many of one run's calls each target ran, after the timed samples (a traced run)."""
+    _prepare("router")
+    with dispatch.trace() as t:
+        run()
+        _synchronize()
+    return dict(collections.Counter(r.target for r in t.records).most_common())
 
 
 def _count_calls(workload: Any, data: dict[str, Any]) -> int:
@@ -285,6 +296,8 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
     if "router" in learning:
         learning["router"]["timing"] = _router_changes(before)
         learning["router"]["verdicts"] = _verdicts_since(judged)
+    if "router" in runners:
+        learning["router"]["targets"] = _targets_used(runners["router"])
     n_calls = _count_calls(workload, data)
     seconds = {m: statistics.median(t) for m, t in times.items()}
     return {"workload": workload.NAME, "size": size, "seconds": seconds, "checks": checks, "calls": n_calls,

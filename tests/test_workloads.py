@@ -575,6 +575,26 @@ def test_the_suite_reports_what_the_routers_decisions_did_while_timed(monkeypatc
     assert "router while timed: pca small (decisions_changed 1, decisions_new 1, verdicts 1, trial_running 1)" in lines
 
 
+def test_the_suite_records_where_a_traced_router_run_ran(monkeypatch):
+    import dispatch
+    from benchmarks import suite
+
+    prepared = []
+    monkeypatch.setattr(suite, "_prepare", prepared.append)  # the router's policy needs a calibration
+    a = numpy.arange(6.0)
+
+    def run() -> dict:
+        x = dispatch.asarray(a)
+        with dispatch.using("numpy"):
+            y = dispatch.sqrt(x * 2.0)
+        return {"y": y.sum()}
+
+    used = suite._targets_used(run)
+    assert prepared == ["router"]
+    assert sum(used.values()) == 4 and used["numpy"] >= 2  # asarray, multiply, sqrt (numpy), sum
+    assert set(used) <= set(dispatch.targets.available())
+
+
 def test_the_suite_keeps_each_cases_trial_verdicts(monkeypatch):
     from benchmarks import suite
     from dispatch import trials
