@@ -165,10 +165,12 @@ class Trial:
         rival = means[rival_side]
         everything, others = means["all-device"], min(device, rival)
         at_early = self.seen == _EARLY_AT
-        clear = at_early and EARLY_RATIO * everything < others
+        early = at_early and (rival > EARLY_RATIO * device or device > EARLY_RATIO * rival)
+        # Early, the device side must win by EARLY_RATIO; once it has, against the host, the
+        # all-device side needs only the margin over it: both move the call to the device.
+        clear = at_early and (EARLY_RATIO * everything < others or (early and rival > device))
         if everything * (1 + DEVICE_MARGIN) < others and (side is None or clear):
             return self._everything(means)
-        early = at_early and (rival > EARLY_RATIO * device or device > EARLY_RATIO * rival)
         if side is not None and not early:
             return None
         us = _in_us(means)

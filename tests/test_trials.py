@@ -405,6 +405,12 @@ def test_the_program_on_the_device_alone_wins_where_it_is_clearly_faster():
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # faster, but under the margin: the host keeps it
     chosen, _ = _run(trial, {"device": 3e-3, "host": 2e-3, "all-device": 2e-3 / (1 + trials.DEVICE_MARGIN) * 1.01})
     assert chosen is trial.host and not trial.everything
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # the device won early: every call there, by the margin
+    chosen, calls = _run(trial, {"device": 3e-3, "host": 7e-3, "numpy": 6e-3, "all-device": 2.4e-3})
+    assert chosen is trial.device and trial.everything and calls == 8 * trials.BLOCK
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # ...and under the margin, this call alone
+    chosen, calls = _run(trial, {"device": 3e-3, "host": 7e-3, "numpy": 6e-3, "all-device": 2.7e-3})
+    assert chosen is trial.device and not trial.everything and calls == 8 * trials.BLOCK
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))  # the call alone on the device is faster still
     chosen, _ = _run(trial, {"device": 1e-3, "host": 2e-3, "all-device": 1.1e-3})
     assert chosen is trial.device and not trial.everything and "with this call on cupy" in chosen.reason
