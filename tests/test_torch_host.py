@@ -15,15 +15,20 @@ _PROBE = ("import os, dispatch.targets as t; assert t.probe('torch-cpu') is not 
           "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('THP_MEM_ALLOC_ENABLE'))")
 
 
-def _settings(**env: str) -> str:
+def _settings(first: str = "", **env: str) -> str:
     clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "THP_MEM_ALLOC_ENABLE")}
-    done = subprocess.run([sys.executable, "-c", _PROBE], env={**clean, **env}, capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run([sys.executable, "-c", first + _PROBE], env={**clean, **env}, capture_output=True,
+                          text=True, check=True)
     return done.stdout.strip()
 
 
 def test_torch_is_loaded_with_idle_threads_asleep_and_huge_pages():
     assert _settings() == "PASSIVE 1"
+
+
+def test_torch_imported_first_gets_them_too():
+    """torch reads them at its first CPU tensor, after a program's imports."""
+    assert _settings("import torch; ") == "PASSIVE 1"
 
 
 def test_the_user_s_own_settings_are_kept():
