@@ -81,6 +81,9 @@ class TargetModel:
         self.name = name
         self.data = data
         self.ops: dict[str, dict[str, list[list[float]]]] = data.get("ops", {})
+        # the stand-ins this calibration needs: the ops it did not measure on any dtype
+        self.stand_ins = {rep: other for rep, other in STAND_INS.items()
+                          if not any(rep in curves for curves in self.ops.values())}
         self.transfer: dict[str, float] = data.get("transfer", {})
 
     @property
@@ -115,8 +118,7 @@ class TargetModel:
 
     def seconds(self, rep: str, x: float, dtype: str) -> float | None:
         """Time of the representative op ``rep`` at size ``x`` (resident data), or ``None``."""
-        if rep in STAND_INS and not any(rep in curves for curves in self.ops.values()):
-            rep = STAND_INS[rep]
+        rep = self.stand_ins.get(rep, rep)
         curves = self.ops.get(dtype) or {}
         if rep not in curves:  # a dtype measured for a few ops only (int64), or not at all
             curves = self.ops.get("float64") or curves
