@@ -102,7 +102,8 @@ class History:
         self._pending: list[tuple[Any, Any, float, tuple, str, bool]] = []
         self.outcomes: dict[tuple, list[int]] = {}  # key -> [read back, used on the device]
         self.placements: dict[tuple, list[float]] = {}  # root key -> [arrays made, device savings on them]
-        self.sends: dict[tuple, list[int]] = {}  # key -> [results a host target made, of which sent to a device]
+        # key -> [results a host target made, of which sent to a device, made since the last one sent]
+        self.sends: dict[tuple, list[int]] = {}
         self.spent: dict[tuple, float] = {}  # key -> seconds its timed calls took, on every target
 
     # ---- learning ------------------------------------------------------------------------------------
@@ -197,22 +198,26 @@ class History:
     # ---- what becomes of results computed on the host, where a device was priced -----------------------
 
     def hosted(self, key: tuple) -> int:
-        """A host target made a result of this kind of call; returns how many it has made."""
+        """A host target made a result of this kind of call; returns how many it has made since
+        the last one sent to a device (all of them, while none was)."""
         with self._lock:
-            counts = self.sends.setdefault(key, [0, 0])
+            counts = self.sends.setdefault(key, [0, 0, 0])
             counts[0] += 1
-            return counts[0]
+            counts[2] += 1
+            return counts[2]
 
-    def hosted_made(self, key: tuple) -> int:
-        """How many results of this kind of call a host target made where a device was priced."""
+    def hosted_unsent(self, key: tuple) -> int:
+        """How many results of this kind of call a host target made, where a device was priced,
+        since the last one sent to a device."""
         counts = self.sends.get(key)
-        return counts[0] if counts is not None else 0
+        return counts[2] if counts is not None else 0
 
     def sent(self, key: tuple) -> int:
         """One such result was then sent to a device; returns how many have been."""
         with self._lock:
-            counts = self.sends.setdefault(key, [0, 0])
+            counts = self.sends.setdefault(key, [0, 0, 0])
             counts[1] += 1
+            counts[2] = 0
             return counts[1]
 
     def p_send(self, key: tuple) -> float:
@@ -310,7 +315,7 @@ class History:
         ]
         outcomes = [{"key": _jsonable(key), "returned": r, "stayed": k} for key, (r, k) in self.outcomes.items()]
         placements = [{"key": _jsonable(key), "made": m, "credit": c} for key, (m, c) in self.placements.items()]
-        sends = [{"key": _jsonable(key), "made": m, "sent": n} for key, (m, n) in self.sends.items()]
+        sends = [{"key": _jsonable(key), "made": m, "sent": n} for key, (m, n, _) in self.sends.items()]
         return json.dumps({"version": HISTORY_VERSION, "stats": rows, "outcomes": outcomes, "placements": placements,
                            "sends": sends})
 
@@ -333,7 +338,8 @@ class History:
         for row in data.get("placements", []):
             self.placements[_from_jsonable(row["key"])] = [int(row["made"]), float(row["credit"])]
         for row in data.get("sends", []):
-            self.sends[_from_jsonable(row["key"])] = [int(row["made"]), int(row["sent"])]
+            made, sent = int(row["made"]), int(row["sent"])
+            self.sends[_from_jsonable(row["key"])] = [made, sent, 0 if sent else made]  # (followed afresh)
 
 
 def _done(event: Any) -> bool:

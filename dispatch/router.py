@@ -106,10 +106,12 @@ ENGINE_MARGIN = 1.0
 # repaid.
 ROOTS_FOLLOWED = 32
 # Likewise a kind of call that a host target runs where a device was priced: once this many of
-# its results were followed and none was sent to a device, its results are no longer followed,
-# and its calls may skip the router's bookkeeping (the memo in ``dispatch._call``). On an H100
-# machine an FFT filter's ``rfft(taps, n=8192)``, its 63 taps padded, took 87 µs a call followed
-# against NumPy's 57.
+# its results in a row were followed and none was sent to a device, its results are no longer
+# followed, and its calls may skip the router's bookkeeping (the memo in ``dispatch._call``);
+# the share sent until then (``history.p_send``) still prices its calls. On an H100 machine an
+# FFT filter's ``rfft(taps, n=8192)``, its 63 taps padded, took 87 µs a call followed against
+# NumPy's 57; and after a trial whose device side was sent some of its results, the same call
+# (a quarter of them sent) was followed for good.
 HOSTED_FOLLOWED = 32
 # Why a call runs where it does without being priced; a trace records calls under the floors,
 # which skip the router (``dispatch._call``), with the same words.
@@ -690,8 +692,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     if decision.placeable and best_name in HOST_TARGETS and history.roots_made(key) >= ROOTS_FOLLOWED:
         decision.placeable = False  # followed long enough: its arrays stay on the host
     decision.settled = settled
-    decision.hosted = bool(devices) and best_name in HOST_TARGETS and (
-        p_send > 0.0 or history.hosted_made(key) < HOSTED_FOLLOWED)
+    decision.hosted = bool(devices) and best_name in HOST_TARGETS and history.hosted_unsent(key) < HOSTED_FOLLOWED
     if best_name == "numpy" and not sample and not decision.placeable:
         _learn_floor(key)  # measured, under the threshold: this decision is final, and routing it only costs
     return decision, True
@@ -890,7 +891,8 @@ def _redecide_now_and_then(key: tuple, count: int) -> None:
 
 def hosted(key: tuple) -> None:
     """A host target made a result of a call of kind ``key``, where a device was priced for it:
-    at the last one followed (``HOSTED_FOLLOWED``), the key is decided again."""
+    at the last one followed (``HOSTED_FOLLOWED`` in a row not sent to a device), the key is
+    decided again."""
     if history.hosted(key) == HOSTED_FOLLOWED:
         _decisions.pop(key, None)
 

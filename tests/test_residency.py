@@ -131,11 +131,11 @@ def test_a_host_result_seen_sent_to_a_device_next_is_made_there():
     w = dispatch.asarray(w0) - 0.1 * g
     assert w.target == "numpy"
     key = w._hosted
-    assert key is not None and key[0] == "subtract" and router.history.sends[key] == [1, 0]
+    assert key is not None and key[0] == "subtract" and router.history.sends[key] == [1, 0, 1]
     assert router.history.p_send(key) == 0.0
     with dispatch.using("cupy"):
         product = w * g  # the next call runs on the device: the weight is sent there
-    assert router.history.sends[key] == [1, 1] and w._hosted is None
+    assert router.history.sends[key] == [1, 1, 0] and w._hosted is None
     assert router.history.p_send(key) == 1.0
     again = dispatch.asarray(w0) - 0.1 * g
     assert again.target == "cupy"
@@ -152,17 +152,17 @@ def test_a_host_result_used_on_the_host_teaches_nothing():
         assert w.target == "numpy"
         total = (w * 2.0).sum()  # on the host
     dispatch._call._native_for(dispatch.targets.get("cupy"), counted=False)(w)  # an explored call's copy
-    assert router.history.sends[w._hosted] == [3, 0]
+    assert router.history.sends[w._hosted] == [3, 0, 3]
     assert router.history.p_send(w._hosted) == 0.0
     numpy.testing.assert_allclose(float(total), 2 * (w0 - 0.1 * g0).sum(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("sent_one", [False, True])
-def test_host_results_are_followed_only_so_long_unless_one_was_sent(sent_one):
+def test_host_results_are_followed_until_so_many_in_a_row_were_not_sent(sent_one):
     """A kind of call run on the host where a device was priced: its results are followed
-    (``_hosted``) through HOSTED_FOLLOWED of them; none sent to a device by then, no more, and
-    the call may skip the router's bookkeeping. One sent: still followed, the share still
-    learned."""
+    (``_hosted``) until HOSTED_FOLLOWED of them in a row were not sent to a device; then no
+    more, and the call may skip the router's bookkeeping. One sent starts the count again, and
+    the share sent is still learned and priced."""
     w0, g0, g = _weight_and_device_gradient()
     first = dispatch.asarray(w0) - 0.1 * g
     key = first._hosted
@@ -175,11 +175,20 @@ def test_host_results_are_followed_only_so_long_unless_one_was_sent(sent_one):
             w * g  # one result in 32 sent: a copy too cheap to move the call, but to be learned
     w = dispatch.asarray(w0) - 0.1 * g
     assert w._hosted == key and w.target == "numpy"
-    assert router.history.sends[key] == [router.HOSTED_FOLLOWED, int(sent_one)]
+    assert router.history.sends[key][:2] == [router.HOSTED_FOLLOWED, int(sent_one)]
     later = dispatch.asarray(w0) - 0.1 * g
     assert later.target == "numpy"
     assert (later._hosted == key) is sent_one
-    assert router.history.sends[key][0] == router.HOSTED_FOLLOWED + int(sent_one)
+    if sent_one:  # followed through HOSTED_FOLLOWED results after the one sent, then no more
+        for _ in range(router.HOSTED_FOLLOWED - 2):
+            later = dispatch.asarray(w0) - 0.1 * g
+            assert later._hosted == key and later.target == "numpy"
+        assert router.history.sends[key] == [2 * router.HOSTED_FOLLOWED - 1, 1, router.HOSTED_FOLLOWED]
+        later = dispatch.asarray(w0) - 0.1 * g
+        assert later._hosted is None and later.target == "numpy"
+        assert router.history.p_send(key) == pytest.approx(1 / (2 * router.HOSTED_FOLLOWED - 1))
+    else:
+        assert router.history.sends[key][0] == router.HOSTED_FOLLOWED
     want = w0 - 0.1 * g0
     got = numpy.asarray(later)
     assert got.dtype == want.dtype and got.shape == want.shape
@@ -195,7 +204,7 @@ def test_sends_persist_with_the_history(tmp_path):
     h.save(tmp_path / "history.json")
     again = History()
     again.load(tmp_path / "history.json")
-    assert again.sends[key] == [4, 1]
+    assert again.sends[key] == [4, 1, 0]  # followed afresh
     assert again.p_send(key) == pytest.approx(0.25)
 
 
