@@ -618,9 +618,13 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
 # own, and the few of them in a 1-2 ms program (a trial's host verdict, an FFT) made it 5-9% slower.
 # The compiled path serves those host entries itself (``memo_run`` in dispatch/_fastpath.c, the same
 # key and checks): a remembered ``rfft`` costs 0.5 µs over NumPy's on a 2-core machine, 2.3 here.
+# An operator that NumPy's elision runs into a temporary (``_array._elides``) is remembered under
+# a key of its own and run into it: otherwise ``2.0 * (q @ R.T)`` in a k-NN program went through
+# the router at every run, on an H100 machine the one call of its 36 that still did.
 
 _INEXACT_SCALARS = (np.floating, np.complexfloating)  # NumPy's scalars keyed, as floats are, by type alone
 _MEMO_MAX = 1024  # signatures kept; a program that makes more (an int scalar changing in a loop) starts over
+_INTO = "into"  # ends the key of an operator's call that NumPy's elision runs into a temporary
 _memo: dict[tuple, tuple] = {}
 
 
@@ -710,17 +714,23 @@ def _keep(memo_key: tuple, decision: Any, target: Any, run: Any) -> None:
     _memo[memo_key] = (decision, target, run)
 
 
-def _memo_run(entry: tuple, args: tuple, kwargs: dict) -> Any:
+def _memo_run(entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
     """Run a remembered lane call, if its decision still holds, is not to be timed now and no
-    trace or trial watches; else ``_MISS`` (the general lane path runs it)."""
+    trace or trial watches; else ``_MISS`` (the general lane path runs it). ``into``: a host
+    temporary the result is written into (``call``'s)."""
     decision, target, run = entry
     if router.cached(decision.key) is not decision or STATE.tracing or router.trials.running:
+        return _MISS
+    if into is not None and target is not None:
         return _MISS
     if decision.sample:  # as ``_execute`` counts: a settled decision times one call in SETTLED_EVERY
         if not decision.settled or (decision.calls + 1) % router.SETTLED_EVERY == 0:
             return _MISS
         decision.calls += 1
     if target is None:  # a host call kept on NumPy
+        if into is not None:
+            run(*[a._data if type(a) is ndarray else a for a in args], out=into._data)
+            return into
         result = run(*[a._data if type(a) is ndarray else a for a in args], **kwargs)
         if type(result) is np.ndarray:
             for a in args:
@@ -806,11 +816,13 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
             if STATE.tracing:  # a trace records the call where the program runs it untraced
                 return _traced_under_floor(op, args, kwargs, hargs, hkwargs)
             return _under_floor(op, args, kwargs, hargs, hkwargs)
-    memo_key = _memo_key(op, args, kwargs) if into is None else None  # (into: NumPy's elision, asked for)
+    memo_key = _memo_key(op, args, kwargs)
+    if memo_key is not None and into is not None:
+        memo_key += (_INTO,)  # NumPy's elision asked for: an entry of its own, run into the temporary
     if memo_key is not None:
         entry = _memo.get(memo_key)
         if entry is not None:
-            result = _memo_run(entry, args, kwargs)
+            result = _memo_run(entry, args, kwargs, into)
             if result is not _MISS:
                 return result
     lane = _resident_args(op, args, kwargs) if sized else None

@@ -113,6 +113,25 @@ def test_the_compiled_path_serves_the_memo_without_the_python_path(label, routed
     assert_same(program(dispatch, a, b), program(np, an, bn))
 
 
+def test_an_operator_numpy_runs_in_its_temporary_runs_from_the_memo_in_it(routed_on_host, monkeypatch):
+    """``(a + b) * 2.0`` on arrays NumPy would compute in the temporary ``a + b`` (its elision,
+    which dispatch does for it): a repeat is served by the memo, still in the temporary."""
+    from helpers import assert_same
+
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((64, 1024)), rng.standard_normal((64, 1024))  # 512 KiB: elided
+    a, b = dispatch.asarray(an), dispatch.asarray(bn)
+    assert_same((a + b) * 2.0, (an + bn) * 2.0)  # decided by the router, and remembered
+    assert any(key[-1] == routed_on_host._INTO for key in routed_on_host._memo)
+    _router_off(monkeypatch, routed_on_host)
+    assert_same((a + b) * 2.0, (an + bn) * 2.0)
+    temporary = a + b
+    multiply = next(key[0] for key in routed_on_host._memo if key[-1] == routed_on_host._INTO)
+    again = routed_on_host.call(multiply, (temporary, 2.0), {}, into=temporary)
+    assert again is temporary
+    assert_same(again, (an + bn) * 2.0)
+
+
 def _raises(why):
     def called(*args, **kwargs):
         raise AssertionError(why)
