@@ -19,7 +19,8 @@ often; ``_timing.turns``):
 
 A timed sample is one run, or for programs shorter than 50 ms on NumPy as many runs as
 make 50 ms there (``loops`` in the output), the same count for every mode; so is a warm-up
-sample. Every mode starts from host NumPy data and ends with its results on the host (reading
+sample. Such short programs take at least ``SHORT_REPEATS`` samples a mode (21), the others
+``--repeats`` (7). Every mode starts from host NumPy data and ends with its results on the host (reading
 the results is part of a program), so a device's transfers are counted. Every result is
 checked against NumPy's. The adaptive modes learn first, as in a program's first iterations:
 the oracle tries every target per kind of call, the router runs the program until it has
@@ -151,6 +152,18 @@ def _count_calls(workload: Any, data: dict[str, Any]) -> int:
 # sample (as ``timeit`` does), or a millisecond program's median of three runs is the noise of
 # the machine.
 MIN_SAMPLE_S = 0.05
+
+
+# A program that runs several times per sample (``loops``) takes this many samples at least: its
+# samples cost little, and its ratio to NumPy is the one a few percent decides. On an H100
+# machine's host, NumPy against itself over seven samples of such programs spread from 0.89x to
+# 1.10x.
+SHORT_REPEATS = 21
+
+
+def _repeats(repeats: int, loops: int) -> int:
+    """Timed samples per mode: ``SHORT_REPEATS`` at least for a program run ``loops`` > 1 times a sample."""
+    return max(repeats, SHORT_REPEATS) if loops > 1 else repeats
 
 
 def _loops(run: Callable[[], dict]) -> int:
@@ -292,7 +305,7 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
             checks[mode] = f"differs: {str(exc).splitlines()[0][:120]}"
     loops = _loops(runners.get("numpy") or next(iter(runners.values())))
     before = _router_state()
-    times, kernel = _interleaved(runners, warmup, repeats, loops)
+    times, kernel = _interleaved(runners, warmup, _repeats(repeats, loops), loops)
     if "router" in learning:
         learning["router"]["timing"] = _router_changes(before)
         learning["router"]["verdicts"] = _verdicts_since(judged)

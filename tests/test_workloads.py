@@ -595,6 +595,14 @@ def test_the_suite_records_where_a_traced_router_run_ran(monkeypatch):
     assert set(used) <= set(dispatch.targets.available())
 
 
+def test_short_programs_take_more_samples():
+    from benchmarks import suite
+
+    assert suite._repeats(7, loops=1) == 7  # one run a sample: as asked
+    assert suite._repeats(7, loops=20) == suite.SHORT_REPEATS > 7
+    assert suite._repeats(suite.SHORT_REPEATS + 5, loops=20) == suite.SHORT_REPEATS + 5
+
+
 def test_the_suite_keeps_each_cases_trial_verdicts(monkeypatch):
     from benchmarks import suite
     from dispatch import trials
