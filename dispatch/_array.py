@@ -249,6 +249,7 @@ class ndarray:
                 root = self._root
                 if root is not None:
                     view._root = root
+                _keeps_watch(self, view)
             return view
         if STATE.plain and type(data) is not _ND:
             view = _call.device_view(self, key)
@@ -377,8 +378,8 @@ class ndarray:
             shape = tuple(shape[0])
         data = self._data
         if type(data) is np.ndarray:
-            return wrap_host(data.reshape(shape, order=order, copy=copy) if copy is not None
-                             else data.reshape(shape, order=order))
+            return _viewed(self, wrap_host(data.reshape(shape, order=order, copy=copy) if copy is not None
+                                           else data.reshape(shape, order=order)))
         return _call.call(op_named("reshape"), (self, shape), {"order": order} if order != "C" else {})
 
     def transpose(self, *axes: Any) -> ndarray:
@@ -386,7 +387,7 @@ class ndarray:
             axes = axes[0]
         data = self._data
         if type(data) is np.ndarray:
-            return wrap_host(data.transpose(axes or None))
+            return _viewed(self, wrap_host(data.transpose(axes or None)))
         return _call.call(op_named("transpose"), (self, tuple(axes) if axes else None), {})
 
     def ravel(self, order: str = "C") -> ndarray:
@@ -891,6 +892,25 @@ def _install_methods() -> None:
 
 
 _LINEAGE_MIN = 1 << 14  # smaller arrays are never worth making on a device: their views skip the bookkeeping
+
+
+def _viewed(source: ndarray, view: Any) -> Any:
+    """``view`` (a reshape or transpose of ``source``'s host data), watched as ``source`` is
+    where it is large."""
+    if type(view) is ndarray and view._data.size > _LINEAGE_MIN:
+        _keeps_watch(source, view)
+    return view
+
+
+def _keeps_watch(source: ndarray, view: ndarray) -> None:
+    """A large view of a host result whose next use the router watches (``_hosted``) is watched
+    too: a device sent ``X[i:j]`` or ``W.T`` is sent that result (``dispatch._call.sent``). The
+    compiled path does the same (``keep_watch`` in dispatch/_fastpath.c)."""
+    hosted = source._hosted
+    if hosted is not None:
+        base, data = view._data.base, source._data
+        if base is not None and (base is data or base is data.base):  # a view, not a copy
+            view._hosted = hosted
 _compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op)
 _install_operators()
 _measure_temporaries()

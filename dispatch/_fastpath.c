@@ -66,7 +66,8 @@ static PyTypeObject *op_type;  /* dispatch._ops.Op: its floors and function are 
 static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1;
 static PyObject *wrap_fn;
 static npy_intp elide_bytes, lineage_min;
-static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_root, *str_out, *str_fields, *out_names;
+static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_root, *str_hosted, *str_out, *str_fields,
+    *out_names;
 
 /* Set by setup_memo(): the namespaces of dispatch._call, dispatch.router and dispatch.trials (their
  * values are read at each call: a policy switch or a test replaces them), the Decision type and
@@ -117,6 +118,24 @@ static PyObject *op_func(PyObject *op) {
         if (f != NULL) return Py_NewRef(f);
     }
     return PyObject_GetAttr(op, str_func);
+}
+
+/* A large view (a new reference, or NULL) of the host array d of `source` keeps source's watch
+ * on where its result goes next (dispatch._array._keeps_watch); a copy does not. */
+static PyObject *keep_watch(PyObject *source, PyObject *d, PyObject *view) {
+    if (view == NULL || Py_TYPE(view) != nd_type || !PyArray_CheckExact(DATA(view))) return view;
+    PyArrayObject *v = (PyArrayObject *)DATA(view);
+    PyObject *base = PyArray_BASE(v);
+    if (PyArray_SIZE(v) <= lineage_min || base == NULL || (base != d && base != PyArray_BASE((PyArrayObject *)d)))
+        return view;
+    PyObject *hosted = PyObject_GetAttr(source, str_hosted);
+    if (hosted == NULL || (hosted != Py_None && PyObject_SetAttr(view, str_hosted, hosted) < 0)) {
+        Py_XDECREF(hosted);
+        Py_DECREF(view);
+        return NULL;
+    }
+    Py_DECREF(hosted);
+    return view;
 }
 
 /* Whether x carries no root: not a dispatch array, or one whose _root is None. */
@@ -573,7 +592,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             }
             Py_DECREF(root);
         }
-        return view;
+        return keep_watch(args[0], d, view);
     }
     case SETITEM: {
         if (nargs != 3 || kwnames != NULL) break;
@@ -604,7 +623,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
                 if (!PyLong_CheckExact(PyTuple_GET_ITEM(args[1], j))) goto fall_back;
             call_args[1] = args[1];
         }
-        return wrap_result(PyObject_Vectorcall(self->func, call_args, nargs, NULL));
+        return keep_watch(args[0], d, wrap_result(PyObject_Vectorcall(self->func, call_args, nargs, NULL)));
     }
     case METHOD: {  /* the array alone, and plain keywords: a function of one argument */
         if (nargs != 1 || !plain()) break;
@@ -927,6 +946,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_func = PyUnicode_InternFromString("func");
     str_op = PyUnicode_InternFromString("_op");
     str_root = PyUnicode_InternFromString("_root");
+    str_hosted = PyUnicode_InternFromString("_hosted");
     str_out = PyUnicode_InternFromString("out");
     str_fields = PyUnicode_InternFromString("_fields");
     out_names = PyTuple_Pack(1, str_out);
@@ -936,7 +956,8 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_running = PyUnicode_InternFromString("running");
     str_fft_padded = PyUnicode_InternFromString("FFT_PADDED");
     if (!str_memo || !str_decisions || !str_settled_every || !str_running || !str_fft_padded) return NULL;
-    if (!empty_tuple || !str_floor || !str_trip || !str_func || !str_op || !str_root || !str_fields || !out_names)
+    if (!empty_tuple || !str_floor || !str_trip || !str_func || !str_op || !str_root || !str_hosted || !str_fields ||
+        !out_names)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
