@@ -911,6 +911,8 @@ def _keeps_watch(source: ndarray, view: ndarray) -> None:
         base, data = view._data.base, source._data
         if base is not None and (base is data or base is data.base):  # a view, not a copy
             view._hosted = hosted
+
+
 _compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op)
 _install_operators()
 _measure_temporaries()

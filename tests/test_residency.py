@@ -145,20 +145,22 @@ def test_a_host_result_seen_sent_to_a_device_next_is_made_there():
         numpy.testing.assert_allclose(got, want, rtol=1e-15)
 
 
-@pytest.mark.parametrize("view", ["w.T", "w[: N // 2]", "w.reshape(2, -1)"])
+VIEWS = {"w.T": lambda w: w.T, "w[: N // 2]": lambda w: w[: N // 2], "w.reshape(2, -1)": lambda w: w.reshape(2, -1)}
+
+
+@pytest.mark.parametrize("view", VIEWS)
 def test_a_host_result_sent_to_a_device_as_a_view_is_seen_sent(view):
     """The weight sent on as a view of itself (its transpose, a slice, a reshape): the device
-    is still sent that result, and the update moves there as above. A copy is another array."""
+    is still sent that result, and the update moves there as above."""
     w0, g0, g = _weight_and_device_gradient()
     w = dispatch.asarray(w0) - 0.1 * g
     key = w._hosted
     assert key is not None and w.target == "numpy"
-    part = eval(view, {"w": w, "N": N})
+    part = VIEWS[view](w)
     assert part._hosted == key
     with dispatch.using("cupy"):
         part * 2.0  # the view is sent to the device
     assert router.history.sends[key][:2] == [1, 1] and part._hosted is None
-    assert (w * 1.0).astype(numpy.float32)._hosted is None  # a computed copy: not this result
     again = dispatch.asarray(w0) - 0.1 * g
     assert again.target == "cupy"
     got, want = numpy.asarray(again), w0 - 0.1 * g0
