@@ -157,7 +157,7 @@ MIN_SAMPLE_S = 0.05
 # A program that runs several times per sample (``loops``) takes this many samples at least: its
 # samples cost little, and its ratio to NumPy is the one a few percent decides. On an H100
 # machine's host, NumPy against itself over seven samples of such programs spread from 0.89x to
-# 1.10x.
+# 1.06x.
 SHORT_REPEATS = 21
 
 
