@@ -776,10 +776,11 @@ def _measure_temporaries() -> None:
     """The reference count ``forward`` sees on a temporary left operand, if it differs from a
     named one's (Python versions differ; where they do not, nothing is elided)."""
     global _temporary_refs
-    seen = []
+    seen, compiled = [], []
 
     def record(self: ndarray, other: Any) -> Any:
         seen.append(_rc(self))
+        compiled.append(_compiled.refs_seen())  # the count where the compiled path handed it over
         return NotImplemented
 
     forward = ndarray.__add__
@@ -800,6 +801,9 @@ def _measure_temporaries() -> None:
         ndarray.__add__ = forward
     named_refs, temporary_refs = seen[-2], seen[-1]
     _temporary_refs = temporary_refs if temporary_refs < named_refs else None
+    # the compiled path keeps a named operand's operator, which never elides, rather than hand it over
+    told = _temporary_refs is not None and 0 <= compiled[-1] < compiled[-2]
+    _compiled.set_temporary_refs(compiled[-1] if told else -1)
 
     global _owned_refs
 

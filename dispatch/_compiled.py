@@ -27,7 +27,7 @@ if _fastpath is not None and os.environ.get("DISPATCH_PURE_PYTHON", "") not in (
 
 ACTIVE = _fastpath is not None
 
-__all__ = ["ACTIVE", "STATUS", "fast", "python_path", "setup", "setup_memo"]
+__all__ = ["ACTIVE", "STATUS", "fast", "python_path", "refs_seen", "set_temporary_refs", "setup", "setup_memo"]
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type) -> None:
@@ -35,6 +35,19 @@ def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: i
     the op type (whose floors it reads from their slots)."""
     if _fastpath is not None:
         _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op)
+
+
+def refs_seen() -> int:
+    """The reference count the compiled path saw on the last large operand it handed to Python
+    (-1: none yet, or no compiled path)."""
+    return _fastpath.refs_seen() if _fastpath is not None else -1
+
+
+def set_temporary_refs(n: int) -> None:
+    """Operands held more than ``n`` times (a temporary's count there) cannot be temporaries:
+    the compiled path runs their operators itself (-1: every large operand goes to Python)."""
+    if _fastpath is not None:
+        _fastpath.set_temporary_refs(n)
 
 
 def setup_memo(call_ns: dict, router_ns: dict, trials_ns: dict, decision: type) -> None:

@@ -66,6 +66,9 @@ static PyTypeObject *op_type;  /* dispatch._ops.Op: its floors and function are 
 static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1;
 static PyObject *wrap_fn;
 static npy_intp elide_bytes, lineage_min;
+/* A left operand's reference count at a temporary's call, measured at import through refs_seen()
+ * (dispatch._array._measure_temporaries); -1 where not told: every large operand goes to Python. */
+static Py_ssize_t temporary_refs = -1, refs_seen = -1;
 static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_root, *str_hosted, *str_out, *str_fields,
     *out_names;
 
@@ -553,9 +556,13 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             Py_DECREF(r);
             return Py_NewRef(args[0]);
         }
-        /* the Python path may elide, where NumPy would (never into a view, nor for matmul: _array._elides) */
+        /* the Python path may elide, where NumPy would (never into a view, nor for matmul: _array._elides),
+         * into an operand that may be a temporary: one held by more than a temporary is not */
         PyArrayObject *da = (PyArrayObject *)d;
-        if (self->elides && PyArray_NBYTES(da) >= elide_bytes && PyArray_BASE(da) == NULL) break;
+        if (self->elides && PyArray_NBYTES(da) >= elide_bytes && PyArray_BASE(da) == NULL) {
+            refs_seen = Py_REFCNT(args[0]);
+            if (temporary_refs < 0 || refs_seen <= temporary_refs) break;
+        }
         if (!under) {  /* the operands as the Python path passes them on */
             PyObject *operands[2] = {args[0], o};
             if (self->kind == REFLECTED) {
@@ -924,7 +931,22 @@ static PyObject *setup_memo(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *get_refs_seen(PyObject *module, PyObject *unused) {
+    return PyLong_FromSsize_t(refs_seen);
+}
+
+static PyObject *set_temporary_refs(PyObject *module, PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    temporary_refs = n;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"refs_seen", get_refs_seen, METH_NOARGS,
+     "refs_seen(): the reference count of the last large operand an operator handed to Python"},
+    {"set_temporary_refs", set_temporary_refs, METH_O,
+     "set_temporary_refs(n): operands held more than n times stay on the compiled path (-1: none does)"},
     {"setup", setup, METH_VARARGS,
      "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op): what the fast path reads on each call"},
     {"setup_memo", setup_memo, METH_VARARGS,

@@ -383,15 +383,47 @@ def test_over_the_floor_and_under_the_round_trip_floor_it_takes_arrays_without_a
 
 
 @compiled_only
-def test_arrays_past_the_elision_size_go_to_the_python_path():
+def test_temporaries_past_the_elision_size_go_to_the_python_path():
+    """The Python path may write the result into a temporary, as NumPy would; a named operand is
+    held by more than a temporary is (``_array._measure_temporaries`` told the count), so the
+    compiled path computes its operator itself."""
     n = _array._ELIDE_BYTES // 8
     a = wrapped(numpy.ones(n))
     op = op_named("add")
     router.host_floor(op)
     if op.floor < n:
         pytest.skip("add's floor is under the elision size here: the router decides such calls anyway")
-    assert fast("forward", "add", _handed)(a, 1.0) is HANDED
-    assert fast("reflected", "add", _handed)(a, 1.0) is HANDED
+    # (outside ``assert``: pytest's rewriting of it would hold the temporary once more)
+    forward = fast("forward", "add", _handed)(wrapped(numpy.ones(n)), 1.0)
+    reflected = fast("reflected", "add", _handed)(wrapped(numpy.ones(n)), 1.0)
+    assert forward is HANDED and reflected is HANDED
+    for kind in ("forward", "reflected"):
+        got = fast(kind, "add", _must_not_run)(a, 1.0)
+        assert type(got) is dispatch.ndarray and got._data is not a._data
+        assert_same(got, numpy.ones(n) + 1.0)
+
+
+@compiled_only
+def test_a_chain_of_operators_on_named_arrays_takes_no_python_frame():
+    """``x * 2.0`` on a named array past the elision size stays compiled; ``(x * 2.0) + 1.0``
+    hands its temporary to the Python path, which writes into it (the result is that buffer)."""
+    n = _array._ELIDE_BYTES // 8
+    host = numpy.linspace(0.0, 1.0, n)
+    x = wrapped(host)
+    for _ in range(3):  # the floors computed, the router's decisions made and remembered
+        x * 2.0, (x * 2.0) + 1.0
+    frames = []
+    real = sys.getprofile()
+    sys.setprofile(lambda frame, event, arg: frames.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        named = x * 2.0
+        first = frames[:]
+        chained = (x * 2.0) + 1.0
+    finally:
+        sys.setprofile(real)
+    assert first == [] and "forward" in frames[len(first):]
+    assert_same(named, host * 2.0)
+    assert_same(chained, host * 2.0 + 1.0)
 
 
 @compiled_only
@@ -410,7 +442,8 @@ def test_past_the_elision_size_a_view_or_a_product_is_still_taken(monkeypatch):
     for got, expected in cases:
         assert type(got) is dispatch.ndarray and got.dtype == expected.dtype and got.shape == expected.shape
         numpy.testing.assert_array_equal(numpy.asarray(got), expected)
-    assert fast("forward", "add", _handed)(wrapped(matrix), 1.0) is HANDED  # its own data: NumPy may elide
+    handed = fast("forward", "add", _handed)(wrapped(matrix), 1.0)  # a temporary owning its data: NumPy may elide
+    assert handed is HANDED
 
 
 @compiled_only
