@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import _compiled, heap
+from dispatch import _compiled, blas_spin, heap
 from dispatch._compiled import fast
 from dispatch._ops import GETITEM, POWER_OPERATOR, SETITEM, Op, op_for_function, op_for_ufunc_method, op_named
 from dispatch._state import STATE
@@ -691,7 +691,7 @@ def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
 
 def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
     op = POWER_OPERATOR if ufunc_name == "power" else op_named(ufunc_name)
-    func, ufunc = op.func, op.ufunc
+    func, ufunc, blas = op.func, op.ufunc, op.blas
     new = object.__new__
 
     def forward(self: ndarray, other: Any) -> Any:
@@ -717,6 +717,8 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, odata, True)
             if n > op.floor and not _call.numpy_takes(op, n, self, other):
                 return _call.call(op, (self, other), {}, into=self if elide else None)
+            if blas:
+                blas_spin.ran()
             if elide:
                 func(data, odata, out=data)
                 return self
@@ -765,6 +767,8 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
             if okind is _ND or okind in _PY_SCALARS:
                 n = odata.size if okind is _ND and odata.size > data.size else data.size
                 if n <= op.floor or _call.numpy_takes(op, n, self, other):
+                    if blas:
+                        blas_spin.ran()
                     func(data, odata, out=data)
                     return self
         return _call.call(op, (self, other), {"out": (self,)})
@@ -871,6 +875,8 @@ def _method(method: str, op: Any, numpy_method: Any) -> Any:
                 return wrap(numpy_method(data, **kwargs))
             hargs = _call.under_floors(op, (self, *args))[0]
             if hargs is not None:
+                if op.blas:  # ``a.dot(b)``
+                    blas_spin.ran()
                 return wrap(numpy_method(*hargs, **kwargs))
         return _call.call(op, (self, *args), kwargs)
 
@@ -917,7 +923,7 @@ def _keeps_watch(source: ndarray, view: ndarray) -> None:
             view._hosted = hosted
 
 
-_compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op)
+_compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op, blas_spin.ran)
 _install_operators()
 _measure_temporaries()
 _install_methods()

@@ -398,7 +398,7 @@ def _run_into(op: Op, args: tuple, into: ndarray) -> ndarray:
 
 def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     """Run on NumPy: arrays come to the host; writes into device arrays are copied back."""
-    if op.work in blas_spin.BLAS_WORK:
+    if op.blas:
         blas_spin.ran()
     if op.mutates is None and op.work != "random":
         hargs = _small_on_host(args, _ANY_SIZE)  # every array already on the host: unwrap, nothing to copy
@@ -682,7 +682,7 @@ def _remember_host(memo_key: tuple, op: Op, args: tuple, decision: Any) -> None:
             or decision.reason.startswith(router.FALLBACK) or router.cached(decision.key) is not decision):
         return
     run = op.func  # no target: NumPy's function, called as ``_run_numpy`` does
-    if op.work in blas_spin.BLAS_WORK:
+    if op.blas:
         run = _noting_blas(run)
     _keep(memo_key, decision, None, run)
 
@@ -876,6 +876,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
 
 def _under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) -> Any:
     """NumPy's result for a call under the floors, on its unwrapped host arguments."""
+    if op.blas:
+        blas_spin.ran()
     result = op.func(*hargs, **hkwargs)
     if op.local or kwargs.get("out") is not None:
         return wrap(result, out_of=(args, kwargs))
@@ -1044,6 +1046,8 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
             # (sizes read without getattr's default: a Python scalar would raise inside it)
             na = ad.size if type(ad) is np.ndarray else 1
             if na <= floor and (bd.size if type(bd) is np.ndarray else 1) <= floor:
+                if op.blas:
+                    blas_spin.ran()
                 result = op.func(ad, bd)
                 if type(result) is np.ndarray:
                     obj = object.__new__(ndarray)

@@ -30,11 +30,13 @@ ACTIVE = _fastpath is not None
 __all__ = ["ACTIVE", "STATUS", "fast", "python_path", "refs_seen", "set_temporary_refs", "setup", "setup_memo"]
 
 
-def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type) -> None:
-    """Tell the compiled path the array type, the switches it reads, the Python rules' limits and
-    the op type (whose floors it reads from their slots)."""
+def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
+          blas_ran: Any) -> None:
+    """Tell the compiled path the array type, the switches it reads, the Python rules' limits,
+    the op type (whose floors and ``blas`` it reads from their slots) and what it calls after
+    NumPy's BLAS ran (``blas_spin.ran``)."""
     if _fastpath is not None:
-        _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op)
+        _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op, blas_ran)
 
 
 def refs_seen() -> int:

@@ -63,8 +63,8 @@ static Py_ssize_t data_off = -1;
 static PyObject *state;
 static Py_ssize_t plain_off = -1;
 static PyTypeObject *op_type;  /* dispatch._ops.Op: its floors and function are read from their slots */
-static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1;
-static PyObject *wrap_fn;
+static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1, blas_off = -1;
+static PyObject *wrap_fn, *blas_ran;
 static npy_intp elide_bytes, lineage_min;
 /* A left operand's reference count at a temporary's call, measured at import through refs_seen()
  * (dispatch._array._measure_temporaries); -1 where not told: every large operand goes to Python. */
@@ -151,6 +151,15 @@ static int rootless(PyObject *x) {
     }
     Py_DECREF(root);
     return root == Py_None;
+}
+
+/* An op NumPy hands to its BLAS ran under the floors: blas_spin.ran(), as every path says it. */
+static int note_blas(PyObject *op) {
+    if (Py_TYPE(op) != op_type || SLOT(op, blas_off) != Py_True) return 0;
+    PyObject *r = PyObject_CallNoArgs(blas_ran);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
 }
 
 /* dispatch._call.numpy_takes: operands a and b (or NULL) of n elements run on NumPy. */
@@ -513,6 +522,7 @@ static PyObject *run_op(PyObject *op, PyObject *func, PyObject *const *args, Py_
     PyObject *r = call_hosted(func, floor, 0, args, nargs, kwnames, taken);
     if (!*taken && (trip = op_floor(op, str_trip)) > floor)
         r = call_hosted(func, trip, 1, args, nargs, kwnames, taken);
+    if (*taken && r != NULL && note_blas(op) < 0) Py_CLEAR(r);
     return r;
 }
 
@@ -549,6 +559,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         if (on > n) n = on;
         int under = takes(self->op, n, args[0], o);
         if (!under && self->kind == INPLACE) break;
+        if (under && note_blas(self->op) < 0) return NULL;
         if (self->kind == INPLACE) {
             PyObject *call_args[3] = {d, od, d};
             PyObject *r = PyObject_Vectorcall(self->func, call_args, 2, out_names);
@@ -886,12 +897,14 @@ static Py_ssize_t slot_offset(PyObject *type, const char *name) {
 
 static PyObject *setup(PyObject *module, PyObject *args) {
     PyObject *nd, *st, *wrap, *op;
+    PyObject *ran;
     Py_ssize_t elide, lineage;
-    if (!PyArg_ParseTuple(args, "O!OOnnO!:setup", &PyType_Type, &nd, &st, &wrap, &elide, &lineage, &PyType_Type, &op))
+    if (!PyArg_ParseTuple(args, "O!OOnnO!O:setup", &PyType_Type, &nd, &st, &wrap, &elide, &lineage, &PyType_Type, &op,
+                          &ran))
         return NULL;
     Py_ssize_t doff = slot_offset(nd, "_data"), foff = slot_offset(op, "floor"), toff = slot_offset(op, "trip_floor"),
-               fnoff = slot_offset(op, "func");
-    if (doff < 0 || foff < 0 || toff < 0 || fnoff < 0) return NULL;
+               fnoff = slot_offset(op, "func"), boff = slot_offset(op, "blas");
+    if (doff < 0 || foff < 0 || toff < 0 || fnoff < 0 || boff < 0) return NULL;
     Py_ssize_t poff = slot_offset((PyObject *)Py_TYPE(st), "plain");
     if (poff < 0) return NULL;
     if (SLOT(st, poff) == NULL) return PyErr_Format(PyExc_TypeError, "STATE.plain is unset");
@@ -899,6 +912,8 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     Py_XSETREF(state, Py_NewRef(st));
     Py_XSETREF(wrap_fn, Py_NewRef(wrap));
     Py_XSETREF(op_type, (PyTypeObject *)Py_NewRef(op));
+    Py_XSETREF(blas_ran, Py_NewRef(ran));
+    blas_off = boff;
     data_off = doff;
     plain_off = poff;
     floor_off = foff;
@@ -948,7 +963,7 @@ static PyMethodDef module_methods[] = {
     {"set_temporary_refs", set_temporary_refs, METH_O,
      "set_temporary_refs(n): operands held more than n times stay on the compiled path (-1: none does)"},
     {"setup", setup, METH_VARARGS,
-     "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op): what the fast path reads on each call"},
+     "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op, blas_ran): what the fast path reads on each call"},
     {"setup_memo", setup_memo, METH_VARARGS,
      "setup_memo(vars(dispatch._call), vars(dispatch.router), vars(dispatch.trials), Decision): where the memo is"},
     {NULL},

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from converters.numpy_ops import NUMPY_CATALOG
+from dispatch.blas_spin import BLAS_WORK
 from dispatch.selector import OpComplexity
 
 __all__ = ["GETITEM", "POWER_OPERATOR", "SETITEM", "Op", "op_for_function", "op_for_ufunc_method", "op_named"]
@@ -69,6 +70,12 @@ class Op:
     trip_floor: int = -1
     # Per-target state the adapters keep (resolved implementation, refusal reasons).
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+    # NumPy hands it to its BLAS, whose threads spin after it: every path that runs it on NumPy
+    # says so (``dispatch.blas_spin``), the compiled path too (it reads this slot).
+    blas: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.blas = self.work in BLAS_WORK
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

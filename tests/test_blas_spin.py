@@ -78,3 +78,24 @@ def test_the_window_ends(threads_seen, monkeypatch):
     with dispatch.using("torch-cpu"):
         dispatch.exp(a)
     assert threads_seen == [torch.get_num_threads()]
+
+
+@pytest.mark.parametrize("product", ["a @ b", "dot", "a.dot(b)", "linalg.solve", "linalg.svd"])
+def test_a_product_under_the_floors_opens_the_window_too(product, threads_seen, monkeypatch):
+    """Small products run on NumPy without routing (compiled or not): they tell ``blas_spin``
+    as routed ones do, or a torch-cpu call right after them would meet NumPy's spinning BLAS."""
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((8, 8)), rng.standard_normal((8, 8))
+    a, b = dispatch.asarray(an), dispatch.asarray(bn)
+    run = {"a @ b": lambda: a @ b, "dot": lambda: dispatch.dot(a, b), "a.dot(b)": lambda: a.dot(b),
+           "linalg.solve": lambda: dispatch.linalg.solve(a, b), "linalg.svd": lambda: dispatch.linalg.svd(a)}[product]
+    want = {"a @ b": lambda: an @ bn, "dot": lambda: an.dot(bn), "a.dot(b)": lambda: an.dot(bn),
+            "linalg.solve": lambda: np.linalg.solve(an, bn), "linalg.svd": lambda: np.linalg.svd(an)[1]}[product]()
+    for _ in range(3):  # the floors computed and the decision made: later calls skip the router
+        run()
+    monkeypatch.setattr(blas_spin, "_last", -math.inf)
+    got = run()
+    assert blas_spin.spinning()
+    got = np.asarray(got[1] if product == "linalg.svd" else got)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
