@@ -126,8 +126,6 @@ NUMPY_ALONE_REASON = "trial: timing the program with every call on NumPy"
 # ...and on the device, while it times the program with every call the device can run there
 # (``trials.all_device``; the floors are lowered meanwhile, so that calls on host data reach it).
 ALL_DEVICE_REASON = "trial: timing the program with every call on the device"
-# ...and after a verdict for the host, which host engine runs the call the cost policy says.
-HOST_VERDICT = "; a trial kept it on the host"
 
 
 class Decision:
@@ -400,8 +398,7 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     if cacheable and _trial_worthy(decision, inputs, key):
         chosen = trials.verdict(key)
         if chosen is not None:
-            if chosen.target is NUMPY:  # a device verdict: as decided now
-                decision, cacheable = _on_the_host(op, inputs, key)
+            decision = chosen if chosen.target is NUMPY else decision  # a device verdict: as decided now
         else:
             host = Decision(NUMPY, "trial: timing the program with this call on the host", key=key)
             host.live = decision.live
@@ -419,17 +416,6 @@ def _trial_worthy(decision: Decision, inputs: Any, key: tuple) -> bool:
             and inputs.resident is None and bool(inputs.arrays))
 
 
-def _on_the_host(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
-    """A call a trial kept on the host: the trial weighed the device against NumPy, and which host
-    engine runs it the cost policy says, among the host's alone (torch-cpu's 16 threads ran
-    monte_carlo small's 4000 x 64 ``cumsum`` in 0.29x NumPy's time on an H100 machine's host,
-    where the trial's NumPy verdict had kept it on NumPy)."""
-    decision, cacheable = _decide_cost(op, inputs, key, host_only=True)
-    decision.live = inputs.size >= cluster.LIVE_ELEMENTS
-    decision.reason += HOST_VERDICT
-    return decision, cacheable
-
-
 def _on_trial(key: tuple, trial: trials.Trial) -> Decision:
     decision, final = trial.next()
     if not final and trial.last is not None and trial.last[1] == "all-device":
@@ -438,8 +424,7 @@ def _on_trial(key: tuple, trial: trials.Trial) -> Decision:
         _floors_back()
     if final:
         trials.finish(key, decision)
-        if decision.target is not NUMPY:  # the host's verdict: the next call prices the host's engines
-            _decisions[key] = decision
+        _decisions[key] = decision
         if trial.everything:
             _pin(trial)
     return decision
@@ -617,7 +602,7 @@ class _Priced:
         self.name, self.device = name, device
 
 
-def _decide_cost(op: Any, inputs: Any, key: tuple, host_only: bool = False) -> tuple[Decision, bool]:
+def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     refused_here = _refusals.get(key, ())
     scalar = _scalar_result(op)
     entering = inputs.resident is None  # every input on the host: a device pays the way back too
@@ -633,7 +618,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple, host_only: bool = False) -> t
     # a host target's result that a device is sent next (the program goes on there) pays that copy
     send = p_send * min(m.to_device_seconds(cost.result_bytes(op, inputs)) for m in devices) if p_send else 0.0
     for name, model in _models.items():
-        if name not in _PRICED or name in refused_here or (host_only and not model.device.is_host):
+        if name not in _PRICED or name in refused_here:
             continue
         model_s = cost.estimate(model, _Priced(name, model.device), op, inputs, scalar)
         seconds, samples = history.blended(key, name, model_s)

@@ -15,9 +15,7 @@ program ran before, and NumPy alone what it runs without dispatch. Each trial ti
 move with the others where they are; they moved by trials before it and by their own
 measurements (a result's next calls follow it to the device), so a chain of moves, each a small
 gain on its own, could leave the program slower than NumPy. Timing NumPy alone beside it keeps
-each device verdict one the whole program gains from. A call the host keeps is then priced among
-the host's engines alone (``router._on_the_host``): the trial weighed the device against NumPy,
-not NumPy against torch-cpu.
+each device verdict one the whole program gains from.
 
 A fourth side runs every call the device can run there (``all_device``). Each trial judges one
 call's move with the others where they are, so a program whose calls each lose on the device
