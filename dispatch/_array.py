@@ -778,7 +778,8 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
 
 def _measure_temporaries() -> None:
     """The reference count ``forward`` sees on a temporary left operand, if it differs from a
-    named one's (Python versions differ; where they do not, nothing is elided)."""
+    named one's (Python versions differ; where they do not, nothing is elided); and the count the
+    compiled path sees, which it is told (``_compiled.set_temporary_refs``)."""
     global _temporary_refs
     seen, compiled = [], []
 

@@ -384,9 +384,9 @@ def test_over_the_floor_and_under_the_round_trip_floor_it_takes_arrays_without_a
 
 @compiled_only
 def test_temporaries_past_the_elision_size_go_to_the_python_path():
-    """The Python path may write the result into a temporary, as NumPy would; a named operand is
-    held by more than a temporary is (``_array._measure_temporaries`` told the count), so the
-    compiled path computes its operator itself."""
+    """The Python path may write the result into a temporary, as NumPy would. A named operand is
+    held more times than a temporary (``_array._measure_temporaries`` tells the compiled path the
+    count), so the compiled path computes its operator itself."""
     n = _array._ELIDE_BYTES // 8
     a = wrapped(numpy.ones(n))
     op = op_named("add")
@@ -404,9 +404,9 @@ def test_temporaries_past_the_elision_size_go_to_the_python_path():
 
 
 @compiled_only
-def test_a_chain_of_operators_on_named_arrays_takes_no_python_frame():
+def test_an_operator_on_a_named_array_takes_no_python_frame():
     """``x * 2.0`` on a named array past the elision size stays compiled; ``(x * 2.0) + 1.0``
-    hands its temporary to the Python path, which writes into it (the result is that buffer)."""
+    hands its temporary to the Python path, which may write into it."""
     n = _array._ELIDE_BYTES // 8
     host = numpy.linspace(0.0, 1.0, n)
     x = wrapped(host)
