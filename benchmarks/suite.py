@@ -161,6 +161,22 @@ MIN_SAMPLE_S = 0.05
 SHORT_REPEATS = 21
 
 
+
+def _separator(runners: dict[str, Callable[[], dict]]) -> str:
+    """The mode whose untimed sample opens each round of a short program: NumPy where it runs.
+
+    A mode can slow the sample after it: on the 2-core machine each mode's sample right after the
+    torch port took 1.10-1.4x its others, for the whole 40 ms sample. The rounds' orders balance
+    which mode follows which within a round, but a round's first mode always followed the same
+    last one of the round before: with six modes the router always opened its rounds after the
+    port, NumPy after the seed table, and pairwise small and cosine_topk small took 1.12-1.14x
+    NumPy's time by the median, 1.00x in the samples after the other modes. Opening every round
+    after the same untimed NumPy sample gives each mode the same company there. A program of
+    50 ms or more, one run a sample, is left as it is: a separator would cost a whole run a
+    round, for an effect of milliseconds."""
+    return "numpy" if "numpy" in runners else next(iter(runners))
+
+
 def _repeats(repeats: int, loops: int) -> int:
     """Timed samples per mode: ``SHORT_REPEATS`` at least for a program run ``loops`` > 1 times a sample."""
     return max(repeats, SHORT_REPEATS) if loops > 1 else repeats
@@ -188,7 +204,9 @@ def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: i
     run the process spent in the kernel meanwhile (page faults, mostly: on a virtual machine a
     large program's runs can take twice as long in some periods, all of it there). The rounds'
     orders are balanced (``_timing.turns``): over as many rounds as modes, each mode holds each
-    place once, and follows each other one equally often (twice as many rounds for an odd count)."""
+    place once, and follows each other one equally often (twice as many rounds for an odd count).
+    For a program of several runs a sample, each round opens after an untimed sample of NumPy
+    (``_separator``)."""
     for mode, run in runners.items():
         _prepare(mode)
         for _ in range(warmup * loops):
@@ -196,7 +214,12 @@ def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: i
             _synchronize()
     times: dict[str, list[float]] = {m: [] for m in runners}
     kernel: dict[str, list[float]] = {m: [] for m in runners}
+    separator = _separator(runners) if loops > 1 else None
     for i in range(repeats):
+        if separator is not None:
+            _prepare(separator)
+            for _ in range(loops):
+                runners[separator]()
         for mode in _timing.turns(list(runners), i):
             run = runners[mode]
             _prepare(mode)

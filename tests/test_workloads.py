@@ -423,6 +423,28 @@ def test_suite_rounds_give_each_mode_each_place(monkeypatch):
     assert {m: len(k) for m, k in kernel.items()} == {"numpy": 3, "router": 3, "seed": 3}
 
 
+def test_each_round_of_a_short_program_opens_after_an_untimed_numpy_sample(monkeypatch):
+    """A round's first mode would always follow the same last one of the round before: for a
+    program of several runs a sample, each round opens after an untimed sample of NumPy instead.
+    A program of one run a sample has no separator."""
+    from benchmarks import suite
+
+    monkeypatch.setattr(suite, "_prepare", lambda mode: None)
+    clock, order = [0.0], []
+    monkeypatch.setattr(suite.time, "perf_counter", lambda: clock[0])
+
+    def run(mode: str, seconds: float) -> Any:
+        return lambda: order.append(mode) or clock.__setitem__(0, clock[0] + seconds)
+
+    runners = {"router": run("router", 1.0), "numpy": run("numpy", 2.0)}
+    times, _ = suite._interleaved(runners, warmup=0, repeats=2, loops=2)
+    assert order == ["numpy"] * 2 + ["router"] * 2 + ["numpy"] * 2 + ["numpy"] * 2 + ["numpy"] * 2 + ["router"] * 2
+    assert times == {"router": [1.0, 1.0], "numpy": [2.0, 2.0]}  # the separators untimed
+    order.clear()
+    suite._interleaved(runners, warmup=0, repeats=2, loops=1)
+    assert order == ["router", "numpy", "numpy", "router"]
+
+
 def test_suite_samples_give_the_time_in_the_kernel(monkeypatch):
     """Each sample's time in the kernel (per run) is kept beside its time; a case over 1.05x
     NumPy's time is reported with both modes' kernel time."""
