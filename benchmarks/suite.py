@@ -20,8 +20,9 @@ often; ``_timing.turns``):
 A timed sample is one run, or for programs shorter than 50 ms on NumPy as many runs as
 make 50 ms there (``loops`` in the output), the same count for every mode; so is a warm-up
 sample. Such short programs take at least ``SHORT_REPEATS`` samples a mode (21), the others
-``--repeats`` (7). Every mode starts from host NumPy data and ends with its results on the host (reading
-the results is part of a program), so a device's transfers are counted. Every result is
+``--repeats`` (7), and each of their rounds opens after an untimed NumPy sample (``_separator``).
+Every mode starts from host NumPy data and ends with its results on the host (reading the
+results is part of a program), so a device's transfers are counted. Every result is
 checked against NumPy's. The adaptive modes learn first, as in a program's first iterations:
 the oracle tries every target per kind of call, the router runs the program until it has
 settled (no trial and no changed decision for 10 runs and 0.5 s, at most 2000 runs or 30 s;
