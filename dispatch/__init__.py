@@ -15,6 +15,9 @@ import importlib
 import numpy as _np
 
 from dispatch.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
+from dispatch.torch_env import set_defaults as _torch_defaults
+
+_torch_defaults()  # before torch loads, where it has not: OpenMP reads its wait policy then (dispatch.torch_env)
 
 __version__ = "0.1.0"
 

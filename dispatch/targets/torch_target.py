@@ -24,13 +24,12 @@ differences handled here, each with the reason:
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 import numpy as np
 
 from converters.numpy_ops import NUMPY_CATALOG
-from dispatch import blas_spin
+from dispatch import blas_spin, torch_env
 from dispatch.devices import HOST, Device
 from dispatch.selector import Backend
 from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
@@ -60,34 +59,13 @@ _UFUNC_REFUSED = frozenset({"divmod", "modf", "cbrt", "spacing", "isnat", "bitwi
                             "vecdot", "ldexp", "frexp", "gcd", "lcm", "heaviside", "nextafter"})
 
 
-def _host_like_numpy() -> None:
-    """Make torch's CPU side share the host with NumPy as NumPy does (unless the user set these):
-
-    - OpenMP (torch's CPU thread pool) puts idle threads to sleep rather than spin. A spinning
-      pool keeps the cores busy for a while after each torch call, and dispatch runs NumPy's
-      calls right after torch's on the same cores: on a 2-core machine that made the NumPy calls
-      of a mixed program up to twice slower.
-    - Large CPU tensors ask for transparent huge pages (``THP_MEM_ALLOC_ENABLE``), as NumPy does
-      for its arrays of 4 MiB or more. Without it, on a 2-core machine whose kernel gives huge
-      pages only when asked, each 400 MB torch-cpu result took about 97,700 page faults against
-      NumPy's 567, and pairwise distances of 1000 x 50000 ran slower wherever torch-cpu took an
-      element-wise call on them.
-
-    torch reads each once: OpenMP's as torch loads, the allocator's at its first CPU tensor. So
-    they are set even where torch is loaded already: a program that imports torch before
-    dispatch, as the benchmark suite does, has usually made no tensor yet (a 320 MB product took
-    78,000 page faults so, against 480 with the variable set after the import)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
-
-
 class TorchTarget(Target):
     """torch on one device kind (``cpu``, ``cuda``, ``mps``)."""
 
     library = "torch"
 
     def __init__(self, kind: str) -> None:
-        _host_like_numpy()
+        torch_env.set_defaults()  # where torch was imported before dispatch: see dispatch.torch_env
         try:
             import torch
         except Exception as exc:  # ImportError, or a broken CUDA install raising at import
