@@ -11,8 +11,9 @@
 
 torch reads each once: OpenMP's as torch loads, the allocator's at its first CPU tensor. So they
 are set when dispatch is imported (a program that imports dispatch before torch gets both), and
-again when dispatch makes its first torch target (one that imported torch first usually has made
-no tensor yet). OpenMP's applies to every library that loads the OpenMP runtime afterwards.
+again when dispatch makes its first torch target: one that imported torch first has usually made
+no tensor yet (a 320 MB product took 78,000 page faults so, against 480 with the variable set
+after the import). OpenMP's applies to every library that loads the OpenMP runtime afterwards.
 """
 
 from __future__ import annotations
