@@ -458,6 +458,12 @@ def _alone(trial: trials.Trial, op: Any, inputs: Any, key: tuple) -> Decision:
 # Kinds of call a trial's all-device verdict sent to the device (``trials.Trial.everything``):
 # kept there whenever their cached decision is dropped, and their sizes of host data kept over
 # the floors, so that each run of the program starts on the device as the winning side did.
+# Host data only over the op's round-trip floor: a pin is never tried again, and its key is
+# every program's (op, dtypes, size bucket, layout). k-means' first 32 x 32 centroids squared,
+# which its all-device side sends there, and a k-nearest-neighbour program's 100 x 16 query
+# block squared share one (float64 under 2^11); on an H100 machine, after k-means' all-device
+# verdict, that program ran three calls a run on the device that none of its own trials chose,
+# and took 1.56x NumPy's time.
 _pins: dict[tuple, Decision] = {}
 
 
@@ -466,13 +472,14 @@ def _pin(trial: trials.Trial) -> None:
     for key, moved in trial.moved.items():
         if moved.target is not device:
             continue
-        pinned = Decision(device, trial.device.reason, key=key)
-        _pins[key] = _decisions[key] = pinned
         if key[3] == HOST_ONLY:
             op = op_named(key[0])
-            under = (1 << (key[2] - 1)) - 1  # the largest size under this key's bucket
             floor, trip = host_floor(op), trip_floor(op)
+            if (1 << key[2]) - 1 <= trip:
+                continue  # the side sent it only because it sent everything (``_floors_down``)
+            under = (1 << (key[2] - 1)) - 1  # the largest size under this key's bucket
             op.floor, op.trip_floor = min(floor, under), min(trip, under)
+        _pins[key] = _decisions[key] = Decision(device, trial.device.reason, key=key)
 
 
 # The floors the all-device side lowered, to put back when it ends (``_floors_down``).

@@ -23,7 +23,8 @@ alone (the copy of their host inputs is not repaid by one call) never moves, tho
 faster with all of them there: a loop that the first trials left on the host stays there, and
 so do the floors it learned. Where the program ran faster with every call on the device than on
 each other side, by ``DEVICE_MARGIN``, the verdict sends all the kinds of call that side moved
-(``Trial.moved``, ``Trial.everything``), and the router keeps them there (``router._pin``).
+(``Trial.moved``, ``Trial.everything``), and the router keeps them there (``router._pin``), but
+for host data under an op's round-trip floor, which the side sent only because it sent everything.
 
 "Such a call" is the same op on the same dtypes, size and layout wherever its inputs are: a
 loop that makes it with host data once and then with what the device left (k-means' centroids)

@@ -425,8 +425,8 @@ def test_while_the_device_alone_is_timed_every_call_it_can_run_goes_there(fake_g
     """On the all-device side every priced call over ``SMALL`` goes to the device, even host data
     under its floor (the floors are lowered meanwhile, and put back after); a view stays where its
     data is. On an all-device verdict the kinds of call it moved stay on the device: decided so
-    again when their cached decision is dropped, their host sizes kept over the floors. Every
-    result is NumPy's."""
+    again when their cached decision is dropped, their host sizes kept over the floors; but not
+    host data under the op's round-trip floor. Every result is NumPy's."""
     big, small = numpy.linspace(0.0, 1.0, N), numpy.linspace(0.0, 1.0, 4096)
     x, s = dispatch.asarray(big), dispatch.asarray(small)
     sqrt_op = dispatch._ops.op_named("sqrt")
@@ -455,14 +455,22 @@ def test_while_the_device_alone_is_timed_every_call_it_can_run_goes_there(fake_g
     dispatch.exp(x)
     assert trials.all_device() is None and (sqrt_op.floor, sqrt_op.trip_floor) == floors  # put back
     trial.everything = True
+    sin_op = dispatch._ops.op_named("sin")
+    assert router.trip_floor(sin_op) < big.size
     router._pin(trial)
     trials.finish(next(iter(trials.running)), trial.device)
     router._decisions.clear()  # dropped, as the router does now and then
     with dispatch.trace() as t:
-        got = dispatch.sqrt(s)
-    assert t.records[0].target == "cupy" and t.records[0].reason == trial.device.reason
-    assert sqrt_op.trip_floor < small.size <= floors[1]
-    numpy.testing.assert_allclose(numpy.asarray(got), numpy.sqrt(small), rtol=1e-15)
+        got = {"sqrt": dispatch.sqrt(s), "sin": dispatch.sin(x)}
+    records = {r.op: r for r in t.records}
+    assert (records["sin"].target, records["sin"].reason) == ("cupy", trial.device.reason)
+    assert sin_op.trip_floor < (1 << (big.size.bit_length() - 1))  # its bucket's sizes kept over the floors
+    # host data under its round-trip floor, on the device only because the side sent everything, is
+    # not pinned: its key is any program's sqrt of 4096 float64
+    assert (records["sqrt"].target, records["sqrt"].reason[:5]) == ("numpy", "floor")
+    assert (sqrt_op.floor, sqrt_op.trip_floor) == floors
+    for name, expected in (("sqrt", numpy.sqrt(small)), ("sin", numpy.sin(big))):
+        numpy.testing.assert_allclose(numpy.asarray(got[name]), expected, rtol=1e-15)
 
 
 def test_no_call_is_timed_on_its_own_while_the_device_alone_is_timed(fake_gpu):
@@ -506,11 +514,12 @@ def test_the_floors_come_back_when_the_device_alone_ends_away_from_its_call(fake
     assert (sqrt_op.floor, sqrt_op.trip_floor) == floors
 
 
-def test_an_all_device_verdict_keeps_every_call_it_moved_on_the_device(fake_gpu, monkeypatch):
+def test_an_all_device_verdict_keeps_the_calls_it_moved_over_their_floors_on_the_device(fake_gpu, monkeypatch):
     """The router's side of the verdict, on a scripted clock: a loop of ``exp`` on host data (on
     trial) and ``sqrt`` of a small host array (under its floor, on NumPy) runs faster with both on
-    the device; once the all-device side wins, both run there each step, ``sqrt`` too, and every
-    result is NumPy's."""
+    the device; once the all-device side wins, ``exp`` runs there each step, and ``sqrt``, host
+    data under its round-trip floor, on NumPy again: a pin holds for every program's calls of its
+    kind, and is never tried again. Every result is NumPy's."""
     clock = [0.0]
     monkeypatch.setattr(trials.time, "perf_counter", lambda: clock[0])
     big, small = numpy.linspace(0.0, 1.0, N), numpy.linspace(0.0, 1.0, 4096)
@@ -530,6 +539,7 @@ def test_an_all_device_verdict_keeps_every_call_it_moved_on_the_device(fake_gpu,
     assert seen[0]["sqrt"] == ("numpy", router.FLOOR_REASON)
     verdict = next(i for i, calls in enumerate(seen) if "with every call on cupy" in calls["exp"][1])
     assert verdict == 8 * trials.BLOCK  # at once, once each side was timed (by over EARLY_RATIO)
+    assert any(calls["sqrt"][0] == "cupy" for calls in seen[:verdict])  # on the all-device side
     for calls in seen[verdict + 1:]:
-        assert calls["sqrt"][0] == "cupy" and calls["sqrt"][1].startswith("trial: the program ran faster with every")
+        assert calls["sqrt"] == ("numpy", router.FLOOR_REASON)
         assert calls["exp"][0] == "cupy"
