@@ -30,10 +30,10 @@ settled (no trial and no changed decision for 10 runs and 0.5 s, at most 2000 ru
 steady state. What the router's decisions did meanwhile is in the output too (``timing``:
 decisions changed, trials started or finished while it was timed), and each trial's verdict on
 the case (``verdicts``: its reason gives the program's time on each side), and how many of a
-traced run's calls, after the timed samples, each target ran (``targets``). Each case keeps
-every timed sample (``samples``) and each mode's time in the kernel a run (``kernel_seconds``):
-on the 2-core machine a large program's runs take two speeds, the slow ones' extra time spent
-there, faulting in pages.
+traced run's calls, after the timed samples, each target ran (``targets``; those off NumPy, and
+why: ``off_numpy``). Each case keeps every timed sample (``samples``) and each mode's time in
+the kernel a run (``kernel_seconds``): on the 2-core machine a large program's runs take two
+speeds, the slow ones' extra time spent there, faulting in pages.
 
 Each mode runs as if alone in its process: each routing policy keeps its own decisions and
 floors (the router's own rule), and each dispatch mode here its own history, so that what the
@@ -134,13 +134,18 @@ def _runner(mode: str, workload: Any, data: dict[str, Any], port: Any) -> Callab
     raise ValueError(mode)
 
 
-def _targets_used(run: Callable[[], dict]) -> dict[str, int]:
-    """How many of one run's calls each target ran, after the timed samples (a traced run)."""
+def _targets_used(run: Callable[[], dict], shown: int = 12) -> tuple[dict[str, int], dict[str, int]]:
+    """How many of one run's calls each target ran, after the timed samples (a traced run); and
+    the calls off NumPy, counted by op, input shapes and dtypes, target and reason (the ``shown``
+    commonest), so that a program slower than NumPy says which of its calls went elsewhere, and why."""
     _prepare("router")
     with dispatch.trace() as t:
         run()
         _synchronize()
-    return dict(collections.Counter(r.target for r in t.records).most_common())
+    off = collections.Counter(
+        f"{r.op} {' '.join('x'.join(map(str, s)) or '()' for s in r.shapes)} {'/'.join(r.dtypes)}: {r.target}, "
+        f"{r.reason[:90]}" for r in t.records if r.target != "numpy")
+    return dict(collections.Counter(r.target for r in t.records).most_common()), dict(off.most_common(shown))
 
 
 def _count_calls(workload: Any, data: dict[str, Any]) -> int:
@@ -334,7 +339,7 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
         learning["router"]["timing"] = _router_changes(before)
         learning["router"]["verdicts"] = _verdicts_since(judged)
     if "router" in runners:
-        learning["router"]["targets"] = _targets_used(runners["router"])
+        learning["router"]["targets"], learning["router"]["off_numpy"] = _targets_used(runners["router"])
     n_calls = _count_calls(workload, data)
     seconds = {m: statistics.median(t) for m, t in times.items()}
     return {"workload": workload.NAME, "size": size, "seconds": seconds, "checks": checks, "calls": n_calls,

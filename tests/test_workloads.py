@@ -611,10 +611,30 @@ def test_the_suite_records_where_a_traced_router_run_ran(monkeypatch):
             y = dispatch.sqrt(x * 2.0)
         return {"y": y.sum()}
 
-    used = suite._targets_used(run)
+    used, off = suite._targets_used(run)
     assert prepared == ["router"]
     assert sum(used.values()) == 4 and used["numpy"] >= 2  # asarray, multiply, sqrt (numpy), sum
     assert set(used) <= set(dispatch.targets.available())
+    assert sum(off.values()) == sum(n for name, n in used.items() if name != "numpy")
+
+
+def test_the_suite_says_which_calls_ran_off_numpy_and_why(monkeypatch):
+    import dispatch
+    from benchmarks import suite
+
+    pytest.importorskip("torch")
+    monkeypatch.setattr(suite, "_prepare", lambda mode: None)
+    a = numpy.arange(6.0).reshape(2, 3)
+
+    def run() -> dict:
+        x = dispatch.asarray(a)
+        with dispatch.using("torch-cpu"):
+            y = dispatch.sqrt(x)
+        return {"y": y.sum()}
+
+    used, off = suite._targets_used(run)
+    assert used["torch-cpu"] == 1
+    assert off == {"sqrt 2x3 float64: torch-cpu, forced torch-cpu": 1}
 
 
 def test_short_programs_take_more_samples():
