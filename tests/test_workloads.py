@@ -500,6 +500,22 @@ def test_suite_reports_the_spread_of_numpy_against_itself():
     assert all(type(v) is type(reference[k]) for k, v in result.items())  # NumPy's own, not dispatch's
 
 
+def test_suite_reports_the_ratio_to_numpy_round_by_round():
+    """Each round's samples are taken back to back: the median of each round's ratio, not the
+    ratio of each mode's median, which a drift shared by a round's modes moves."""
+    from benchmarks import suite
+
+    samples = {"numpy": [1.0, 2.0, 3.0], "router": [1.1, 1.9, 3.3], "numpy-again": [1.0, 2.1, 3.0]}
+    case = {"workload": "pca", "size": "small", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
+            "seconds": {m: sorted(v)[1] for m, v in samples.items()}, "samples": samples}
+    assert suite.paired(case, "router") == pytest.approx(1.1) and case["seconds"]["router"] / 2.0 == 0.95
+    assert suite.paired(case, "seed") is None and suite.paired({"seconds": {}}, "router") is None
+    light = dict(case, workload="heat", numpy_us_per_call=5.0, samples=dict(samples, router=[2.0, 4.0, 6.0]))
+    lines = suite.report([case, light], ("numpy", "router", "numpy-again"))
+    assert ("router / numpy round by round (the median of each round's ratio), worst among programs with ops over "
+            "20 µs: 1.100 (pca small); numpy-again so: 1.000 to 1.000") in lines
+
+
 def test_the_suite_lets_the_router_learn_until_it_settles(monkeypatch):
     """The router's mode runs the program until, for a few runs in a row, no trial runs, starts
     or ends and no cached decision changes; the report says how long that took, and names a
