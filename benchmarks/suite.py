@@ -412,7 +412,7 @@ def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
         worst, again = by_round[-1], [r for c in cases if (r := paired(c, "numpy-again")) is not None]
         lines.append(f"router / numpy round by round (the median of each round's ratio), worst among programs with "
                      f"ops over 20 µs: {worst[0]:.3f} ({worst[1]} {worst[2]})" + (
-                         f"; numpy-again so: {min(again):.3f} to {max(again):.3f}" if again else ""))
+                         f"; numpy-again so, every program: {min(again):.3f} to {max(again):.3f}" if again else ""))
     learned = [(c["learning"]["router"], c["workload"], c["size"]) for c in cases if "router" in c.get("learning", {})]
     if learned:
         most = max(learned, key=lambda x: x[0]["runs"])
