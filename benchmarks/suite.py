@@ -406,8 +406,8 @@ def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
         low, high = spread[0], spread[-1]
         lines.append(f"numpy-again / numpy, the measurement's own spread: {low[0]:.3f} ({low[1]} {low[2]}) "
                      f"to {high[0]:.3f} ({high[1]} {high[2]})")
-    by_round = sorted((paired(c, "router"), c["workload"], c["size"]) for c in cases
-                      if c.get("numpy_us_per_call", 0) > 20 and paired(c, "router") is not None)
+    by_round = sorted((r, c["workload"], c["size"]) for c in cases
+                      if c.get("numpy_us_per_call", 0) > 20 and (r := paired(c, "router")) is not None)
     if by_round:
         worst, again = by_round[-1], [r for c in cases if (r := paired(c, "numpy-again")) is not None]
         lines.append(f"router / numpy round by round (the median of each round's ratio), worst among programs with "
