@@ -620,7 +620,10 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
 # key and checks): a remembered ``rfft`` costs 0.5 µs over NumPy's on a 2-core machine, 2.3 here.
 # An operator that NumPy's elision runs into a temporary (``_array._elides``) is remembered under
 # a key of its own and run into it: otherwise ``2.0 * (q @ R.T)`` in a k-NN program went through
-# the router at every run, on an H100 machine the one call of its 36 that still did.
+# the router at every run, on an H100 machine the one call of its 36 that still did. The compiled
+# path serves those entries too, and a list or tuple of host arrays is keyed by its arrays: on that
+# machine a Monte Carlo program's ``concatenate([z, -z])`` went through the router at every run,
+# its line 55 µs slower than NumPy's, and the memo's Python path cost the k-NN program's line 43.
 
 _INEXACT_SCALARS = (np.floating, np.complexfloating)  # NumPy's scalars keyed, as floats are, by type alone
 _MEMO_MAX = 1024  # signatures kept; a program that makes more (an int scalar changing in a loop) starts over
@@ -633,7 +636,8 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
     the forced target, each array's engine type, dtype, shape and device, every other argument's
     type (and value, but for floats: as ``_oracle.signature``), the keywords; ``None`` for calls
     the memo does not serve (a NumPy array not wrapped, an index, a shape, a write, an array in a
-    keyword, a transform on a device). A host array counts with whether a root reaches it."""
+    keyword, a transform on a device). A host array counts with whether a root reaches it; a
+    list or tuple of host arrays (``concatenate``'s), as its type and their parts."""
     if op.mutates is not None:
         return None
     parts: list = [op, STATE.forced_name()]
@@ -657,6 +661,9 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
             parts.append(kind)
         elif kind is int or kind is bool or v is None:
             parts.append((kind, v))
+        elif (kind is list or kind is tuple) and v and all(
+                type(a) is ndarray and type(a._data) is np.ndarray for a in v):  # ``concatenate([a, b])``
+            parts.append((kind, tuple((np.ndarray, a._data.dtype, a._data.shape, a._root is None) for a in v)))
         else:
             return None
     for name, v in kwargs.items():
@@ -676,7 +683,7 @@ def _remember_host(memo_key: tuple, op: Op, args: tuple, decision: Any) -> None:
     """Keep a host call the router sends to NumPy (see the memo above), if it has arrays, every
     one on the host and reached by no root, and nothing follows from the decision (a device's
     ``gain`` on the call credits the roots of its inputs: these have none)."""
-    arrays = [a for a in args if type(a) is ndarray]
+    arrays = [a for v in args for a in (v if type(v) in _SEQUENCES else (v,)) if type(a) is ndarray]
     if (not arrays or any(type(a._data) is not np.ndarray or a._root is not None for a in arrays)
             or op.work == "random" or decision.placeable or decision.hosted or decision.live
             or decision.reason.startswith(router.FALLBACK) or router.cached(decision.key) is not decision):
@@ -697,8 +704,8 @@ def _noting_blas(func: Any) -> Any:
 
 def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: Any) -> None:
     """Keep what a lane call ran with, if its decision is the router's cached one (a decision
-    made for this call alone, an exploration, is not kept)."""
-    if router.cached(decision.key) is not decision:
+    made for this call alone, an exploration, is not kept; nor one of a sequence of arrays)."""
+    if router.cached(decision.key) is not decision or any(type(v) in _SEQUENCES for v in natives):
         return
     try:
         run = decision.target.runner(op, natives, kwargs)
@@ -712,6 +719,14 @@ def _keep(memo_key: tuple, decision: Any, target: Any, run: Any) -> None:
     if len(_memo) >= _MEMO_MAX:
         _memo.clear()
     _memo[memo_key] = (decision, target, run)
+
+
+_SEQUENCES = (list, tuple)
+
+
+def _native_items(v: list | tuple) -> list | tuple:
+    """A memo key's sequence of host arrays, of their data (``_memo_key`` took no other)."""
+    return type(v)(a._data for a in v)
 
 
 def _memo_run(entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
@@ -728,10 +743,11 @@ def _memo_run(entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = No
             return _MISS
         decision.calls += 1
     if target is None:  # a host call kept on NumPy
+        natives = [a._data if type(a) is ndarray else _native_items(a) if type(a) in _SEQUENCES else a for a in args]
         if into is not None:
-            run(*[a._data if type(a) is ndarray else a for a in args], out=into._data)
+            run(*natives, out=into._data)
             return into
-        result = run(*[a._data if type(a) is ndarray else a for a in args], **kwargs)
+        result = run(*natives, **kwargs)
         if type(result) is np.ndarray:
             for a in args:
                 if type(a) is ndarray and a._data is result:

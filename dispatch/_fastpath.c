@@ -36,9 +36,10 @@
  *   array      numpy.asarray(a)  __array__ of host data, no dtype asked, no copy: the data itself
  *
  * Over the floors, a forward, reflected, method, function, ufunc, protocol or transform call of host
- * arrays no root reaches is looked up in dispatch._call's memo, as `_memo_key` and `_memo_run`
- * do: a repeat of a call the router keeps on NumPy, decided and settled, runs NumPy's function
- * without asking again. Anything else the memo's Python path would check (a trial running, a
+ * arrays no root reaches (or of a list of them: concatenate's) is looked up in dispatch._call's
+ * memo, as `_memo_key` and `_memo_run` do: a repeat of a call the router keeps on NumPy, decided
+ * and settled, runs NumPy's function without asking again; an operator on a temporary NumPy
+ * would elide, into that temporary, where the memo holds such an entry. Anything else the memo's Python path would check (a trial running, a
  * call due to be timed, a decision changed) hands the call to the Python path.
  */
 #define PY_SSIZE_T_CLEAN
@@ -78,7 +79,7 @@ static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_ro
 static PyObject *call_ns, *router_ns, *trials_ns;
 static PyTypeObject *decision_type;
 static Py_ssize_t mutates_off = -1, dkey_off = -1, dsample_off = -1, dsettled_off = -1, dcalls_off = -1;
-static PyObject *str_memo, *str_decisions, *str_settled_every, *str_running, *str_fft_padded;
+static PyObject *str_memo, *str_into, *str_decisions, *str_settled_every, *str_running, *str_fft_padded;
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))  /* a __slots__ member at that offset */
 #define DATA(o) SLOT(o, data_off)
@@ -337,21 +338,44 @@ static PyObject *wrap_handed(PyObject *r, PyObject *const *args, Py_ssize_t narg
 /* One argument's part of `_memo_key`'s key (a keyword's with its name): a new reference, or NULL
  * with no error set where the memo does not serve it (a device array, a NumPy array not wrapped,
  * an array in a keyword, a list...). */
+static PyObject *array_part(PyObject *v) {
+    PyObject *d = host_data(v);
+    if (d == NULL) return NULL;
+    PyArrayObject *a = (PyArrayObject *)d;
+    PyObject *shape = PyArray_IntTupleFromIntp(PyArray_NDIM(a), PyArray_DIMS(a));
+    if (shape == NULL) return NULL;
+    PyObject *part = PyTuple_Pack(4, (PyObject *)&PyArray_Type, (PyObject *)PyArray_DESCR(a), shape,
+                                  rootless(v) ? Py_True : Py_False);
+    Py_DECREF(shape);
+    return part;
+}
+
 static PyObject *memo_part(PyObject *v, PyObject *name) {
     PyTypeObject *t = Py_TYPE(v);
     PyObject *part = NULL;
     if (t == nd_type) {
-        PyObject *d = host_data(v);
-        if (d == NULL || name != NULL) return NULL;
-        PyArrayObject *a = (PyArrayObject *)d;
-        PyObject *shape = PyArray_IntTupleFromIntp(PyArray_NDIM(a), PyArray_DIMS(a));
-        if (shape == NULL) {
+        if (name != NULL) return NULL;
+        part = array_part(v);
+    } else if (name == NULL && (t == &PyList_Type || t == &PyTuple_Type) && Py_SIZE(v) > 0 && Py_SIZE(v) <= MAX_ARGS) {
+        /* concatenate([a, b]): the sequence's type and each array's part */
+        Py_ssize_t n = Py_SIZE(v);
+        PyObject *items = PyTuple_New(n);
+        if (items == NULL) {
             PyErr_Clear();
             return NULL;
         }
-        part = PyTuple_Pack(4, (PyObject *)&PyArray_Type, (PyObject *)PyArray_DESCR(a), shape,
-                            rootless(v) ? Py_True : Py_False);
-        Py_DECREF(shape);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = t == &PyList_Type ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i);
+            PyObject *ip = Py_TYPE(item) == nd_type ? array_part(item) : NULL;
+            if (ip == NULL) {
+                Py_DECREF(items);
+                PyErr_Clear();
+                return NULL;
+            }
+            PyTuple_SET_ITEM(items, i, ip);
+        }
+        part = PyTuple_Pack(2, (PyObject *)t, items);
+        Py_DECREF(items);
     } else if (t == &PyFloat_Type || t == &PyComplex_Type ||
                (name == NULL && (PyArray_IsScalar(v, Floating) || PyArray_IsScalar(v, ComplexFloating)))) {
         /* a float's value is not in the key; a NumPy scalar counts as one where it is an operand */
@@ -368,10 +392,10 @@ static PyObject *memo_part(PyObject *v, PyObject *name) {
 }
 
 /* `_memo_key(op, args, kwargs)` with no target forced: a new reference, or NULL with no error set. */
-static PyObject *memo_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+static PyObject *memo_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *tail) {
     if (Py_TYPE(op) != op_type || SLOT(op, mutates_off) != Py_None) return NULL;
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    PyObject *key = PyTuple_New(2 + nargs + nkw);
+    PyObject *key = PyTuple_New(2 + nargs + nkw + (tail != NULL));
     if (key == NULL) {
         PyErr_Clear();
         return NULL;
@@ -386,6 +410,7 @@ static PyObject *memo_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         }
         PyTuple_SET_ITEM(key, 2 + i, part);
     }
+    if (tail != NULL) PyTuple_SET_ITEM(key, 2 + nargs + nkw, Py_NewRef(tail));
     return key;
 }
 
@@ -418,12 +443,37 @@ static int memo_serves(PyObject *entry) {
     return 1;
 }
 
+/* A memo argument as NumPy takes it (a new reference, or NULL with an error set): a host array's
+ * data; a list or tuple of them, of their data (memo_part took no other sequence). */
+static PyObject *memo_native(PyObject *v) {
+    if (Py_TYPE(v) == nd_type) return Py_NewRef(DATA(v));
+    int is_list = PyList_CheckExact(v);
+    if (!is_list && !PyTuple_CheckExact(v)) return Py_NewRef(v);
+    Py_ssize_t n = Py_SIZE(v);
+    PyObject *out = is_list ? PyList_New(n) : PyTuple_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i);
+        item = Py_NewRef(Py_TYPE(item) == nd_type ? DATA(item) : item);
+        if (is_list) PyList_SET_ITEM(out, i, item);
+        else PyTuple_SET_ITEM(out, i, item);
+    }
+    return out;
+}
+
 /* `op` on these arguments (as the Python path passes them to dispatch._call.call) from the memo:
- * NULL with *taken 0 and no error set where the Python path runs it. */
-static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int *taken) {
+ * NULL with *taken 0 and no error set where the Python path runs it. `into`: a host temporary
+ * NumPy's elision writes the result into (`call`'s), whose entry's key ends with `_INTO`. */
+static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *into,
+                          int *taken) {
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    if (call_ns == NULL || nargs + nkw > MAX_ARGS) return NULL;
-    PyObject *key = memo_key(op, args, nargs, kwnames);
+    if (call_ns == NULL || nargs + nkw + 1 > MAX_ARGS || (into != NULL && nkw)) return NULL;
+    PyObject *tail = NULL;
+    if (into != NULL && (tail = PyDict_GetItemWithError(call_ns, str_into)) == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *key = memo_key(op, args, nargs, kwnames, tail);
     if (key == NULL) return NULL;
     PyObject *memo = PyDict_GetItemWithError(call_ns, str_memo), *entry = NULL;
     if (memo != NULL && PyDict_CheckExact(memo)) entry = PyDict_GetItemWithError(memo, key);
@@ -435,13 +485,27 @@ static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     }
     PyObject *run = Py_NewRef(PyTuple_GET_ITEM(entry, 2)), *hosted[MAX_ARGS];
     Py_DECREF(entry);
-    for (Py_ssize_t i = 0; i < nargs + nkw; i++) {  /* (memo_key took host arrays alone) */
-        PyObject *d = Py_TYPE(args[i]) == nd_type ? DATA(args[i]) : NULL;
-        hosted[i] = d != NULL ? d : args[i];
+    Py_ssize_t made = 0;
+    for (; made < nargs + nkw; made++) {  /* (memo_key took host arrays alone, and lists of them) */
+        if ((hosted[made] = memo_native(args[made])) == NULL) break;
     }
     *taken = 1;
-    PyObject *r = PyObject_Vectorcall(run, hosted, nargs, kwnames);
+    PyObject *r = NULL;
+    if (made == nargs + nkw) {
+        if (into != NULL) {
+            hosted[nargs] = DATA(into);
+            r = PyObject_Vectorcall(run, hosted, nargs, out_names);
+        } else {
+            r = PyObject_Vectorcall(run, hosted, nargs, kwnames);
+        }
+    }
+    for (Py_ssize_t i = 0; i < made; i++) Py_DECREF(hosted[i]);
     Py_DECREF(run);
+    if (into != NULL) {
+        if (r == NULL) return NULL;
+        Py_DECREF(r);
+        return Py_NewRef(into);
+    }
     return wrap_handed(r, args, nargs);
 }
 
@@ -570,9 +634,19 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         /* the Python path may elide, where NumPy would (never into a view, nor for matmul: _array._elides),
          * into an operand that may be a temporary: one held by more than a temporary is not */
         PyArrayObject *da = (PyArrayObject *)d;
+        PyObject *into = NULL;
         if (self->elides && PyArray_NBYTES(da) >= elide_bytes && PyArray_BASE(da) == NULL) {
             refs_seen = Py_REFCNT(args[0]);
-            if (temporary_refs < 0 || refs_seen <= temporary_refs) break;
+            if (temporary_refs < 0 || refs_seen < temporary_refs) break;
+            /* a temporary whose data only it holds: over the floors, the memo's entry for NumPy's
+             * elision into it (its key, of these dtypes and shapes, is only made where _elides
+             * allowed it); under them, the Python path's elision */
+            if (refs_seen > temporary_refs) {
+            } else if (under || Py_REFCNT(d) != 1 || !PyArray_ISWRITEABLE(da)) {
+                break;
+            } else {
+                into = args[0];
+            }
         }
         if (!under) {  /* the operands as the Python path passes them on */
             PyObject *operands[2] = {args[0], o};
@@ -581,7 +655,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
                 operands[1] = args[0];
             }
             int taken = 0;
-            PyObject *r = memo_run(self->op, operands, 2, NULL, &taken);
+            PyObject *r = memo_run(self->op, operands, 2, NULL, into, &taken);
             if (taken) return r;
             break;
         }
@@ -648,7 +722,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         int taken = 0;
         PyObject *r = run_op(self->op, self->func, args, 1, kwnames, &taken);
         if (taken) return wrap_result(r);
-        r = memo_run(self->op, args, 1, kwnames, &taken);
+        r = memo_run(self->op, args, 1, kwnames, NULL, &taken);
         if (taken) return r;
         break;
     }
@@ -684,7 +758,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         int taken = 0;
         PyObject *r = run_op(op, func, call_args, nargs, kwnames, &taken);
         if (taken) r = wrap_result(r);
-        else r = memo_run(op, call_args, nargs, kwnames, &taken);
+        else r = memo_run(op, call_args, nargs, kwnames, NULL, &taken);
         Py_XDECREF(owned_op);
         Py_XDECREF(owned_func);
         if (taken) return r;
@@ -718,7 +792,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         int taken = 0;
         PyObject *r = run_op(op, func, flat, n, names, &taken);
         if (taken) r = wrap_result(r);
-        else r = memo_run(op, flat, n, names, &taken);
+        else r = memo_run(op, flat, n, names, NULL, &taken);
         Py_XDECREF(names);
         Py_DECREF(op);
         Py_DECREF(func);
@@ -734,7 +808,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         int taken = 0;
         PyObject *r = run_op(op, func, args + 3, nargs - 3, kwnames, &taken);
         if (taken) r = wrap_result(r);
-        else r = memo_run(op, args + 3, nargs - 3, kwnames, &taken);
+        else r = memo_run(op, args + 3, nargs - 3, kwnames, NULL, &taken);
         Py_DECREF(op);
         Py_DECREF(func);
         if (taken) return r;
@@ -759,7 +833,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         if (sized < 0) break;
         PyObject *r = NULL;
         if (sized && (r = run_op(self->op, self->func, args, nargs, kwnames, &taken), taken)) return wrap_result(r);
-        r = memo_run(self->op, args, nargs, kwnames, &taken);
+        r = memo_run(self->op, args, nargs, kwnames, NULL, &taken);
         if (taken) return r;
         break;
     }
@@ -988,11 +1062,12 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_fields = PyUnicode_InternFromString("_fields");
     out_names = PyTuple_Pack(1, str_out);
     str_memo = PyUnicode_InternFromString("_memo");
+    str_into = PyUnicode_InternFromString("_INTO");
     str_decisions = PyUnicode_InternFromString("_decisions");
     str_settled_every = PyUnicode_InternFromString("SETTLED_EVERY");
     str_running = PyUnicode_InternFromString("running");
     str_fft_padded = PyUnicode_InternFromString("FFT_PADDED");
-    if (!str_memo || !str_decisions || !str_settled_every || !str_running || !str_fft_padded) return NULL;
+    if (!str_memo || !str_into || !str_decisions || !str_settled_every || !str_running || !str_fft_padded) return NULL;
     if (!empty_tuple || !str_floor || !str_trip || !str_func || !str_op || !str_root || !str_hosted || !str_fields ||
         !out_names)
         return NULL;

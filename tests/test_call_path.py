@@ -71,6 +71,8 @@ HOST_MEMO_PROGRAMS = {
     "xp.maximum(a, b)": lambda xp, a, b: xp.maximum(a, b),
     "a / a.sum()": lambda xp, a, b: a / a.sum(),  # a NumPy scalar operand, keyed by its type
     "np.exp(a)": lambda xp, a, b: np.exp(a),  # NumPy's own ufunc given a dispatch array
+    "xp.concatenate([a, b])": lambda xp, a, b: xp.concatenate([a, b]),  # a list of arrays
+    "xp.stack((a, b), axis=1)": lambda xp, a, b: xp.stack((a, b), axis=1),  # a tuple of them
 }
 
 
@@ -130,6 +132,47 @@ def test_an_operator_numpy_runs_in_its_temporary_runs_from_the_memo_in_it(routed
     again = routed_on_host.call(multiply, (temporary, 2.0), {}, into=temporary)
     assert again is temporary
     assert_same(again, (an + bn) * 2.0)
+
+
+@pytest.mark.skipif(not _compiled.ACTIVE, reason=f"the compiled fast path is {_compiled.STATUS}")
+def test_the_compiled_path_runs_an_elided_operator_from_the_memo_into_its_temporary(routed_on_host, monkeypatch):
+    """``(a + b) * 2.0``: once the memo holds the multiply NumPy would run in the temporary, the
+    compiled path runs it there, with no Python. A named operand, or a temporary whose data
+    another array holds, is never written into."""
+    from helpers import assert_same
+
+    _call = routed_on_host
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((64, 1024)), rng.standard_normal((64, 1024))  # 512 KiB: elided
+    a, b = dispatch.asarray(an), dispatch.asarray(bn)
+    (a + b) * 2.0  # decided by the router, and remembered
+    key = next(key for key in _call._memo if key[-1] == _call._INTO)
+    decision, target, run = _call._memo[key]
+    outs = []
+
+    def recorded(*args, **kwargs):
+        outs.append(kwargs.get("out"))
+        return run(*args, **kwargs)
+
+    _call._memo[key] = (decision, target, recorded)
+    named, kept = a + b, []
+
+    def shared():  # a temporary whose data ``kept`` holds too
+        t = a + b
+        kept.append(t._data)
+        return t
+
+    for got, data in ((named * 2.0, named._data), (shared() * 2.0, kept[-1])):  # (kept[-1]: after shared())
+        assert got._data is not data
+        assert_same(got, (an + bn) * 2.0)
+        np.testing.assert_array_equal(data, an + bn)  # left as it was
+    assert outs == []
+    _router_off(monkeypatch, _call)
+    monkeypatch.setattr(_call, "call", _raises("the Python path ran"))
+    monkeypatch.setattr(_call, "_memo_run", _raises("the Python memo ran"))
+    got = (a + b) * 2.0
+    assert len(outs) == 1 and got._data is outs[0]
+    assert_same(got, (an + bn) * 2.0)
 
 
 def _raises(why):
