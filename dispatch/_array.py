@@ -924,7 +924,7 @@ def _keeps_watch(source: ndarray, view: ndarray) -> None:
             view._hosted = hosted
 
 
-_compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op, blas_spin.ran)
+_compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op, vars(blas_spin))
 _install_operators()
 _measure_temporaries()
 _install_methods()

@@ -31,12 +31,12 @@ __all__ = ["ACTIVE", "STATUS", "fast", "python_path", "refs_seen", "set_temporar
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
-          blas_ran: Any) -> None:
+          blas_spin: dict) -> None:
     """Tell the compiled path the array type, the switches it reads, the Python rules' limits,
-    the op type (whose floors and ``blas`` it reads from their slots) and what it calls after
-    NumPy's BLAS ran (``blas_spin.ran``)."""
+    the op type (whose floors and ``blas`` it reads from their slots) and ``blas_spin``'s
+    namespace (where it notes that NumPy's BLAS ran, as ``blas_spin.ran`` does)."""
     if _fastpath is not None:
-        _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op, blas_ran)
+        _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op, blas_spin)
 
 
 def refs_seen() -> int:

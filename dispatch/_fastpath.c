@@ -65,7 +65,7 @@ static PyObject *state;
 static Py_ssize_t plain_off = -1;
 static PyTypeObject *op_type;  /* dispatch._ops.Op: its floors and function are read from their slots */
 static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1, blas_off = -1;
-static PyObject *wrap_fn, *blas_ran;
+static PyObject *wrap_fn, *blas_ns, *perf_counter, *str_last;  /* blas_spin's namespace, where _last is */
 static npy_intp elide_bytes, lineage_min;
 /* A left operand's reference count at a temporary's call, measured at import through refs_seen()
  * (dispatch._array._measure_temporaries); -1 where not told: every large operand goes to Python. */
@@ -154,13 +154,15 @@ static int rootless(PyObject *x) {
     return root == Py_None;
 }
 
-/* An op NumPy hands to its BLAS ran under the floors: blas_spin.ran(), as every path says it. */
+/* An op NumPy hands to its BLAS ran under the floors: what blas_spin.ran() does, as every path
+ * says it (its _last set to time.perf_counter(), with no Python frame). */
 static int note_blas(PyObject *op) {
     if (Py_TYPE(op) != op_type || SLOT(op, blas_off) != Py_True) return 0;
-    PyObject *r = PyObject_CallNoArgs(blas_ran);
-    if (r == NULL) return -1;
-    Py_DECREF(r);
-    return 0;
+    PyObject *now = PyObject_CallNoArgs(perf_counter);
+    if (now == NULL) return -1;
+    int failed = PyDict_SetItem(blas_ns, str_last, now);
+    Py_DECREF(now);
+    return failed;
 }
 
 /* dispatch._call.numpy_takes: operands a and b (or NULL) of n elements run on NumPy. */
@@ -971,10 +973,10 @@ static Py_ssize_t slot_offset(PyObject *type, const char *name) {
 
 static PyObject *setup(PyObject *module, PyObject *args) {
     PyObject *nd, *st, *wrap, *op;
-    PyObject *ran;
+    PyObject *blas;
     Py_ssize_t elide, lineage;
-    if (!PyArg_ParseTuple(args, "O!OOnnO!O:setup", &PyType_Type, &nd, &st, &wrap, &elide, &lineage, &PyType_Type, &op,
-                          &ran))
+    if (!PyArg_ParseTuple(args, "O!OOnnO!O!:setup", &PyType_Type, &nd, &st, &wrap, &elide, &lineage, &PyType_Type, &op,
+                          &PyDict_Type, &blas))
         return NULL;
     Py_ssize_t doff = slot_offset(nd, "_data"), foff = slot_offset(op, "floor"), toff = slot_offset(op, "trip_floor"),
                fnoff = slot_offset(op, "func"), boff = slot_offset(op, "blas");
@@ -986,7 +988,7 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     Py_XSETREF(state, Py_NewRef(st));
     Py_XSETREF(wrap_fn, Py_NewRef(wrap));
     Py_XSETREF(op_type, (PyTypeObject *)Py_NewRef(op));
-    Py_XSETREF(blas_ran, Py_NewRef(ran));
+    Py_XSETREF(blas_ns, Py_NewRef(blas));
     blas_off = boff;
     data_off = doff;
     plain_off = poff;
@@ -1037,7 +1039,7 @@ static PyMethodDef module_methods[] = {
     {"set_temporary_refs", set_temporary_refs, METH_O,
      "set_temporary_refs(n): operands held more than n times stay on the compiled path (-1: none does)"},
     {"setup", setup, METH_VARARGS,
-     "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op, blas_ran): what the fast path reads on each call"},
+     "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op, vars(blas_spin)): what the fast path reads on each call"},
     {"setup_memo", setup_memo, METH_VARARGS,
      "setup_memo(vars(dispatch._call), vars(dispatch.router), vars(dispatch.trials), Decision): where the memo is"},
     {NULL},
@@ -1061,6 +1063,12 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_out = PyUnicode_InternFromString("out");
     str_fields = PyUnicode_InternFromString("_fields");
     out_names = PyTuple_Pack(1, str_out);
+    str_last = PyUnicode_InternFromString("_last");
+    PyObject *time = PyImport_ImportModule("time");
+    if (time == NULL) return NULL;
+    perf_counter = PyObject_GetAttrString(time, "perf_counter");
+    Py_DECREF(time);
+    if (perf_counter == NULL || str_last == NULL) return NULL;
     str_memo = PyUnicode_InternFromString("_memo");
     str_into = PyUnicode_InternFromString("_INTO");
     str_decisions = PyUnicode_InternFromString("_decisions");

@@ -32,7 +32,8 @@ _last = -math.inf
 
 
 def ran() -> None:
-    """NumPy just ran a product or decomposition for the router."""
+    """NumPy just ran a product or decomposition for the router (the compiled path sets
+    ``_last`` as this does, itself)."""
     global _last
     _last = time.perf_counter()
 
