@@ -14,8 +14,9 @@
  * floors" is dispatch._call's rule: at most op.floor elements, or at most op.trip_floor where no
  * operand carries a root (no fresh array's lineage the router follows).
  *   forward    a <op> b          a's data and b (array or Python scalar) on the host, the larger
- *                                size under the floors, a under the size where NumPy would reuse
- *                                a temporary (the Python path does that elision)
+ *                                size under the floors; where a is a temporary NumPy would reuse
+ *                                (256 KiB or more, its data held by it alone), into a, as NumPy's
+ *                                elision does, if the result keeps a's dtype and shape
  *   reflected  2.0 <op> a        as forward, with a Python scalar on the left
  *   inplace    a <op>= b         as forward; NumPy writes into a's data
  *   getitem    a[key]            host data, a key of integers, slices, None, Ellipsis and host
@@ -542,10 +543,55 @@ static int transform_sized(PyObject *const *args, Py_ssize_t nargs, PyObject *kw
     return points < times * length;
 }
 
+/* Whether NumPy's result of ufunc `func` on d and od (d first with data_first) has d's dtype and
+ * shape, as dispatch._array._elides asks: 1 or 0, with no error set. The dtypes' answer is kept
+ * per (func, d's dtype, od's dtype or type, order): resolving them costs more than the call. */
+static PyObject *elision_cache, *str_resolve_dtypes;
+static PyArray_Descr *bool_descr;
+
+static int elision_keeps(PyObject *func, PyArrayObject *d, PyObject *od, int data_first) {
+    PyObject *other;
+    if (PyArray_CheckExact(od)) {
+        PyArrayObject *o = (PyArrayObject *)od;
+        int nd = PyArray_NDIM(d), no = PyArray_NDIM(o);
+        if (no > nd) return 0;
+        for (int i = 1; i <= no; i++) {  /* broadcast to d's shape, not past it */
+            npy_intp a = PyArray_DIM(d, nd - i), b = PyArray_DIM(o, no - i);
+            if (b != a && b != 1) return 0;
+        }
+        other = (PyObject *)PyArray_DESCR(o);
+    } else {  /* a scalar: Python's bool is not weak (NEP 50), so it counts as NumPy's bool */
+        other = Py_TYPE(od) == &PyBool_Type ? (PyObject *)bool_descr : (PyObject *)Py_TYPE(od);
+    }
+    PyObject *descr = (PyObject *)PyArray_DESCR(d);
+    PyObject *key = PyTuple_Pack(4, func, descr, other, data_first ? Py_True : Py_False);
+    if (key == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *known = PyDict_GetItemWithError(elision_cache, key);
+    if (known != NULL) {
+        Py_DECREF(key);
+        return known == Py_True;
+    }
+    PyObject *types = data_first ? PyTuple_Pack(3, descr, other, Py_None) : PyTuple_Pack(3, other, descr, Py_None);
+    PyObject *resolved = types == NULL ? NULL : PyObject_CallMethodOneArg(func, str_resolve_dtypes, types);
+    Py_XDECREF(types);
+    int keeps = resolved != NULL && PyTuple_Check(resolved) && PyTuple_GET_SIZE(resolved) == 3 &&
+                PyObject_RichCompareBool(PyTuple_GET_ITEM(resolved, 2), descr, Py_EQ) == 1;
+    Py_XDECREF(resolved);
+    PyErr_Clear();  /* no loop for these dtypes: the call raises NumPy's error itself */
+    if (PyDict_GET_SIZE(elision_cache) >= 1024) PyDict_Clear(elision_cache);
+    if (PyDict_SetItem(elision_cache, key, keeps ? Py_True : Py_False) < 0) PyErr_Clear();
+    Py_DECREF(key);
+    return keeps;
+}
+
 typedef struct {
     PyObject_HEAD
     int kind;
     int elides;          /* NumPy may elide into an operand: a ufunc of one output, no core dimensions */
+    int ufunc;           /* func is a ufunc (its dtypes resolved by resolve_dtypes) */
     PyObject *op;        /* dispatch._ops.Op (None where the call brings it: ufunc, array_function...) */
     PyObject *func;      /* what NumPy calls (op.func, an ndarray method), or the protocol methods' table */
     PyObject *fallback;  /* the Python function this stands in for */
@@ -642,12 +688,25 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             if (temporary_refs < 0 || refs_seen < temporary_refs) break;
             /* a temporary whose data only it holds: over the floors, the memo's entry for NumPy's
              * elision into it (its key, of these dtypes and shapes, is only made where _elides
-             * allowed it); under them, the Python path's elision */
+             * allowed it); under them, NumPy's call into it where the result keeps its dtype and
+             * shape (as _elides checks) */
             if (refs_seen > temporary_refs) {
-            } else if (under || Py_REFCNT(d) != 1 || !PyArray_ISWRITEABLE(da)) {
+            } else if (Py_REFCNT(d) != 1 || !PyArray_ISWRITEABLE(da)) {
                 break;
-            } else {
+            } else if (!under) {
                 into = args[0];
+            } else if (self->ufunc && elision_keeps(self->func, da, od, self->kind == FORWARD)) {
+                PyObject *call_args[3] = {d, od, d};
+                if (self->kind == REFLECTED) {
+                    call_args[0] = od;
+                    call_args[1] = d;
+                }
+                PyObject *r = PyObject_Vectorcall(self->func, call_args, 2, out_names);
+                if (r == NULL) return NULL;
+                Py_DECREF(r);
+                return Py_NewRef(args[0]);
+            } else {
+                break;
             }
         }
         if (!under) {  /* the operands as the Python path passes them on */
@@ -860,8 +919,10 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     self->elides = 1;
     if (kind == FORWARD || kind == REFLECTED) {  /* the kinds that read it */
         PyObject *signature = PyObject_GetAttrString(func, "signature"), *nout = PyObject_GetAttrString(func, "nout");
-        if (signature != NULL && nout != NULL)  /* a ufunc (else, as operator.pow: the Python path decides) */
+        if (signature != NULL && nout != NULL) {  /* a ufunc (else, as operator.pow: the Python path decides) */
             self->elides = signature == Py_None && PyLong_Check(nout) && PyLong_AsLong(nout) == 1;
+            self->ufunc = 1;
+        }
         Py_XDECREF(signature);
         Py_XDECREF(nout);
         PyErr_Clear();
@@ -1063,6 +1124,10 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_out = PyUnicode_InternFromString("out");
     str_fields = PyUnicode_InternFromString("_fields");
     out_names = PyTuple_Pack(1, str_out);
+    elision_cache = PyDict_New();
+    str_resolve_dtypes = PyUnicode_InternFromString("resolve_dtypes");
+    bool_descr = PyArray_DescrFromType(NPY_BOOL);
+    if (elision_cache == NULL || str_resolve_dtypes == NULL || bool_descr == NULL) return NULL;
     str_last = PyUnicode_InternFromString("_last");
     PyObject *time = PyImport_ImportModule("time");
     if (time == NULL) return NULL;

@@ -383,30 +383,50 @@ def test_over_the_floor_and_under_the_round_trip_floor_it_takes_arrays_without_a
 
 
 @compiled_only
-def test_temporaries_past_the_elision_size_go_to_the_python_path():
-    """The Python path may write the result into a temporary, as NumPy would. A named operand is
-    held more times than a temporary (``_array._measure_temporaries`` tells the compiled path the
-    count), so the compiled path computes its operator itself."""
+def test_a_temporary_past_the_elision_size_is_written_into_where_numpy_would():
+    """NumPy writes ``(x + 1.0) + y`` into its temporary ``x + 1.0`` (256 KiB or more), and so
+    does the compiled path, under the floors: into a temporary whose data only it holds, when
+    the result keeps its dtype and shape. Any other temporary goes to the Python path, which
+    decides as NumPy would; a named operand is held more times than a temporary
+    (``_array._measure_temporaries`` tells the compiled path the count) and is never written."""
     n = _array._ELIDE_BYTES // 8
-    a = wrapped(numpy.ones(n))
     op = op_named("add")
     router.host_floor(op)
-    if op.floor < n:
+    if op.floor < 4 * n:
         pytest.skip("add's floor is under the elision size here: the router decides such calls anyway")
-    # (outside ``assert``: pytest's rewriting of it would hold the temporary once more)
-    forward = fast("forward", "add", _handed)(wrapped(numpy.ones(n)), 1.0)
-    reflected = fast("reflected", "add", _handed)(wrapped(numpy.ones(n)), 1.0)
-    assert forward is HANDED and reflected is HANDED
+    made = []
+
+    def temporary(x):  # a dispatch array only the caller's expression holds, its buffer noted
+        made.append(x.ctypes.data)
+        return wrapped(x)
+
+    for kind in ("forward", "reflected"):
+        # (outside ``assert``: pytest's rewriting of it would hold the temporary once more)
+        got = fast(kind, "add", _must_not_run)(temporary(numpy.ones(n)), 1.0)
+        assert got._data.ctypes.data == made[-1]
+        assert_same(got, numpy.ones(n) + 1.0)
+    forward = fast("forward", "add", _must_not_run)(temporary(numpy.ones((2, n))), numpy.arange(n, dtype=float))
+    assert forward._data.ctypes.data == made[-1]  # the other operand broadcast to the temporary's shape
+    assert_same(forward, numpy.ones((2, n)) + numpy.arange(n, dtype=float))
+    widened = fast("forward", "add", _handed)(temporary(numpy.ones(2 * n, dtype=numpy.float32)), numpy.ones(2 * n))
+    integers = fast("reflected", "add", _handed)(temporary(numpy.ones(n, dtype=numpy.int64)), 0.5)
+    broadcast = fast("forward", "add", _handed)(temporary(numpy.ones((1, n))), numpy.ones((2, n)))
+    assert widened is HANDED and integers is HANDED and broadcast is HANDED  # float64, float64, (2, n)
+    held = numpy.ones(n)
+    shared = fast("forward", "add", _handed)(wrapped(held), 1.0)  # its data is ``held`` too
+    assert shared is HANDED
+    a = wrapped(numpy.ones(n))
     for kind in ("forward", "reflected"):
         got = fast(kind, "add", _must_not_run)(a, 1.0)
         assert type(got) is dispatch.ndarray and got._data is not a._data
         assert_same(got, numpy.ones(n) + 1.0)
+    assert_same(a, numpy.ones(n))
 
 
 @compiled_only
-def test_an_operator_on_a_named_array_takes_no_python_frame():
-    """``x * 2.0`` on a named array past the elision size stays compiled; ``(x * 2.0) + 1.0``
-    hands its temporary to the Python path, which may write into it."""
+def test_an_operator_on_an_array_past_the_elision_size_takes_no_python_frame():
+    """``x * 2.0`` on a named array past the elision size stays compiled, and so does
+    ``(x * 2.0) + 1.0``, written into its temporary as NumPy would."""
     n = _array._ELIDE_BYTES // 8
     host = numpy.linspace(0.0, 1.0, n)
     x = wrapped(host)
@@ -417,13 +437,13 @@ def test_an_operator_on_a_named_array_takes_no_python_frame():
     sys.setprofile(lambda frame, event, arg: frames.append(frame.f_code.co_name) if event == "call" else None)
     try:
         named = x * 2.0
-        first = frames[:]
         chained = (x * 2.0) + 1.0
     finally:
         sys.setprofile(real)
-    assert first == [] and "forward" in frames[len(first):]
+    assert frames == []
     assert_same(named, host * 2.0)
     assert_same(chained, host * 2.0 + 1.0)
+    assert_same(x, host)
 
 
 @compiled_only
