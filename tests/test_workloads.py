@@ -671,3 +671,30 @@ def test_the_suite_keeps_each_cases_trial_verdicts(monkeypatch):
     before = set(trials.verdicts())
     trials._verdicts[("matmul", (f64, f64), 18, "host", None, None)] = verdict(reason="trial: the program ran ...")
     assert suite._verdicts_since(before) == {"matmul (float64, float64) under 2^18": "trial: the program ran ..."}
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_a_stamped_program_computes_what_it_did_and_times_each_statement(workload):
+    """``benchmarks.statements`` recompiles ``run`` with a clock after each statement: the same
+    results, and a time for every statement, those in its loops included."""
+    from benchmarks import statements
+
+    run, seconds, labels = statements.stamped(workload)
+    data = workload.make_data("small")
+    workload.check(run(numpy, **data), workload.run(numpy, **data))
+    body = ast.parse(textwrap.dedent(inspect.getsource(workload.run))).body[0].body
+    assert labels[0] == ast.unparse(body[0]).splitlines()[0]
+    assert labels[-1].startswith("return ") and len(labels) >= len(body)
+    assert len(seconds) == len(labels) and all(s > 0.0 for s in seconds)
+
+
+def test_statements_reports_both_modes_for_every_line():
+    from benchmarks import statements
+
+    result = statements.measure("fft_filter", "small", rounds=4)
+    assert result["learning"]["runs"] >= 1 and result["rounds"] == 4
+    assert result["numpy_s"] > 0.0 and result["dispatch_s"] > 0.0 and result["paired"] > 0.0
+    lines = [st["line"] for st in result["statements"]]
+    assert lines[0].startswith("x, h = ") and lines[-1].startswith("return {")
+    text = statements.report(result)
+    assert "dispatch / NumPy" in text and all(line[:40] in text for line in lines)
