@@ -343,7 +343,10 @@ class ndarray:
         data = self._data
         if type(data) is np.ndarray and (data.size <= _call.router.host_floor(_COPY) or order != "C"):
             return wrap_host(data.copy(order))
-        return _call.call(_COPY, (self,), {})  # a large copy is made where the router places it
+        # a large copy is made where the router places it, by ``numpy.copy``, whose order is "K":
+        # the method's "C" for data in C order (the memo keys no order), else asked for
+        kwargs = {} if order == "C" and _c_contiguous(data) else {"order": order}
+        return _call.call(_COPY, (self,), kwargs)
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> ndarray:
@@ -687,6 +690,16 @@ def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
         return func.resolve_dtypes((*types, None))[-1] == data.dtype
     except Exception:  # NumPy has no loop for these: the plain call raises NumPy's error
         return False
+
+
+def _c_contiguous(data: Any) -> bool:
+    """Whether an engine's array lies in C order (NumPy's and CuPy's flags, torch's
+    ``is_contiguous``; a Dask array has no layout: it computes to C order)."""
+    flags = getattr(data, "flags", None)
+    if flags is not None and hasattr(flags, "c_contiguous"):
+        return bool(flags.c_contiguous)
+    is_contiguous = getattr(data, "is_contiguous", None)
+    return bool(is_contiguous()) if callable(is_contiguous) else True
 
 
 def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:

@@ -325,3 +325,36 @@ def test_a_temporary_numpy_would_write_into_is_written_into_with_a_memo_entry_be
     got = (a + b) + b
     assert len(into) == 1  # written into the temporary
     np.testing.assert_array_equal(np.asarray(got), (an + bn) + bn)
+
+
+@pytest.mark.parametrize("order", ["C", "K", "F", "A"])
+def test_a_routed_copy_keeps_the_methods_order(order, routed_on_host):
+    """``a.copy()`` is in C order, as NumPy's method makes it, though the router runs
+    ``numpy.copy``, whose order is "K": an array in Fortran order copied over the floor came
+    back in Fortran order."""
+    an = np.asfortranarray(np.arange(600.0).reshape(20, 30))
+    a = dispatch.asarray(an)
+    for _ in range(3):  # ``numpy.copy``'s own order, "K", remembered for this array: not the method's
+        assert dispatch.copy(a)._data.flags.f_contiguous
+    for _ in range(3):  # decided by the router, then remembered
+        got = a.copy() if order == "C" else a.copy(order)
+    want = an.copy(order)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert (got._data.flags.c_contiguous, got._data.flags.f_contiguous) == (want.flags.c_contiguous,
+                                                                          want.flags.f_contiguous)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    assert not np.shares_memory(got._data, an)
+
+
+def test_a_copy_on_torch_cpu_is_in_the_order_asked(monkeypatch):
+    """torch's clone keeps strides ("K"); asked for "C" it makes a contiguous copy."""
+    pytest.importorskip("torch")
+    monkeypatch.setattr(op_named("copy"), "floor", 0)  # over copy's floor: the router places it
+    an = np.asfortranarray(np.arange(12000.0).reshape(100, 120))
+    a = dispatch.asarray(an)
+    with dispatch.using("torch-cpu"), dispatch.trace() as t:
+        got = a.copy()
+    assert [(r.op, r.target) for r in t.records] == [("copy", "torch-cpu")]
+    host = np.asarray(got)
+    assert host.flags.c_contiguous and host.dtype == an.dtype and host.shape == an.shape
+    np.testing.assert_array_equal(host, an)

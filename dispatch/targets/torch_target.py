@@ -834,7 +834,11 @@ def _astype(t, x, dtype, /, *, copy=True, device=None):
 
 
 def _copy(t, a, order="K", subok=False):
-    return a.clone()
+    if order == "C":
+        return a.clone(memory_format=t.torch.contiguous_format)
+    if order != "K":
+        raise Unsupported(f"copy in order {order!r}: torch keeps no Fortran order")
+    return a.clone()  # (strides kept, as order "K" keeps them)
 
 
 def _unique(t, ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
