@@ -904,6 +904,7 @@ def _install_methods() -> None:
     for method, name in _METHODS.items():
         op, numpy_method = op_named(name), getattr(np.ndarray, method)
         setattr(ndarray, method, fast("method", op, _method(method, op, numpy_method), numpy_method))
+    ndarray.copy = fast("copy", op_named("copy"), ndarray.copy, np.ndarray.copy)
 
     def compress(self: ndarray, condition: Any, axis: Any = None, out: Any = None) -> Any:
         return _call.call(op_named("compress"), (condition, self, axis), {} if out is None else {"out": out})

@@ -35,6 +35,7 @@
  *   transform  np.fft.rfft(x, n=...)  as function where its work follows its input's size (not
  *                                padded FFT_PADDED times or more: dispatch._call.fft_sized)
  *   array      numpy.asarray(a)  __array__ of host data, no dtype asked, no copy: the data itself
+ *   copy       a.copy()          host data at or under copy's floor (the router places larger copies)
  *
  * Over the floors, a forward, reflected, method, function, ufunc, protocol or transform call of host
  * arrays no root reaches (or of a list of them: concatenate's) is looked up in dispatch._call's
@@ -51,10 +52,10 @@
 #include <numpy/arrayscalars.h>
 
 enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, LOCAL, ASARRAY, UFUNC, ARRAY_FUNCTION,
-       ARRAY_UFUNC, TRANSFORM, ARRAY, KINDS };
+       ARRAY_UFUNC, TRANSFORM, ARRAY, COPY, KINDS };
 static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "getitem", "setitem", "method", "view",
                                         "function", "local", "asarray", "ufunc", "array_function", "array_ufunc",
-                                        "transform", "array"};
+                                        "transform", "array", "copy"};
 
 #define MAX_ARGS 16  /* calls with more arguments take the Python path */
 #define MAX_DEPTH 4  /* nested lists deeper than this too */
@@ -887,6 +888,19 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         }
         if (d == NULL || dtype != Py_None || (copy != Py_None && copy != Py_False)) break;
         return Py_NewRef(d);
+    }
+    case COPY: {  /* a.copy(): under copy's floor, NumPy's method; over it, data in C order from the memo,
+                   * where numpy.copy's order "K" is the method's "C" (dispatch._array's ndarray.copy) */
+        if (nargs != 1 || kwnames != NULL || !plain()) break;
+        PyObject *d = host_data(args[0]);
+        npy_intp floor = op_floor(self->op, str_floor);
+        if (d == NULL || floor < 0) break;
+        if (PyArray_SIZE((PyArrayObject *)d) <= floor) return wrap_result(PyObject_Vectorcall(self->func, &d, 1, NULL));
+        if (!PyArray_IS_C_CONTIGUOUS((PyArrayObject *)d)) break;
+        int taken = 0;
+        PyObject *r = memo_run(self->op, args, 1, NULL, NULL, &taken);
+        if (taken) return r;
+        break;
     }
     case TRANSFORM: {
         if (!plain()) break;
