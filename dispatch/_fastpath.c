@@ -41,8 +41,9 @@
  * arrays no root reaches (or of a list of them: concatenate's) is looked up in dispatch._call's
  * memo, as `_memo_key` and `_memo_run` do: a repeat of a call the router keeps on NumPy, decided
  * and settled, runs NumPy's function without asking again; an operator on a temporary NumPy
- * would elide, into that temporary, where the memo holds such an entry. Anything else the memo's Python path would check (a trial running, a
- * call due to be timed, a decision changed) hands the call to the Python path.
+ * would elide, into that temporary, where the memo holds such an entry. Anything else the memo's
+ * Python path would check (a trial running, a call due to be timed, a decision changed) hands
+ * the call to the Python path.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
