@@ -681,51 +681,37 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             Py_DECREF(r);
             return Py_NewRef(args[0]);
         }
-        /* the Python path may elide, where NumPy would (never into a view, nor for matmul: _array._elides),
-         * into an operand that may be a temporary: one held by more than a temporary is not */
+        /* NumPy writes into a temporary operand it owns (never a view, nor for matmul: _array._elides) */
         PyArrayObject *da = (PyArrayObject *)d;
         PyObject *into = NULL;
+        int reflected = self->kind == REFLECTED;
+        PyObject *call_args[3] = {reflected ? od : d, reflected ? d : od, d};  /* (out=d where elided) */
         if (self->elides && PyArray_NBYTES(da) >= elide_bytes && PyArray_BASE(da) == NULL) {
             refs_seen = Py_REFCNT(args[0]);
             if (temporary_refs < 0 || refs_seen < temporary_refs) break;
-            /* a temporary whose data only it holds: over the floors, the memo's entry for NumPy's
-             * elision into it (its key, of these dtypes and shapes, is only made where _elides
-             * allowed it); under them, NumPy's call into it where the result keeps its dtype and
-             * shape (as _elides checks) */
-            if (refs_seen > temporary_refs) {
-            } else if (Py_REFCNT(d) != 1 || !PyArray_ISWRITEABLE(da)) {
-                break;
-            } else if (!under) {
-                into = args[0];
-            } else if (self->ufunc && elision_keeps(self->func, da, od, self->kind == FORWARD)) {
-                PyObject *call_args[3] = {d, od, d};
-                if (self->kind == REFLECTED) {
-                    call_args[0] = od;
-                    call_args[1] = d;
+            /* a temporary (a named operand is held more): with its data held by it alone, over
+             * the floors the memo's entry for NumPy's elision into it (its key, of these dtypes
+             * and shapes, is only made where _elides allowed it); under them, NumPy's call into
+             * it where the result keeps its dtype and shape (as _elides checks) */
+            if (refs_seen == temporary_refs) {
+                if (Py_REFCNT(d) != 1 || !PyArray_ISWRITEABLE(da)) break;
+                if (!under) {
+                    into = args[0];
+                } else {
+                    if (!self->ufunc || !elision_keeps(self->func, da, od, !reflected)) break;
+                    PyObject *r = PyObject_Vectorcall(self->func, call_args, 2, out_names);
+                    if (r == NULL) return NULL;
+                    Py_DECREF(r);
+                    return Py_NewRef(args[0]);
                 }
-                PyObject *r = PyObject_Vectorcall(self->func, call_args, 2, out_names);
-                if (r == NULL) return NULL;
-                Py_DECREF(r);
-                return Py_NewRef(args[0]);
-            } else {
-                break;
             }
         }
         if (!under) {  /* the operands as the Python path passes them on */
-            PyObject *operands[2] = {args[0], o};
-            if (self->kind == REFLECTED) {
-                operands[0] = o;
-                operands[1] = args[0];
-            }
+            PyObject *operands[2] = {reflected ? o : args[0], reflected ? args[0] : o};
             int taken = 0;
             PyObject *r = memo_run(self->op, operands, 2, NULL, into, &taken);
             if (taken) return r;
             break;
-        }
-        PyObject *call_args[2] = {d, od};
-        if (self->kind == REFLECTED) {
-            call_args[0] = od;
-            call_args[1] = d;
         }
         return wrap_result(PyObject_Vectorcall(self->func, call_args, 2, NULL));
     }
