@@ -34,19 +34,25 @@ class ndarray:
     other creation functions; ``dispatch.ndarray(shape, dtype)`` mirrors ``numpy.ndarray``.
     """
 
-    __slots__ = ("__dict__", "__weakref__", "_data")
-    # The router's marks, None on most arrays: class defaults, so that reading one an array does
-    # not carry costs a lookup (an unset slot raised inside getattr: 165 ns against 28), and the
-    # few arrays that carry one hold it in their __dict__.
+    # The router's marks, None on most arrays:
     # _origin: the key of a call a device made this result in from host data, until the result is
     # next used (dispatch._call.settle)
-    _origin: tuple | None = None
     # _root: the key of the call that made the fresh array this one is, or was computed from
     # (dispatch._call.lineage)
-    _root: tuple | None = None
     # _hosted: the key of a call a host target made this result in where a device was priced for
     # it, until a device is sent it (dispatch._call.sent)
-    _hosted: tuple | None = None
+    # Compiled, they are slots that read None until set (the compiled path makes them so), and an
+    # array has no __dict__, as NumPy's has none: each array is made and freed without one, which
+    # is a sixth of what dispatch adds to an operator on a small array. In Python, they are class
+    # defaults, and the few arrays that carry one hold it in their __dict__ (an unset slot would
+    # raise inside getattr: 165 ns against 28).
+    if _compiled.ACTIVE:
+        __slots__ = ("__weakref__", "_data", *_compiled.MARKS)
+    else:
+        __slots__ = ("__dict__", "__weakref__", "_data")
+        _origin: tuple | None = None
+        _root: tuple | None = None
+        _hosted: tuple | None = None
     __array_priority__ = 100.0  # NumPy defers to us in mixed binary operators
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
@@ -263,6 +269,9 @@ class ndarray:
             data[_host_key(key)] = _host_value(value)
             return
         _call.call(SETITEM, (self, key, value), {})
+
+    def __delitem__(self, key: Any) -> None:
+        raise ValueError("cannot delete array elements")  # NumPy's error
 
     def __len__(self) -> int:
         shape = self._data.shape
@@ -941,6 +950,7 @@ def _keeps_watch(source: ndarray, view: ndarray) -> None:
 _compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op, vars(blas_spin))
 _install_operators()
 _measure_temporaries()
+_compiled.install_slots()
 _install_methods()
 heap.keep()  # freed temporaries stay for the next ones (dispatch.heap)
 ndarray.__module__ = "dispatch"

@@ -26,17 +26,21 @@ if _fastpath is not None and os.environ.get("DISPATCH_PURE_PYTHON", "") not in (
     STATUS = "off (DISPATCH_PURE_PYTHON is set)"
 
 ACTIVE = _fastpath is not None
+# dispatch.ndarray's marks for the router: compiled, slots that read None until set (``setup``)
+MARKS = ("_origin", "_root", "_hosted")
 
-__all__ = ["ACTIVE", "STATUS", "fast", "python_path", "refs_seen", "set_temporary_refs", "setup", "setup_memo"]
+__all__ = ["ACTIVE", "MARKS", "STATUS", "fast", "install_slots", "python_path", "refs_seen", "set_temporary_refs",
+           "setup", "setup_memo"]
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
           blas_spin: dict) -> None:
     """Tell the compiled path the array type, the switches it reads, the Python rules' limits,
     the op type (whose floors and ``blas`` it reads from their slots) and ``blas_spin``'s
-    namespace (where it notes that NumPy's BLAS ran, as ``blas_spin.ran`` does)."""
+    namespace (where it notes that NumPy's BLAS ran, as ``blas_spin.ran`` does). The array
+    type's ``MARKS`` slots then read None until set."""
     if _fastpath is not None:
-        _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op, blas_spin)
+        _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op, blas_spin, MARKS)
 
 
 def refs_seen() -> int:
@@ -50,6 +54,13 @@ def set_temporary_refs(n: int) -> None:
     the compiled path runs their operators itself (-1: every large operand goes to Python)."""
     if _fastpath is not None:
         _fastpath.set_temporary_refs(n)
+
+
+def install_slots() -> int:
+    """Point ``dispatch.ndarray``'s operator, comparison and index slots at the compiled
+    callables the class holds, past CPython's generic method lookup; how many slots were set.
+    Setting one of those methods on the class again puts the generic slot back."""
+    return _fastpath.install_slots() if _fastpath is not None else 0
 
 
 def setup_memo(call_ns: dict, router_ns: dict, trials_ns: dict, decision: type) -> None:
@@ -91,3 +102,4 @@ def python_path() -> Iterator[int]:
     finally:
         for home, name, value in swapped:
             setattr(home, name, value)
+        install_slots()

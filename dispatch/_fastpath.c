@@ -73,7 +73,7 @@ static npy_intp elide_bytes, lineage_min;
 /* A left operand's reference count at a temporary's call, measured at import through refs_seen()
  * (dispatch._array._measure_temporaries); -1 where not told: every large operand goes to Python. */
 static Py_ssize_t temporary_refs = -1, refs_seen = -1;
-static PyObject *empty_tuple, *str_floor, *str_trip, *str_func, *str_op, *str_root, *str_hosted, *str_out, *str_fields,
+static PyObject *str_floor, *str_trip, *str_func, *str_op, *str_out, *str_fields,
     *out_names;
 
 /* Set by setup_memo(): the namespaces of dispatch._call, dispatch.router and dispatch.trials (their
@@ -86,6 +86,20 @@ static PyObject *str_memo, *str_into, *str_decisions, *str_settled_every, *str_r
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))  /* a __slots__ member at that offset */
 #define DATA(o) SLOT(o, data_off)
+
+/* dispatch.ndarray's marks for the router (dispatch._compiled.MARKS), in that order: slots read
+ * here directly, NULL or None where unset. */
+enum { ORIGIN, ROOT, HOSTED, MARKS };
+static Py_ssize_t mark_off[MARKS] = {-1, -1, -1};
+
+static inline PyObject *mark(PyObject *x, int which) {  /* borrowed; NULL where None or unset */
+    PyObject *v = SLOT(x, mark_off[which]);
+    return v == Py_None ? NULL : v;
+}
+
+static inline void set_mark(PyObject *x, int which, PyObject *v) {
+    Py_XSETREF(SLOT(x, mark_off[which]), Py_NewRef(v));
+}
 
 static inline int plain(void) {
     return SLOT(state, plain_off) == Py_True;
@@ -135,26 +149,14 @@ static PyObject *keep_watch(PyObject *source, PyObject *d, PyObject *view) {
     PyObject *base = PyArray_BASE(v);
     if (PyArray_SIZE(v) <= lineage_min || base == NULL || (base != d && base != PyArray_BASE((PyArrayObject *)d)))
         return view;
-    PyObject *hosted = PyObject_GetAttr(source, str_hosted);
-    if (hosted == NULL || (hosted != Py_None && PyObject_SetAttr(view, str_hosted, hosted) < 0)) {
-        Py_XDECREF(hosted);
-        Py_DECREF(view);
-        return NULL;
-    }
-    Py_DECREF(hosted);
+    PyObject *hosted = mark(source, HOSTED);
+    if (hosted != NULL) set_mark(view, HOSTED, hosted);
     return view;
 }
 
 /* Whether x carries no root: not a dispatch array, or one whose _root is None. */
 static int rootless(PyObject *x) {
-    if (Py_TYPE(x) != nd_type) return 1;
-    PyObject *root = PyObject_GetAttr(x, str_root);
-    if (root == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    Py_DECREF(root);
-    return root == Py_None;
+    return Py_TYPE(x) != nd_type || mark(x, ROOT) == NULL;
 }
 
 /* An op NumPy hands to its BLAS ran under the floors: what blas_spin.ran() does, as every path
@@ -269,9 +271,10 @@ static PyObject *host_value(PyObject *v, npy_intp floor, int bare, int depth) {
     return out;
 }
 
-/* `object.__new__(dispatch.ndarray)` holding `data` (stolen). */
+/* `object.__new__(dispatch.ndarray)` holding `data` (stolen): with no __dict__, what object.__new__
+ * does is the type's allocation alone. */
 static PyObject *new_array(PyObject *data) {
-    PyObject *obj = PyBaseObject_Type.tp_new(nd_type, empty_tuple, NULL);
+    PyObject *obj = nd_type->tp_alloc(nd_type, 0);
     if (obj == NULL) {
         Py_DECREF(data);
         return NULL;
@@ -724,15 +727,9 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         if (r == NULL || !PyArray_CheckExact(r)) return r;
         npy_intp size = PyArray_SIZE((PyArrayObject *)r);
         PyObject *view = new_array(r);
-        if (view != NULL && size > lineage_min) {  /* a large view keeps its root (dispatch._call.lineage) */
-            PyObject *root = PyObject_GetAttr(args[0], str_root);
-            if (root == NULL || (root != Py_None && PyObject_SetAttr(view, str_root, root) < 0)) {
-                Py_XDECREF(root);
-                Py_DECREF(view);
-                return NULL;
-            }
-            Py_DECREF(root);
-        }
+        PyObject *root;
+        if (view != NULL && size > lineage_min && (root = mark(args[0], ROOT)) != NULL)
+            set_mark(view, ROOT, root);  /* a large view keeps its root (dispatch._call.lineage) */
         return keep_watch(args[0], d, view);
     }
     case SETITEM: {
@@ -1019,6 +1016,191 @@ static PyTypeObject FastType = {
     .tp_getset = Fast_getset,
 };
 
+/* dispatch.ndarray's operator, comparison and index slots, pointed at its Fast callables.
+ *
+ * A Python class's `a + b` goes through CPython's generic slot (slot_nb_add), which looks up
+ * __add__ and __radd__ on both types and calls the method found. install_slots() puts functions
+ * in the type's slots that call the class's Fast callables directly. Setting one of those methods
+ * on the class again (dispatch._compiled.python_path, a test's patch) makes CPython put its
+ * generic slot back, which calls whatever the class then holds; python_path installs them again
+ * where the compiled callables return. A subclass's slots stay CPython's: its arrays reach these
+ * functions only as the other operand, and are served by their methods, by name. */
+
+/* A method of `self`, by name, on `other` (NotImplemented where the type has none). */
+static PyObject *by_name(const char *method, PyObject *self, PyObject *other) {
+    PyObject *name = PyUnicode_FromString(method);
+    if (name == NULL) return NULL;
+    PyObject *args[2] = {self, other};
+    PyObject *r = PyObject_VectorcallMethod(name, args, (1 + (other != NULL)) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_DECREF(name);
+    if (r == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return r;
+}
+
+static PyObject *call_fast(PyObject *fast, PyObject *self, PyObject *other) {
+    PyObject *args[2] = {self, other};
+    return fast_call((Fast *)fast, args, 1 + (other != NULL), NULL);
+}
+
+/* a <op> b, where a or b is a dispatch array: a's method, or b's reflected one (CPython calls each
+ * type's slot once, so a subclass's array on the other side is asked here too) */
+static PyObject *binary(PyObject *forward, PyObject *reflected, const char *names[2], PyObject *a, PyObject *b) {
+    if (Py_TYPE(a) == nd_type) return call_fast(forward, a, b);
+    if (Py_TYPE(b) == nd_type && !PyObject_TypeCheck(a, nd_type)) return call_fast(reflected, b, a);
+    PyObject *r = by_name(names[0], a, b);
+    if (r != Py_NotImplemented || Py_TYPE(a) == Py_TYPE(b)) return r;
+    Py_DECREF(r);
+    return by_name(names[1], b, a);
+}
+
+#define BINARY_SLOT(name)                                                                  \
+    static PyObject *forward_##name, *reflected_##name;                                    \
+    static const char *names_##name[2] = {"__" #name "__", "__r" #name "__"};              \
+    static PyObject *slot_##name(PyObject *a, PyObject *b) {                               \
+        return binary(forward_##name, reflected_##name, names_##name, a, b);               \
+    }
+#define INPLACE_SLOT(name)                                                                 \
+    static PyObject *inplace_##name;                                                       \
+    static PyObject *slot_i##name(PyObject *a, PyObject *b) {                              \
+        return Py_TYPE(a) == nd_type ? call_fast(inplace_##name, a, b) : by_name("__i" #name "__", a, b); \
+    }
+#define BINARY_SLOTS(name) BINARY_SLOT(name) INPLACE_SLOT(name)
+BINARY_SLOTS(add)
+BINARY_SLOTS(sub)
+BINARY_SLOTS(mul)
+BINARY_SLOTS(truediv)
+BINARY_SLOTS(floordiv)
+BINARY_SLOTS(mod)
+BINARY_SLOT(divmod)
+BINARY_SLOTS(pow)
+BINARY_SLOTS(matmul)
+BINARY_SLOTS(and)
+BINARY_SLOTS(or)
+BINARY_SLOTS(xor)
+BINARY_SLOTS(lshift)
+BINARY_SLOTS(rshift)
+
+/* pow(a, b, m) with a modulus: NumPy's ndarray declines it, and Python raises its TypeError */
+static PyObject *slot_ternary_pow(PyObject *a, PyObject *b, PyObject *m) {
+    if (m != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    return slot_pow(a, b);
+}
+
+static PyObject *slot_ternary_ipow(PyObject *a, PyObject *b, PyObject *m) { return slot_ipow(a, b); }
+
+#define UNARY_SLOT(name)                                                                   \
+    static PyObject *unary_##name;                                                         \
+    static PyObject *slot_##name(PyObject *a) {                                            \
+        return Py_TYPE(a) == nd_type ? call_fast(unary_##name, a, NULL) : by_name("__" #name "__", a, NULL); \
+    }
+UNARY_SLOT(neg)
+UNARY_SLOT(pos)
+UNARY_SLOT(abs)
+UNARY_SLOT(invert)
+
+static PyObject *compare[6];  /* by Py_LT .. Py_GE */
+static const char *compare_names[6] = {"__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__"};
+
+static PyObject *slot_richcompare(PyObject *a, PyObject *b, int op) {
+    return Py_TYPE(a) == nd_type ? call_fast(compare[op], a, b) : by_name(compare_names[op], a, b);
+}
+
+static PyObject *getitem, *setitem;
+
+static PyObject *slot_subscript(PyObject *a, PyObject *key) {
+    return Py_TYPE(a) == nd_type ? call_fast(getitem, a, key) : by_name("__getitem__", a, key);
+}
+
+static int slot_ass_subscript(PyObject *a, PyObject *key, PyObject *value) {
+    PyObject *r;
+    if (value == NULL) {
+        r = PyObject_CallMethod(a, "__delitem__", "O", key);
+    } else if (Py_TYPE(a) == nd_type) {
+        PyObject *args[3] = {a, key, value};
+        r = fast_call((Fast *)setitem, args, 3, NULL);
+    } else {
+        r = PyObject_CallMethod(a, "__setitem__", "OO", key, value);
+    }
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* Each slot filled: its place in the heap type (as CPython's own table of slots gives it), the
+ * function put there, and the methods whose Fast callables that function calls, with where
+ * they are kept. A slot is filled where the class holds a Fast callable under each name. */
+#define MAX_CALLS 6
+typedef struct {
+    Py_ssize_t offset;
+    void *fn;
+    const char *methods[MAX_CALLS];
+    PyObject **calls[MAX_CALLS];
+} SlotFill;
+
+#define NB(slot) offsetof(PyHeapTypeObject, as_number.slot)
+#define BINARY_FILLS(name, slot, islot)                                                                      \
+    {NB(slot), slot_##name, {"__" #name "__", "__r" #name "__"}, {&forward_##name, &reflected_##name}},        \
+    {NB(islot), slot_i##name, {"__i" #name "__"}, {&inplace_##name}}
+#define UNARY_FILL(name, slot) {NB(slot), slot_##name, {"__" #name "__"}, {&unary_##name}}
+
+static const SlotFill fills[] = {
+    BINARY_FILLS(add, nb_add, nb_inplace_add),
+    BINARY_FILLS(sub, nb_subtract, nb_inplace_subtract),
+    BINARY_FILLS(mul, nb_multiply, nb_inplace_multiply),
+    BINARY_FILLS(truediv, nb_true_divide, nb_inplace_true_divide),
+    BINARY_FILLS(floordiv, nb_floor_divide, nb_inplace_floor_divide),
+    BINARY_FILLS(mod, nb_remainder, nb_inplace_remainder),
+    BINARY_FILLS(matmul, nb_matrix_multiply, nb_inplace_matrix_multiply),
+    BINARY_FILLS(and, nb_and, nb_inplace_and),
+    BINARY_FILLS(or, nb_or, nb_inplace_or),
+    BINARY_FILLS(xor, nb_xor, nb_inplace_xor),
+    BINARY_FILLS(lshift, nb_lshift, nb_inplace_lshift),
+    BINARY_FILLS(rshift, nb_rshift, nb_inplace_rshift),
+    {NB(nb_divmod), slot_divmod, {"__divmod__", "__rdivmod__"}, {&forward_divmod, &reflected_divmod}},
+    {NB(nb_power), slot_ternary_pow, {"__pow__", "__rpow__"}, {&forward_pow, &reflected_pow}},
+    {NB(nb_inplace_power), slot_ternary_ipow, {"__ipow__"}, {&inplace_pow}},
+    UNARY_FILL(neg, nb_negative),
+    UNARY_FILL(pos, nb_positive),
+    UNARY_FILL(abs, nb_absolute),
+    UNARY_FILL(invert, nb_invert),
+    {offsetof(PyTypeObject, tp_richcompare), slot_richcompare,
+     {"__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__"},
+     {&compare[0], &compare[1], &compare[2], &compare[3], &compare[4], &compare[5]}},
+    {offsetof(PyHeapTypeObject, as_mapping.mp_subscript), slot_subscript, {"__getitem__"}, {&getitem}},
+    {offsetof(PyHeapTypeObject, as_mapping.mp_ass_subscript), slot_ass_subscript, {"__setitem__"}, {&setitem}},
+};
+#define FILLS ((int)(sizeof(fills) / sizeof(fills[0])))
+
+#define SLOT_AT(fill) ((void **)((char *)nd_type + (fill).offset))
+
+static PyObject *install_slots(PyObject *module, PyObject *unused) {
+    if (nd_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch._fastpath.setup() has not been called");
+    int filled = 0;
+    for (int i = 0; i < FILLS; i++) {
+        PyObject *found[MAX_CALLS] = {NULL};
+        int j = 0;
+        for (; j < MAX_CALLS && fills[i].methods[j] != NULL; j++) {  /* the class's own, not a base's */
+            PyObject *v = PyDict_GetItemString(nd_type->tp_dict, fills[i].methods[j]);
+            if (v == NULL || Py_TYPE(v) != &FastType) break;
+            found[j] = v;
+        }
+        if (j < MAX_CALLS && fills[i].methods[j] != NULL) continue;
+        for (j = 0; j < MAX_CALLS && fills[i].calls[j] != NULL; j++) Py_XSETREF(*fills[i].calls[j], Py_NewRef(found[j]));
+        *SLOT_AT(fills[i]) = fills[i].fn;
+        filled++;
+    }
+    return PyLong_FromLong(filled);
+}
+
+static PyObject *installed_slots(PyObject *module, PyObject *unused) {
+    int installed = 0;
+    for (int i = 0; nd_type != NULL && i < FILLS; i++) installed += *SLOT_AT(fills[i]) == fills[i].fn;
+    return PyLong_FromLong(installed);
+}
+
 /* The offset of a __slots__ member of `type`, or -1 with an error set. */
 static Py_ssize_t slot_offset(PyObject *type, const char *name) {
     PyObject *descr = PyObject_GetAttrString(type, name);
@@ -1026,20 +1208,51 @@ static Py_ssize_t slot_offset(PyObject *type, const char *name) {
     Py_ssize_t off = -1;
     if (Py_TYPE(descr) == &PyMemberDescr_Type) {
         PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type == T_OBJECT_EX) off = member->offset;
+        if (member->type == T_OBJECT_EX || member->type == T_OBJECT) off = member->offset;
     }
     Py_DECREF(descr);
     if (off < 0) PyErr_Format(PyExc_TypeError, "%R.%s is not a __slots__ member", type, name);
     return off;
 }
 
+/* The array type's marks (names), made to read None until set: their slots' member descriptors,
+ * which raise AttributeError on an unset slot (T_OBJECT_EX), replaced by ones that read None
+ * (T_OBJECT) at the same offsets. */
+static PyMemberDef mark_members[MARKS];
+static PyObject *mark_names[MARKS];
+
+static int defaulted_marks(PyObject *nd, PyObject *marks) {
+    if (!PyTuple_CheckExact(marks) || PyTuple_GET_SIZE(marks) != MARKS) {
+        PyErr_Format(PyExc_TypeError, "marks must be a tuple of %d names", MARKS);
+        return -1;
+    }
+    for (int i = 0; i < MARKS; i++) {
+        PyObject *name = PyTuple_GET_ITEM(marks, i);
+        const char *utf8 = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+        if (utf8 == NULL) return -1;
+        Py_ssize_t off = slot_offset(nd, utf8);
+        if (off < 0) return -1;
+        Py_XSETREF(mark_names[i], Py_NewRef(name));  /* keeps the member's name alive */
+        mark_members[i] = (PyMemberDef){utf8, T_OBJECT, off, 0, NULL};
+        PyObject *descr = PyDescr_NewMember((PyTypeObject *)nd, &mark_members[i]);
+        if (descr == NULL || PyObject_SetAttr(nd, name, descr) < 0) {
+            Py_XDECREF(descr);
+            return -1;
+        }
+        Py_DECREF(descr);
+        mark_off[i] = off;
+    }
+    return 0;
+}
+
 static PyObject *setup(PyObject *module, PyObject *args) {
-    PyObject *nd, *st, *wrap, *op;
+    PyObject *nd, *st, *wrap, *op, *marks;
     PyObject *blas;
     Py_ssize_t elide, lineage;
-    if (!PyArg_ParseTuple(args, "O!OOnnO!O!:setup", &PyType_Type, &nd, &st, &wrap, &elide, &lineage, &PyType_Type, &op,
-                          &PyDict_Type, &blas))
+    if (!PyArg_ParseTuple(args, "O!OOnnO!O!O:setup", &PyType_Type, &nd, &st, &wrap, &elide, &lineage, &PyType_Type, &op,
+                          &PyDict_Type, &blas, &marks))
         return NULL;
+    if (defaulted_marks(nd, marks) < 0) return NULL;
     Py_ssize_t doff = slot_offset(nd, "_data"), foff = slot_offset(op, "floor"), toff = slot_offset(op, "trip_floor"),
                fnoff = slot_offset(op, "func"), boff = slot_offset(op, "blas");
     if (doff < 0 || foff < 0 || toff < 0 || fnoff < 0 || boff < 0) return NULL;
@@ -1101,7 +1314,11 @@ static PyMethodDef module_methods[] = {
     {"set_temporary_refs", set_temporary_refs, METH_O,
      "set_temporary_refs(n): operands held more than n times stay on the compiled path (-1: none does)"},
     {"setup", setup, METH_VARARGS,
-     "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op, vars(blas_spin)): what the fast path reads on each call"},
+     "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op, vars(blas_spin), marks): what the fast path reads on each call"},
+    {"install_slots", install_slots, METH_NOARGS,
+     "install_slots(): dispatch.ndarray's operator and index slots call its Fast callables directly"},
+    {"installed_slots", installed_slots, METH_NOARGS,
+     "installed_slots(): how many of dispatch.ndarray's slots call its Fast callables directly"},
     {"setup_memo", setup_memo, METH_VARARGS,
      "setup_memo(vars(dispatch._call), vars(dispatch.router), vars(dispatch.trials), Decision): where the memo is"},
     {NULL},
@@ -1115,13 +1332,10 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__fastpath(void) {
     import_array();
     if (PyType_Ready(&FastType) < 0) return NULL;
-    empty_tuple = PyTuple_New(0);
     str_floor = PyUnicode_InternFromString("floor");
     str_trip = PyUnicode_InternFromString("trip_floor");
     str_func = PyUnicode_InternFromString("func");
     str_op = PyUnicode_InternFromString("_op");
-    str_root = PyUnicode_InternFromString("_root");
-    str_hosted = PyUnicode_InternFromString("_hosted");
     str_out = PyUnicode_InternFromString("out");
     str_fields = PyUnicode_InternFromString("_fields");
     out_names = PyTuple_Pack(1, str_out);
@@ -1142,7 +1356,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_running = PyUnicode_InternFromString("running");
     str_fft_padded = PyUnicode_InternFromString("FFT_PADDED");
     if (!str_memo || !str_into || !str_decisions || !str_settled_every || !str_running || !str_fft_padded) return NULL;
-    if (!empty_tuple || !str_floor || !str_trip || !str_func || !str_op || !str_root || !str_hosted || !str_fields ||
+    if (!str_floor || !str_trip || !str_func || !str_op || !str_fields ||
         !out_names)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

@@ -9,11 +9,13 @@ installed and once with every compiled callable replaced by its Python function,
 
 from __future__ import annotations
 
+import operator
 import os
 import pickle
 import shutil
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 import fakecupy
@@ -23,6 +25,11 @@ from helpers import assert_same, fake_cupy_router
 
 import dispatch
 from dispatch import _array, _compiled, router
+
+try:
+    from dispatch import _fastpath
+except ImportError:  # an install without the compiled path: its tests are skipped
+    _fastpath = None
 from dispatch._ops import op_named
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -588,6 +595,98 @@ def test_the_same_program_compiled_is_numpys():
     expected, got = _program(numpy, u0, v0), _program(dispatch, u0, v0)
     for key, value in expected.items():
         identical(got[key], value)
+
+
+class _Sub(dispatch.ndarray):
+    """A user's subclass: its type keeps CPython's generic slots, which call its methods."""
+
+    __slots__ = ()
+
+
+def _sub(x):
+    obj = object.__new__(_Sub)
+    obj._data = x
+    return obj
+
+
+_BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod, operator.pow,
+           divmod, operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge]
+_BITWISE = [operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift]
+_INPLACE = [operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv, operator.imod,
+            operator.ipow]
+
+
+@compiled_only
+def test_the_types_slots_call_its_compiled_callables_with_numpys_operands():
+    """install_slots: each operator, comparison and index gives NumPy's result whichever side the
+    dispatch array is on, next to a Python scalar, a NumPy scalar, a NumPy array or a subclass's
+    array, with the operands in NumPy's order."""
+    assert _fastpath.installed_slots() == 34  # 14 binary, 13 in-place, 4 unary, compare, get, set
+    a, b = _data()
+    b = numpy.where(b == 0, 1.0, b)
+    i, j = numpy.arange(1, 31).reshape(6, 5), numpy.arange(30).reshape(6, 5) % 5
+    cases = [(f, a, b, 2.5) for f in _BINARY] + [(f, i, j, 3) for f in _BITWISE]
+    for f, x, y, scalar in cases:
+        name, s = f.__name__, numpy.asarray(scalar)[()]  # a Python scalar, and NumPy's of its kind
+        forms = [(wrapped(x), wrapped(y), x, y), (wrapped(x), scalar, x, scalar), (scalar, wrapped(x), scalar, x),
+                 (s, wrapped(x), s, x), (y, wrapped(x), y, x), (_sub(x), wrapped(y), x, y), (wrapped(x), _sub(y), x, y),
+                 (scalar, _sub(x), scalar, x)]
+        for left, right, p, q in forms:
+            with numpy.errstate(invalid="ignore"):  # a negative number to a fractional power
+                got, expected = f(left, right), f(p, q)
+            assert_same(got, expected, path=f"{name}({type(left).__name__}, {type(right).__name__})")
+    assert_same(wrapped(a) @ wrapped(b.T), a @ b.T)
+    assert_same(b.T @ wrapped(a), b.T @ a)
+    for f in _INPLACE:
+        x = wrapped(a.copy())
+        assert f(x, wrapped(b)) is x
+        assert_same(x, f(a.copy(), b))
+    for f in (operator.neg, operator.pos, abs):
+        assert_same(f(wrapped(a)), f(a))
+    assert_same(~wrapped(i), ~i)
+    x = wrapped(a.copy())
+    assert_same(x[1:, ::2], a[1:, ::2])
+    x[0] = 7.0
+    assert_same(x, numpy.concatenate([numpy.full((1, 5), 7.0), a[1:]]))
+    with pytest.raises(ValueError, match="cannot delete array elements"):
+        del x[0]
+    with pytest.raises(TypeError, match="unsupported operand"):  # NumPy's ndarray declines a modulus
+        pow(wrapped(i), 2, 3)
+
+
+@compiled_only
+def test_a_method_set_on_the_class_again_is_what_its_operator_calls(monkeypatch):
+    x = wrapped(numpy.arange(3.0))
+    monkeypatch.setattr(dispatch.ndarray, "__add__", lambda self, other: "set again")
+    assert x + 1.0 == "set again"
+    assert _fastpath.installed_slots() == 33  # CPython's generic slot for + again, the others as they were
+    assert_same(1.0 - x, 1.0 - numpy.arange(3.0))
+    monkeypatch.undo()
+    assert _compiled.install_slots() == 34
+    assert_same(x + 1.0, numpy.arange(3.0) + 1.0)
+
+
+@compiled_only
+def test_the_python_path_for_a_block_gives_the_slots_back_after_it():
+    with _compiled.python_path():
+        assert _fastpath.installed_slots() == 0
+        assert type(dispatch.ndarray.__add__).__name__ == "function"
+    assert _fastpath.installed_slots() == 34
+
+
+@compiled_only
+def test_a_compiled_array_has_numpys_attributes_alone():
+    """No __dict__, as NumPy's array has none: the router's marks are slots that read None until
+    set; weak references still work."""
+    x = wrapped(numpy.arange(3.0))
+    with pytest.raises(AttributeError):
+        x.color = "red"
+    with pytest.raises(AttributeError):
+        numpy.arange(3.0).color = "red"
+    assert (x._origin, x._root, x._hosted) == (None, None, None)
+    x._root = ("a call", 1)
+    assert x._root == ("a call", 1) and x[1:]._root is None  # a small view keeps no root
+    assert weakref.ref(x)() is x
 
 
 @compiled_only
