@@ -30,7 +30,7 @@ ACTIVE = _fastpath is not None
 MARKS = ("_origin", "_root", "_hosted")
 
 __all__ = ["ACTIVE", "MARKS", "STATUS", "fast", "install_slots", "python_path", "refs_seen", "set_temporary_refs",
-           "setup", "setup_memo"]
+           "setup", "setup_creation", "setup_memo"]
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
@@ -61,6 +61,13 @@ def install_slots() -> int:
     callables the class holds, past CPython's generic method lookup; how many slots were set.
     Setting one of those methods on the class again puts the generic slot back."""
     return _fastpath.install_slots() if _fastpath is not None else 0
+
+
+def setup_creation(cluster_ns: dict) -> None:
+    """Tell the compiled path where ``dispatch.cluster.LIVE_ELEMENTS`` is: the creation functions
+    it runs make results under that size (larger ones may go to Dask)."""
+    if _fastpath is not None:
+        _fastpath.setup_creation(cluster_ns)
 
 
 def setup_memo(call_ns: dict, router_ns: dict, trials_ns: dict, decision: type) -> None:

@@ -36,6 +36,11 @@
  *                                padded FFT_PADDED times or more: dispatch._call.fft_sized)
  *   array      numpy.asarray(a)  __array__ of host data, no dtype asked, no copy: the data itself
  *   copy       a.copy()          host data at or under copy's floor (the router places larger copies)
+ *   shaped     np.zeros((3, 4))  a creation function whose first argument is the shape, given as
+ *                                integers, with plain keywords: where the result has fewer than
+ *                                dispatch.cluster.LIVE_ELEMENTS elements, the routed function itself
+ *                                (larger results may go to Dask: dispatch.cluster.creation)
+ *   range      np.arange(k)      as shaped, for arange of one to three integers
  *
  * Over the floors, a forward, reflected, method, function, ufunc, protocol or transform call of host
  * arrays no root reaches (or of a list of them: concatenate's) is looked up in dispatch._call's
@@ -53,10 +58,10 @@
 #include <numpy/arrayscalars.h>
 
 enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, LOCAL, ASARRAY, UFUNC, ARRAY_FUNCTION,
-       ARRAY_UFUNC, TRANSFORM, ARRAY, COPY, KINDS };
+       ARRAY_UFUNC, TRANSFORM, ARRAY, COPY, SHAPED, RANGE, KINDS };
 static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "getitem", "setitem", "method", "view",
                                         "function", "local", "asarray", "ufunc", "array_function", "array_ufunc",
-                                        "transform", "array", "copy"};
+                                        "transform", "array", "copy", "shaped", "range"};
 
 #define MAX_ARGS 16  /* calls with more arguments take the Python path */
 #define MAX_DEPTH 4  /* nested lists deeper than this too */
@@ -655,6 +660,49 @@ static int table_op(PyObject *table, PyObject *key, PyObject **op, PyObject **fu
     return 1;
 }
 
+/* Set by setup_creation(): dispatch.cluster's namespace, where LIVE_ELEMENTS is (read at each call:
+ * it follows the chunk size). */
+static PyObject *cluster_ns, *str_live;
+
+/* The element count of a creation call of these arguments (SHAPED: the shape first; RANGE: arange's
+ * integers), or -1 where the Python wrapper counts it: other arguments, or a keyword that sizes it. */
+static long long created(int kind, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs < 1 || nargs > (kind == RANGE ? 3 : MAX_ARGS)) return -1;
+    for (Py_ssize_t i = 0; i < nkw; i++) {  /* dtype=, order=...: plain values that leave the size */
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (!passes(args[nargs + i]) || PyUnicode_CompareWithASCIIString(name, "dtype") != 0) return -1;
+    }
+    long long n = 1, v[3] = {0, 0, 1};
+    int overflow = 0;
+    if (kind == SHAPED) {
+        PyObject *shape = args[0];
+        Py_ssize_t dims = PyTuple_CheckExact(shape) ? PyTuple_GET_SIZE(shape) : 1;
+        for (Py_ssize_t i = 0; i < dims; i++) {
+            PyObject *d = PyTuple_CheckExact(shape) ? PyTuple_GET_ITEM(shape, i) : shape;
+            long long k = PyLong_CheckExact(d) ? PyLong_AsLongLongAndOverflow(d, &overflow) : -1;
+            if (k < 0 || overflow || (k > 0 && n > LLONG_MAX / k)) return -1;  /* NumPy's error, from Python */
+            n *= k;
+        }
+        for (Py_ssize_t i = 1; i < nargs; i++)  /* full's value, a dtype, an order */
+            if (!passes(args[i])) return -1;
+        return n;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (!PyLong_CheckExact(args[i])) return -1;
+        v[nargs == 1 ? 1 : i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+        if (overflow || (v[nargs == 1 ? 1 : i] == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return -1;
+        }
+    }
+    long long start = v[0], stop = v[1], step = v[2];
+    if (step == 0 || stop / 2 - start / 2 > LLONG_MAX / 4 || start / 2 - stop / 2 > LLONG_MAX / 4) return -1;
+    long long span = stop - start;  /* ceil(span / step), at least 0 */
+    n = span / step + (span % step != 0 && (span > 0) == (step > 0));
+    return n > 0 ? n : 0;
+}
+
 static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     switch (self->kind) {
@@ -885,6 +933,22 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         PyObject *r = memo_run(self->op, args, 1, NULL, NULL, &taken);
         if (taken) return r;
         break;
+    }
+    case SHAPED:
+    case RANGE: {  /* a creation function: the routed function, where Dask would not take the result */
+        long long n = created(self->kind, args, nargs, kwnames);
+        PyObject *live = cluster_ns == NULL ? NULL : PyDict_GetItemWithError(cluster_ns, str_live);
+        if (n < 0 || live == NULL || !PyLong_CheckExact(live) || !plain()) {
+            PyErr_Clear();
+            break;
+        }
+        long long limit = PyLong_AsLongLong(live);
+        if (limit == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            break;
+        }
+        if (n >= limit) break;
+        return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
     }
     case TRANSFORM: {
         if (!plain()) break;
@@ -1297,6 +1361,12 @@ static PyObject *setup_memo(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *setup_creation(PyObject *module, PyObject *ns) {
+    if (!PyDict_Check(ns)) return PyErr_Format(PyExc_TypeError, "setup_creation takes vars(dispatch.cluster)");
+    Py_XSETREF(cluster_ns, Py_NewRef(ns));
+    Py_RETURN_NONE;
+}
+
 static PyObject *get_refs_seen(PyObject *module, PyObject *unused) {
     return PyLong_FromSsize_t(refs_seen);
 }
@@ -1319,6 +1389,8 @@ static PyMethodDef module_methods[] = {
      "install_slots(): dispatch.ndarray's operator and index slots call its Fast callables directly"},
     {"installed_slots", installed_slots, METH_NOARGS,
      "installed_slots(): how many of dispatch.ndarray's slots call its Fast callables directly"},
+    {"setup_creation", setup_creation, METH_O,
+     "setup_creation(vars(dispatch.cluster)): where the creation functions' LIVE_ELEMENTS is"},
     {"setup_memo", setup_memo, METH_VARARGS,
      "setup_memo(vars(dispatch._call), vars(dispatch.router), vars(dispatch.trials), Decision): where the memo is"},
     {NULL},
@@ -1355,7 +1427,9 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_settled_every = PyUnicode_InternFromString("SETTLED_EVERY");
     str_running = PyUnicode_InternFromString("running");
     str_fft_padded = PyUnicode_InternFromString("FFT_PADDED");
-    if (!str_memo || !str_into || !str_decisions || !str_settled_every || !str_running || !str_fft_padded) return NULL;
+    str_live = PyUnicode_InternFromString("LIVE_ELEMENTS");
+    if (!str_memo || !str_into || !str_decisions || !str_settled_every || !str_running || !str_fft_padded || !str_live)
+        return NULL;
     if (!str_floor || !str_trip || !str_func || !str_op || !str_fields ||
         !out_names)
         return NULL;

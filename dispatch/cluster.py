@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dispatch import _compiled
 from dispatch._state import STATE
 from dispatch.devices import DASK, HOST, Device
 from dispatch.tracing import _fmt_bytes
@@ -509,6 +510,13 @@ def creation(name: str, plain: Any) -> Any:
                     pass  # arguments only NumPy takes: NumPy decides
         return plain(*args, **kwargs)
 
+    # compiled: the routed function itself where the arguments are integers that size a result
+    # Dask would not take (dispatch/_fastpath.c, the kinds "shaped" and "range")
+    kind = "range" if name == "arange" else "shaped" if name in ("zeros", "ones", "empty", "full") else None
+    if kind is not None:
+        from dispatch._compiled import fast
+
+        wrapper = fast(kind, op, wrapper, plain)
     wrapper.__wrapped__ = getattr(plain, "__wrapped__", plain)  # NumPy's function, as for every routed name
     return wrapper
 
@@ -525,3 +533,6 @@ def active() -> Any:
 
     with dask.config.set(scheduler=c):
         yield
+
+
+_compiled.setup_creation(globals())

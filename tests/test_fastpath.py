@@ -246,6 +246,44 @@ def test_asarray_of_an_array_alone_is_taken():
 
 
 @compiled_only
+@pytest.mark.parametrize(("name", "args", "kwargs"), [
+    ("arange", (7,), {}), ("arange", (2, 9), {}), ("arange", (9, 2, -2), {}), ("arange", (0, 10, 3), {}),
+    ("arange", (-3, 4, 2), {}), ("arange", (5, 5), {}), ("arange", (4,), {"dtype": "float32"}),
+    ("zeros", (6,), {}), ("zeros", ((3, 4),), {"dtype": numpy.int8}), ("ones", ((2, 0, 3),), {}),
+    ("empty", ((2, 3), float, "F"), {}), ("full", ((2, 2), 3.5), {}), ("full", ((3,), 7), {"dtype": "int16"}),
+])
+def test_a_creation_of_a_result_dask_would_not_take_is_numpys(name, args, kwargs):
+    from dispatch._namespace import routed
+
+    kind, plain = "range" if name == "arange" else "shaped", routed(name, getattr(numpy, name), "dispatch")
+    got = fast(kind, name, _must_not_run, plain)(*args, **kwargs)
+    assert_same(got, getattr(numpy, name)(*args, **kwargs), values=name != "empty")
+    if name == "empty":
+        assert numpy.asarray(got).flags.f_contiguous
+
+
+@compiled_only
+def test_a_creation_the_python_wrapper_must_count_or_place_reaches_it(monkeypatch):
+    from dispatch import cluster
+    from dispatch._namespace import routed
+
+    arange = fast("range", "arange", _handed, routed("arange", numpy.arange, "dispatch"))
+    zeros = fast("shaped", "zeros", _handed, routed("zeros", numpy.zeros, "dispatch"))
+    assert arange(0.0, 1.0, 0.25) is HANDED  # floats
+    assert arange(stop=5) is HANDED and zeros(shape=3) is HANDED  # a keyword that sizes it
+    assert arange(0, 5, 0) is HANDED and zeros(-1) is HANDED  # NumPy's errors, from the Python path
+    assert zeros((2, 2.0)) is HANDED and zeros(numpy.int64(3)) is HANDED
+    assert arange(2**70) is HANDED
+    monkeypatch.setattr(cluster, "LIVE_ELEMENTS", 16)
+    assert arange(16) is HANDED and zeros((4, 4)) is HANDED  # Dask's to take, where it should
+    assert_same(arange(15), numpy.arange(15))
+    assert_same(zeros((3, 5)), numpy.zeros((3, 5)))
+    monkeypatch.undo()
+    with dispatch.using("numpy"):
+        assert arange(3) is HANDED
+
+
+@compiled_only
 @pytest.mark.parametrize("name", ["fft.fft", "fft.rfft", "fft.irfft"])
 def test_a_transform_is_taken_where_its_work_follows_its_input(name):
     """A 1-D transform's floors count its input's elements unless ``n`` pads it FFT_PADDED
