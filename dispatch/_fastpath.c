@@ -669,9 +669,11 @@ static PyObject *cluster_ns, *str_live;
 static long long created(int kind, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     if (nargs < 1 || nargs > (kind == RANGE ? 3 : MAX_ARGS)) return -1;
-    for (Py_ssize_t i = 0; i < nkw; i++) {  /* dtype=, order=...: plain values that leave the size */
+    for (Py_ssize_t i = 0; i < nkw; i++) {  /* dtype= and order=: plain values that leave the size */
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-        if (!passes(args[nargs + i]) || PyUnicode_CompareWithASCIIString(name, "dtype") != 0) return -1;
+        if (!passes(args[nargs + i]) || (PyUnicode_CompareWithASCIIString(name, "dtype") != 0 &&
+                                         PyUnicode_CompareWithASCIIString(name, "order") != 0))
+            return -1;
     }
     long long n = 1, v[3] = {0, 0, 1};
     int overflow = 0;

@@ -514,9 +514,7 @@ def creation(name: str, plain: Any) -> Any:
     # Dask would not take (dispatch/_fastpath.c, the kinds "shaped" and "range")
     kind = "range" if name == "arange" else "shaped" if name in ("zeros", "ones", "empty", "full") else None
     if kind is not None:
-        from dispatch._compiled import fast
-
-        wrapper = fast(kind, op, wrapper, plain)
+        wrapper = _compiled.fast(kind, op, wrapper, plain)
     wrapper.__wrapped__ = getattr(plain, "__wrapped__", plain)  # NumPy's function, as for every routed name
     return wrapper
 

@@ -250,7 +250,8 @@ def test_asarray_of_an_array_alone_is_taken():
     ("arange", (7,), {}), ("arange", (2, 9), {}), ("arange", (9, 2, -2), {}), ("arange", (0, 10, 3), {}),
     ("arange", (-3, 4, 2), {}), ("arange", (5, 5), {}), ("arange", (4,), {"dtype": "float32"}),
     ("zeros", (6,), {}), ("zeros", ((3, 4),), {"dtype": numpy.int8}), ("ones", ((2, 0, 3),), {}),
-    ("empty", ((2, 3), float, "F"), {}), ("full", ((2, 2), 3.5), {}), ("full", ((3,), 7), {"dtype": "int16"}),
+    ("empty", ((2, 3), float, "F"), {}), ("ones", ((2, 3),), {"order": "F"}), ("full", ((2, 2), 3.5), {}),
+    ("full", ((3,), 7), {"dtype": "int16"}),
 ])
 def test_a_creation_of_a_result_dask_would_not_take_is_numpys(name, args, kwargs):
     from dispatch._namespace import routed
@@ -258,7 +259,7 @@ def test_a_creation_of_a_result_dask_would_not_take_is_numpys(name, args, kwargs
     kind, plain = "range" if name == "arange" else "shaped", routed(name, getattr(numpy, name), "dispatch")
     got = fast(kind, name, _must_not_run, plain)(*args, **kwargs)
     assert_same(got, getattr(numpy, name)(*args, **kwargs), values=name != "empty")
-    if name == "empty":
+    if "F" in args or kwargs.get("order") == "F":
         assert numpy.asarray(got).flags.f_contiguous
 
 
@@ -273,6 +274,7 @@ def test_a_creation_the_python_wrapper_must_count_or_place_reaches_it(monkeypatc
     assert arange(stop=5) is HANDED and zeros(shape=3) is HANDED  # a keyword that sizes it
     assert arange(0, 5, 0) is HANDED and zeros(-1) is HANDED  # NumPy's errors, from the Python path
     assert zeros((2, 2.0)) is HANDED and zeros(numpy.int64(3)) is HANDED
+    assert zeros(3, like=numpy.zeros(1)) is HANDED  # an array in a keyword
     assert arange(2**70) is HANDED
     monkeypatch.setattr(cluster, "LIVE_ELEMENTS", 16)
     assert arange(16) is HANDED and zeros((4, 4)) is HANDED  # Dask's to take, where it should
