@@ -626,6 +626,7 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
 # its line 55 µs slower than NumPy's, and the memo's Python path cost the k-NN program's line 43.
 
 _INEXACT_SCALARS = (np.floating, np.complexfloating)  # NumPy's scalars keyed, as floats are, by type alone
+_SEQUENCES = (list, tuple)  # of host arrays (``concatenate``'s), keyed by their arrays
 _MEMO_MAX = 1024  # signatures kept; a program that makes more (an int scalar changing in a loop) starts over
 _INTO = "into"  # ends the key of an operator's call that NumPy's elision runs into a temporary
 _memo: dict[tuple, tuple] = {}
@@ -661,7 +662,7 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
             parts.append(kind)
         elif kind is int or kind is bool or v is None:
             parts.append((kind, v))
-        elif (kind is list or kind is tuple) and v and all(
+        elif kind in _SEQUENCES and v and all(
                 type(a) is ndarray and type(a._data) is np.ndarray for a in v):  # ``concatenate([a, b])``
             parts.append((kind, tuple((np.ndarray, a._data.dtype, a._data.shape, a._root is None) for a in v)))
         else:
@@ -719,9 +720,6 @@ def _keep(memo_key: tuple, decision: Any, target: Any, run: Any) -> None:
     if len(_memo) >= _MEMO_MAX:
         _memo.clear()
     _memo[memo_key] = (decision, target, run)
-
-
-_SEQUENCES = (list, tuple)
 
 
 def _native_items(v: list | tuple) -> list | tuple:
