@@ -99,9 +99,11 @@ FLOAT64_ONLY = ("lexsort",)
 # size ladder (larger sizes are extrapolated the same way).
 _POINT_BUDGET_S = {False: 0.04, True: 0.01}
 _SLOW_POINT_S = 0.3
-# Quick calibrations measure float64 only (float32 and int64 are priced from it), and time each
-# transfer for a quarter of the full one's time.
-_QUICK_DTYPES = ("float64",)
+# Quick calibrations measure float64 (float32 is priced from it) and the integer sorts on int64,
+# and time each transfer for a quarter of the full one's time. Priced from float64's, torch-cpu's
+# integer sorts looked slower than NumPy's on a 2-core machine, and dataprep large stayed on
+# NumPy after a quick calibration (1.03x NumPy's time; 0.51x after a full one).
+_QUICK_DTYPES = ("float64", "int64")
 _TRANSFER_BUDGET_S = {False: 0.2, True: 0.05}
 # A calibration keeps its time wherever it runs: a full one under 30 s, a quick one under 5 s.
 # Where the points left, at what the points so far cost beyond their budgets (warm-up calls,
@@ -494,7 +496,7 @@ def _measure_ops(target: Any, pace: _Pace, inputs: _Inputs, tick: Callable[[str]
 def _plan(target: Any, quick: bool) -> list[tuple[str, tuple]]:
     """The dtypes measured on ``target``, each with its representative ops."""
     planned = []
-    for dtype in _QUICK_DTYPES if quick else (*DTYPES, "int64"):
+    for dtype in _QUICK_DTYPES if quick else (*DTYPES, "int64"):  # int64: INTEGER_OPS only
         if not _holds(target, dtype):
             continue
         planned.append((dtype, tuple(r for r in REPRESENTATIVES if (dtype != "int64" or r[0] in INTEGER_OPS)

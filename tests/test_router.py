@@ -414,7 +414,8 @@ def test_calibration_round_trip_and_cache(isolated):
     assert {"add", "sum", "matmul", "sort", "linalg.svd", "linalg.lstsq"} <= set(ops)
     assert [x for x, _ in ops["linalg.lstsq"]] == pytest.approx([4 * 32, 4 * 128])  # sides of 64n x n x n work
     assert all(t > 0 for points in ops.values() for _, t in points)
-    assert set(cal.targets["numpy"]["ops"]) == {"float64"}  # float32 and int64 priced from it
+    assert set(cal.targets["numpy"]["ops"]) == {"float64", "int64"}  # float32 priced from float64
+    assert set(cal.targets["numpy"]["ops"]["int64"]) == {"sort", "lexsort"}
     full = dict(calibration._plan(dispatch.targets.probe("numpy"), quick=False))
     assert set(full) == {"float32", "float64", "int64"} and [op for op, *_ in full["int64"]] == ["sort", "lexsort"]
     assert "lexsort" in [op for op, *_ in full["float64"]] and "lexsort" not in [op for op, *_ in full["float32"]]
