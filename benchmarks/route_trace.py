@@ -2,8 +2,8 @@
 
     python -m benchmarks.route_trace kmeans medium [pairwise small ...] [--warmup 3] [--top 25] [--runs 5]
 
-Each workload runs under the calibrated cost policy (this machine's stored calibration, or a
-full one measured first) for ``--warmup`` runs, as the suite's ``router`` mode does, then once
+Each workload runs under the calibrated cost policy (this machine's stored full calibration, or
+one measured first) for ``--warmup`` runs, as the suite's ``router`` mode does, then once
 traced. Per (op, target, reason): calls, total and median seconds, bytes moved; then the run's
 total against plain NumPy's; then ``--runs`` untraced runs beside NumPy's, with the calls
 that reached the router.
@@ -19,9 +19,9 @@ from collections import Counter, defaultdict
 import numpy
 
 import dispatch
-from benchmarks.suite import _synchronize, _to_host
+from benchmarks.suite import _synchronize, _to_host, full_calibration
 from benchmarks.workloads import get
-from dispatch import calibration, router, trials
+from dispatch import router, trials
 
 
 def trace_case(name: str, size: str, warmup: int, top: int, runs: int) -> None:
@@ -100,8 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if len(args.cases) % 2:
         parser.error("give cases as pairs: workload size")
-    cal = calibration.load() or calibration.calibrate(quick=False, progress=False)
-    router.use_calibration(cal)
+    full_calibration()
     for name, size in zip(args.cases[::2], args.cases[1::2], strict=True):
         trace_case(name, size, args.warmup, args.top, args.runs)
 

@@ -428,6 +428,19 @@ def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
     return lines
 
 
+def full_calibration() -> calibration.Calibration:
+    """This machine's stored calibration where it is a full one, else a full one measured now, and
+    the router routing by it: the router is judged on what ``python -m dispatch calibrate``
+    measures, not on the quick one a first routed call measures."""
+    cal = calibration.load()
+    if cal is None or cal.quick:
+        print(f"no full calibration for this machine yet: measuring one ({'a quick one is stored' if cal else 'none'})",
+              file=sys.stderr)
+        cal = calibration.calibrate(quick=False, progress=False)
+    router.use_calibration(cal)
+    return cal
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(SIZE_NAMES))
@@ -441,11 +454,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sizes = [s for s in args.sizes.split(",") if s]
     only = {n for n in args.only.split(",") if n}
     start = time.perf_counter()
-    cal = calibration.load()
-    if cal is None:
-        print("no calibration for this machine yet: measuring one (full)", file=sys.stderr)
-        cal = calibration.calibrate(quick=False, progress=False)
-    router.use_calibration(cal)
+    cal = full_calibration()
     ports = _ports.available_ports()
     port = next((p for p in ports if p.name == "cupy"), None) or next(
         (p for p in ports if p.name == "torch-cuda"), None) or next((p for p in ports if p.name == "torch-cpu"), None)
@@ -467,6 +476,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"{', '.join(g.get('name', '?') for g in machine['gpus']) or 'none'}; port: {port.name if port else '-'}")
     print("\n".join(lines))
     result = {"machine": machine, "platform": platform.platform(), "port": port.name if port else None,
+              "calibration": {"fingerprint": cal.fingerprint, "created": cal.created, "quick": cal.quick,
+                              "seconds": cal.seconds},
               "cases": cases, "summary": lines, "seconds": time.perf_counter() - start}
     if args.out:
         with open(args.out, "w") as f:

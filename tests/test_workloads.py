@@ -500,6 +500,35 @@ def test_suite_reports_the_spread_of_numpy_against_itself():
     assert all(type(v) is type(reference[k]) for k, v in result.items())  # NumPy's own, not dispatch's
 
 
+def test_the_suite_routes_by_a_full_calibration(tmp_path, monkeypatch):
+    """The router is judged on a full calibration: a stored quick one (which a first routed call
+    measures) is measured again in full, a stored full one is used as it is."""
+    from benchmarks import suite
+    from dispatch import calibration, router
+    from dispatch.history import History
+    from helpers import router_restored
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    calibration._loaded.clear()
+    measured = []
+
+    def calibrate(quick: bool = False, progress: bool = True, **kwargs: Any) -> calibration.Calibration:
+        measured.append(quick)
+        cal = calibration.Calibration(fingerprint=calibration.fingerprint(), machine={}, quick=quick,
+                                      targets={"numpy": {"ops": {}}})
+        cal.save()
+        calibration._loaded.clear()
+        return cal
+
+    monkeypatch.setattr(calibration, "calibrate", calibrate)
+    with router_restored(History()):
+        calibrate(quick=True)  # what a first routed call stores
+        assert suite.full_calibration().quick is False and measured == [True, False]
+        assert suite.full_calibration().quick is False and measured == [True, False]  # stored: kept
+        assert router.policy() == "cost"
+    calibration._loaded.clear()
+
+
 def test_suite_reports_the_ratio_to_numpy_round_by_round():
     """Each round's samples are taken back to back: the median of each round's ratio, not the
     ratio of each mode's median, which a drift shared by a round's modes moves."""
