@@ -14,7 +14,6 @@ The JSON (``version`` 1)::
      "seconds": 12.3,
      "targets": {"numpy": {"device": "cpu", "threads": 2, "call_overhead_s": 1.1e-06,
                            "sync_overhead_s": 0.0, "memory_bandwidth": 7.0e9,
-                           "least_share": 1.0,              # of a point's budget (see _DEADLINE_S)
                            "transfer": {},                  # GPU targets only, bytes/s and s
                            "gemm": {"float64": [[n, flop_per_s], ...], ...},
                            "ops": {"float64": {"add": [[x, seconds], ...], ...}, ...,
@@ -105,15 +104,6 @@ _SLOW_POINT_S = 0.3
 # NumPy after a quick calibration (1.03x NumPy's time; 0.51x after a full one).
 _QUICK_DTYPES = ("float64", "int64")
 _TRANSFER_BUDGET_S = {False: 0.2, True: 0.05}
-# A calibration keeps its time wherever it runs: a full one under 30 s, a quick one under 5 s.
-# Where the points left, at what the points so far cost beyond their budgets (warm-up calls,
-# first-call compiles, waiting for the children below), would not end by _DEADLINE_S after the
-# start, each point is measured for a share of its budget, a fifth at least: a slow host measures
-# each point for less rather than take longer (on a freshly started H100 machine slower than
-# others of its kind, a full calibration took 32.3 s and a quick one 5.9 s; on others, 27-28.5 s
-# and 3.8-4.75 s).
-_DEADLINE_S = {False: 27.0, True: 4.4}
-_LEAST_SHARE = 0.2
 # What a calibration measures, and how: a stored one made to another plan (by an older dispatch)
 # is measured again rather than priced from (a calibration from before lstsq was measured on tall
 # operands priced an H100's CuPy lstsq of 200000 x 100 at 5.4 s, NumPy's at 2.1; they take 20 ms
@@ -328,41 +318,9 @@ def load_or_measure(quick: bool = True, progress: bool = False) -> Calibration:
 # ---- measuring --------------------------------------------------------------------------------------
 
 
-class _Pace:
-    """A calibration's clock: the share of its budget each point gets, so that the ``points``
-    planned end by the deadline (see ``_DEADLINE_S``)."""
-
-    def __init__(self, quick: bool, points: int = 0, start: float | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
-        self.quick = quick
-        self.clock = clock
-        self.deadline = (clock() if start is None else start) + _DEADLINE_S[quick]
-        self.left = points
-        self.measured = 0
-        self.over = 0.0  # the mean of what a point took beyond its budget
-
-    def share(self) -> float:
-        each = (self.deadline - self.clock()) / max(self.left, 1)
-        return min(1.0, max(_LEAST_SHARE, (each - self.over) / _POINT_BUDGET_S[self.quick]))
-
-    def took(self, seconds: float, budget: float) -> None:
-        self.left -= 1
-        self.measured += 1
-        self.over += (max(seconds - budget, 0.0) - self.over) / self.measured
-
-    def skip(self, points: int) -> None:
-        self.left -= points
-
-
-def _points(found: list[Any], quick: bool) -> int:
-    """The points (op, dtype, size) a calibration of ``found`` plans."""
-    return sum(len(quick_sizes if quick else sizes) for target in found
-               for _, representatives in _plan(target, quick) for _, sizes, quick_sizes in representatives)
-
-
-def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float, slow: float = _SLOW_POINT_S) -> float:
+def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> float:
     """Seconds per call of ``run`` (warm, synchronised), the least disturbed of a few samples
-    taken within about ``budget`` (a slow op's, within about ``slow``)."""
+    taken within about ``budget``."""
 
     def one_call() -> float:
         start = time.perf_counter()
@@ -373,9 +331,9 @@ def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float, slow
     run()
     sync()
     once = one_call()
-    if once > budget / 3:  # a slow op: the least of up to three warm calls within ``slow``
+    if once > budget / 3:  # a slow op: the least of up to three warm calls within _SLOW_POINT_S
         # (one call: CuPy's lstsq of 8192 x 128 measured 60 ms on one H100 machine, 15 on another)
-        return min([once, *(one_call() for _ in range(2 if 3 * once <= slow else 0))])
+        return min([once, *(one_call() for _ in range(2 if 3 * once <= _SLOW_POINT_S else 0))])
     calls = max(1, min(1000, int(budget / 5 / max(once, 1e-7))))  # five batches in the budget
     samples = []
     for _ in range(5):
@@ -431,7 +389,7 @@ def _call_for(op: str) -> Callable[..., Any]:
     return fn
 
 
-def _measure_target(target: Any, pace: _Pace, inputs: _Inputs, tick: Callable[[str], None],
+def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str], None],
                     which: Callable[[str], bool] = lambda op: True) -> dict:
     """The target's overheads and transfers, and the representative ops ``which`` selects (the
     rest can be added by ``_measure_ops``)."""
@@ -444,16 +402,16 @@ def _measure_target(target: Any, pace: _Pace, inputs: _Inputs, tick: Callable[[s
         out["call_overhead_s"] = _timer(lambda: one + one, lambda: None, 0.02)
         out["sync_overhead_s"] = 0.0 if target.device.is_host else _timer(lambda: one + one, target.synchronize, 0.02)
         if not target.device.is_host:
-            out["transfer"] = _measure_transfers(target, pace)
-    return _measure_ops(target, pace, inputs, tick, out, which)
+            out["transfer"] = _measure_transfers(target, quick)
+    return _measure_ops(target, quick, inputs, tick, out, which)
 
 
-def _measure_ops(target: Any, pace: _Pace, inputs: _Inputs, tick: Callable[[str], None], out: dict,
+def _measure_ops(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str], None], out: dict,
                  which: Callable[[str], bool]) -> dict:
     """Measure the representative ops ``which`` selects into ``out`` (and what follows from them)."""
     import dispatch
 
-    quick = pace.quick
+    budget = _POINT_BUDGET_S[quick]
     with dispatch.using(target.name):
         for dtype, representatives in _plan(target, quick):
             ops: dict[str, list[list[float]]] = out["ops"].setdefault(dtype, {})
@@ -463,24 +421,15 @@ def _measure_ops(target: Any, pace: _Pace, inputs: _Inputs, tick: Callable[[str]
                 tick(f"{target.name} {dtype} {op}")
                 fn = _call_for(op)
                 points = []
-                ladder = quick_sizes if quick else sizes
-                for i, size in enumerate(ladder):
+                for size in quick_sizes if quick else sizes:
                     if points and _longer_than(op, points[-1], size, _SLOW_POINT_S):
-                        pace.skip(len(ladder) - i)
                         break
-                    share = pace.share()
-                    out["least_share"] = min(out.get("least_share", 1.0), share)
-                    budget = share * _POINT_BUDGET_S[quick]
-                    began = time.perf_counter()
                     host = inputs(op, size, dtype)
                     args = tuple(dispatch.asarray(h).to(target.name) for h in host)
                     try:
-                        seconds = _timer(lambda fn=fn, args=args: fn(*args), target.synchronize, budget,
-                                         share * _SLOW_POINT_S)
+                        seconds = _timer(lambda fn=fn, args=args: fn(*args), target.synchronize, budget)
                     except Exception:  # the target cannot run this op at this size: no point
-                        pace.skip(len(ladder) - i)
                         break
-                    pace.took(time.perf_counter() - began, budget)
                     points.append([size * TALL ** (1 / 3) if op in TALL_OPS else size, seconds])
                 ops[op] = points
             if "matmul" in ops:
@@ -531,14 +480,14 @@ def _threads(target: Any) -> int:
     return int(os.cpu_count() or 1)
 
 
-def _measure_transfers(target: Any, pace: _Pace) -> dict[str, float]:
+def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
     """Host <-> device bandwidth through dispatch's staging and through plain pageable copies."""
     from dispatch.targets import _staging
 
-    nbytes = (16 if pace.quick else 64) << 20
+    nbytes = (16 if quick else 64) << 20
     host = np.ones(nbytes // 8)
     sync = target.synchronize
-    budget = _TRANSFER_BUDGET_S[pace.quick] * pace.share()
+    budget = _TRANSFER_BUDGET_S[quick]
     with _staging.no_locking():  # the path of an array's first send (later ones may be faster)
         staged_in = _timer(lambda: target.from_host(host), sync, budget)
         native = target.from_host(host)
@@ -667,23 +616,22 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         result: dict[str, Any] = {}
         ticker = _ticker(sum(len(ops) for target in found for _, ops in _plan(target, quick)), progress)
         tick = next(ticker)
-        pace = _Pace(quick, _points(found, quick), start)
         # While the children run: every device but its solvers. Then, undisturbed, the devices'
         # solvers, and the host targets.
         devices = [t for t in found if not t.device.is_host] if children else []
         seconds = dict.fromkeys((t.name for t in found), 0.0)
         for target in devices:
             began = time.perf_counter()
-            result[target.name] = _measure_target(target, pace, inputs, tick, lambda op: op not in _FIRST_CALL_OPS)
+            result[target.name] = _measure_target(target, quick, inputs, tick, lambda op: op not in _FIRST_CALL_OPS)
             seconds[target.name] += time.perf_counter() - began
         _finish_first_calls(children)
         children = []
         for target in found:
             began = time.perf_counter()
             if target in devices:
-                _measure_ops(target, pace, inputs, tick, result[target.name], lambda op: op in _FIRST_CALL_OPS)
+                _measure_ops(target, quick, inputs, tick, result[target.name], lambda op: op in _FIRST_CALL_OPS)
             else:
-                result[target.name] = _measure_target(target, pace, inputs, tick)
+                result[target.name] = _measure_target(target, quick, inputs, tick)
             seconds[target.name] += time.perf_counter() - began
             result[target.name]["seconds"] = round(seconds[target.name], 2)
     finally:

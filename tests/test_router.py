@@ -461,49 +461,10 @@ def test_a_size_ladder_stops_before_a_point_its_work_makes_slow(monkeypatch):
     assert calibration._longer_than("add", [1_000, 0.31], 1_001, 0.3)  # a point that took it
     numpy_target = dispatch.targets.probe("numpy")
     for seconds, points in ((0.2, 1), (1e-6, None)):  # every op stops after its first point, or none does
-        monkeypatch.setattr(calibration, "_timer", lambda run, sync, budget, slow=None, s=seconds: s)
-        pace = calibration._Pace(True, calibration._points([numpy_target], True))
-        out = calibration._measure_target(numpy_target, pace, calibration._Inputs(), lambda label: None)
+        monkeypatch.setattr(calibration, "_timer", lambda run, sync, budget, s=seconds: s)
+        out = calibration._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
         for op, _, quick_sizes in calibration.REPRESENTATIVES:
             assert len(out["ops"]["float64"][op]) == (points or len(quick_sizes)), op
-        assert pace.left == 0  # the points a ladder's end skips are no longer counted as to come
-
-
-def test_a_calibration_keeps_its_time_on_a_slow_host():
-    """Each point gets the share of its budget that lets the points left end by the deadline: a
-    host whose points cost more beyond their budgets measures each for less, not for longer."""
-    base = calibration._POINT_BUDGET_S[False]
-
-    def run(over: float, began: float, points: int = 400) -> tuple[float, float]:
-        now = [began]  # what finding the targets took
-        pace = calibration._Pace(False, points, start=0.0, clock=lambda: now[0])
-        least = 1.0
-        for _ in range(points):
-            share = pace.share()
-            least = min(least, share)
-            now[0] += over + share * base
-            pace.took(over + share * base, share * base)
-        return now[0], least
-
-    assert run(over=0.01, began=5.0) == pytest.approx((25.0, 1.0))  # a fast host: every budget whole
-    ended, least = run(over=0.03, began=8.0)  # 36 s at whole budgets
-    assert ended <= calibration._DEADLINE_S[False] + 0.05 and 0.4 < least < 0.5
-    ended, least = run(over=0.06, began=8.0)  # not even a fifth fits: a fifth, and late (the first
-    assert least == calibration._LEAST_SHARE  # point, its cost not yet known, had its whole budget)
-    assert ended == pytest.approx(8.0 + (0.06 + base) + 399 * (0.06 + calibration._LEAST_SHARE * base))
-
-
-def test_a_late_calibration_measures_its_points_for_a_share_of_their_budgets(monkeypatch):
-    budgets = []
-    monkeypatch.setattr(calibration, "_timer",
-                        lambda run, sync, budget, slow=None: budgets.append((budget, slow)) or 1e-6)
-    numpy_target = dispatch.targets.probe("numpy")
-    for late, share in ((0.0, 1.0), (calibration._DEADLINE_S[True], calibration._LEAST_SHARE)):
-        budgets.clear()
-        pace = calibration._Pace(True, calibration._points([numpy_target], True), start=time.perf_counter() - late)
-        out = calibration._measure_target(numpy_target, pace, calibration._Inputs(), lambda label: None)
-        assert out["least_share"] == share
-        assert set(budgets[1:]) == {(share * calibration._POINT_BUDGET_S[True], share * calibration._SLOW_POINT_S)}
 
 
 def _target(name: str, library: str, host: bool) -> types.SimpleNamespace:
