@@ -503,10 +503,11 @@ def test_suite_reports_the_spread_of_numpy_against_itself():
 def test_the_suite_routes_by_a_full_calibration(tmp_path, monkeypatch):
     """The router is judged on a full calibration: a stored quick one (which a first routed call
     measures) is measured again in full, a stored full one is used as it is."""
+    from helpers import router_restored
+
     from benchmarks import suite
     from dispatch import calibration, router
     from dispatch.history import History
-    from helpers import router_restored
 
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
     calibration._loaded.clear()
