@@ -522,12 +522,14 @@ def test_the_suite_routes_by_a_full_calibration(tmp_path, monkeypatch):
         return cal
 
     monkeypatch.setattr(calibration, "calibrate", calibrate)
-    with router_restored(History()):
-        calibrate(quick=True)  # what a first routed call stores
-        assert suite.full_calibration().quick is False and measured == [True, False]
-        assert suite.full_calibration().quick is False and measured == [True, False]  # stored: kept
-        assert router.policy() == "cost"
-    calibration._loaded.clear()
+    try:
+        with router_restored(History()):
+            calibrate(quick=True)  # what a first routed call stores
+            assert suite.full_calibration().quick is False and measured == [True, False]
+            assert suite.full_calibration().quick is False and measured == [True, False]  # stored: kept
+            assert router.policy() == "cost"
+    finally:
+        calibration._loaded.clear()  # the fakes are this machine's fingerprint's: no later test reads them
 
 
 def test_suite_reports_the_ratio_to_numpy_round_by_round():
