@@ -570,6 +570,32 @@ def test_calibration_file_of_another_version_is_ignored(isolated):
     assert calibration.load() is None
 
 
+def test_a_sorts_floor_follows_its_integer_curve_too(isolated):
+    """torch and CuPy sort integers by radix sorts, floats by comparison sorts: where another
+    target sorts int64 faster than NumPy, integer sorts over that size reach the router, though
+    NumPy sorts floats fastest at every size (dataprep medium's lexsort had stayed on NumPy under
+    a floor priced from floats, 0.38x NumPy's time on torch-cpu)."""
+    pytest.importorskip("torch")
+    cal = synthetic()
+    torch_ops = cal.targets["torch-cpu"]["ops"]
+    for dtype in ("float64", "float32"):  # NumPy sorts floats faster than torch-cpu
+        torch_ops[dtype] = dict(torch_ops[dtype], sort=_linear(5e-6, 40e-9))
+    router.use_calibration(cal)
+    router.set_policy("cost")
+    sort_op = op_named("sort")
+    assert router.host_floor(sort_op) > 50_000  # no integer curves: priced from floats
+    cal.targets["numpy"]["ops"]["int64"] = {"sort": _linear(1e-6, 20e-9)}
+    torch_ops["int64"] = {"sort": _linear(5e-6, 4e-9)}  # a radix sort: 5x faster past the overhead
+    router.use_calibration(cal)
+    assert router.host_floor(sort_op) < 50_000
+    keys, values = np.arange(50_000)[::-1] % 977, np.linspace(1.0, 0.0, 50_000)
+    with dispatch.trace() as t:
+        got, floats = dispatch.sort(keys), dispatch.sort(values)
+    assert [(r.op, r.target) for r in t.records] == [("sort", "torch-cpu"), ("sort", "numpy")]
+    assert_same(got, np.sort(keys))
+    assert_same(floats, np.sort(values))
+
+
 def test_cost_floor_keeps_small_calls_on_numpy(isolated):
     pytest.importorskip("torch")
     router.use_calibration(synthetic())
