@@ -347,8 +347,9 @@ def _cost_floor(op: Any, round_trip: bool = False) -> int:
 
 
 def _beaten(rep: str, n: int, mine: float | None, dtypes: tuple[str, ...], round_trip: bool) -> bool:
-    """Whether another priced target runs ``rep`` on ``n`` elements, in the cheapest of ``dtypes``
-    (the first one measured), faster than NumPy's ``mine`` by more than routing a call costs."""
+    """Whether another priced target runs ``rep`` on ``n`` elements, in the cheapest of ``dtypes``,
+    faster than NumPy's ``mine`` by more than routing a call costs (a target that cannot price the
+    first of ``dtypes`` is passed over)."""
     if mine is None:
         return False
     for name, model in _models.items():  # priced from the calibration alone: nothing is probed
