@@ -11,7 +11,7 @@ the hardware and library versions; ``load_or_measure()`` reads them back on late
 The JSON (``version`` 1)::
 
     {"version": 1, "plan": "...", "fingerprint": "...", "machine": {...}, "created": "...", "quick": false,
-     "seconds": 12.3,
+     "seconds": 12.3, "phases": {"finding the targets": 2.1, "waiting for the first calls": 0.0},
      "targets": {"numpy": {"device": "cpu", "threads": 2, "call_overhead_s": 1.1e-06,
                            "sync_overhead_s": 0.0, "memory_bandwidth": 7.0e9,
                            "transfer": {},                  # GPU targets only, bytes/s and s
@@ -23,7 +23,8 @@ In ``ops`` the size ``x`` is elements for element-wise, reductions, scans, sorts
 ``n`` (a square ``n`` x ``n`` operand) for ``matmul`` and the factorisations; for ``linalg.lstsq``
 (a ``64 n`` x ``n`` operand, which prices factorisations of tall matrices) ``4 n``, the side of
 a cube of as much work. Sorts are also measured on ``int64``: torch and CuPy sort integers by
-radix sorts, 5-10x faster than their float sorts, where NumPy's sorts of either compare.
+radix sorts, 5-10x faster than their float sorts, where NumPy's sorts of either compare; a
+lexsort on ``int64`` alone. ``phases`` are the seconds spent on other things than measuring.
 
 With a Dask cluster connected (``dispatch.use_cluster``), the file also holds
 ``"dask": {"scheduler": ..., "task_overhead_s": ..., "chunk_bytes": ...}``: the cluster's
@@ -88,10 +89,10 @@ TALL = 64
 # lexsort as 2 x 200,000, torch-cpu's lexsort 6.0), and priced from the sort's curve it stayed
 # on NumPy under the sorts' floor.
 INTEGER_OPS = ("sort", "lexsort")
-# Ops not measured on float32, which is priced from float64's curve: on a 2-core machine float32's
-# lexsort took within 3% of float64's at every size, on NumPy and torch alike, and its three sizes
-# cost a full calibration about 0.3 s a host target.
-FLOAT64_ONLY = ("lexsort",)
+# Ops measured on integers alone: torch and CuPy lexsort integer keys only (float keys run on
+# NumPy, which the router keeps them on: none else is priced for them), so their float points timed
+# NumPy's through a round trip, 0.3-0.5 s a target of an H100 machine's calibration.
+INTEGER_ONLY = ("lexsort",)
 
 # Seconds spent measuring one size of one op (about), full and quick; a size that would take
 # over _SLOW_POINT_S, by its work shape from the size below it, or that took it, ends the op's
@@ -111,7 +112,7 @@ _TRANSFER_BUDGET_S = {False: 0.2, True: 0.05}
 # changes; a change to the tables above changes the plan by itself.
 MEASURING = 2
 PLAN = hashlib.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE_OPS), sorted(TALL_OPS), TALL,
-                            INTEGER_OPS, FLOAT64_ONLY, _QUICK_DTYPES)).encode()).hexdigest()[:12]
+                            INTEGER_OPS, INTEGER_ONLY, _QUICK_DTYPES)).encode()).hexdigest()[:12]
 
 
 @dataclass
@@ -328,12 +329,12 @@ def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> f
         sync()
         return time.perf_counter() - start
 
-    run()
-    sync()
+    first = one_call()  # the warm-up: a first call may compile or allocate...
     once = one_call()
-    if once > budget / 3:  # a slow op: the least of up to three warm calls within _SLOW_POINT_S
-        # (one call: CuPy's lstsq of 8192 x 128 measured 60 ms on one H100 machine, 15 on another)
-        return min([once, *(one_call() for _ in range(2 if 3 * once <= _SLOW_POINT_S else 0))])
+    if once > budget / 3:  # a slow op: the least of up to three calls within _SLOW_POINT_S, the
+        # warm-up among them (...which makes it slower, never faster). One call is not enough:
+        # CuPy's lstsq of 8192 x 128 measured 60 ms on one H100 machine, 15 on another.
+        return min([first, once, *(one_call() for _ in range(1 if 3 * once <= _SLOW_POINT_S else 0))])
     calls = max(1, min(1000, int(budget / 5 / max(once, 1e-7))))  # five batches in the budget
     samples = []
     for _ in range(5):
@@ -448,8 +449,9 @@ def _plan(target: Any, quick: bool) -> list[tuple[str, tuple]]:
     for dtype in _QUICK_DTYPES if quick else (*DTYPES, "int64"):  # int64: INTEGER_OPS only
         if not _holds(target, dtype):
             continue
-        planned.append((dtype, tuple(r for r in REPRESENTATIVES if (dtype != "int64" or r[0] in INTEGER_OPS)
-                                     and (dtype != "float32" or r[0] not in FLOAT64_ONLY))))
+        integer = dtype == "int64"
+        planned.append((dtype, tuple(r for r in REPRESENTATIVES
+                                     if (r[0] in INTEGER_OPS if integer else r[0] not in INTEGER_ONLY))))
     return planned
 
 
@@ -511,23 +513,26 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
     }
 
 
-# The targets whose first call of a solver on a machine waits for the GPU driver to compile
-# its kernels (once per machine: the driver caches them on disk): on fresh H200 machines CuPy's
-# first solve of each size class (16, 64, 1024) and first lstsq took 3.5-5.5 s each, half of a
-# full calibration, whichever dtype came first. Child processes make those first calls while
-# the devices' other ops are measured, so that the compiles overlap (one process's do not: from
-# 8 threads they took longer than one by one); the solvers and the host targets are measured
-# once they are done, undisturbed.
+# The targets whose first calls on a machine wait for the GPU driver, or the library, to compile
+# their kernels (once per machine: both cache them on disk). On fresh H200 machines CuPy's first
+# solve of each size class (16, 64, 1024) and first lstsq took 3.5-5.5 s each, half of a full
+# calibration, whichever dtype came first; its element-wise kernels, reductions and scans,
+# compiled per dtype, made its measurements 1.5-3.5 s longer than torch-cuda's on fresh H100 and
+# H200 machines, and as long on one calibrated before. Child processes make those first calls
+# while the other devices are measured, so that the compiles overlap (one process's do not: from
+# 8 threads they took longer than one by one); these targets are measured next, their solvers
+# and the host targets once the children are done, undisturbed.
 COMPILES_ON_FIRST_CALL = frozenset({"cupy"})
 _FIRST_CALL_OPS = ("linalg.solve", "linalg.svd", "linalg.lstsq")
 _FIRST_CALLS_WAIT_S = 60.0
 
 
 def _start_first_calls(found: list[Any], quick: bool) -> list[subprocess.Popen]:
-    """Children making the first solver calls of the targets named in ``COMPILES_ON_FIRST_CALL`` at
-    every size their calibration measures, one each where there are cores enough (four are
-    left to the measurements), the largest sizes spread first. None on a machine calibrated
-    before (its driver has compiled them: on an H200 machine the children then made a quick
+    """Children making the first calls of the targets named in ``COMPILES_ON_FIRST_CALL``: of its
+    solvers at every size their calibration measures, one child each where there are cores
+    enough (four are left to the measurements), the largest sizes spread first; and of every
+    other op at every size and dtype it measures, in one child. None on a machine calibrated
+    before (it has compiled them: on an H200 machine the children then made a quick
     calibration take 10 s, of which the targets' own measurements 5), where the driver keeps no
     cache, or on a machine of few cores."""
     slots = (os.cpu_count() or 1) - 4
@@ -539,24 +544,27 @@ def _start_first_calls(found: list[Any], quick: bool) -> list[subprocess.Popen]:
             continue
         calls = sorted(((size, op) for op, sizes, quick_sizes in REPRESENTATIVES if op in _FIRST_CALL_OPS
                         for size in (quick_sizes if quick else sizes)), reverse=True)
-        for share in (calls[i::slots] for i in range(min(slots, len(calls)))):
+        shares = [[f"{op}:{size}:float64" for size, op in calls[i::slots - 1]] for i in range(slots - 1)]
+        shares.append([f"{op}:{size}:{dtype}" for dtype, representatives in _plan(target, quick)
+                       for op, sizes, quick_sizes in representatives if op not in _FIRST_CALL_OPS
+                       for size in (quick_sizes if quick else sizes)])
+        for share in filter(None, shares):
             children.append(subprocess.Popen(
                 [sys.executable, "-c", "import sys; from dispatch.calibration import _first_calls; _first_calls()",
-                 target.name, *(f"{op}:{size}" for size, op in share)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                 target.name, *share], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return children
 
 
 def _first_calls() -> None:
-    """A child of ``_start_first_calls``: ``argv`` names the target, then ``op:size`` calls."""
+    """A child of ``_start_first_calls``: ``argv`` names the target, then ``op:size:dtype`` calls."""
     import dispatch
     from dispatch import targets
 
-    name, calls = sys.argv[1], [c.rpartition(":") for c in sys.argv[2:]]
+    name, calls = sys.argv[1], [c.split(":") for c in sys.argv[2:]]
     inputs = _Inputs()
     with dispatch.using(name):
-        for op, _, size in calls:
-            _call_for(op)(*(dispatch.asarray(h).to(name) for h in inputs(op, int(size), "float64")))
+        for op, size, dtype in calls:
+            _call_for(op)(*(dispatch.asarray(h).to(name) for h in inputs(op, int(size), dtype)))
             targets.probe(name).synchronize()
 
 
@@ -604,6 +612,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     from dispatch import router, targets
 
     start = time.perf_counter()
+    phases: dict[str, float] = {}  # seconds spent on other things than measuring the targets
     wanted = [name for name in router.PRICED if only is None or name in only]
     # the children start as soon as their target is found, while the others are looked for
     children = _start_first_calls([t for n in wanted if n in COMPILES_ON_FIRST_CALL and (t := targets.probe(n))],
@@ -616,15 +625,19 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         result: dict[str, Any] = {}
         ticker = _ticker(sum(len(ops) for target in found for _, ops in _plan(target, quick)), progress)
         tick = next(ticker)
-        # While the children run: every device but its solvers. Then, undisturbed, the devices'
-        # solvers, and the host targets.
-        devices = [t for t in found if not t.device.is_host] if children else []
+        # While the children run: every device but its solvers, those whose children compile
+        # last. Then, undisturbed, the devices' solvers, and the host targets.
+        devices = sorted((t for t in found if not t.device.is_host), key=lambda t: t.name in COMPILES_ON_FIRST_CALL) \
+            if children else []
         seconds = dict.fromkeys((t.name for t in found), 0.0)
+        phases["finding the targets"] = time.perf_counter() - start
         for target in devices:
             began = time.perf_counter()
             result[target.name] = _measure_target(target, quick, inputs, tick, lambda op: op not in _FIRST_CALL_OPS)
             seconds[target.name] += time.perf_counter() - began
+        began = time.perf_counter()
         _finish_first_calls(children)
+        phases["waiting for the first calls"] = time.perf_counter() - began
         children = []
         for target in found:
             began = time.perf_counter()
@@ -646,7 +659,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         quick=quick,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - start, 2),
-        extra=_dask_extra(result),
+        extra={"phases": {k: round(v, 2) for k, v in phases.items()}, **_dask_extra(result)},
     )
     if save:
         cal.save()

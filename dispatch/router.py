@@ -334,12 +334,12 @@ def _cost_floor(op: Any, round_trip: bool = False) -> int:
     for exp in range(4, 31):
         n = 1 << exp
         mine = numpy_model.seconds(rep, _side(rep, n), "float64")
-        if mine is None or _beaten(rep, n, mine, ("float64", "float32"), round_trip):
-            break
         # Sorts are also measured on integers, which torch and CuPy sort by radix sorts: torch-cpu
         # sorted 1M int64 3-8x faster than NumPy on a 2-core machine, and 1M float64 slower.
-        if rep in INTEGER_OPS and _beaten(rep, n, numpy_model.seconds(rep, _side(rep, n), "int64"), ("int64",),
-                                          round_trip):
+        # (A lexsort is measured on integers alone: its floor is theirs.)
+        integer = numpy_model.seconds(rep, _side(rep, n), "int64") if rep in INTEGER_OPS else None
+        if (mine is None and integer is None) or _beaten(rep, n, mine, ("float64", "float32"), round_trip) \
+                or _beaten(rep, n, integer, ("int64",), round_trip):
             break
         floor = n
     _floors[(rep, round_trip)] = floor

@@ -196,21 +196,30 @@ def test_lexsort_is_priced_by_its_own_curve_and_floor(isolated):
     router.use_calibration(cal)
     router.set_policy("cost")
     assert router.host_floor(lexsort_op) == router.host_floor(sort_op) > 5_000  # no lexsort curve: a sort's
-    # ...and lexsorts 16x slower than it sorts, measured on float64 alone (``FLOAT64_ONLY``)
-    numpy_ops["float64"] = dict(numpy_ops["float64"], lexsort=_linear(1e-6, 16 * 20e-9))
-    torch_ops["float64"] = dict(torch_ops["float64"], lexsort=_linear(5e-6, 40e-9))
+    # ...and lexsorts 16x slower than it sorts, measured on int64 alone (``INTEGER_ONLY``): where
+    # torch-cpu lexsorts slower still, its floor is as high as the sort's...
+    for ops, line in ((numpy_ops, _linear(1e-6, 16 * 20e-9)), (torch_ops, _linear(5e-6, 32 * 20e-9))):
+        ops["int64"] = {"sort": ops["float64"]["sort"], "lexsort": line}
+    router.use_calibration(cal)
+    assert router.host_floor(lexsort_op) > 5_000
+    # ...and where it lexsorts faster, low
+    for ops, line in ((numpy_ops, _linear(1e-6, 16 * 20e-9)), (torch_ops, _linear(5e-6, 40e-9))):
+        ops["int64"] = {"sort": ops["float64"]["sort"], "lexsort": line}
     router.use_calibration(cal)
     model = router._models["numpy"]
-    assert model.seconds("lexsort", 50_000, "float32") == model.seconds("lexsort", 50_000, "float64") == (
-        pytest.approx(1e-6 + 50_000 * 16 * 20e-9, rel=1e-3))  # float32 priced from float64's curve, not the sort's
+    assert model.seconds("lexsort", 50_000, "int64") == pytest.approx(1e-6 + 50_000 * 16 * 20e-9, rel=1e-3)
+    assert model.seconds("lexsort", 50_000, "float64") is None  # float keys: NumPy alone lexsorts them
     floor, sort_floor = router.host_floor(lexsort_op), router.host_floor(sort_op)
     assert floor < 5_000 < sort_floor
     keys = np.stack([np.arange(5_000) % 7, np.arange(5_000)])  # over the lexsort floor, under the sort's
     with dispatch.trace() as t:
         got = dispatch.lexsort(keys)
+        floats = dispatch.lexsort(keys * 0.5)
         dispatch.sort(keys[1])
-    assert [(r.op, r.target) for r in t.records] == [("lexsort", "torch-cpu"), ("sort", "numpy")]
+    assert [(r.op, r.target) for r in t.records] == [("lexsort", "torch-cpu"), ("lexsort", "numpy"), ("sort", "numpy")]
+    assert t.records[1].reason == "cost model: nothing else can be priced"
     assert_same(got, np.lexsort(keys))
+    assert_same(floats, np.lexsort(keys * 0.5))
 
 
 def test_decision_cache_hit_is_the_same_object(isolated):
@@ -418,8 +427,8 @@ def test_calibration_round_trip_and_cache(isolated):
     assert set(cal.targets["numpy"]["ops"]["int64"]) == {"sort", "lexsort"}
     full = dict(calibration._plan(dispatch.targets.probe("numpy"), quick=False))
     assert set(full) == {"float32", "float64", "int64"} and [op for op, *_ in full["int64"]] == ["sort", "lexsort"]
-    assert "lexsort" in [op for op, *_ in full["float64"]] and "lexsort" not in [op for op, *_ in full["float32"]]
-    assert [x for x, _ in ops["lexsort"]] == [1_000, 1_000_000]  # elements: two keys of half that
+    assert not {"lexsort"} & {op for dtype in ("float64", "float32") for op, *_ in full[dtype]}  # integers alone
+    assert [x for x, _ in cal.targets["numpy"]["ops"]["int64"]["lexsort"]] == [1_000, 1_000_000]  # two keys of half
     stored = list(isolated.glob("calibration-*.json"))
     assert len(stored) == 1 and json.loads(stored[0].read_text())["fingerprint"] == calibration.fingerprint()
     calibration._loaded.clear()
@@ -443,9 +452,12 @@ def test_a_calibration_looks_only_for_the_targets_the_router_prices(isolated, mo
 def test_a_slow_point_is_the_least_of_a_few_calls():
     """A slow op is timed by few calls; one disturbed call must not set its price (a 4x slow
     point made an H100's CuPy lstsq look slower than NumPy's)."""
-    durations = iter([0.02, 0.08, 0.02, 0.02])  # warm-up, then a disturbed call, then two calm ones
+    durations = iter([0.2, 0.08, 0.02, 0.02])  # a warm-up that compiles, a disturbed call, a calm one
     seconds = calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04)
     assert 0.02 <= seconds < 0.05
+    assert next(durations) == 0.02  # three calls: the warm-up is one of the few
+    durations = iter([0.02, 0.08, 0.08, 0.5])  # a calm warm-up, as slow ops' warm-ups are
+    assert 0.02 <= calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04) < 0.05
     durations = iter([0.2, 0.2])  # over a third of the slow point: one warm call says enough
     assert calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04) >= 0.2
 
@@ -464,7 +476,8 @@ def test_a_size_ladder_stops_before_a_point_its_work_makes_slow(monkeypatch):
         monkeypatch.setattr(calibration, "_timer", lambda run, sync, budget, s=seconds: s)
         out = calibration._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
         for op, _, quick_sizes in calibration.REPRESENTATIVES:
-            assert len(out["ops"]["float64"][op]) == (points or len(quick_sizes)), op
+            dtype = "int64" if op in calibration.INTEGER_ONLY else "float64"
+            assert len(out["ops"][dtype][op]) == (points or len(quick_sizes)), op
 
 
 def _target(name: str, library: str, host: bool) -> types.SimpleNamespace:
@@ -474,7 +487,8 @@ def _target(name: str, library: str, host: bool) -> types.SimpleNamespace:
 def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_measures_devices(isolated, monkeypatch):
     """Where the driver compiles a library's solver kernels at their first call (minutes of a
     fresh machine's calibration), children make those calls, every size it measures spread over
-    half the cores, while the devices are measured; the host targets wait for them."""
+    the cores but four, and one child the first calls of its other ops, while the other devices
+    are measured, then its own; the host targets wait for them."""
     events = []
 
     class Child:
@@ -493,7 +507,8 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 7)  # three children, four cores left
     monkeypatch.setattr(dispatch.targets, "available", lambda: found)
     monkeypatch.setattr(dispatch.targets, "probe", found.get)
-    monkeypatch.setattr(calibration, "_plan", lambda target, quick: [])  # the progress bar's steps
+    monkeypatch.setattr(calibration, "_plan", lambda target, quick: [  # the progress bar's steps, the children's ops
+        ("float32", [("add", (1_000, 2_000), (1_000,)), ("linalg.solve", (16,), (16,))])])
     solvers = ("linalg.solve", "linalg.svd", "linalg.lstsq")
 
     def measured(target, which, out=None):
@@ -511,21 +526,23 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     assert list(cal.targets) == ["numpy", "cupy", "torch-cuda"]
     started = [e for e in events if e[0] == "start"]
     assert len(started) == 3 and {e[1] for e in started} == {"cupy"}
-    made = sorted(call for e in started for call in e[2])
-    assert made == sorted(f"{op}:{size}" for op, _, sizes in calibration.REPRESENTATIVES if op in solvers
+    made = sorted(call for e in started[:2] for call in e[2])
+    assert made == sorted(f"{op}:{size}:float64" for op, _, sizes in calibration.REPRESENTATIVES if op in solvers
                           for size in sizes)
-    assert started[0][2][0] == "linalg.solve:256"  # the largest first, one a child
+    assert started[0][2][0] == "linalg.solve:256:float64"  # the largest first, one a child
+    assert started[2][2] == ("add:1000:float32",)  # the other ops, at the sizes and dtypes measured
     assert [e for e in events if e[0] != "start"] == [
-        ("measure", "cupy", "all but solvers"), ("measure", "torch-cuda", "all but solvers"),
-        ("wait", "linalg.solve:256"), ("wait", "linalg.svd:128"), ("wait", "linalg.lstsq:128"),
+        ("measure", "torch-cuda", "all but solvers"), ("measure", "cupy", "all but solvers"),
+        ("wait", "linalg.solve:256:float64"), ("wait", "linalg.svd:128:float64"), ("wait", "add:1000:float32"),
         ("measure", "numpy", "all"), ("measure", "cupy", "solvers"), ("measure", "torch-cuda", "solvers")]
+    assert set(cal.extra["phases"]) == {"finding the targets", "waiting for the first calls"}
     for env, cores in ((None, 5), (("CUDA_CACHE_DISABLE", "1"), 16)):  # no cores to spare; no cache to warm
         if env:
             monkeypatch.setenv(*env)
         monkeypatch.setattr(calibration.os, "cpu_count", lambda cores=cores: cores)
         assert calibration._start_first_calls(list(found.values()), quick=False) == []
     monkeypatch.delenv("CUDA_CACHE_DISABLE")
-    assert len(calibration._start_first_calls(list(found.values()), quick=False)) == 10  # one call each
+    assert len(calibration._start_first_calls(list(found.values()), quick=False)) == 11  # a call each, and the rest
     (isolated / "calibration-0123.json").write_text("{}")  # calibrated before: compiled then
     assert calibration._start_first_calls(list(found.values()), quick=False) == []
 
@@ -538,11 +555,12 @@ def test_the_first_call_children_run_in_a_fresh_interpreter(monkeypatch):
     calibration._finish_first_calls(children)
     assert len(children) == 2 and [c.returncode for c in children] == [0, 0]
     made = []
-    monkeypatch.setattr(calibration, "_call_for", lambda op: lambda *args: made.append((op, [a.shape for a in args])))
-    monkeypatch.setattr(calibration.sys, "argv", ["-c", "numpy", "linalg.lstsq:16", "linalg.solve:32"])
+    monkeypatch.setattr(calibration, "_call_for",
+                        lambda op: lambda *args: made.append((op, [(a.shape, a.dtype) for a in args])))
+    monkeypatch.setattr(calibration.sys, "argv", ["-c", "numpy", "linalg.lstsq:16:float64", "sort:64:int64"])
     calibration._first_calls()
-    assert made == [("linalg.lstsq", [(calibration.TALL * 16, 16), (calibration.TALL * 16,)]),
-                    ("linalg.solve", [(32, 32), (32,)])]
+    tall = calibration.TALL * 16
+    assert made == [("linalg.lstsq", [((tall, 16), np.float64), ((tall,), np.float64)]), ("sort", [((64,), np.int64)])]
 
 
 def test_calibration_draws_each_operand_once_for_every_op_and_target():
