@@ -527,45 +527,65 @@ _FIRST_CALL_OPS = ("linalg.solve", "linalg.svd", "linalg.lstsq")
 _FIRST_CALLS_WAIT_S = 60.0
 
 
-def _start_first_calls(found: list[Any], quick: bool) -> list[subprocess.Popen]:
+def _start_first_calls(names: list[str], quick: bool) -> list[subprocess.Popen]:
     """Children making the first calls of the targets named in ``COMPILES_ON_FIRST_CALL``: of its
     solvers at every size their calibration measures, one child each where there are cores
     enough (four are left to the measurements), the largest sizes spread first; and of every
-    other op at every size and dtype it measures, in one child. None on a machine calibrated
-    before (it has compiled them: on an H200 machine the children then made a quick
-    calibration take 10 s, of which the targets' own measurements 5), where the driver keeps no
-    cache, or on a machine of few cores."""
+    other op at every size and dtype it measures, in one child (``others``). They start before
+    the target is looked for here, where its library is installed and a GPU is present
+    (``_likely``), so that their compiles overlap the parent's imports and CUDA contexts. None
+    on a machine calibrated before (it has compiled them: on an H200 machine the children then
+    made a quick calibration take 10 s, of which the targets' own measurements 5), where the
+    driver keeps no cache, or on a machine of few cores."""
     slots = (os.cpu_count() or 1) - 4
     if os.environ.get("CUDA_CACHE_DISABLE") == "1" or slots < 2 or any(cache_dir().glob("calibration-*.json")):
         return []
     children = []
-    for target in found:
-        if target.name not in COMPILES_ON_FIRST_CALL:
+    for name in names:
+        if name not in COMPILES_ON_FIRST_CALL or not _likely(name):
             continue
         calls = sorted(((size, op) for op, sizes, quick_sizes in REPRESENTATIVES if op in _FIRST_CALL_OPS
                         for size in (quick_sizes if quick else sizes)), reverse=True)
         shares = [[f"{op}:{size}:float64" for size, op in calls[i::slots - 1]] for i in range(slots - 1)]
-        shares.append([f"{op}:{size}:{dtype}" for dtype, representatives in _plan(target, quick)
-                       for op, sizes, quick_sizes in representatives if op not in _FIRST_CALL_OPS
-                       for size in (quick_sizes if quick else sizes)])
+        shares.append(["others:quick" if quick else "others:full"])
         for share in filter(None, shares):
             children.append(subprocess.Popen(
                 [sys.executable, "-c", "import sys; from dispatch.calibration import _first_calls; _first_calls()",
-                 target.name, *share], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                 name, *share], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return children
 
 
+def _likely(name: str) -> bool:
+    """Whether target ``name`` will probably be found here, known without importing its library:
+    the library is installed and the kernel's drivers list a GPU. (A child started in vain ends
+    at its first call: its outcome does not matter.)"""
+    import importlib.util
+
+    gpus = [g for g in _gpu_hardware() if not g.startswith("visible ") and g != "apple silicon"]
+    return bool(gpus) and importlib.util.find_spec(name.split("-")[0]) is not None
+
+
 def _first_calls() -> None:
-    """A child of ``_start_first_calls``: ``argv`` names the target, then ``op:size:dtype`` calls."""
+    """A child of ``_start_first_calls``: ``argv`` names the target, then ``op:size:dtype`` calls,
+    or ``others:quick`` (``others:full``): every op but the solvers, at every size and dtype such a
+    calibration measures on it."""
     import dispatch
     from dispatch import targets
 
     name, calls = sys.argv[1], [c.split(":") for c in sys.argv[2:]]
+    target = targets.probe(name)
+    if target is None:
+        return
+    if calls and calls[0][0] == "others":
+        quick = calls[0][1] == "quick"
+        calls = [(op, size, dtype) for dtype, representatives in _plan(target, quick)
+                 for op, sizes, quick_sizes in representatives if op not in _FIRST_CALL_OPS
+                 for size in (quick_sizes if quick else sizes)]
     inputs = _Inputs()
     with dispatch.using(name):
         for op, size, dtype in calls:
             _call_for(op)(*(dispatch.asarray(h).to(name) for h in inputs(op, int(size), dtype)))
-            targets.probe(name).synchronize()
+            target.synchronize()
 
 
 def _finish_first_calls(children: list[subprocess.Popen]) -> None:
@@ -614,9 +634,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     start = time.perf_counter()
     phases: dict[str, float] = {}  # seconds spent on other things than measuring the targets
     wanted = [name for name in router.PRICED if only is None or name in only]
-    # the children start as soon as their target is found, while the others are looked for
-    children = _start_first_calls([t for n in wanted if n in COMPILES_ON_FIRST_CALL and (t := targets.probe(n))],
-                                  quick)
+    children = _start_first_calls(wanted, quick)  # before any target is looked for
     ticker = None
     try:
         found = [t for name in wanted if (t := targets.probe(name)) is not None]

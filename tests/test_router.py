@@ -8,6 +8,7 @@ import json
 import math
 import time
 import types
+from importlib.util import find_spec
 
 import numpy as np
 import pytest
@@ -487,8 +488,9 @@ def _target(name: str, library: str, host: bool) -> types.SimpleNamespace:
 def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_measures_devices(isolated, monkeypatch):
     """Where the driver compiles a library's solver kernels at their first call (minutes of a
     fresh machine's calibration), children make those calls, every size it measures spread over
-    the cores but four, and one child the first calls of its other ops, while the other devices
-    are measured, then its own; the host targets wait for them."""
+    the cores but four, and one child the first calls of its other ops, started before any target
+    is looked for, while the other devices are measured, then its own; the host targets wait for
+    them."""
     events = []
 
     class Child:
@@ -506,7 +508,8 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     monkeypatch.setattr(calibration.subprocess, "Popen", Child)
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 7)  # three children, four cores left
     monkeypatch.setattr(dispatch.targets, "available", lambda: found)
-    monkeypatch.setattr(dispatch.targets, "probe", found.get)
+    monkeypatch.setattr(dispatch.targets, "probe", lambda name: events.append(("probe", name)) or found.get(name))
+    monkeypatch.setattr(calibration, "_likely", lambda name: True)
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [  # the progress bar's steps, the children's ops
         ("float32", [("add", (1_000, 2_000), (1_000,)), ("linalg.solve", (16,), (16,))])])
     solvers = ("linalg.solve", "linalg.svd", "linalg.lstsq")
@@ -526,32 +529,46 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     assert list(cal.targets) == ["numpy", "cupy", "torch-cuda"]
     started = [e for e in events if e[0] == "start"]
     assert len(started) == 3 and {e[1] for e in started} == {"cupy"}
+    assert events[:3] == started  # before the parent looks for any target (imports its library)
     made = sorted(call for e in started[:2] for call in e[2])
     assert made == sorted(f"{op}:{size}:float64" for op, _, sizes in calibration.REPRESENTATIVES if op in solvers
                           for size in sizes)
     assert started[0][2][0] == "linalg.solve:256:float64"  # the largest first, one a child
-    assert started[2][2] == ("add:1000:float32",)  # the other ops, at the sizes and dtypes measured
-    assert [e for e in events if e[0] != "start"] == [
+    assert started[2][2] == ("others:quick",)  # the other ops, at the sizes and dtypes it measures
+    assert [e for e in events if e[0] not in ("start", "probe")] == [
         ("measure", "torch-cuda", "all but solvers"), ("measure", "cupy", "all but solvers"),
-        ("wait", "linalg.solve:256:float64"), ("wait", "linalg.svd:128:float64"), ("wait", "add:1000:float32"),
+        ("wait", "linalg.solve:256:float64"), ("wait", "linalg.svd:128:float64"), ("wait", "others:quick"),
         ("measure", "numpy", "all"), ("measure", "cupy", "solvers"), ("measure", "torch-cuda", "solvers")]
     assert set(cal.extra["phases"]) == {"finding the targets", "waiting for the first calls"}
     for env, cores in ((None, 5), (("CUDA_CACHE_DISABLE", "1"), 16)):  # no cores to spare; no cache to warm
         if env:
             monkeypatch.setenv(*env)
         monkeypatch.setattr(calibration.os, "cpu_count", lambda cores=cores: cores)
-        assert calibration._start_first_calls(list(found.values()), quick=False) == []
+        assert calibration._start_first_calls(list(found), quick=False) == []
     monkeypatch.delenv("CUDA_CACHE_DISABLE")
-    assert len(calibration._start_first_calls(list(found.values()), quick=False)) == 11  # a call each, and the rest
+    assert len(calibration._start_first_calls(list(found), quick=False)) == 11  # a call each, and the rest
+    monkeypatch.setattr(calibration, "_likely", lambda name: False)  # not installed, or no GPU
+    assert calibration._start_first_calls(list(found), quick=False) == []
+    monkeypatch.setattr(calibration, "_likely", lambda name: True)
     (isolated / "calibration-0123.json").write_text("{}")  # calibrated before: compiled then
-    assert calibration._start_first_calls(list(found.values()), quick=False) == []
+    assert calibration._start_first_calls(list(found), quick=False) == []
+
+
+def test_a_target_is_likely_where_its_library_is_installed_and_a_gpu_is_listed(monkeypatch):
+    monkeypatch.setattr(calibration, "_gpu_hardware", lambda: ["NVIDIA H100 80GB HBM3", "NVRM version: 580"])
+    assert calibration._likely("numpy") and calibration._likely("torch-cuda") == bool(find_spec("torch"))
+    assert not calibration._likely("a-library-nobody-installed")
+    for listed in ([], ["visible 0"], ["apple silicon"]):  # no GPU driver, only what CUDA_VISIBLE_DEVICES says
+        monkeypatch.setattr(calibration, "_gpu_hardware", lambda listed=listed: listed)
+        assert not calibration._likely("numpy")
 
 
 def test_the_first_call_children_run_in_a_fresh_interpreter(monkeypatch):
     """The children's command line works: here on NumPy, as if it were such a library."""
     monkeypatch.setattr(calibration, "COMPILES_ON_FIRST_CALL", frozenset({"numpy"}))
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 6)
-    children = calibration._start_first_calls([_target("numpy", "numpy", True)], quick=True)
+    monkeypatch.setattr(calibration, "_likely", lambda name: True)
+    children = calibration._start_first_calls(["numpy"], quick=True)
     calibration._finish_first_calls(children)
     assert len(children) == 2 and [c.returncode for c in children] == [0, 0]
     made = []
@@ -561,6 +578,13 @@ def test_the_first_call_children_run_in_a_fresh_interpreter(monkeypatch):
     calibration._first_calls()
     tall = calibration.TALL * 16
     assert made == [("linalg.lstsq", [((tall, 16), np.float64), ((tall,), np.float64)]), ("sort", [((64,), np.int64)])]
+    made.clear()
+    monkeypatch.setattr(calibration.sys, "argv", ["-c", "numpy", "others:quick"])
+    calibration._first_calls()
+    planned = calibration._plan(dispatch.targets.probe("numpy"), quick=True)
+    assert [op for op, _ in made] == [op for _, representatives in planned for op, _, sizes in representatives
+                                      if op not in ("linalg.solve", "linalg.svd", "linalg.lstsq") for _ in sizes]
+    assert ("sort", [((1_000,), np.int64)]) in made and ("add", [((1_000,), np.float64)] * 2) in made
 
 
 def test_calibration_draws_each_operand_once_for_every_op_and_target():
