@@ -101,12 +101,14 @@ INTEGER_ONLY = ("lexsort",)
 # size ladder (larger sizes are extrapolated the same way).
 _POINT_BUDGET_S = {False: 0.04, True: 0.01}
 _SLOW_POINT_S = 0.3
+# A slow point is the least of this many calls, its warm-up among them (``_timer``), full and quick.
+_SLOW_CALLS = {False: 3, True: 2}
 # Quick calibrations measure float64 (float32 is priced from it) and the integer sorts on int64,
-# and time each transfer for a quarter of the full one's time. Priced from float64's, torch-cpu's
+# and time each transfer for an eighth of the full one's time. Priced from float64's, torch-cpu's
 # integer sorts looked slower than NumPy's on a 2-core machine, and dataprep large stayed on
 # NumPy after a quick calibration (1.03x NumPy's time; 0.51x after a full one).
 _QUICK_DTYPES = ("float64", "int64")
-_TRANSFER_BUDGET_S = {False: 0.2, True: 0.05}
+_TRANSFER_BUDGET_S = {False: 0.2, True: 0.025}
 # What a calibration measures, and how: a stored one made to another plan (by an older dispatch)
 # is measured again rather than priced from (a calibration from before lstsq was measured on tall
 # operands priced an H100's CuPy lstsq of 200000 x 100 at 5.4 s, NumPy's at 2.1; they take 20 ms
@@ -321,9 +323,9 @@ def load_or_measure(quick: bool = True, progress: bool = False) -> Calibration:
 # ---- measuring --------------------------------------------------------------------------------------
 
 
-def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> float:
+def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float, slow_calls: int = 3) -> float:
     """Seconds per call of ``run`` (warm, synchronised), the least disturbed of a few samples
-    taken within about ``budget``."""
+    taken within about ``budget``; for a slow op, of ``slow_calls`` calls at most."""
 
     def one_call() -> float:
         start = time.perf_counter()
@@ -333,10 +335,11 @@ def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float) -> f
 
     first = one_call()  # the warm-up: a first call may compile or allocate...
     once = one_call()
-    if once > budget / 3:  # a slow op: the least of up to three calls within _SLOW_POINT_S, the
+    if once > budget / 3:  # a slow op: the least of up to slow_calls calls within _SLOW_POINT_S, the
         # warm-up among them (...which makes it slower, never faster). One call is not enough:
         # CuPy's lstsq of 8192 x 128 measured 60 ms on one H100 machine, 15 on another.
-        return min([first, once, *(one_call() for _ in range(1 if 3 * once <= _SLOW_POINT_S else 0))])
+        more = slow_calls - 2 if slow_calls * once <= _SLOW_POINT_S else 0
+        return min([first, once, *(one_call() for _ in range(more))])
     calls = max(1, min(1000, int(budget / 5 / max(once, 1e-7))))  # five batches in the budget
     samples = []
     for _ in range(5):
@@ -430,7 +433,8 @@ def _measure_ops(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str]
                     host = inputs(op, size, dtype)
                     args = tuple(dispatch.asarray(h).to(target.name) for h in host)
                     try:
-                        seconds = _timer(lambda fn=fn, args=args: fn(*args), target.synchronize, budget)
+                        seconds = _timer(lambda fn=fn, args=args: fn(*args), target.synchronize, budget,
+                                         _SLOW_CALLS[quick])
                     except Exception:  # the target cannot run this op at this size: no point
                         break
                     points.append([size * TALL ** (1 / 3) if op in TALL_OPS else size, seconds])

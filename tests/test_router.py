@@ -461,6 +461,9 @@ def test_a_slow_point_is_the_least_of_a_few_calls():
     assert 0.02 <= calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04) < 0.05
     durations = iter([0.2, 0.2])  # over a third of the slow point: one warm call says enough
     assert calibration._timer(lambda: time.sleep(next(durations)), lambda: None, budget=0.04) >= 0.2
+    durations = iter([0.2, 0.04, 0.02])  # a quick calibration's: the warm-up and one call
+    assert 0.04 <= calibration._timer(lambda: time.sleep(next(durations)), lambda: None, 0.01, slow_calls=2) < 0.1
+    assert next(durations) == 0.02
 
 
 def test_a_size_ladder_stops_before_a_point_its_work_makes_slow(monkeypatch):
@@ -474,7 +477,7 @@ def test_a_size_ladder_stops_before_a_point_its_work_makes_slow(monkeypatch):
     assert calibration._longer_than("add", [1_000, 0.31], 1_001, 0.3)  # a point that took it
     numpy_target = dispatch.targets.probe("numpy")
     for seconds, points in ((0.2, 1), (1e-6, None)):  # every op stops after its first point, or none does
-        monkeypatch.setattr(calibration, "_timer", lambda run, sync, budget, s=seconds: s)
+        monkeypatch.setattr(calibration, "_timer", lambda run, sync, budget, slow_calls=3, s=seconds: s)
         out = calibration._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
         for op, _, quick_sizes in calibration.REPRESENTATIVES:
             dtype = "int64" if op in calibration.INTEGER_ONLY else "float64"
