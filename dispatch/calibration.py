@@ -231,16 +231,20 @@ def _identity() -> dict[str, Any]:
 
 def _gpu_hardware() -> list[str]:
     """GPU models and driver as the kernel drivers list them (NVIDIA, AMD), or Apple silicon."""
-    found = []
-    nvidia = Path("/proc/driver/nvidia")
-    for info in sorted(nvidia.glob("gpus/*/information")):
-        found += [line.split(":", 1)[1].strip() for line in _lines(info) if line.startswith("Model:")]
-    found += _lines(nvidia / "version")[:1]
-    found += [" ".join(_lines(p)) for p in sorted(Path("/sys/class/drm").glob("card*/device/product_name"))]
+    found = _driver_gpus()
     if sys.platform == "darwin" and platform.machine() == "arm64":
         found.append("apple silicon")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES")
     return [*found, f"visible {visible}"] if visible is not None else found
+
+
+def _driver_gpus() -> list[str]:
+    """GPU models and driver as the kernel's NVIDIA and AMD drivers list them."""
+    nvidia = Path("/proc/driver/nvidia")
+    found = [line.split(":", 1)[1].strip() for info in sorted(nvidia.glob("gpus/*/information"))
+             for line in _lines(info) if line.startswith("Model:")]
+    found += _lines(nvidia / "version")[:1]
+    return found + [" ".join(_lines(p)) for p in sorted(Path("/sys/class/drm").glob("card*/device/product_name"))]
 
 
 def _lines(path: Path) -> list[str]:
@@ -567,8 +571,7 @@ def _likely(name: str) -> bool:
     at its first call: its outcome does not matter.)"""
     import importlib.util
 
-    gpus = [g for g in _gpu_hardware() if not g.startswith("visible ") and g != "apple silicon"]
-    return bool(gpus) and importlib.util.find_spec(name.split("-")[0]) is not None
+    return bool(_driver_gpus()) and importlib.util.find_spec(name.split("-")[0]) is not None
 
 
 def _first_calls() -> None:

@@ -558,12 +558,16 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
 
 
 def test_a_target_is_likely_where_its_library_is_installed_and_a_gpu_is_listed(monkeypatch):
-    monkeypatch.setattr(calibration, "_gpu_hardware", lambda: ["NVIDIA H100 80GB HBM3", "NVRM version: 580"])
+    monkeypatch.setattr(calibration, "_driver_gpus", lambda: ["NVIDIA H100 80GB HBM3", "NVRM version: 580"])
     assert calibration._likely("numpy") and calibration._likely("torch-cuda") == bool(find_spec("torch"))
     assert not calibration._likely("a-library-nobody-installed")
-    for listed in ([], ["visible 0"], ["apple silicon"]):  # no GPU driver, only what CUDA_VISIBLE_DEVICES says
-        monkeypatch.setattr(calibration, "_gpu_hardware", lambda listed=listed: listed)
-        assert not calibration._likely("numpy")
+    # no GPU driver: only what CUDA_VISIBLE_DEVICES says, or Apple silicon, which the fingerprint lists
+    monkeypatch.setattr(calibration, "_driver_gpus", lambda: [])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setattr(calibration.sys, "platform", "darwin")
+    monkeypatch.setattr(calibration.platform, "machine", lambda: "arm64")
+    assert calibration._gpu_hardware() == ["apple silicon", "visible 0"]
+    assert not calibration._likely("numpy")
 
 
 def test_the_first_call_children_run_in_a_fresh_interpreter(monkeypatch):
