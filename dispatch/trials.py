@@ -38,7 +38,10 @@ qualifies meanwhile waits its turn, decided afresh at each call until it starts.
 kind of call stopped coming (its loop ended) gives way: once another kind of call has waited
 for it ``PASSED_OVER`` times since its last call, or after ``STALE_S``. A period much
 longer than the others (the program paused, or a benchmark switched policies between its
-samples) is left out. A host side far slower than the device (``CUT_RATIO``) is cut short.
+samples) is left out, as is one in which a target ran a kind of call for the first time in the
+process (``targets.first_calls``): CuPy compiled its kernel then, or loaded it, and the
+program's later periods pay neither. A host side far slower than the device (``CUT_RATIO``) is
+cut short.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ import math
 import statistics
 import time
 from typing import Any
+
+from dispatch import targets
 
 __all__ = ["Trial", "active", "all_device", "alone", "clear", "finish", "pause", "running", "start", "verdict",
            "verdicts"]
@@ -110,14 +115,15 @@ DEVICE_BOUND = 1.5
 class Trial:
     """The device and host decisions of one kind of call, and the program's periods under each."""
 
-    __slots__ = ("device", "everything", "hopeless", "host", "last", "limit", "moved", "passed_over", "periods", "seen",
-                 "touched")
+    __slots__ = ("device", "everything", "first_calls", "hopeless", "host", "last", "limit", "moved", "passed_over",
+                 "periods", "seen", "touched")
 
     def __init__(self, device: Any, host: Any) -> None:
         self.device = device
         self.host = host
         self.seen = 0
         self.last: tuple[float, str] | None = None  # the previous call's time and side
+        self.first_calls = 0  # ``targets.first_calls`` at the previous call
         self.touched = time.perf_counter()
         self.passed_over = 0  # calls of other kinds that waited for it since its own last call
         self.periods: dict[str, list[float]] = {side: [] for side in SIDES}
@@ -136,7 +142,8 @@ class Trial:
         now = time.perf_counter()
         if self.last is not None:
             period = now - self.last[0]
-            self._count(period)
+            if targets.first_calls == self.first_calls:  # no kernel compiled or loaded in it
+                self._count(period)
             if self.last[1] in ("device", "all-device"):
                 self.hopeless = 0
             elif self._host_hopeless(period):
@@ -148,7 +155,7 @@ class Trial:
         if side in ALONE and self.periods["device"]:
             self.limit = CUT_RATIO * statistics.fmean(self.periods["device"]) + MAX_PERIOD_S
         self.seen += 1
-        self.last = (now, side)
+        self.last, self.first_calls = (now, side), targets.first_calls
         self.touched = now
         self.passed_over = 0
         return (self.device if side in ("device", "all-device") else self.host), False

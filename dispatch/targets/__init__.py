@@ -22,7 +22,17 @@ if TYPE_CHECKING:
     from dispatch._ops import Op
 
 __all__ = ["FINITE_INPUTS", "TARGET_NAMES", "Target", "Unavailable", "Unsupported", "available", "check_finite",
-           "get", "probe"]
+           "first_call", "get", "probe"]
+
+# Kinds of call a target has run for the first time in this process, so far: CuPy compiles a
+# kernel for each, or loads it from its cache, on the host's clock. A trial leaves out the
+# periods they fall in (``dispatch.trials``).
+first_calls = 0
+
+
+def first_call() -> None:
+    global first_calls
+    first_calls += 1
 
 
 class Unsupported(Exception):

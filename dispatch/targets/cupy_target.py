@@ -28,7 +28,7 @@ import numpy as np
 
 from dispatch.devices import Device, device_of
 from dispatch.selector import Backend
-from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
+from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite, first_call
 from dispatch.targets import _cupy_fixes as fixes
 from dispatch.targets._oracle import expected, indexing_gives_scalar, signature, unique_inverse_shape
 
@@ -251,6 +251,7 @@ class CupyTarget(Target):
             plan = (fix, want)
             if key is not None:
                 self._plans[(op, key)] = plan
+                first_call()
         return plan
 
     def _function(self, op: Any) -> Any:
