@@ -1,0 +1,51 @@
+"""benchmarks.trial_trace: each ended trial's periods kept as the trial measured them."""
+
+from __future__ import annotations
+
+import pytest
+from _synthetic import synthetic
+from helpers import router_restored
+
+from benchmarks import suite, trial_trace
+from dispatch import router, trials
+from dispatch.history import History
+
+
+class _Side:
+    def __init__(self, name: str) -> None:
+        self.target = type("T", (), {"name": name})()
+        self.reason = name
+
+
+@pytest.fixture
+def restored(monkeypatch):
+    monkeypatch.setattr(trials, "finish", trials.finish)
+    yield
+    trials.clear()
+
+
+def test_an_ended_trial_is_kept_with_its_periods_per_side(restored):
+    ended: list[dict] = []
+    trial_trace._capture(ended)
+    device, host = _Side("cupy"), _Side("numpy")
+    key = ("tanh", ("float64",), 19)
+    assert trials.start(key, device, host)
+    trials.running[key].periods["device"] = [2.5e-3, 2.75e-3]
+    trials.running[key].periods["host"] = [4e-3]
+    trials.finish(key, device)
+    assert trials.verdict(key) is device and not trials.running  # the real finish ran
+    assert ended == [{"key": "tanh float64 under 2^19", "verdict": "cupy", "reason": "cupy", "everything": False,
+                      "periods_us": {"device": [2500, 2750], "numpy": [], "all-device": [], "host": [4000]}}]
+    trials.finish(("gone",))  # a trial that never ran: nothing to keep
+    assert len(ended) == 1
+
+
+def test_a_workload_is_learned_then_timed(restored, monkeypatch):
+    monkeypatch.setattr(suite, "_histories", {})
+    with router_restored(History()):
+        router.use_calibration(synthetic(gpu=False))
+        result = trial_trace.trace("mlp", "small")
+    assert result["learning"]["settled"] and result["trials"] == []  # no device here: nothing on trial
+    assert result["learning"]["runs"] >= 1 and len(result["learning_runs_ms"]) == result["learning"]["runs"]
+    assert len(result["numpy_ms"]) == 3 and len(result["router_ms"]) == 5
+    assert sum(result["targets"].values()) > 0
