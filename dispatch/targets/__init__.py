@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["FINITE_INPUTS", "TARGET_NAMES", "Target", "Unavailable", "Unsupported", "available", "check_finite",
            "first_call", "get", "probe"]
 
-# Kinds of call a target has run for the first time in this process, so far: CuPy compiles a
-# kernel for each, or loads it from its cache, on the host's clock. A trial leaves out the
-# periods they fall in (``dispatch.trials``).
+# Kinds of call a target has run for the first time in this process, so far. CuPy counts its
+# own: it compiles a kernel for each, or loads it from its cache, on the host's clock (torch
+# ships its kernels compiled). A trial leaves out the periods they fall in (``dispatch.trials``).
 first_calls = 0
 
 
