@@ -22,11 +22,19 @@ import numpy
 
 from benchmarks import suite
 from benchmarks.workloads import get
-from dispatch import trials
+from dispatch import router, trials
+from dispatch.devices import HOST_ONLY
+
+
+def _name(key: tuple) -> str:
+    """A router key as words: op, dtypes, size bucket, where its inputs are, layout."""
+    where = "+".join(sorted(str(d) for d in key[3]))
+    return f"{key[0]} {'/'.join(map(str, key[1]))} under 2^{key[2]} on {where}{f' {key[5]}' if key[5] else ''}"
 
 
 def _capture(ended: list[dict[str, Any]]) -> None:
-    """Keep each trial's periods as it ends (``trials.finish`` forgets them)."""
+    """Keep each trial's periods as it ends (``trials.finish`` forgets them), and the decisions
+    the router holds then for calls with inputs off the host: the neighbours a device side met."""
     finish = trials.finish
 
     def keeping(key: tuple, chosen: Any = None) -> None:
@@ -38,6 +46,8 @@ def _capture(ended: list[dict[str, Any]]) -> None:
                 "reason": None if chosen is None else chosen.reason,
                 "everything": trial.everything,
                 "periods_us": {side: [round(p * 1e6) for p in ps] for side, ps in trial.periods.items()},
+                "device_input_decisions": {_name(k): f"{d.target.name}: {d.reason[:60]}"
+                                           for k, d in router._decisions.items() if k[3] != HOST_ONLY},
             })
         finish(key, chosen)
 

@@ -8,6 +8,7 @@ from helpers import router_restored
 
 from benchmarks import suite, trial_trace
 from dispatch import router, trials
+from dispatch.devices import HOST, Device
 from dispatch.history import History
 
 
@@ -24,18 +25,26 @@ def restored(monkeypatch):
     trials.clear()
 
 
-def test_an_ended_trial_is_kept_with_its_periods_per_side(restored):
+def test_an_ended_trial_is_kept_with_its_periods_per_side(restored, monkeypatch):
     ended: list[dict] = []
     trial_trace._capture(ended)
     device, host = _Side("cupy"), _Side("numpy")
     key = ("tanh", ("float64",), 19)
+    here = _Side("numpy")
+    here.reason = "small"
+    there = _Side("cupy")
+    there.reason = "cost model"
+    monkeypatch.setattr(router, "_decisions", {
+        ("exp", ("float64",), 19, frozenset({HOST}), None, None): here,  # host inputs: not kept
+        ("exp", ("float64",), 19, frozenset({HOST, Device("cuda", 0)}), None, None): there})
     assert trials.start(key, device, host)
     trials.running[key].periods["device"] = [2.5e-3, 2.75e-3]
     trials.running[key].periods["host"] = [4e-3]
     trials.finish(key, device)
     assert trials.verdict(key) is device and not trials.running  # the real finish ran
     assert ended == [{"key": "tanh float64 under 2^19", "verdict": "cupy", "reason": "cupy", "everything": False,
-                      "periods_us": {"device": [2500, 2750], "numpy": [], "all-device": [], "host": [4000]}}]
+                      "periods_us": {"device": [2500, 2750], "numpy": [], "all-device": [], "host": [4000]},
+                      "device_input_decisions": {"exp float64 under 2^19 on cpu+cuda:0": "cupy: cost model"}}]
     trials.finish(("gone",))  # a trial that never ran: nothing to keep
     assert len(ended) == 1
 
