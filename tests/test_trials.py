@@ -195,8 +195,7 @@ def test_a_pause_is_left_out_and_a_policy_switch_times_no_period():
 def test_a_period_in_which_a_kernel_was_compiled_is_left_out(monkeypatch):
     """Every other device period pays for a later call's kernel, compiled (or loaded) there once
     in the process: a cost the program's later periods never pay. Left out, the device's steady
-    periods win; counted, they average to the host's loss (on an H100 machine, mlp large's first
-    trial took 7.6-9.4 ms a period on the device with CuPy's kernel cache empty, 3.9-4.7 with it full)."""
+    periods win; counted, they average to the host's loss."""
     monkeypatch.setattr(targets, "first_calls", 0)
 
     def device(n: int) -> float:
