@@ -439,7 +439,9 @@ def _measure_ops(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str]
                     try:
                         seconds = _timer(lambda fn=fn, args=args: fn(*args), target.synchronize, budget,
                                          _SLOW_CALLS[quick])
-                    except Exception:  # the target cannot run this op at this size: no point
+                    except Exception as exc:  # the target cannot run this op at this size (out of memory,
+                        # a dtype it lacks): no point there or above, and why kept, so that it is not silent
+                        out.setdefault("stopped", {})[f"{dtype} {op}"] = f"at {size}: {type(exc).__name__}: {exc}"[:200]
                         break
                     points.append([size * TALL ** (1 / 3) if op in TALL_OPS else size, seconds])
                 ops[op] = points

@@ -484,6 +484,44 @@ def test_a_size_ladder_stops_before_a_point_its_work_makes_slow(monkeypatch):
             assert len(out["ops"][dtype][op]) == (points or len(quick_sizes)), op
 
 
+def test_an_op_a_target_fails_at_a_size_ends_its_ladder_and_says_why(monkeypatch):
+    """Out of memory (or any refusal) at one size: the points below stay, the ladder ends, and the
+    calibration keeps why, so that a failure, or a bug, is not silent."""
+    from dispatch.cli.calibrate import render
+
+    def timer(run, sync, budget, slow_calls=3):
+        run()
+        return 1e-6
+
+    real_call_for = calibration._call_for
+
+    def call_for(op):
+        fn = real_call_for(op)
+        if op != "sort":
+            return fn
+
+        def sort(a):
+            if a.size > 1_000:
+                raise MemoryError("out of memory allocating 2097152 bytes")
+            return fn(a)
+
+        return sort
+
+    monkeypatch.setattr(calibration, "_timer", timer)
+    monkeypatch.setattr(calibration, "_call_for", call_for)
+    numpy_target = dispatch.targets.probe("numpy")
+    out = calibration._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
+    assert out["ops"]["float64"]["sort"] == [[1_000, 1e-6]]
+    assert out["stopped"] == {"float64 sort": "at 262144: MemoryError: out of memory allocating 2097152 bytes",
+                              "int64 sort": "at 262144: MemoryError: out of memory allocating 2097152 bytes"}
+    assert len(out["ops"]["float64"]["add"]) == len(calibration._VECTOR_QUICK)  # the other ops: every size
+    cal = calibration.Calibration(fingerprint="f", machine={}, targets={"numpy": out}, quick=True)
+    text = render(cal, "here")
+    assert "  numpy float64 sort at 262144: MemoryError: out of memory" in text
+    assert "stopped early" not in render(calibration.Calibration(fingerprint="f", machine={}, targets={
+        "numpy": {**out, "stopped": {}}}, quick=True), "here")
+
+
 def _target(name: str, library: str, host: bool) -> types.SimpleNamespace:
     return types.SimpleNamespace(name=name, library=library, device=types.SimpleNamespace(is_host=host))
 

@@ -192,6 +192,12 @@ def moe_table(cal: Calibration) -> list[str]:
     return _aligned(["complexity", "seed SIMD", "seed GPU", "measured SIMD", "measured GPU"], rows)
 
 
+def _stopped(cal: Calibration) -> list[str]:
+    """The ops a target failed at some size (out of memory...), where its measured points end."""
+    lines = [f"  {name} {what} {why}" for name, t in cal.targets.items() for what, why in t.get("stopped", {}).items()]
+    return ["", "stopped early (a target failed an op at a size: its points end below it):", *lines] if lines else []
+
+
 def render(cal: Calibration, where: Path | str) -> str:
     kind = "quick" if cal.quick else "full"
     took = f" in {cal.seconds:g} s" if cal.seconds else ""
@@ -202,6 +208,7 @@ def render(cal: Calibration, where: Path | str) -> str:
         + "".join(f"; {g.get('name', '?')} ({g.get('target')})" for g in cal.machine.get("gpus", [])),
         "",
         *measured_table(cal),
+        *_stopped(cal),
         "",
         "MoE table (elements; SIMD: a multi-threaded CPU engine beats NumPy; GPU: a GPU beats every",
         "CPU engine, paying the transfer of host data):",
