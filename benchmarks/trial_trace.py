@@ -32,9 +32,10 @@ def _name(key: tuple) -> str:
     return f"{key[0]} {'/'.join(map(str, key[1]))} under 2^{key[2]} on {where}{f' {key[5]}' if key[5] else ''}"
 
 
-def _capture(ended: list[dict[str, Any]]) -> None:
+def _capture(ended: list[dict[str, Any]]) -> Callable[[], None]:
     """Keep each trial's periods as it ends (``trials.finish`` forgets them), and the decisions
-    the router holds then for calls with inputs off the host: the neighbours a device side met."""
+    the router holds then for calls with inputs off the host: the neighbours a device side met.
+    Returns what puts ``trials.finish`` back."""
     finish = trials.finish
 
     def keeping(key: tuple, chosen: Any = None) -> None:
@@ -52,6 +53,7 @@ def _capture(ended: list[dict[str, Any]]) -> None:
         finish(key, chosen)
 
     trials.finish = keeping
+    return lambda: setattr(trials, "finish", finish)
 
 
 def _ms(run: Callable[[], Any], times: int) -> list[float]:
@@ -66,7 +68,14 @@ def _ms(run: Callable[[], Any], times: int) -> list[float]:
 
 def trace(name: str, size: str) -> dict[str, Any]:
     ended: list[dict[str, Any]] = []
-    _capture(ended)
+    restore = _capture(ended)
+    try:
+        return _learned(name, size, ended)
+    finally:
+        restore()
+
+
+def _learned(name: str, size: str, ended: list[dict[str, Any]]) -> dict[str, Any]:
     workload = get(name)
     data = workload.make_data(size)
     result: dict[str, Any] = {"workload": name, "size": size,

@@ -27,7 +27,8 @@ def restored(monkeypatch):
 
 def test_an_ended_trial_is_kept_with_its_periods_per_side(restored, monkeypatch):
     ended: list[dict] = []
-    trial_trace._capture(ended)
+    finish = trials.finish
+    restore = trial_trace._capture(ended)
     device, host = _Side("cupy"), _Side("numpy")
     key = ("tanh", ("float64",), 19)
     here = _Side("numpy")
@@ -47,13 +48,17 @@ def test_an_ended_trial_is_kept_with_its_periods_per_side(restored, monkeypatch)
                       "device_input_decisions": {"exp float64 under 2^19 on cpu+cuda:0": "cupy: cost model"}}]
     trials.finish(("gone",))  # a trial that never ran: nothing to keep
     assert len(ended) == 1
+    restore()
+    assert trials.finish is finish
 
 
 def test_a_workload_is_learned_then_timed(restored, monkeypatch):
     monkeypatch.setattr(suite, "_histories", {})
     with router_restored(History()):
         router.use_calibration(synthetic(gpu=False))
+        finish = trials.finish
         result = trial_trace.trace("mlp", "small")
+        assert trials.finish is finish  # put back
     assert result["learning"]["settled"] and result["trials"] == []  # no device here: nothing on trial
     assert result["learning"]["runs"] >= 1 and len(result["learning_runs_ms"]) == result["learning"]["runs"]
     assert len(result["numpy_ms"]) == 3 and len(result["router_ms"]) == 5
