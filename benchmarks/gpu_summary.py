@@ -43,11 +43,16 @@ def calibration_line(out: Path) -> str | None:
         gemm = data.get("gemm", {}).get("float32") or data.get("gemm", {}).get("float64") or []
         rate = max((r for _, r in gemm), default=0.0)
         parts.append(f"{name} {rate / 1e12:.2f} TFLOP/s")
-    line = f"calibrate  {cal.get('seconds', 0):.1f} s; best GEMM: " + ", ".join(parts)
+    line = f"calibrate  {cal.get('seconds', 0):.1f} s (the command {_command_seconds(out / 'calibration.txt')} s); " \
+        "best GEMM: " + ", ".join(parts)
     quick = _load(out / "calibration-quick.json")
-    timed = out / "calibration-quick.txt"
-    command = timed.read_text().split()[-2] if timed.exists() else "?"
+    command = _command_seconds(out / "calibration-quick.txt")
     return line + (f"; quick {quick.get('seconds', 0):.1f} s (the command {command} s)" if quick else "")
+
+
+def _command_seconds(timed: Path) -> str:
+    """The seconds in a line ``gpu_run.sh`` wrote as "...: the command 6.25 s", or "?"."""
+    return timed.read_text().split()[-2] if timed.exists() else "?"
 
 
 def overhead_line(out: Path) -> str | None:

@@ -98,17 +98,21 @@ INTEGER_ONLY = ("lexsort",)
 
 # Seconds spent measuring one size of one op (about), full and quick; a size that would take
 # over _SLOW_POINT_S, by its work shape from the size below it, or that took it, ends the op's
-# size ladder (larger sizes are extrapolated the same way).
-_POINT_BUDGET_S = {False: 0.04, True: 0.01}
+# size ladder (larger sizes are extrapolated the same way). Longer budgets bought no steadier
+# points: two full calibrations of one H100 machine with the same budgets differed by 10-24 %
+# a point (the median, by target), two quick ones by up to 40 % as a whole (the GPU's clocks,
+# the host's memory); one with these budgets differed from ones with 0.04 s, 0.01 s and 0.2 s a
+# transfer by 6-34 %, and took 17.8 s where they took 22.2 (its quick one 0.4 s less).
+_POINT_BUDGET_S = {False: 0.025, True: 0.005}
 _SLOW_POINT_S = 0.3
 # A slow point is the least of this many calls, its warm-up among them (``_timer``), full and quick.
 _SLOW_CALLS = {False: 3, True: 2}
 # Quick calibrations measure float64 (float32 is priced from it) and the integer sorts on int64,
-# and time each transfer for an eighth of the full one's time. Priced from float64's, torch-cpu's
+# and time each transfer for a quarter of the full one's time. Priced from float64's, torch-cpu's
 # integer sorts looked slower than NumPy's on a 2-core machine, and dataprep large stayed on
 # NumPy after a quick calibration (1.03x NumPy's time; 0.51x after a full one).
 _QUICK_DTYPES = ("float64", "int64")
-_TRANSFER_BUDGET_S = {False: 0.2, True: 0.025}
+_TRANSFER_BUDGET_S = {False: 0.1, True: 0.025}
 # What a calibration measures, and how: a stored one made to another plan (by an older dispatch)
 # is measured again rather than priced from (a calibration from before lstsq was measured on tall
 # operands priced an H100's CuPy lstsq of 200000 x 100 at 5.4 s, NumPy's at 2.1; they take 20 ms
