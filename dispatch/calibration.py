@@ -658,15 +658,17 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         result: dict[str, Any] = {}
         ticker = _ticker(sum(len(ops) for target in found for _, ops in _plan(target, quick)), progress)
         tick = next(ticker)
-        # While the children run: every device but its solvers, those whose children compile
-        # last. Then, undisturbed, the devices' solvers, and the host targets.
+        # While the children run: every device, last and but for its solvers those whose first
+        # calls the children make. Then, undisturbed, those solvers, and the host targets.
         devices = sorted((t for t in found if not t.device.is_host), key=lambda t: t.name in COMPILES_ON_FIRST_CALL) \
             if children else []
+        compiling = {t.name for t in devices if t.name in COMPILES_ON_FIRST_CALL}
         seconds = dict.fromkeys((t.name for t in found), 0.0)
         phases["finding the targets"] = time.perf_counter() - start
         for target in devices:
             began = time.perf_counter()
-            result[target.name] = _measure_target(target, quick, inputs, tick, lambda op: op not in _FIRST_CALL_OPS)
+            result[target.name] = _measure_target(target, quick, inputs, tick, (lambda op: op not in _FIRST_CALL_OPS)
+                                                  if target.name in compiling else (lambda op: True))
             seconds[target.name] += time.perf_counter() - began
         began = time.perf_counter()
         _finish_first_calls(children)
@@ -674,9 +676,9 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         children = []
         for target in found:
             began = time.perf_counter()
-            if target in devices:
+            if target.name in compiling:
                 _measure_ops(target, quick, inputs, tick, result[target.name], lambda op: op in _FIRST_CALL_OPS)
-            else:
+            elif target not in devices:
                 result[target.name] = _measure_target(target, quick, inputs, tick)
             seconds[target.name] += time.perf_counter() - began
             result[target.name]["seconds"] = round(seconds[target.name], 2)
