@@ -535,11 +535,9 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
 # calibration, whichever dtype came first; its element-wise kernels, reductions and scans,
 # compiled per dtype, made its measurements 1.5-3.5 s longer than torch-cuda's on fresh H100 and
 # H200 machines, and as long on one calibrated before. Child processes make those first calls
-# while the other targets are measured, so that the compiles overlap (one process's do not: from
+# while the other devices are measured, so that the compiles overlap (one process's do not: from
 # 8 threads they took longer than one by one); these targets are measured next, their solvers
-# once the children are done. The children run at a lower priority, so that the host targets
-# keep the cores: held until the children were done, they left fresh H100 machines'
-# calibrations waiting 4.6-7.9 s for them (22.5-28.5 s in all; a cold lstsq took 10 s to compile).
+# and the host targets once the children are done, undisturbed.
 COMPILES_ON_FIRST_CALL = frozenset({"cupy"})
 _FIRST_CALL_OPS = ("linalg.solve", "linalg.svd", "linalg.lstsq")
 _FIRST_CALLS_WAIT_S = 60.0
@@ -589,7 +587,6 @@ def _first_calls() -> None:
     import dispatch
     from dispatch import targets
 
-    _lower_priority()
     name, calls = sys.argv[1], [c.split(":") for c in sys.argv[2:]]
     target = targets.probe(name)
     if target is None:
@@ -604,12 +601,6 @@ def _first_calls() -> None:
         for op, size, dtype in calls:
             _call_for(op)(*(dispatch.asarray(h).to(name) for h in inputs(op, int(size), dtype)))
             target.synchronize()
-
-
-def _lower_priority() -> None:
-    """Yield the cores to the parent, whose timings run meanwhile (Unix; elsewhere nothing)."""
-    if hasattr(os, "nice"):
-        os.nice(10)
 
 
 def _finish_first_calls(children: list[subprocess.Popen]) -> None:
@@ -667,12 +658,14 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         result: dict[str, Any] = {}
         ticker = _ticker(sum(len(ops) for target in found for _, ops in _plan(target, quick)), progress)
         tick = next(ticker)
-        # While the children run: every target, last and but for their solvers those whose first
-        # calls the children make; those solvers once the children are done.
-        compiling = {t.name for t in found if t.name in COMPILES_ON_FIRST_CALL} if children else set()
+        # While the children run: every device, last and but for its solvers those whose first
+        # calls the children make. Then, undisturbed, those solvers, and the host targets.
+        devices = sorted((t for t in found if not t.device.is_host), key=lambda t: t.name in COMPILES_ON_FIRST_CALL) \
+            if children else []
+        compiling = {t.name for t in devices if t.name in COMPILES_ON_FIRST_CALL}
         seconds = dict.fromkeys((t.name for t in found), 0.0)
         phases["finding the targets"] = time.perf_counter() - start
-        for target in sorted(found, key=lambda t: t.name in compiling):
+        for target in devices:
             began = time.perf_counter()
             result[target.name] = _measure_target(target, quick, inputs, tick, (lambda op: op not in _FIRST_CALL_OPS)
                                                   if target.name in compiling else (lambda op: True))
@@ -682,10 +675,12 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         phases["waiting for the first calls"] = time.perf_counter() - began
         children = []
         for target in found:
+            began = time.perf_counter()
             if target.name in compiling:
-                began = time.perf_counter()
                 _measure_ops(target, quick, inputs, tick, result[target.name], lambda op: op in _FIRST_CALL_OPS)
-                seconds[target.name] += time.perf_counter() - began
+            elif target not in devices:
+                result[target.name] = _measure_target(target, quick, inputs, tick)
+            seconds[target.name] += time.perf_counter() - began
             result[target.name]["seconds"] = round(seconds[target.name], 2)
     finally:
         _finish_first_calls(children)

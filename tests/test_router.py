@@ -530,8 +530,8 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     """Where the driver compiles a library's solver kernels at their first call (minutes of a
     fresh machine's calibration), children make those calls, every size it measures spread over
     the cores but four, and one child the first calls of its other ops, started before any target
-    is looked for, at a lower priority, while the other targets are measured whole, then its own
-    but for its solvers; those wait for them."""
+    is looked for, while the other devices are measured whole, then its own but for its solvers;
+    those and the host targets wait for them."""
     events = []
 
     class Child:
@@ -577,10 +577,9 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     assert started[0][2][0] == "linalg.solve:256:float64"  # the largest first, one a child
     assert started[2][2] == ("others:quick",)  # the other ops, at the sizes and dtypes it measures
     assert [e for e in events if e[0] not in ("start", "probe")] == [
-        ("measure", "numpy", "all"), ("measure", "torch-cuda", "all"),  # torch compiles nothing
-        ("measure", "cupy", "all but solvers"),
+        ("measure", "torch-cuda", "all"), ("measure", "cupy", "all but solvers"),  # torch compiles nothing
         ("wait", "linalg.solve:256:float64"), ("wait", "linalg.svd:128:float64"), ("wait", "others:quick"),
-        ("measure", "cupy", "solvers")]
+        ("measure", "numpy", "all"), ("measure", "cupy", "solvers")]
     assert set(cal.extra["phases"]) == {"finding the targets", "waiting for the first calls"}
     for env, cores in ((None, 5), (("CUDA_CACHE_DISABLE", "1"), 16)):  # no cores to spare; no cache to warm
         if env:
@@ -618,18 +617,15 @@ def test_the_first_call_children_run_in_a_fresh_interpreter(monkeypatch):
     calibration._finish_first_calls(children)
     assert len(children) == 2 and [c.returncode for c in children] == [0, 0]
     made = []
-    monkeypatch.setattr(calibration, "_lower_priority", lambda: made.append("lower priority"))
     monkeypatch.setattr(calibration, "_call_for",
                         lambda op: lambda *args: made.append((op, [(a.shape, a.dtype) for a in args])))
     monkeypatch.setattr(calibration.sys, "argv", ["-c", "numpy", "linalg.lstsq:16:float64", "sort:64:int64"])
     calibration._first_calls()
     tall = calibration.TALL * 16
-    assert made == ["lower priority", ("linalg.lstsq", [((tall, 16), np.float64), ((tall,), np.float64)]),
-                    ("sort", [((64,), np.int64)])]  # the parent's timings keep the cores
+    assert made == [("linalg.lstsq", [((tall, 16), np.float64), ((tall,), np.float64)]), ("sort", [((64,), np.int64)])]
     made.clear()
     monkeypatch.setattr(calibration.sys, "argv", ["-c", "numpy", "others:quick"])
     calibration._first_calls()
-    assert made.pop(0) == "lower priority"
     planned = calibration._plan(dispatch.targets.probe("numpy"), quick=True)
     assert [op for op, _ in made] == [op for _, representatives in planned for op, _, sizes in representatives
                                       if op not in ("linalg.solve", "linalg.svd", "linalg.lstsq") for _ in sizes]
