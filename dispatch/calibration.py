@@ -99,10 +99,10 @@ INTEGER_ONLY = ("lexsort",)
 # Seconds spent measuring one size of one op (about), full and quick; a size that would take
 # over _SLOW_POINT_S, by its work shape from the size below it, or that took it, ends the op's
 # size ladder (larger sizes are extrapolated the same way). Longer budgets bought no steadier
-# points: two full calibrations of one H100 machine with the same budgets differed by 10-24 %
+# points: two full calibrations of one H100 machine with the same budgets differed by 11-24 %
 # a point (the median, by target), two quick ones by up to 40 % as a whole (the GPU's clocks,
 # the host's memory); one with these budgets differed from ones with 0.04 s, 0.01 s and 0.2 s a
-# transfer by 6-34 %, and took 17.8 s where they took 22.2 (its quick one 0.4 s less).
+# transfer by 6-40 %, and took 17.8 s where they took 22.2 (its quick one 0.4 s less).
 _POINT_BUDGET_S = {False: 0.025, True: 0.005}
 _SLOW_POINT_S = 0.3
 # A slow point is the least of this many calls, its warm-up among them (``_timer``), full and quick.
