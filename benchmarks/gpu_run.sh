@@ -53,7 +53,8 @@ for s in "${steps[@]}"; do
         step calibrate
         # Timed as an installed dispatch runs: with the bytecode of what a calibration imports
         # written first, as pip compiles it on install (this image sets PYTHONDONTWRITEBYTECODE,
-        # which had each run compile torch's Python again, 2-3 s of "finding the targets").
+        # which had each run compile torch's Python again: about 4 s of "finding the targets" on an
+        # H100 machine).
         # Nothing here calls a kernel, so the full calibration still meets the kernel caches as
         # a fresh machine has them: its children compile what its first calls need.
         bytecode=$(mktemp -d)
