@@ -26,10 +26,15 @@ from dispatch import router, trials
 from dispatch.devices import HOST_ONLY
 
 
+def _kind(key: tuple) -> str:
+    """A router key's kind of call as words: op, dtypes, size bucket."""
+    return f"{key[0]} {'/'.join(map(str, key[1]))} under 2^{key[2]}"
+
+
 def _name(key: tuple) -> str:
-    """A router key as words: op, dtypes, size bucket, where its inputs are, layout."""
+    """A router key as words: its kind of call, where its inputs are, layout."""
     where = "+".join(sorted(str(d) for d in key[3]))
-    return f"{key[0]} {'/'.join(map(str, key[1]))} under 2^{key[2]} on {where}{f' {key[5]}' if key[5] else ''}"
+    return f"{_kind(key)} on {where}{f' {key[5]}' if key[5] else ''}"
 
 
 def _capture(ended: list[dict[str, Any]]) -> Callable[[], None]:
@@ -42,7 +47,7 @@ def _capture(ended: list[dict[str, Any]]) -> Callable[[], None]:
         trial = trials.running.get(key)
         if trial is not None:
             ended.append({
-                "key": f"{key[0]} {'/'.join(map(str, key[1]))} under 2^{key[2]}",
+                "key": _kind(key),
                 "verdict": None if chosen is None else chosen.target.name,
                 "reason": None if chosen is None else chosen.reason,
                 "everything": trial.everything,
