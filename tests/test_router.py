@@ -484,6 +484,48 @@ def test_a_size_ladder_stops_before_a_point_its_work_makes_slow(monkeypatch):
             assert len(out["ops"][dtype][op]) == (points or len(quick_sizes)), op
 
 
+def test_a_product_far_slower_than_the_size_below_is_measured_again(monkeypatch):
+    """One busy core stalls a multi-threaded BLAS at every barrier: NumPy's matmul of 256 measured
+    6 ms where it takes 0.08, and ended its ladder, pricing larger products far too slow. Such a
+    point is measured again after pauses, the least kept; other ops, whose time per element grows
+    past the caches, are not."""
+    from dispatch.cli.calibrate import render
+
+    made = []
+    monkeypatch.setattr(calibration, "_call_for", lambda op: lambda *args: made.append((op, args[0])))
+    glitches = {("matmul", 256): iter([6e-3, 5e-3]),  # disturbed twice, then calm
+                ("linalg.solve", 256): iter([6e-3, 5e-3, 7e-3])}  # disturbed throughout
+
+    def timer(run, sync, budget, slow_calls=3):
+        made.clear()
+        run()
+        if not made:  # the call overhead
+            return 1e-6
+        op, a = made[-1]
+        if op in calibration.SQUARE_OPS:
+            n = a.shape[-1]
+            return next(glitches.get((op, n), iter(())), 1e-12 * n**3)  # one rate at every side
+        return 1e-9 * a.size * (100 if op == "add" and a.size >= 1_000_000 else 1)
+
+    pauses = []
+    monkeypatch.setattr(calibration, "_timer", timer)
+    monkeypatch.setattr(calibration.time, "sleep", pauses.append)
+    numpy_target = dispatch.targets.probe("numpy")
+    out = calibration._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
+    calm = 1e-12 * 256**3
+    assert out["ops"]["float64"]["matmul"] == [[32, 1e-12 * 32**3], [256, calm], [1_024, 1e-12 * 1_024**3]]
+    assert out["ops"]["float64"]["linalg.solve"] == [[32, 1e-12 * 32**3], [256, 5e-3]]
+    assert out["measured_again"] == {"float64 matmul 256": [6e-3, 5e-3, calm],
+                                     "float64 linalg.solve 256": [6e-3, 5e-3, 7e-3]}
+    assert pauses == list(calibration._RETRY_PAUSES_S) * 2
+    assert [x for x, _ in out["ops"]["float64"]["add"]] == list(calibration._VECTOR_QUICK)  # not measured again
+    assert calibration._off_curve("linalg.svd", [64, 1e-3], [256, 1e-3 * 64 * 1.6])
+    assert not calibration._off_curve("linalg.svd", [64, 1e-3], [256, 1e-3 * 64 * 1.4])  # within the spread seen
+    assert not calibration._off_curve("sort", [1_000, 1e-6], [1_000_000, 1.0])
+    cal = calibration.Calibration(fingerprint="f", machine={}, targets={"numpy": out}, quick=True)
+    assert "  numpy float64 matmul 256: 6, 5, 0.0168 ms" in render(cal, "here")
+
+
 def test_an_op_a_target_fails_at_a_size_ends_its_ladder_and_says_why(monkeypatch):
     """Out of memory (or any refusal) at one size: the points below stay, the ladder ends, and the
     calibration keeps why, so that a failure, or a bug, is not silent."""

@@ -198,6 +198,15 @@ def _stopped(cal: Calibration) -> list[str]:
     return ["", "stopped early (a target failed an op at a size: its points end below it):", *lines] if lines else []
 
 
+def _measured_again(cal: Calibration) -> list[str]:
+    """The products and factorisations measured again: far slower per unit of work than the size
+    below them, disturbed (each time taken; the least is kept)."""
+    lines = [f"  {name} {what}: " + ", ".join(f"{seconds * 1e3:.3g}" for seconds in times) + " ms"
+             for name, t in cal.targets.items() for what, times in t.get("measured_again", {}).items()]
+    return ["", "measured again (far slower per unit of work than the size below; the least kept):", *lines] \
+        if lines else []
+
+
 def render(cal: Calibration, where: Path | str) -> str:
     kind = "quick" if cal.quick else "full"
     took = f" in {cal.seconds:g} s" if cal.seconds else ""
@@ -209,6 +218,7 @@ def render(cal: Calibration, where: Path | str) -> str:
         "",
         *measured_table(cal),
         *_stopped(cal),
+        *_measured_again(cal),
         "",
         "MoE table (elements; SIMD: a multi-threaded CPU engine beats NumPy; GPU: a GPU beats every",
         "CPU engine, paying the transfer of host data):",
