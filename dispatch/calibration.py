@@ -565,7 +565,10 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
 # H200 machines, and as long on one calibrated before. Child processes make those first calls
 # while the other devices are measured, so that the compiles overlap (one process's do not: from
 # 8 threads they took longer than one by one); these targets are measured next, their solvers
-# and the host targets once the children are done, undisturbed.
+# and the host targets once the children are done, undisturbed. The children make the solvers'
+# calls in both dtypes, one size and dtype a child: on a fresh H100 machine, where they made
+# float64's alone, the parent's first float32 lstsq still took 1.1 s (0.1 after both); the
+# children were done in 14.2-15.8 s (17.7 for float64 alone), one per op in 19.0, one in all 26.5.
 COMPILES_ON_FIRST_CALL = frozenset({"cupy"})
 _FIRST_CALL_OPS = ("linalg.solve", "linalg.svd", "linalg.lstsq")
 _FIRST_CALLS_WAIT_S = 60.0
@@ -573,8 +576,8 @@ _FIRST_CALLS_WAIT_S = 60.0
 
 def _start_first_calls(names: list[str], quick: bool) -> list[subprocess.Popen]:
     """Children making the first calls of the targets named in ``COMPILES_ON_FIRST_CALL``: of its
-    solvers at every size their calibration measures, one child each where there are cores
-    enough (four are left to the measurements), the largest sizes spread first; and of every
+    solvers at every size and dtype their calibration measures, one child each where there are
+    cores enough (four are left to the measurements), the largest sizes spread first; and of every
     other op at every size and dtype it measures, in one child (``others``). They start before
     the target is looked for here, where its library is installed and a GPU is present
     (``_likely``), so that their compiles overlap the parent's imports and CUDA contexts. None
@@ -585,12 +588,13 @@ def _start_first_calls(names: list[str], quick: bool) -> list[subprocess.Popen]:
     if os.environ.get("CUDA_CACHE_DISABLE") == "1" or slots < 2 or any(cache_dir().glob("calibration-*.json")):
         return []
     children = []
+    dtypes = [d for d in (_QUICK_DTYPES if quick else DTYPES) if d in DTYPES]  # those its solvers are measured in
     for name in names:
         if name not in COMPILES_ON_FIRST_CALL or not _likely(name):
             continue
-        calls = sorted(((size, op) for op, sizes, quick_sizes in REPRESENTATIVES if op in _FIRST_CALL_OPS
-                        for size in (quick_sizes if quick else sizes)), reverse=True)
-        shares = [[f"{op}:{size}:float64" for size, op in calls[i::slots - 1]] for i in range(slots - 1)]
+        calls = sorted(((size, op, dtype) for op, sizes, quick_sizes in REPRESENTATIVES if op in _FIRST_CALL_OPS
+                        for size in (quick_sizes if quick else sizes) for dtype in dtypes), reverse=True)
+        shares = [[f"{op}:{size}:{dtype}" for size, op, dtype in calls[i::slots - 1]] for i in range(slots - 1)]
         shares.append(["others:quick" if quick else "others:full"])
         for share in filter(None, shares):
             children.append(subprocess.Popen(

@@ -629,7 +629,12 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
         monkeypatch.setattr(calibration.os, "cpu_count", lambda cores=cores: cores)
         assert calibration._start_first_calls(list(found), quick=False) == []
     monkeypatch.delenv("CUDA_CACHE_DISABLE")
-    assert len(calibration._start_first_calls(list(found), quick=False)) == 11  # a call each, and the rest
+    full = calibration._start_first_calls(list(found), quick=False)
+    assert len(full) == 12  # 20 calls over 11 children, and the rest
+    assert sorted(call for child in full[:-1] for call in child.argv[4:]) == sorted(
+        f"{op}:{size}:{dtype}" for op, sizes, _ in calibration.REPRESENTATIVES if op in solvers
+        for size in sizes for dtype in calibration.DTYPES)
+    assert full[0].argv[4:] == ["linalg.solve:1024:float64", "linalg.solve:64:float32"]  # the largest spread first
     monkeypatch.setattr(calibration, "_likely", lambda name: False)  # not installed, or no GPU
     assert calibration._start_first_calls(list(found), quick=False) == []
     monkeypatch.setattr(calibration, "_likely", lambda name: True)
