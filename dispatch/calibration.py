@@ -581,11 +581,13 @@ def _start_first_calls(names: list[str], quick: bool) -> list[subprocess.Popen]:
     other op at every size and dtype it measures, in one child (``others``). They start before
     the target is looked for here, where its library is installed and a GPU is present
     (``_likely``), so that their compiles overlap the parent's imports and CUDA contexts. None
-    on a machine calibrated before (it has compiled them: on an H200 machine the children then
-    made a quick calibration take 10 s, of which the targets' own measurements 5), where the
-    driver keeps no cache, or on a machine of few cores."""
+    on a machine calibrated before with these libraries (it has compiled them: on an H200 machine
+    the children then made a quick calibration take 10 s, of which the targets' own measurements
+    5). Other versions, as after an upgrade, compile anew: with empty kernel caches and no
+    children, an H100 machine's full calibration took 35 s, CuPy's measurements 23 of them. None
+    either where the driver keeps no cache, or on a machine of few cores."""
     slots = (os.cpu_count() or 1) - 4
-    if os.environ.get("CUDA_CACHE_DISABLE") == "1" or slots < 2 or any(cache_dir().glob("calibration-*.json")):
+    if os.environ.get("CUDA_CACHE_DISABLE") == "1" or slots < 2 or _default_path(fingerprint()).exists():
         return []
     children = []
     dtypes = [d for d in (_QUICK_DTYPES if quick else DTYPES) if d in DTYPES]  # those its solvers are measured in

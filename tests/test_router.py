@@ -638,7 +638,9 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     monkeypatch.setattr(calibration, "_likely", lambda name: False)  # not installed, or no GPU
     assert calibration._start_first_calls(list(found), quick=False) == []
     monkeypatch.setattr(calibration, "_likely", lambda name: True)
-    (isolated / "calibration-0123.json").write_text("{}")  # calibrated before: compiled then
+    (isolated / "calibration-0123.json").write_text("{}")  # calibrated with other libraries: compiles anew
+    assert len(calibration._start_first_calls(list(found), quick=False)) == 12
+    calibration._default_path(calibration.fingerprint()).write_text("{}")  # calibrated before: compiled then
     assert calibration._start_first_calls(list(found), quick=False) == []
 
 
