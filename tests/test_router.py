@@ -644,6 +644,54 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     assert calibration._start_first_calls(list(found), quick=False) == []
 
 
+def test_a_device_point_still_off_its_curve_beside_the_children_is_measured_again_after_them(isolated, monkeypatch):
+    """torch-cuda's lstsq of 4096 x 64 read 0.13-0.38 s while the children compiled (the GPU's time
+    sliced among a dozen processes), 8-63 ms otherwise: what its retries could not fix is measured
+    again once the children are done, and nothing else is."""
+    events = []
+
+    class Child:
+        def __init__(self, argv, **kwargs):
+            self.argv = argv
+
+        def wait(self, timeout=None):
+            events.append("wait")
+
+    found = {"numpy": _target("numpy", "numpy", True), "cupy": _target("cupy", "cupy", False),
+             "torch-cuda": _target("torch-cuda", "torch", False)}
+    beside = {"torch-cuda": {"linalg.lstsq": [[64, 5e-4], [256, 0.25]], "matmul": [[16, 1e-5], [256, 2e-5]]},
+              "cupy": {"matmul": [[16, 1e-5], [256, 2e-5]]}}  # on its curve
+    info = calibration.machine()
+    monkeypatch.setattr(calibration, "machine", lambda: info)
+    monkeypatch.setattr(calibration.subprocess, "Popen", Child)
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 7)
+    monkeypatch.setattr(dispatch.targets, "probe", found.get)
+    monkeypatch.setattr(calibration, "_likely", lambda name: True)
+    monkeypatch.setattr(calibration, "_plan", lambda target, quick: [])  # the progress bar's steps
+
+    def measure_target(target, quick, inputs, tick, which=lambda op: True):
+        events.append(("whole" if which("linalg.lstsq") else "but solvers", target.name))
+        return {"ops": {"float64": dict(beside.get(target.name, {}))}}
+
+    def measure_ops(target, quick, inputs, tick, out, which):
+        picked = sorted(op for op, _, _ in calibration.REPRESENTATIVES if which(op))
+        events.append(("ops", target.name, tuple(picked)))
+        if "linalg.lstsq" in picked and target.name == "torch-cuda":
+            out["ops"]["float64"]["linalg.lstsq"] = [[64, 5e-4], [256, 0.012]]
+        return out
+
+    monkeypatch.setattr(calibration, "_measure_target", measure_target)
+    monkeypatch.setattr(calibration, "_measure_ops", measure_ops)
+    monkeypatch.setattr(router, "use_calibration", lambda cal: None)
+    cal = calibration.calibrate(quick=True, progress=False, save=False)
+    after = events[events.index("wait") + events.count("wait"):]
+    assert after == [("whole", "numpy"), ("ops", "cupy", ("linalg.lstsq", "linalg.solve", "linalg.svd")),
+                     ("ops", "torch-cuda", ("linalg.lstsq",))]
+    assert cal.targets["torch-cuda"]["ops"]["float64"]["linalg.lstsq"][-1] == [256, 0.012]
+    assert calibration._off_curve_ops({"ops": {"float64": beside["torch-cuda"]}}) == {"linalg.lstsq"}
+    assert calibration._off_curve_ops({"ops": {"float64": {"sort": [[1_000, 1e-6], [10_000, 1.0]]}}}) == set()
+
+
 def test_a_target_is_likely_where_its_library_is_installed_and_a_gpu_is_listed(monkeypatch):
     monkeypatch.setattr(calibration, "_driver_gpus", lambda: ["NVIDIA H100 80GB HBM3", "NVRM version: 580"])
     assert calibration._likely("numpy") and calibration._likely("torch-cuda") == bool(find_spec("torch"))
