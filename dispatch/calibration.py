@@ -457,14 +457,16 @@ def _measure_ops(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str]
                     x = size * TALL ** (1 / 3) if op in TALL_OPS else size
                     run = functools.partial(fn, *args)
                     try:
-                        seconds = _timer(run, target.synchronize, budget, _SLOW_CALLS[quick])
+                        tries = [_timer(run, target.synchronize, budget, _SLOW_CALLS[quick])]
                         for pause in _RETRY_PAUSES_S:
-                            if not (points and _off_curve(op, points[-1], [x, seconds])):
+                            if not (points and _off_curve(op, points[-1], [x, min(tries)])):
                                 break
                             time.sleep(pause)
-                            times = out.setdefault("measured_again", {}).setdefault(f"{dtype} {op} {size}", [seconds])
-                            times.append(_timer(run, target.synchronize, budget, _SLOW_CALLS[quick]))
-                            seconds = min(times)
+                            tries.append(_timer(run, target.synchronize, budget, _SLOW_CALLS[quick]))
+                        seconds = min(tries)
+                        key = f"{dtype} {op} {size}"
+                        if len(tries) > 1 or key in out.get("measured_again", {}):  # or measured again later
+                            out.setdefault("measured_again", {}).setdefault(key, []).extend(tries)
                     except Exception as exc:  # the target cannot run this op at this size (out of memory,
                         # a dtype it lacks): no point there or above, and why kept, so that it is not silent
                         out.setdefault("stopped", {})[f"{dtype} {op}"] = f"at {size}: {type(exc).__name__}: {exc}"[:200]

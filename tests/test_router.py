@@ -522,6 +522,11 @@ def test_a_product_far_slower_than_the_size_below_is_measured_again(monkeypatch)
     assert calibration._off_curve("linalg.svd", [64, 1e-3], [256, 1e-3 * 64 * 1.6])
     assert not calibration._off_curve("linalg.svd", [64, 1e-3], [256, 1e-3 * 64 * 1.4])  # within the spread seen
     assert not calibration._off_curve("sort", [1_000, 1e-6], [1_000_000, 1.0])
+    calibration._measure_ops(numpy_target, True, calibration._Inputs(), lambda label: None, out,
+                             lambda op: op == "linalg.solve")  # again, later (after a calibration's children)
+    assert out["ops"]["float64"]["linalg.solve"] == [[32, 1e-12 * 32**3], [256, calm]]  # this time's point
+    assert out["measured_again"]["float64 linalg.solve 256"] == [6e-3, 5e-3, 7e-3, calm]  # every try kept
+    assert len(out["measured_again"]) == 2
     cal = calibration.Calibration(fingerprint="f", machine={}, targets={"numpy": out}, quick=True)
     assert "  numpy float64 matmul 256: 6, 5, 0.0168 ms" in render(cal, "here")
 
