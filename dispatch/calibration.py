@@ -719,7 +719,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         children = []
         # What is still far off its curve after the retries, measured beside the children, is
         # measured again now: torch-cuda's lstsq of 4096 x 64 read 0.13-0.38 s in 8 of the 10
-        # points measured beside them (five calibrations), 8.3-63 ms in 37 other calibrations.
+        # points measured beside them (five calibrations), 8.3-63 ms in the 72 others stored.
         disturbed = {t.name: _off_curve_ops(result[t.name]) for t in devices}
         for target in found:
             began = time.perf_counter()
