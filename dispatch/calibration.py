@@ -454,7 +454,7 @@ def _measure_ops(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str]
                         break
                     host = inputs(op, size, dtype)
                     args = tuple(dispatch.asarray(h).to(target.name) for h in host)
-                    x = size * TALL ** (1 / 3) if op in TALL_OPS else size
+                    x = _side(op, size)
                     run = functools.partial(fn, *args)
                     try:
                         tries = [_timer(run, target.synchronize, budget, _SLOW_CALLS[quick])]
@@ -500,8 +500,14 @@ def _longer_than(op: str, last: list[float], size: int, limit: float) -> bool:
     last point measured (``[x, seconds]``): the cube of the side for products and factorisations,
     the elements otherwise."""
     x, seconds = last
-    ratio = (size * TALL ** (1 / 3) if op in TALL_OPS else size) / x
+    ratio = _side(op, size) / x
     return seconds > limit or seconds * ratio ** (3 if op in SQUARE_OPS else 1) > limit
+
+
+def _side(op: str, size: int) -> float:
+    """The size a point of ``op`` at ``size`` is stored at: for a tall operand, the side of a cube
+    of as much work (the module docstring)."""
+    return size * TALL ** (1 / 3) if op in TALL_OPS else size
 
 
 def _off_curve(op: str, below: list[float], point: list[float]) -> bool:
