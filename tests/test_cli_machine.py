@@ -184,6 +184,34 @@ def test_calibrate_an_unavailable_target_says_why(cache, capsys):
     assert capsys.readouterr().err == f"dispatch calibrate: error: target {name} is not available here: {reason}\n"
 
 
+# The interpreter is started with an object whose teardown says so, and an exit handler.
+_WATCHED = """
+import atexit, runpy, sys
+class Watched:
+    def __del__(self):
+        print("torn down", file=sys.stderr)
+watched = Watched()
+atexit.register(print, "exit handler ran", file=sys.stderr)
+sys.argv[0] = "dispatch"
+runpy.run_module("dispatch", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("args, code", [(["calibrate", "--show"], 0), (["calibrate", "--only", "nope"], 2)])
+def test_calibrate_ends_without_the_interpreters_teardown(cache, args, code):
+    synthetic().save(stored_path(cache))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONUNBUFFERED", None)  # piped, the output is buffered
+    done = subprocess.run([sys.executable, "-c", _WATCHED, *args], capture_output=True, text=True, env=env)
+    assert done.returncode == code
+    assert done.stderr.splitlines()[-1] == "exit handler ran" and "torn down" not in done.stderr
+    if code == 0:  # the output, piped, was flushed
+        assert done.stdout.startswith("calibration ") and "\nLOW " in done.stdout
+    # another command ends as the interpreter ends any program
+    done = subprocess.run([sys.executable, "-c", _WATCHED, "info"], capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stderr.splitlines()) == (0, ["exit handler ran", "torn down"])
+
+
 def test_cli_help_lists_every_command():
     done = dispatch_cli("--help")
     listed = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("    ") and line[4] != " "]
