@@ -28,6 +28,8 @@ lexsort on ``int64`` alone. ``phases`` are the seconds spent on other things tha
 A target's ``stopped`` says where it failed an op (its points end below that size), and
 ``measured_again`` which points of products and factorisations ran far slower per unit of work
 than the size below them and were measured again (every time taken, in seconds; the least kept).
+``measured_aside`` names the targets a quick calibration measured in a child process while this
+one imported torch.
 
 With a Dask cluster connected (``dispatch.use_cluster``), the file also holds
 ``"dask": {"scheduler": ..., "task_overhead_s": ..., "chunk_bytes": ...}``: the cluster's
@@ -663,6 +665,58 @@ def _finish_first_calls(children: list[subprocess.Popen]) -> None:
             child.wait()
 
 
+# Targets a quick calibration measures in a child process while this one imports torch (1.3-1.7 s
+# of a quick calibration's 4-5 s on H100 machines): CuPy needs none of torch, and its measurements
+# keep one core and the GPU busy, which the import leaves alone. The child is done before this
+# process opens the GPU. Not where the first-call children run (their compiles disturb it), nor
+# where torch is imported already (nothing to overlap), nor on a machine of few cores.
+MEASURED_ASIDE = frozenset({"cupy"})
+_ASIDE_WAIT_S = 30.0
+
+
+def _start_aside(names: list[str], quick: bool) -> dict[str, subprocess.Popen]:
+    """A child measuring each target of ``MEASURED_ASIDE`` among ``names`` (see there), by name."""
+    if not quick or (os.cpu_count() or 1) < 4 or not any(name.startswith("torch-") for name in names) \
+            or not _torch_to_import():
+        return {}
+    return {name: subprocess.Popen(
+        [sys.executable, "-c", "from dispatch.calibration import _measure_aside; _measure_aside()", name],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        for name in names if name in MEASURED_ASIDE and _likely(name)}
+
+
+def _torch_to_import() -> bool:
+    import importlib.util
+
+    return "torch" not in sys.modules and importlib.util.find_spec("torch") is not None
+
+
+def _measure_aside() -> None:
+    """A child of ``_start_aside``: the target ``argv`` names, measured as a quick calibration
+    measures it, with the seconds it took, as JSON on stdout."""
+    from dispatch import targets
+
+    target = targets.probe(sys.argv[1])
+    if target is None:
+        sys.exit(1)
+    began = time.perf_counter()
+    measured = _measure_target(target, True, _Inputs(), lambda label: None)
+    json.dump({"measured": measured, "seconds": time.perf_counter() - began}, sys.stdout)
+
+
+def _finish_aside(child: subprocess.Popen) -> dict[str, Any] | None:
+    """What ``child`` measured, or ``None`` where it failed (then this process measures it)."""
+    try:
+        out, _ = child.communicate(timeout=_ASIDE_WAIT_S)
+        return json.loads(out) if child.returncode == 0 else None
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+    except ValueError:
+        pass
+    return None
+
+
 def _ticker(total: int, progress: bool) -> Iterator[Callable[[str], None]]:
     if not progress:
         yield lambda label: None
@@ -699,9 +753,16 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     phases: dict[str, float] = {}  # seconds spent on other things than measuring the targets
     wanted = [name for name in router.PRICED if only is None or name in only]
     children = _start_first_calls(wanted, quick)  # before any target is looked for
+    aside = {} if children else _start_aside(wanted, quick)
+    measured_aside: dict[str, dict[str, Any]] = {}
     ticker = None
     try:
-        found = [t for name in wanted if (t := targets.probe(name)) is not None]
+        found = []
+        for name in wanted:  # the host targets first: torch-cpu's probe is the import _start_aside's children overlap
+            if name in aside and (done := _finish_aside(aside.pop(name))) is not None:
+                measured_aside[name] = done
+            if (target := targets.probe(name)) is not None:
+                found.append(target)
         info = machine()
         inputs = _Inputs()
         result: dict[str, Any] = {}
@@ -731,6 +792,12 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
             began = time.perf_counter()
             if target.name in compiling:
                 _measure_ops(target, quick, inputs, tick, result[target.name], lambda op: op in _FIRST_CALL_OPS)
+            elif target.name in measured_aside:
+                result[target.name] = measured_aside[target.name]["measured"]
+                seconds[target.name] = measured_aside[target.name]["seconds"]
+                for dtype, representatives in _plan(target, quick):
+                    for op, *_ in representatives:
+                        tick(f"{target.name} {dtype} {op}")
             elif target not in devices:
                 result[target.name] = _measure_target(target, quick, inputs, tick)
             if disturbed.get(target.name):
@@ -740,6 +807,9 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
             result[target.name]["seconds"] = round(seconds[target.name], 2)
     finally:
         _finish_first_calls(children)
+        for child in aside.values():  # measuring failed before its target was looked for
+            child.kill()
+            child.communicate()
         if ticker is not None:
             with contextlib.suppress(StopIteration):
                 next(ticker)
@@ -750,7 +820,8 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         quick=quick,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - start, 2),
-        extra={"phases": {k: round(v, 2) for k, v in phases.items()}, **_dask_extra(result)},
+        extra={"phases": {k: round(v, 2) for k, v in phases.items()},
+               **({"measured_aside": sorted(measured_aside)} if measured_aside else {}), **_dask_extra(result)},
     )
     if save:
         cal.save()

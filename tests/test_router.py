@@ -697,6 +697,83 @@ def test_a_device_point_still_off_its_curve_beside_the_children_is_measured_agai
     assert calibration._off_curve_ops({"ops": {"float64": {"sort": [[1_000, 1e-6], [10_000, 1.0]]}}}) == set()
 
 
+def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports_torch(isolated, monkeypatch):
+    """The child starts before any target is looked for and is done before CuPy is looked for
+    here (after torch-cpu, whose probe imports torch); what it measured is CuPy's. A child that
+    failed leaves CuPy to this process."""
+    events, outcome = [], {"code": 0}
+    measured = {"ops": {"float64": {"add": [[1_000, 1e-5]]}}, "transfer": {"to_host_latency_s": 1e-5}}
+
+    class Child:
+        def __init__(self, argv, **kwargs):
+            events.append(("start", argv[-1]))
+
+        def communicate(self, timeout=None):
+            events.append(("finish",))
+            self.returncode = outcome["code"]
+            return json.dumps({"measured": measured, "seconds": 0.8}).encode(), b""
+
+    found = {"numpy": _target("numpy", "numpy", True), "torch-cpu": _target("torch-cpu", "torch", True),
+             "cupy": _target("cupy", "cupy", False), "torch-cuda": _target("torch-cuda", "torch", False)}
+    info = calibration.machine()
+    monkeypatch.setattr(calibration, "machine", lambda: info)
+    monkeypatch.setattr(calibration.subprocess, "Popen", Child)
+    monkeypatch.setattr(calibration, "_start_first_calls", lambda names, quick: [])  # calibrated before
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(calibration, "_likely", lambda name: True)
+    monkeypatch.setattr(calibration, "_torch_to_import", lambda: True)
+    monkeypatch.setattr(dispatch.targets, "probe", lambda name: events.append(("probe", name)) or found.get(name))
+    monkeypatch.setattr(calibration, "_plan", lambda target, quick: [("float64", [("add", (1_000,), (1_000,))])])
+    monkeypatch.setattr(calibration, "_measure_target", lambda target, quick, inputs, tick, which=lambda op: True:
+                        events.append(("measure", target.name)) or tick(target.name) or {"ops": {}})
+    monkeypatch.setattr(router, "use_calibration", lambda cal: None)
+    ticks = []
+    monkeypatch.setattr(calibration, "_ticker", lambda total, progress: iter([ticks.append]))
+    cal = calibration.calibrate(quick=True, progress=False, save=False)
+    assert events == [("start", "cupy"), ("probe", "numpy"), ("probe", "torch-cpu"), ("finish",), ("probe", "cupy"),
+                      ("probe", "torch-cuda"), ("probe", "torch-mps"),
+                      ("measure", "numpy"), ("measure", "torch-cpu"), ("measure", "torch-cuda")]
+    assert cal.targets["cupy"] == {**measured, "seconds": 0.8} and cal.extra["measured_aside"] == ["cupy"]
+    assert ticks == ["numpy", "torch-cpu", "cupy float64 add", "torch-cuda"]  # the progress bar counts its ops
+    events.clear()
+    outcome["code"] = 1  # the child failed: CuPy is measured here
+    cal = calibration.calibrate(quick=True, progress=False, save=False)
+    assert ("measure", "cupy") in events and "measured_aside" not in cal.extra
+    # none for a full calibration, where torch is imported already, where no torch target is wanted,
+    # on few cores, or where CuPy is not likely to be found
+    assert calibration._start_aside(list(found), quick=False) == {}
+    assert calibration._start_aside(["numpy", "cupy"], quick=True) == {}
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 3)
+    assert calibration._start_aside(list(found), quick=True) == {}
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(calibration, "_likely", lambda name: False)
+    assert calibration._start_aside(list(found), quick=True) == {}
+    monkeypatch.setattr(calibration, "_torch_to_import", lambda: False)
+    monkeypatch.setattr(calibration, "_likely", lambda name: True)
+    assert calibration._start_aside(list(found), quick=True) == {}
+
+
+def test_the_child_measuring_aside_runs_in_a_fresh_interpreter(monkeypatch):
+    """Its command line works: here on NumPy, as if it were CuPy. A target it cannot find fails it."""
+    monkeypatch.setattr(calibration, "MEASURED_ASIDE", frozenset({"numpy", "torch-mps"}))
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(calibration, "_likely", lambda name: True)
+    monkeypatch.setattr(calibration, "_torch_to_import", lambda: True)
+    children = calibration._start_aside(["numpy", "torch-cpu", "torch-mps"], quick=True)
+    assert set(children) == {"numpy", "torch-mps"}
+    done = calibration._finish_aside(children["numpy"])
+    planned = calibration._plan(dispatch.targets.probe("numpy"), quick=True)
+    assert {dtype: list(ops) for dtype, ops in done["measured"]["ops"].items()} == {
+        dtype: [op for op, *_ in representatives] for dtype, representatives in planned}
+    assert done["measured"]["call_overhead_s"] > 0 and done["seconds"] > 0
+    assert [x for x, _ in done["measured"]["ops"]["float64"]["add"]] == list(calibration._VECTOR_QUICK)
+    if dispatch.targets.probe("torch-mps") is None:
+        assert calibration._finish_aside(children["torch-mps"]) is None
+    else:
+        children["torch-mps"].kill()
+        children["torch-mps"].communicate()
+
+
 def test_a_target_is_likely_where_its_library_is_installed_and_a_gpu_is_listed(monkeypatch):
     monkeypatch.setattr(calibration, "_driver_gpus", lambda: ["NVIDIA H100 80GB HBM3", "NVRM version: 580"])
     assert calibration._likely("numpy") and calibration._likely("torch-cuda") == bool(find_spec("torch"))
