@@ -41,7 +41,7 @@ longer than the others (the program paused, or a benchmark switched policies bet
 samples) is left out, as is one in which a target ran a kind of call for the first time in the
 process (``targets.first_calls``): CuPy compiled its kernel then, or loaded it, and the
 program's later periods pay neither. A host side far slower than the device (``CUT_RATIO``) is
-cut short.
+cut short, by periods of neither kind.
 """
 
 from __future__ import annotations
@@ -92,7 +92,10 @@ PASSED_OVER = 2 * BLOCK
 # Two host periods in a row this many times the device's mean, and longer than it by over
 # MAX_PERIOD_S, end the trial for the device, warm-up or not: on an H100 machine pairwise large
 # (two q @ R.T a run) ran in 26-36 ms with that call on the device and in 229-529 ms on the
-# host's side (its 400 MB distance matrix then stayed on the host), four runs in a row.
+# host's side (its 400 MB distance matrix then stayed on the host), four runs in a row. A period
+# in which a kernel was compiled does not count: on another, monte_carlo small kept `negative` on
+# torch-cuda by two host periods of 160 ms (7.8 ms on the device), the calls after it meeting
+# host data and CuPy compiling theirs, and the program ran at 1.28x NumPy's time.
 CUT_RATIO = 4.0
 # A period this many times the median of the trial's periods is a pause, not the program.
 PAUSE_RATIO = 5.0
@@ -142,11 +145,12 @@ class Trial:
         now = time.perf_counter()
         if self.last is not None:
             period = now - self.last[0]
-            if targets.first_calls == self.first_calls:  # no kernel compiled or loaded in it
+            steady = targets.first_calls == self.first_calls  # no kernel compiled or loaded in it
+            if steady:
                 self._count(period)
             if self.last[1] in ("device", "all-device"):
                 self.hopeless = 0
-            elif self._host_hopeless(period):
+            elif steady and self._host_hopeless(period):
                 return self.device, True
         side = self.side()
         found = self.outcome(side)

@@ -391,6 +391,26 @@ def test_a_hopeless_host_side_is_cut_short():
     assert chosen is trial.device and calls == 8 * trials.BLOCK  # the early verdict once each side was timed
 
 
+def test_host_periods_in_which_a_kernel_was_compiled_do_not_cut_the_host_short(monkeypatch):
+    """The first periods off the device pay for the kernels of the calls after the one on trial,
+    which meet host data there: monte_carlo small kept `negative` on torch-cuda by two such
+    periods of 160 ms on an H100 machine (CuPy compiling), and ran at 1.28x NumPy's time. Left out,
+    the host's steady periods win."""
+    monkeypatch.setattr(targets, "first_calls", 0)
+    compiling = trials.CUT_RATIO * 1e-3 + 2 * trials.MAX_PERIOD_S
+
+    def host(n: int) -> float:  # NumPy alone, then the host: each side's first two periods compile
+        if n <= 2:
+            targets.first_calls += 1
+            return compiling
+        return 0.5e-3
+
+    trial = trials.Trial(_Side("cupy"), _Side("numpy"))
+    chosen, _ = _run(trial, {"device": 1e-3, "host": host})
+    assert chosen is trial.host and "cut short" not in chosen.reason
+    assert chosen.reason.startswith("trial: the program ran faster with this call on the host (500 µs against 1000")
+
+
 def test_while_numpy_alone_is_timed_every_call_runs_on_numpy(fake_gpu):
     """A call the router keeps on the device (its input lives there) runs on NumPy while the trial
     times NumPy alone, its input brought back, and on the device again after; a forced call stays
