@@ -123,12 +123,15 @@ _OFF_CURVE = 1.5
 _RETRY_PAUSES_S = (0.1, 0.3)
 # A slow point is the least of this many calls, its warm-up among them (``_timer``), full and quick.
 _SLOW_CALLS = {False: 3, True: 2}
-# Quick calibrations measure float64 (float32 is priced from it) and the integer sorts on int64,
-# and time each transfer for a quarter of the full one's time. Priced from float64's, torch-cpu's
-# integer sorts looked slower than NumPy's on a 2-core machine, and dataprep large stayed on
-# NumPy after a quick calibration (1.03x NumPy's time; 0.51x after a full one).
+# Quick calibrations measure float64 (float32 is priced from it) and the integer sorts on int64.
+# Priced from float64's, torch-cpu's integer sorts looked slower than NumPy's on a 2-core machine,
+# and dataprep large stayed on NumPy after a quick calibration (1.03x NumPy's time; 0.51x after a
+# full one). They time each transfer for a tenth of a full one's time, and the overheads for a
+# quarter (five batches of a few hundred calls still): 0.1 s less on a GPU target, of a quick
+# calibration's 4-5 s on an H100 machine.
 _QUICK_DTYPES = ("float64", "int64")
-_TRANSFER_BUDGET_S = {False: 0.1, True: 0.025}
+_TRANSFER_BUDGET_S = {False: 0.1, True: 0.01}
+_OVERHEAD_BUDGET_S = {False: 0.02, True: 0.005}
 # What a calibration measures, and how: a stored one made to another plan (by an older dispatch)
 # is measured again rather than priced from (a calibration from before lstsq was measured on tall
 # operands priced an H100's CuPy lstsq of 200000 x 100 at 5.4 s, NumPy's at 2.1; they take 20 ms
@@ -429,8 +432,9 @@ def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[s
                            "transfer": {}, "gemm": {}, "ops": {}}
     with dispatch.using(target.name):
         one = dispatch.asarray(np.ones(1)).to(target.name)
-        out["call_overhead_s"] = _timer(lambda: one + one, lambda: None, 0.02)
-        out["sync_overhead_s"] = 0.0 if target.device.is_host else _timer(lambda: one + one, target.synchronize, 0.02)
+        budget = _OVERHEAD_BUDGET_S[quick]
+        out["call_overhead_s"] = _timer(lambda: one + one, lambda: None, budget)
+        out["sync_overhead_s"] = 0.0 if target.device.is_host else _timer(lambda: one + one, target.synchronize, budget)
         if not target.device.is_host:
             out["transfer"] = _measure_transfers(target, quick)
     return _measure_ops(target, quick, inputs, tick, out, which)
@@ -569,8 +573,8 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
         "to_host_staged": nbytes / staged_out,
         "to_device_pageable": nbytes / pageable_in,
         "to_host_pageable": nbytes / pageable_out,
-        "to_host_latency_s": _timer(lambda: target.to_host(small_native), sync, 0.02),
-        "to_device_latency_s": _timer(lambda: target.from_host(small), sync, 0.02),
+        "to_host_latency_s": _timer(lambda: target.to_host(small_native), sync, _OVERHEAD_BUDGET_S[quick]),
+        "to_device_latency_s": _timer(lambda: target.from_host(small), sync, _OVERHEAD_BUDGET_S[quick]),
     }
 
 
