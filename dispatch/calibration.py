@@ -681,14 +681,15 @@ _ASIDE_WAIT_S = 30.0
 
 
 def _start_aside(names: list[str], quick: bool) -> dict[str, subprocess.Popen]:
-    """A child measuring each target of ``MEASURED_ASIDE`` among ``names`` (see there), by name."""
-    if not quick or (os.cpu_count() or 1) < 4 or not any(name.startswith("torch-") for name in names) \
-            or not _torch_to_import():
+    """A child measuring each target of ``MEASURED_ASIDE`` among ``names`` (see there), by name:
+    one that a torch target comes before in ``names``, the order they are looked for in."""
+    if not quick or (os.cpu_count() or 1) < 4 or not _torch_to_import():
         return {}
     return {name: subprocess.Popen(
         [sys.executable, "-c", "from dispatch.calibration import _measure_aside; _measure_aside()", name],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        for name in names if name in MEASURED_ASIDE and _likely(name)}
+        for i, name in enumerate(names)
+        if name in MEASURED_ASIDE and any(n.startswith("torch-") for n in names[:i]) and _likely(name)}
 
 
 def _torch_to_import() -> bool:

@@ -739,10 +739,12 @@ def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports
     outcome["code"] = 1  # the child failed: CuPy is measured here
     cal = calibration.calibrate(quick=True, progress=False, save=False)
     assert ("measure", "cupy") in events and "measured_aside" not in cal.extra
-    # none for a full calibration, where torch is imported already, where no torch target is wanted,
-    # on few cores, or where CuPy is not likely to be found
+    # none for a full calibration, where torch is imported already, where no torch target is looked
+    # for before CuPy (its import would not overlap the child), on few cores, or where CuPy is not
+    # likely to be found
     assert calibration._start_aside(list(found), quick=False) == {}
     assert calibration._start_aside(["numpy", "cupy"], quick=True) == {}
+    assert calibration._start_aside(["cupy", "torch-cuda"], quick=True) == {}
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 3)
     assert calibration._start_aside(list(found), quick=True) == {}
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
@@ -759,7 +761,7 @@ def test_the_child_measuring_aside_runs_in_a_fresh_interpreter(monkeypatch):
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
     monkeypatch.setattr(calibration, "_likely", lambda name: True)
     monkeypatch.setattr(calibration, "_torch_to_import", lambda: True)
-    children = calibration._start_aside(["numpy", "torch-cpu", "torch-mps"], quick=True)
+    children = calibration._start_aside(["torch-cpu", "numpy", "torch-mps"], quick=True)  # after a torch target
     assert set(children) == {"numpy", "torch-mps"}
     done = calibration._finish_aside(children["numpy"])
     planned = calibration._plan(dispatch.targets.probe("numpy"), quick=True)
