@@ -19,8 +19,9 @@ often; ``_timing.turns``):
 
 A timed sample is one run, or for programs shorter than 50 ms on NumPy as many runs as
 make 50 ms there (``loops`` in the output), the same count for every mode; so is a warm-up
-sample. Such short programs take at least ``SHORT_REPEATS`` samples a mode (21), the others
-``--repeats`` (7), and each of their rounds opens after an untimed NumPy sample (``_separator``).
+sample. Programs shorter than half a second on NumPy take at least ``SHORT_REPEATS`` samples a
+mode (21), the others ``--repeats`` (7); each round of those run several times a sample opens
+after an untimed NumPy sample (``_separator``).
 Every mode starts from host NumPy data and ends with its results on the host (reading the
 results is part of a program), so a device's transfers are counted. Every result is
 checked against NumPy's. The adaptive modes learn first, as in a program's first iterations:
@@ -49,6 +50,7 @@ import contextlib
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -160,11 +162,13 @@ def _count_calls(workload: Any, data: dict[str, Any]) -> int:
 MIN_SAMPLE_S = 0.05
 
 
-# A program that runs several times per sample (``loops``) takes this many samples at least: its
+# A program shorter than ``SHORT_PROGRAM_S`` on NumPy takes this many samples at least: its
 # samples cost little, and its ratio to NumPy is the one a few percent decides. On an H100
 # machine's host, NumPy against itself over seven samples of such programs spread from 0.89x to
-# 1.06x.
+# 1.06x; on the 2-core machine pairwise medium (82 ms a run, seven samples) took 1.054x round by
+# round with one call of 36 on torch-cpu, where 0.99x on NumPy alone.
 SHORT_REPEATS = 21
+SHORT_PROGRAM_S = 0.5
 
 
 def _separator(runners: dict[str, Callable[[], dict]]) -> str:
@@ -183,16 +187,21 @@ def _separator(runners: dict[str, Callable[[], dict]]) -> str:
     return "numpy" if "numpy" in runners else next(iter(runners))
 
 
-def _repeats(repeats: int, loops: int) -> int:
-    """Timed samples per mode: ``SHORT_REPEATS`` at least for a program run ``loops`` > 1 times a sample."""
-    return max(repeats, SHORT_REPEATS) if loops > 1 else repeats
+def _repeats(repeats: int, run_s: float) -> int:
+    """Timed samples per mode: ``SHORT_REPEATS`` at least for a program that runs in under
+    ``SHORT_PROGRAM_S`` on NumPy."""
+    return max(repeats, SHORT_REPEATS) if run_s < SHORT_PROGRAM_S else repeats
 
 
-def _loops(run: Callable[[], dict]) -> int:
+def _loops(run_s: float) -> int:
     """Runs per timed sample: enough for ``MIN_SAMPLE_S`` at NumPy's pace, the same for every mode."""
+    return max(1, min(1000, round(MIN_SAMPLE_S / max(run_s, 1e-6))))
+
+
+def _run_seconds(run: Callable[[], dict]) -> float:
     start = time.perf_counter()
     run()
-    return max(1, min(1000, round(MIN_SAMPLE_S / max(time.perf_counter() - start, 1e-6))))
+    return time.perf_counter() - start
 
 
 def _kernel_seconds() -> float:
@@ -332,9 +341,10 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
             checks[mode] = "ok"
         except AssertionError as exc:
             checks[mode] = f"differs: {str(exc).splitlines()[0][:120]}"
-    loops = _loops(runners.get("numpy") or next(iter(runners.values())))
+    run_s = _run_seconds(runners.get("numpy") or next(iter(runners.values())))
+    loops = _loops(run_s)
     before = _router_state()
-    times, kernel = _interleaved(runners, warmup, _repeats(repeats, loops), loops)
+    times, kernel = _interleaved(runners, warmup, _repeats(repeats, run_s), loops)
     if "router" in learning:
         learning["router"]["timing"] = _router_changes(before)
         learning["router"]["verdicts"] = _verdicts_since(judged)
@@ -361,11 +371,33 @@ def paired(case: dict[str, Any], mode: str) -> float | None:
     drift together, by more than the few percent its ratio is judged on. On an H100 machine's
     host, NumPy against itself over 20 small programs' runs took 0.91-1.04x by the medians of
     each mode's samples, 0.99-1.03x so."""
+    ratios = _round_ratios(case, mode)
+    return statistics.median(ratios) if ratios else None
+
+
+def _round_ratios(case: dict[str, Any], mode: str) -> list[float]:
     samples = case.get("samples", {})
     mine, numpy_s = samples.get(mode), samples.get("numpy")
-    if not mine or not numpy_s:
+    return [a / b for a, b in zip(mine or [], numpy_s or [], strict=False)]
+
+
+def paired_interval(case: dict[str, Any], mode: str, draws: int = 2000) -> tuple[float, float] | None:
+    """A 95 % interval for ``paired``: the rounds resampled with replacement (a percentile
+    bootstrap of the median, seeded, so a report reads the same twice). Its width is what the
+    number of rounds can tell apart on this machine: with seven rounds of a noisy one, a program
+    at 1.02x may read 1.06x."""
+    ratios = _round_ratios(case, mode)
+    if len(ratios) < 2:
         return None
-    return statistics.median(a / b for a, b in zip(mine, numpy_s, strict=False))
+    rng = random.Random(0)
+    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(draws))
+    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
+
+
+def _with_interval(case: dict[str, Any], ratio: float) -> str:
+    interval = paired_interval(case, "router")
+    where = f"{case['workload']} {case['size']}"
+    return f"{ratio:.3f} ({where}" + (f", 95 % interval {interval[0]:.3f}-{interval[1]:.3f})" if interval else ")")
 
 
 def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
@@ -406,13 +438,17 @@ def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
         low, high = spread[0], spread[-1]
         lines.append(f"numpy-again / numpy, the measurement's own spread: {low[0]:.3f} ({low[1]} {low[2]}) "
                      f"to {high[0]:.3f} ({high[1]} {high[2]})")
-    by_round = sorted((r, c["workload"], c["size"]) for c in cases
-                      if c.get("numpy_us_per_call", 0) > 20 and (r := paired(c, "router")) is not None)
-    if by_round:
-        worst, again = by_round[-1], [r for c in cases if (r := paired(c, "numpy-again")) is not None]
+    by_round = [(r, c) for c in cases if (r := paired(c, "router")) is not None]
+    heavy_rounds = [(r, c) for r, c in by_round if c.get("numpy_us_per_call", 0) > 20]
+    if heavy_rounds:
+        worst = max(heavy_rounds, key=lambda rc: rc[0])
+        again = [r for c in cases if (r := paired(c, "numpy-again")) is not None]
         lines.append(f"router / numpy round by round (the median of each round's ratio), worst among programs with "
-                     f"ops over 20 µs: {worst[0]:.3f} ({worst[1]} {worst[2]})" + (
+                     f"ops over 20 µs: {_with_interval(worst[1], worst[0])}" + (
                          f"; numpy-again so, every program: {min(again):.3f} to {max(again):.3f}" if again else ""))
+    if by_round:
+        worst = max(by_round, key=lambda rc: rc[0])
+        lines.append(f"router / numpy round by round, worst of every program: {_with_interval(worst[1], worst[0])}")
     learned = [(c["learning"]["router"], c["workload"], c["size"]) for c in cases if "router" in c.get("learning", {})]
     if learned:
         most = max(learned, key=lambda x: x[0]["runs"])

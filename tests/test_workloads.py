@@ -545,7 +545,28 @@ def test_suite_reports_the_ratio_to_numpy_round_by_round():
     light = dict(case, workload="heat", numpy_us_per_call=5.0, samples=dict(samples, router=[2.0, 4.0, 6.0]))
     lines = suite.report([case, light], ("numpy", "router", "numpy-again"))
     assert ("router / numpy round by round (the median of each round's ratio), worst among programs with ops over "
-            "20 µs: 1.100 (pca small); numpy-again so, every program: 1.000 to 1.000") in lines
+            "20 µs: 1.100 (pca small, 95 % interval 0.950-1.100); numpy-again so, every program: 1.000 to 1.000"
+            ) in lines
+    # the 2-core machine's bar counts every program, those of calls under 20 µs too
+    assert ("router / numpy round by round, worst of every program: 2.000 (heat small, 95 % interval 2.000-2.000)"
+            ) in lines
+
+
+def test_the_interval_of_the_ratio_narrows_with_rounds():
+    """The bootstrap interval holds the median, stays within the rounds' ratios, and is as wide as
+    the rounds leave it: the same spread over three times the rounds gives a narrower one."""
+    from benchmarks import suite
+
+    def case(ratios):
+        return {"samples": {"numpy": [1.0] * len(ratios), "router": list(ratios)}}
+
+    spread = [0.96, 1.0, 1.01, 1.02, 1.03, 1.04, 1.09]
+    low, high = suite.paired_interval(case(spread), "router")
+    assert min(spread) <= low < suite.paired(case(spread), "router") == 1.02 < high <= max(spread)
+    low3, high3 = suite.paired_interval(case(spread * 3), "router")
+    assert high3 - low3 < high - low and low <= low3 <= 1.02 <= high3 <= high
+    assert suite.paired_interval(case([1.1] * 5), "router") == (1.1, 1.1)
+    assert suite.paired_interval(case([1.1]), "router") is None and suite.paired_interval({}, "router") is None
 
 
 def test_the_suite_lets_the_router_learn_until_it_settles(monkeypatch):
@@ -688,9 +709,11 @@ def test_the_suite_says_which_calls_ran_off_numpy_and_why(monkeypatch):
 def test_short_programs_take_more_samples():
     from benchmarks import suite
 
-    assert suite._repeats(7, loops=1) == 7  # one run a sample: as asked
-    assert suite._repeats(7, loops=20) == suite.SHORT_REPEATS > 7
-    assert suite._repeats(suite.SHORT_REPEATS + 5, loops=20) == suite.SHORT_REPEATS + 5
+    assert suite._repeats(7, run_s=2.0) == 7  # a long program: as asked
+    assert suite._repeats(7, run_s=0.08) == suite.SHORT_REPEATS > 7  # a medium one, one run a sample
+    assert suite._repeats(7, run_s=0.002) == suite.SHORT_REPEATS  # a small one, many runs a sample
+    assert suite._repeats(suite.SHORT_REPEATS + 5, run_s=0.002) == suite.SHORT_REPEATS + 5
+    assert suite._loops(0.002) == 25 and suite._loops(0.08) == 1 and suite._loops(1e-9) == 1000
 
 
 def test_the_suite_keeps_each_cases_trial_verdicts(monkeypatch):
