@@ -791,10 +791,6 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         _finish_first_calls(children)
         phases["waiting for the first calls"] = time.perf_counter() - began
         children = []
-        # What is still far off its curve after the retries, measured beside the children, is
-        # measured again now: torch-cuda's lstsq of 4096 x 64 read 0.13-0.38 s in 8 of the 10
-        # points measured beside them (five calibrations), 8.3-63 ms in the 72 others stored.
-        disturbed = {t.name: _off_curve_ops(result[t.name]) for t in devices}
         for target in found:
             began = time.perf_counter()
             if target.name in compiling:
@@ -807,10 +803,19 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
                         tick(f"{target.name} {dtype} {op}")
             elif target not in devices:
                 result[target.name] = _measure_target(target, quick, inputs, tick)
-            if disturbed.get(target.name):
-                _measure_ops(target, quick, inputs, lambda label: None, result[target.name],
-                             disturbed[target.name].__contains__)
             seconds[target.name] += time.perf_counter() - began
+        # What is still far off its curve after its retries is measured again once every target
+        # was: what disturbed it has had the others' time to pass. torch-cuda's lstsq of 4096 x 64
+        # read 0.13-0.38 s in 8 of the 10 points measured beside the children (five calibrations),
+        # 8.3-63 ms in the 72 others stored; on the 2-core machine NumPy's float64 matmul of 256
+        # read 12-16 ms in all three tries (0.38 ms calm) while another process held a core, ended
+        # NumPy's ladder, and the router sent every float64 product of kmeans, mlp and
+        # least_squares to torch-cpu: 1.2-2.6x NumPy's time. A child's figures stand.
+        for target in found:
+            if target.name not in measured_aside and (disturbed := _off_curve_ops(result[target.name])):
+                began = time.perf_counter()
+                _measure_ops(target, quick, inputs, lambda label: None, result[target.name], disturbed.__contains__)
+                seconds[target.name] += time.perf_counter() - began
             result[target.name]["seconds"] = round(seconds[target.name], 2)
     finally:
         _finish_first_calls(children)
