@@ -165,8 +165,8 @@ MIN_SAMPLE_S = 0.05
 # A program shorter than ``SHORT_PROGRAM_S`` on NumPy takes this many samples at least: its
 # samples cost little, and its ratio to NumPy is the one a few percent decides. On an H100
 # machine's host, NumPy against itself over seven samples of such programs spread from 0.89x to
-# 1.06x; on the 2-core machine pairwise medium (82 ms a run, seven samples) took 1.054x round by
-# round with one call of 36 on torch-cpu, where 0.99x on NumPy alone.
+# 1.06x; on the 2-core machine pairwise medium (82 ms a run) read 1.054x round by round over
+# seven samples, a 95 % interval of 0.931-1.071 (``paired_interval``).
 SHORT_REPEATS = 21
 SHORT_PROGRAM_S = 0.5
 

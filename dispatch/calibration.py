@@ -807,10 +807,11 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         # What is still far off its curve after its retries is measured again once every target
         # was: what disturbed it has had the others' time to pass. torch-cuda's lstsq of 4096 x 64
         # read 0.13-0.38 s in 8 of the 10 points measured beside the children (five calibrations),
-        # 8.3-63 ms in the 72 others stored; on the 2-core machine NumPy's float64 matmul of 256
-        # read 12-16 ms in all three tries (0.38 ms calm) while another process held a core, ended
-        # NumPy's ladder, and the router sent every float64 product of kmeans, mlp and
-        # least_squares to torch-cpu: 1.2-2.6x NumPy's time. A child's figures stand.
+        # 8.3-63 ms in the 72 others stored. On the 2-core machine NumPy's float64 matmul of 256
+        # read 12-16 ms in all three tries of one calibration (0.38 ms calm; its float32 one took
+        # 16 ms with another process busy on a core, 0.2 measured again), ended NumPy's ladder, and
+        # the router sent the float64 products of kmeans, pca, mlp and least_squares to torch-cpu:
+        # 1.2-2.6x NumPy's time. A child's figures stand (CuPy's first calls stay out of here).
         for target in found:
             if target.name not in measured_aside and (disturbed := _off_curve_ops(result[target.name])):
                 began = time.perf_counter()

@@ -734,9 +734,11 @@ def test_a_host_product_still_off_its_curve_is_measured_again_once_every_target_
 def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports_torch(isolated, monkeypatch):
     """The child starts before any target is looked for and is done before CuPy is looked for
     here (after torch-cpu, whose probe imports torch); what it measured is CuPy's. A child that
-    failed leaves CuPy to this process."""
+    failed leaves CuPy to this process. Its figures stand, even one off its curve (measuring it
+    again here would make CuPy's first calls in this process)."""
     events, outcome = [], {"code": 0}
-    measured = {"ops": {"float64": {"add": [[1_000, 1e-5]]}}, "transfer": {"to_host_latency_s": 1e-5}}
+    measured = {"ops": {"float64": {"add": [[1_000, 1e-5]], "matmul": [[64, 1e-5], [256, 1e-2]]}},
+                "transfer": {"to_host_latency_s": 1e-5}}
 
     class Child:
         def __init__(self, argv, **kwargs):
@@ -760,6 +762,7 @@ def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [("float64", [("add", (1_000,), (1_000,))])])
     monkeypatch.setattr(calibration, "_measure_target", lambda target, quick, inputs, tick, which=lambda op: True:
                         events.append(("measure", target.name)) or tick(target.name) or {"ops": {}})
+    monkeypatch.setattr(calibration, "_measure_ops", lambda target, *args: events.append(("again", target.name)))
     monkeypatch.setattr(router, "use_calibration", lambda cal: None)
     ticks = []
     monkeypatch.setattr(calibration, "_ticker", lambda total, progress: iter([ticks.append]))
