@@ -810,8 +810,9 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         # 8.3-63 ms in the 72 others stored. On the 2-core machine NumPy's float64 matmul of 256
         # read 12-16 ms in all three tries of one calibration (0.38 ms calm; its float32 one took
         # 16 ms with another process busy on a core, 0.2 measured again), ended NumPy's ladder, and
-        # the router sent the float64 products of kmeans, pca, mlp and least_squares to torch-cpu:
-        # 1.2-2.6x NumPy's time. A child's figures stand (CuPy's first calls stay out of here).
+        # the router sent the float64 products of kmeans, pca, least_squares, pairwise and mlp to
+        # torch-cpu: 1.09-2.63x NumPy's time. A child's figures stand (CuPy's first calls stay out
+        # of here).
         for target in found:
             if target.name not in measured_aside and (disturbed := _off_curve_ops(result[target.name])):
                 began = time.perf_counter()
