@@ -394,10 +394,12 @@ def paired_interval(case: dict[str, Any], mode: str, draws: int = 2000) -> tuple
     return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
 
 
-def _with_interval(case: dict[str, Any], ratio: float) -> str:
+def _with_interval(case: dict[str, Any]) -> str:
+    """The router's round-by-round ratio on ``case``, its program, and its 95 % interval."""
     interval = paired_interval(case, "router")
     where = f"{case['workload']} {case['size']}"
-    return f"{ratio:.3f} ({where}" + (f", 95 % interval {interval[0]:.3f}-{interval[1]:.3f})" if interval else ")")
+    return f"{paired(case, 'router'):.3f} ({where}" + (
+        f", 95 % interval {interval[0]:.3f}-{interval[1]:.3f})" if interval else ")")
 
 
 def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
@@ -444,11 +446,11 @@ def report(cases: list[dict[str, Any]], modes: tuple[str, ...]) -> list[str]:
         worst = max(heavy_rounds, key=lambda rc: rc[0])
         again = [r for c in cases if (r := paired(c, "numpy-again")) is not None]
         lines.append(f"router / numpy round by round (the median of each round's ratio), worst among programs with "
-                     f"ops over 20 µs: {_with_interval(worst[1], worst[0])}" + (
+                     f"ops over 20 µs: {_with_interval(worst[1])}" + (
                          f"; numpy-again so, every program: {min(again):.3f} to {max(again):.3f}" if again else ""))
     if by_round:
         worst = max(by_round, key=lambda rc: rc[0])
-        lines.append(f"router / numpy round by round, worst of every program: {_with_interval(worst[1], worst[0])}")
+        lines.append(f"router / numpy round by round, worst of every program: {_with_interval(worst[1])}")
     learned = [(c["learning"]["router"], c["workload"], c["size"]) for c in cases if "router" in c.get("learning", {})]
     if learned:
         most = max(learned, key=lambda x: x[0]["runs"])

@@ -698,8 +698,8 @@ def test_a_device_point_still_off_its_curve_beside_the_children_is_measured_agai
 
 
 def test_a_host_product_still_off_its_curve_is_measured_again_once_every_target_was(isolated, monkeypatch):
-    """On the 2-core machine NumPy's float64 matmul of 256 read 12-16 ms in all three tries while
-    another process held a core (0.38 ms calm) and ended NumPy's ladder: its products were priced
+    """On the 2-core machine NumPy's float64 matmul of 256 read 12-16 ms in all three tries of one
+    calibration (0.38 ms calm) and ended NumPy's ladder: its products were priced
     30x too slow and went to torch-cpu. What the retries could not fix is measured again after the
     other targets, and the calm ladder kept; a ladder on its curve is not measured again."""
     events = []
