@@ -952,6 +952,8 @@ _install_operators()
 _measure_temporaries()
 _compiled.install_slots()
 _install_methods()
+for _name in ("shape", "dtype", "ndim", "size"):
+    setattr(ndarray, _name, _compiled.attr(_name, vars(ndarray)[_name]))
 heap.keep()  # freed temporaries stay for the next ones (dispatch.heap)
 ndarray.__module__ = "dispatch"
 

@@ -29,8 +29,8 @@ ACTIVE = _fastpath is not None
 # dispatch.ndarray's marks for the router: compiled, slots that read None until set (``setup``)
 MARKS = ("_origin", "_root", "_hosted")
 
-__all__ = ["ACTIVE", "MARKS", "STATUS", "fast", "install_slots", "python_path", "refs_seen", "set_temporary_refs",
-           "setup", "setup_creation", "setup_memo"]
+__all__ = ["ACTIVE", "MARKS", "STATUS", "attr", "fast", "install_call", "install_slots", "python_path", "refs_seen",
+           "set_temporary_refs", "setup", "setup_creation", "setup_memo"]
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
@@ -63,6 +63,19 @@ def install_slots() -> int:
     return _fastpath.install_slots() if _fastpath is not None else 0
 
 
+def install_call(ufunc: type) -> bool:
+    """Point ``dispatch.ufunc``'s call slot at its compiled ``__call__``, past CPython's generic
+    lookup; whether it was set. Setting ``__call__`` on the class again puts the generic slot back."""
+    return bool(_fastpath.install_call(ufunc)) if _fastpath is not None else False
+
+
+def attr(name: str, prop: property) -> Any:
+    """What to install for the array property ``name`` (``shape``, ``dtype``, ``ndim`` or
+    ``size``): a compiled descriptor that reads NumPy data's own, and ``prop`` for the rest; or
+    ``prop`` itself where the extension is not active."""
+    return _fastpath.Attr(name, prop) if _fastpath is not None else prop
+
+
 def setup_creation(cluster_ns: dict) -> None:
     """Tell the compiled path where ``dispatch.cluster.LIVE_ELEMENTS`` is: the creation functions
     it runs make results under that size (larger ones may go to Dask)."""
@@ -85,23 +98,24 @@ def fast(kind: str, op: Any, fallback: Any, func: Any = None) -> Any:
     if func is None and op is not None:
         func = op.func
     compiled = _fastpath.Fast(kind, op, func, fallback)
-    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):  # the function's own, not its __dict__
-        setattr(compiled, attr, getattr(fallback, attr, None))
+    for name in ("__module__", "__name__", "__qualname__", "__doc__"):  # the function's own, not its __dict__
+        setattr(compiled, name, getattr(fallback, name, None))
     compiled.__wrapped__ = fallback
     return compiled
 
 
 @contextlib.contextmanager
 def python_path() -> Iterator[int]:
-    """For the block, every compiled callable dispatch has installed is replaced by its Python
-    function (to compare the two paths in one process); yields how many were replaced."""
+    """For the block, every compiled callable and attribute dispatch has installed is replaced by
+    its Python function or property (to compare the two paths in one process); yields how many
+    were replaced."""
     import dispatch
     from dispatch import _namespace, fft, linalg
 
     swapped = []
     for home in (dispatch.ndarray, _namespace.ufunc, dispatch, linalg, fft):
         for name, value in list(vars(home).items()):
-            if _fastpath is not None and type(value) is _fastpath.Fast:
+            if _fastpath is not None and type(value) in (_fastpath.Fast, _fastpath.Attr):
                 swapped.append((home, name, value))
                 setattr(home, name, value.fallback)
     try:
@@ -110,3 +124,4 @@ def python_path() -> Iterator[int]:
         for home, name, value in swapped:
             setattr(home, name, value)
         install_slots()
+        install_call(_namespace.ufunc)

@@ -17,7 +17,7 @@ import numpy as np
 from converters.numpy_ops import NUMPY_CATALOG
 from dispatch import _call, router
 from dispatch._array import ndarray
-from dispatch._compiled import fast
+from dispatch._compiled import fast, install_call
 from dispatch._ops import op_for_ufunc_method, op_named
 from dispatch._state import STATE
 from dispatch.cost import FFT_1D
@@ -79,6 +79,7 @@ class ufunc:
 
 
 ufunc.__call__ = fast("ufunc", None, ufunc.__call__)
+install_call(ufunc)
 
 
 def routed(name: str, func: Any, module: str) -> Any:

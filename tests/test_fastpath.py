@@ -727,6 +727,91 @@ def test_a_compiled_array_has_numpys_attributes_alone():
 
 
 @compiled_only
+def test_a_compiled_array_is_freed_by_the_compiled_deallocation():
+    """dispatch.ndarray's own deallocation releases its data and marks and tells its weak
+    references; a subclass's (CPython's) clears its own slots and then calls it."""
+    assert _compiled._fastpath.installed_lean()[0]
+
+    class Mark:
+        pass
+
+    for cls in (dispatch.ndarray, _array._DeviceScalar):
+        data, mark, told = numpy.arange(3.0), Mark(), []
+        x = object.__new__(cls)
+        x._data, x._root = data, mark
+        held = sys.getrefcount(data)
+        watch, marked = weakref.ref(x, told.append), weakref.ref(mark)
+        del x, mark
+        assert watch() is None and len(told) == 1
+        assert marked() is None and sys.getrefcount(data) == held - 1
+    y = wrapped(numpy.arange(4.0)) + 1.0  # a result the compiled path made
+    watch = weakref.ref(y)
+    del y
+    assert watch() is None
+
+
+@compiled_only
+@pytest.mark.parametrize("host", [numpy.arange(24.0).reshape(2, 3, 4)[:, ::2], numpy.float32(2.5) * numpy.ones(()),
+                                  numpy.arange(5, dtype=numpy.int8), numpy.zeros((0, 3), dtype=complex)],
+                         ids=["strided", "0-d", "int8", "empty"])
+def test_array_attributes_read_numpys(host):
+    """shape, dtype, ndim and size are compiled for NumPy data: NumPy's own values and types."""
+    x = wrapped(host)
+    for name in ("shape", "dtype", "ndim", "size"):
+        got, want = getattr(x, name), getattr(host, name)
+        assert got == want and type(got) is type(want), name
+        assert type(vars(dispatch.ndarray)[name]) is _compiled._fastpath.Attr
+        assert isinstance(getattr(dispatch.ndarray, name), property)  # on the class: the property, as in Python
+
+
+@compiled_only
+def test_array_attributes_fall_back_to_the_properties():
+    """A reshape through ``shape`` and data that is not a NumPy array go to the Python property."""
+    x = wrapped(numpy.arange(6.0))
+    x.shape = (2, 3)
+    assert x.shape == (2, 3) and numpy.asarray(x).shape == (2, 3)
+    with pytest.raises(type(_shape_error())):
+        wrapped(numpy.arange(6.0)[::2]).shape = (3, 1, 1, 2)
+    lazy = object.__new__(dispatch.ndarray)
+    lazy._data = numpy.ma.masked_array(numpy.arange(4.0))  # not exactly a NumPy array: the property reads it
+    assert (lazy.shape, lazy.dtype, lazy.ndim, lazy.size) == ((4,), numpy.dtype(float), 1, 4)
+    with _compiled.python_path():
+        assert type(vars(dispatch.ndarray)["shape"]) is property
+        assert wrapped(numpy.ones((2, 5))).shape == (2, 5)
+    assert type(vars(dispatch.ndarray)["shape"]) is _compiled._fastpath.Attr
+
+
+def _shape_error():
+    try:
+        numpy.arange(6.0)[::2].shape = (3, 1, 1, 2)
+    except Exception as exc:  # NumPy's, whatever its type
+        return exc
+    raise AssertionError("NumPy took the shape")
+
+
+@compiled_only
+def test_a_ufunc_is_called_through_its_compiled_slot():
+    """dispatch.abs(x) and its kin reach the compiled __call__ past CPython's generic slot, with
+    keywords and with more arguments than the compiled path takes, as NumPy's ufunc."""
+    assert _compiled._fastpath.installed_lean()[1]
+    a, b = _data()
+    x, y = wrapped(a), wrapped(b)
+    assert_same(dispatch.abs(x), numpy.abs(a))
+    assert_same(dispatch.add(x, y, dtype=numpy.float32), numpy.add(a, b, dtype=numpy.float32))
+    out = dispatch.zeros(a.shape)
+    assert dispatch.multiply(x, y, out=out) is out
+    assert_same(out, a * b)
+    with pytest.raises(TypeError) as caught:
+        dispatch.add(*[x] * 20)
+    with pytest.raises(type(caught.value)):
+        numpy.add(*[a] * 20)
+    with _compiled.python_path():
+        assert not _compiled._fastpath.installed_lean()[1]  # __call__ set again: CPython's slot
+        assert_same(dispatch.abs(x), numpy.abs(a))
+    assert _compiled._fastpath.installed_lean()[1]
+
+
+@compiled_only
 def test_it_names_pickles_and_documents_itself_as_the_function_does():
     assert dispatch.mean.__name__ == "mean" and dispatch.mean.__module__ == "dispatch"
     assert dispatch.mean.__wrapped__ is numpy.mean
