@@ -20,8 +20,8 @@ often; ``_timing.turns``):
 A timed sample is one run, or for programs shorter than 50 ms on NumPy as many runs as
 make 50 ms there (``loops`` in the output), the same count for every mode; so is a warm-up
 sample. Programs shorter than half a second on NumPy take at least ``SHORT_REPEATS`` samples a
-mode (21), the others ``--repeats`` (7); each round of those run several times a sample opens
-after an untimed NumPy sample (``_separator``).
+mode (21), those shorter than 50 ms ``TINY_REPEATS`` (61), the others ``--repeats`` (7); each
+round of those run several times a sample opens after an untimed NumPy sample (``_separator``).
 Every mode starts from host NumPy data and ends with its results on the host (reading the
 results is part of a program), so a device's transfers are counted. Every result is
 checked against NumPy's. The adaptive modes learn first, as in a program's first iterations:
@@ -169,6 +169,12 @@ MIN_SAMPLE_S = 0.05
 # seven samples, a 95 % interval of 0.931-1.071 (``paired_interval``).
 SHORT_REPEATS = 21
 SHORT_PROGRAM_S = 0.5
+# A program shorter than ``MIN_SAMPLE_S`` on NumPy (run several times a sample) takes this many:
+# its ratio to NumPy is mostly dispatch's cost per call, 1-3 % on calls of 4-9 µs, while on the
+# 2-core machine its rounds' ratios spread with quartiles 3-7 points apart (kmeans, pca, mlp and
+# heat small over 21 rounds): the round-by-round median moved by a point or two between runs, on
+# programs the 2-core bar reads by their worst. A sample costs 50 ms.
+TINY_REPEATS = 61
 
 
 def _separator(runners: dict[str, Callable[[], dict]]) -> str:
@@ -188,8 +194,10 @@ def _separator(runners: dict[str, Callable[[], dict]]) -> str:
 
 
 def _repeats(repeats: int, run_s: float) -> int:
-    """Timed samples per mode: ``SHORT_REPEATS`` at least for a program that runs in under
-    ``SHORT_PROGRAM_S`` on NumPy."""
+    """Timed samples per mode: ``TINY_REPEATS`` at least for a program that runs in under
+    ``MIN_SAMPLE_S`` on NumPy, ``SHORT_REPEATS`` for one under ``SHORT_PROGRAM_S``."""
+    if run_s < MIN_SAMPLE_S:
+        return max(repeats, TINY_REPEATS)
     return max(repeats, SHORT_REPEATS) if run_s < SHORT_PROGRAM_S else repeats
 
 

@@ -711,8 +711,8 @@ def test_short_programs_take_more_samples():
 
     assert suite._repeats(7, run_s=2.0) == 7  # a long program: as asked
     assert suite._repeats(7, run_s=0.08) == suite.SHORT_REPEATS > 7  # a medium one, one run a sample
-    assert suite._repeats(7, run_s=0.002) == suite.SHORT_REPEATS  # a small one, many runs a sample
-    assert suite._repeats(suite.SHORT_REPEATS + 5, run_s=0.002) == suite.SHORT_REPEATS + 5
+    assert suite._repeats(7, run_s=0.002) == suite.TINY_REPEATS > suite.SHORT_REPEATS  # a small one, many runs a sample
+    assert suite._repeats(suite.TINY_REPEATS + 5, run_s=0.002) == suite.TINY_REPEATS + 5
     assert suite._loops(0.002) == 25 and suite._loops(0.08) == 1 and suite._loops(1e-9) == 1000
 
 
