@@ -954,6 +954,7 @@ _compiled.install_slots()
 _install_methods()
 for _name in ("shape", "dtype", "ndim", "size"):
     setattr(ndarray, _name, _compiled.attr(_name, vars(ndarray)[_name]))
+del _name
 heap.keep()  # freed temporaries stay for the next ones (dispatch.heap)
 ndarray.__module__ = "dispatch"
 
