@@ -739,8 +739,10 @@ static long long created(int kind, PyObject *const *args, Py_ssize_t nargs, PyOb
     return n > 0 ? n : 0;
 }
 
+/* Set by install_call(): dispatch.ufunc, where its _op slot is, and its Fast __call__. */
 static PyTypeObject *ufunc_type;
 static Py_ssize_t ufunc_op_off;
+static PyObject *ufunc_call;
 
 /* A dispatch.ufunc's op (a new reference): from its slot, or by name where its type is another. */
 static PyObject *ufunc_op(PyObject *proxy) {
@@ -1209,8 +1211,6 @@ static PyTypeObject AttrType = {
 /* dispatch.ufunc's call slot, pointed at the class's Fast __call__ (install_call): CPython's
  * generic slot looks __call__ up on the class and prepends the proxy to the arguments, and reading
  * the proxy's op by name passes through its __getattr__ hook (0.3 us of a dispatch.abs(a)). */
-static PyObject *ufunc_call;  /* its Fast __call__ */
-
 static PyObject *slot_ufunc_call(PyObject *self, PyObject *args, PyObject *kwargs) {
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     if (n >= MAX_ARGS) {
