@@ -19,7 +19,7 @@ from dispatch import BackendSelector, OpComplexity, calibration, cost, router
 from dispatch._call import Inputs, _layout
 from dispatch._ops import op_named
 from dispatch.devices import HOST, Device
-from dispatch.history import History
+from dispatch.history import OUTLIER_RATIO, History
 
 
 def _linear(overhead: float, per_element: float, sizes=(1_000, 10_000, 100_000, 1_000_000)) -> list[list[float]]:
@@ -329,6 +329,20 @@ def test_history_blends_with_growing_confidence():
         h.observe(key, "numpy", 0.0)
     many, n = h.blended(key, "numpy", 1.0)
     assert n == 21 and 0 < many < one < 1.0
+
+
+def test_one_slow_sample_moves_the_average_little_and_a_real_slowdown_is_followed():
+    h = History()
+    key = ("matmul", (np.dtype("float64"),), 23, frozenset({HOST}))
+    for _ in range(20):
+        h.observe(key, "numpy", 15e-3)
+    h.observe(key, "numpy", 85e-3)  # a storm of page faults, or another process's burst
+    one_slow = h.stats[key]["numpy"].seconds
+    assert one_slow == pytest.approx(15e-3 * (1 + h.alpha * (OUTLIER_RATIO - 1)))
+    assert h.measured_s == pytest.approx(20 * 15e-3 + 85e-3)  # what it took is still spent
+    for _ in range(15):
+        h.observe(key, "numpy", 60e-3)  # the call really became four times slower
+    assert h.stats[key]["numpy"].seconds == pytest.approx(60e-3, rel=0.05)
 
 
 def test_exploration_is_bounded():
