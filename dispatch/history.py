@@ -127,8 +127,9 @@ class History:
             else:
                 if stat.samples < _first_samples(target):
                     stat.seconds = min(stat.seconds, seconds)  # the slower ones paid a one-time cost
-                else:
-                    stat.seconds += self.alpha * (min(seconds, OUTLIER_RATIO * stat.seconds) - stat.seconds)
+                else:  # an average of zero (a clock too coarse for the call) is not held there
+                    capped = min(seconds, OUTLIER_RATIO * stat.seconds) if stat.seconds > 0 else seconds
+                    stat.seconds += self.alpha * (capped - stat.seconds)
                 stat.samples += 1
             self.measured_s += seconds
             self.spent[key] = self.spent.get(key, 0.0) + seconds

@@ -343,6 +343,10 @@ def test_one_slow_sample_moves_the_average_little_and_a_real_slowdown_is_followe
     for _ in range(15):
         h.observe(key, "numpy", 60e-3)  # the call really became four times slower
     assert h.stats[key]["numpy"].seconds == pytest.approx(60e-3, rel=0.05)
+    coarse = ("sum", (np.dtype("float64"),), 10, frozenset({HOST}))
+    for seconds in (0.0, 0.0, 1e-3):  # a clock that read zero twice
+        h.observe(coarse, "numpy", seconds)
+    assert h.stats[coarse]["numpy"].seconds == pytest.approx(h.alpha * 1e-3)
 
 
 def test_exploration_is_bounded():
