@@ -3,19 +3,18 @@
 Per (op, dtypes, size bucket, residency, layout) and target: an exponentially weighted average
 of measured seconds (a sample over ``OUTLIER_RATIO`` times it counts as that much) and a sample
 count. The router blends it with the model's estimate, trusting it more as samples grow
-(``confidence = n / (n + 2)``), and explores a plausible alternative a few times within a
-budget (bounded epsilon-greedy, each exploration paid from what its kind of call has taken so
-far), so a model that is wrong
-about a target learns it; a target that lost its only call is measured once more (``retry``),
-and a second call faster than the first replaces it, since first calls pay one-time costs.
-Only calls predicted to take over ``sample_threshold_s`` (100 µs) are timed, and the first
-call of each kind on the target chosen for it (a model wrong by orders of magnitude under the
-threshold is caught once, then the threshold rules, which no op called more than
-``hot_calls_per_s`` (10,000) times a second can pass); such ops are "hot": not traced. GPU calls
-are timed with device events, read back later without a host sync. The
-history can be saved and loaded (``save()``, ``load()``) in the user's cache directory. With
-``trials`` on (the default) the router also times the whole program against NumPy where it
-sends host data to a device (``dispatch.trials``).
+(``confidence = n / (n + 2)``), and explores a plausible alternative a few times within a budget
+(bounded epsilon-greedy, each exploration paid from what its kind of call has taken so far), so
+a model that is wrong about a target learns it; a target that lost its only call is measured
+once more (``retry``), and a second call faster than the first replaces it, since first calls
+pay one-time costs. Only calls predicted to take over ``sample_threshold_s`` (100 µs) are timed,
+and the first call of each kind on the target chosen for it (a model wrong by orders of
+magnitude under the threshold is caught once, then the threshold rules, which no op called more
+than ``hot_calls_per_s`` (10,000) times a second can pass); such ops are "hot": not traced. GPU
+calls are timed with device events, read back later without a host sync. The history can be
+saved and loaded (``save()``, ``load()``) in the user's cache directory. With ``trials`` on (the
+default) the router also times the whole program against NumPy where it sends host data to a
+device (``dispatch.trials``).
 
 It also learns what becomes of a result that a device computed from host data: used on the
 device again, or read back to the host first (``settle``). ``p_return`` is that chance, starting
