@@ -14,18 +14,18 @@ import importlib
 
 import numpy as _np
 
-from dispatch.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
-from dispatch.torch_env import set_defaults as _torch_defaults
+from dispatch.base.torch_env import set_defaults as _torch_defaults
+from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 
-_torch_defaults()  # before torch loads, where it has not: OpenMP reads its wait policy then (dispatch.torch_env)
+_torch_defaults()  # before torch loads, where it has not: OpenMP reads its wait policy then (dispatch.base.torch_env)
 
 __version__ = "0.1.0"
 
 # dispatch's own names that live in submodules: name -> module
 _OWN = {
-    "ndarray": "dispatch._array",
+    "ndarray": "dispatch.arrays._array",
     "ufunc": "dispatch._namespace",
-    "Device": "dispatch.devices",
+    "Device": "dispatch.base.devices",
     "Trace": "dispatch.tracing",
     "get_backend": "dispatch.config",
     "set_backend": "dispatch.config",

@@ -14,13 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from converters.numpy_ops import NUMPY_CATALOG
-from dispatch import _call, router
-from dispatch._array import ndarray
-from dispatch._compiled import fast, install_call
-from dispatch._ops import op_for_ufunc_method, op_named
-from dispatch._state import STATE
-from dispatch.cost import FFT_1D
+from dispatch.arrays import _call
+from dispatch.arrays._array import ndarray
+from dispatch.arrays._compiled import fast, install_call
+from dispatch.base.numpy_catalog import NUMPY_CATALOG
+from dispatch.base.ops import op_for_ufunc_method, op_named
+from dispatch.base.state import STATE
+from dispatch.routing import router
+from dispatch.routing.cost import FFT_1D
 
 __all__ = ["lazy_namespace", "routed", "ufunc"]
 

@@ -31,9 +31,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dispatch import _compiled
-from dispatch._state import STATE
-from dispatch.devices import DASK, HOST, Device
+from dispatch.arrays import _compiled
+from dispatch.base.devices import DASK, HOST, Device
+from dispatch.base.state import STATE
 from dispatch.tracing import _fmt_bytes
 
 __all__ = ["active", "address", "chunk_bytes", "client", "compute", "connected", "creation", "device_free_bytes",
@@ -64,7 +64,7 @@ def _refresh_live() -> None:
     global LIVE_ELEMENTS
     floor = min(chunk_bytes(), 64 << 20) // 16  # 16: the widest itemsize (complex128)
     LIVE_ELEMENTS = 1 << max(floor.bit_length() - 1, 0)
-    from dispatch import router
+    from dispatch.routing import router
 
     router.clear_decisions()
 
@@ -258,7 +258,7 @@ def _measure(c: Any) -> None:
     if where is None or where in _measured_chunk:
         return
     _measured_chunk[where] = 0  # measuring: a failure leaves the default
-    from dispatch import calibration
+    from dispatch.routing import calibration
 
     try:
         _measured_chunk[where] = calibration.dask_chunk_bytes(c)
@@ -272,7 +272,7 @@ def _measure(c: Any) -> None:
 def compute(*arrays: Any) -> tuple[Any, ...]:
     """Compute several Dask-held arrays in one pass (shared work is done once); each becomes a
     ``dispatch.ndarray`` in memory (NumPy, or CuPy from GPU workers). Other values pass through."""
-    from dispatch._array import ndarray
+    from dispatch.arrays._array import ndarray
 
     lazy = [i for i, a in enumerate(arrays) if isinstance(a, ndarray) and a.device == DASK]
     if not lazy:
@@ -289,7 +289,7 @@ def compute(*arrays: Any) -> tuple[Any, ...]:
 def _in_memory(value: Any, like: Any) -> Any:
     import numpy as np
 
-    from dispatch._array import _DeviceScalar, device_scalar, wrap
+    from dispatch.arrays._array import _DeviceScalar, device_scalar, wrap
 
     if isinstance(like, _DeviceScalar):
         value = np.asarray(value)
@@ -300,7 +300,7 @@ def _in_memory(value: Any, like: Any) -> Any:
 def persist(x: Any) -> Any:
     """``x`` with its chunks computed and kept in the cluster's (or this process's) memory, so
     later work starts from them; arrays not held by Dask are returned as they are."""
-    from dispatch._array import ndarray
+    from dispatch.arrays._array import ndarray
 
     if not (isinstance(x, ndarray) and x.device == DASK):
         return x
@@ -381,7 +381,7 @@ def route(op: Any, inputs: Any, key: tuple) -> tuple[Any, bool] | None:
         return None
     if inputs.size < LIVE_ELEMENTS:
         return None
-    from dispatch import router
+    from dispatch.routing import router
 
     if "dask" in router._refusals.get(key, ()):
         return None
@@ -393,7 +393,7 @@ def route(op: Any, inputs: Any, key: tuple) -> tuple[Any, bool] | None:
 
 
 def _decision(target: Any, reason: str, key: tuple) -> Any:
-    from dispatch.router import Decision
+    from dispatch.routing.router import Decision
 
     return Decision(target, reason, key=key)
 
@@ -473,8 +473,9 @@ def result_bytes(op: Any, inputs: Any) -> int:
 def run_on_dask(op: Any, reason: str, run: Any) -> Any:
     """Run ``run()`` (which builds a Dask array) as ``op`` decided for Dask: timed and traced
     like any routed call."""
-    from dispatch import _call, targets
-    from dispatch.router import Decision
+    from dispatch import targets
+    from dispatch.arrays import _call
+    from dispatch.routing.router import Decision
 
     return _call._execute(op, _call.Inputs([]), Decision(targets.get("dask"), reason), run)
 
@@ -489,7 +490,7 @@ def creation(name: str, plain: Any) -> Any:
     else ``plain`` (the routed NumPy function)."""
     import functools
 
-    from dispatch._ops import op_named
+    from dispatch.base.ops import op_named
     from dispatch.targets._dask_create import elements, itemsize
 
     op = op_named(name)
@@ -501,7 +502,7 @@ def creation(name: str, plain: Any) -> Any:
             reason = result_reason(n * itemsize(name, args, kwargs), n)
             target = _dask_target() if reason is not None else None
             if target is not None:
-                from dispatch import _call
+                from dispatch.arrays import _call
                 from dispatch.targets import Unsupported
 
                 try:

@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import Iterator
 
 from dispatch import targets
-from dispatch._state import STATE
+from dispatch.base.state import STATE
 from dispatch.cluster import chunk_bytes, memory_fraction, set_chunk_bytes, set_memory_fraction
 
 __all__ = ["chunk_bytes", "get_backend", "memory_fraction", "set_backend", "set_chunk_bytes", "set_memory_fraction",

@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as _np
 
-from dispatch import _call, cluster
-from dispatch._array import ndarray, wrap
+from dispatch import cluster
 from dispatch._namespace import lazy_namespace
-from dispatch._state import STATE
+from dispatch.arrays import _call
+from dispatch.arrays._array import ndarray, wrap
+from dispatch.base.state import STATE
 
 # NumPy's classes that take no arrays keep their meaning as they are.
 BitGenerator = _np.random.BitGenerator
@@ -168,7 +169,7 @@ def _chunked(owner: Any, name: str, method: Any, args: tuple, kwargs: dict) -> A
 
 
 def _op(name: str) -> Any:
-    from dispatch._ops import op_named
+    from dispatch.base.ops import op_named
 
     try:
         return op_named(f"random.{name}")

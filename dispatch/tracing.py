@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as _np
 
-from dispatch._state import STATE
+from dispatch.base.state import STATE
 
 __all__ = ["CallRecord", "Trace", "fallbacks", "trace", "use_opentelemetry"]
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from _synthetic import synthetic
 
-from dispatch import calibration, targets
+from dispatch import targets
 from dispatch.cli import main
+from dispatch.routing import calibration
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -27,8 +27,9 @@ pytest.importorskip("distributed")
 from distributed import LocalCluster, get_task_stream
 
 import dispatch
-from dispatch import calibration, cluster, targets
-from dispatch.devices import DASK
+from dispatch import cluster, targets
+from dispatch.base.devices import DASK
+from dispatch.routing import calibration
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1 << 20

@@ -24,8 +24,9 @@ import pytest
 from helpers import assert_same, fake_cupy_router
 
 import dispatch
-from dispatch import _array, _compiled, router
-from dispatch._ops import op_named
+from dispatch.arrays import _array, _compiled
+from dispatch.base.ops import op_named
+from dispatch.routing import router
 
 ROOT = Path(__file__).resolve().parent.parent
 compiled_only = pytest.mark.skipif(not _compiled.ACTIVE, reason=f"the compiled fast path is {_compiled.STATUS}")

@@ -1,4 +1,4 @@
-"""``dispatch.heap``: glibc's heap thresholds, set when the array machinery loads, unless the
+"""``dispatch.base.heap``: glibc's heap thresholds, set when the array machinery loads, unless the
 user chose their own."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from dispatch import heap
+from dispatch.base import heap
 
 
 def _glibc() -> bool:
@@ -33,7 +33,7 @@ class Info(ctypes.Structure):
 libc = ctypes.CDLL(None)
 libc.mallinfo.restype = Info
 dispatch.asarray([1.0])  # the array machinery loads
-from dispatch import heap
+from dispatch.base import heap
 before = libc.mallinfo().hblks
 block = numpy.ones(3 << 20)
 print(heap.keep(), libc.mallinfo().hblks - before)

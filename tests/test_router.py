@@ -15,11 +15,12 @@ import pytest
 from helpers import assert_same, router_restored
 
 import dispatch
-from dispatch import BackendSelector, OpComplexity, calibration, cost, router
-from dispatch._call import Inputs, _layout
-from dispatch._ops import op_named
-from dispatch.devices import HOST, Device
-from dispatch.history import OUTLIER_RATIO, History
+from dispatch import BackendSelector, OpComplexity
+from dispatch.arrays._call import Inputs, _layout
+from dispatch.base.devices import HOST, Device
+from dispatch.base.ops import op_named
+from dispatch.routing import calibration, cost, router
+from dispatch.routing.history import OUTLIER_RATIO, History
 
 
 def _linear(overhead: float, per_element: float, sizes=(1_000, 10_000, 100_000, 1_000_000)) -> list[list[float]]:
@@ -267,7 +268,7 @@ def _assert_learned_of_one_decides_only_it(op, learned, other):
 def test_a_targets_first_calls_are_counted_per_op_dtypes_and_axis_not_per_product_size():
     """A device's first call of a kind pays a one-time cost (a kernel compiled, a module
     loaded): per reduction axis, not per product output size (BLAS compiles nothing per shape)."""
-    from dispatch.history import call_kind
+    from dispatch.routing.history import call_kind
 
     dtypes = (np.dtype("float64"), np.dtype("float64"))
     small, large = (("matmul", dtypes, 21, frozenset(), None, ("product", b)) for b in (10, 26))
@@ -1113,7 +1114,7 @@ def test_a_learned_floor_survives_switching_policies_and_back(isolated):
 
 
 def test_a_second_call_for_a_target_that_lost_its_first_is_not_held_back_by_the_exploration_budget():
-    from dispatch.history import History
+    from dispatch.routing.history import History
 
     h = History(explore_budget=0.05)
     key = ("linalg.lstsq", (np.dtype("float64"),), 25, frozenset(), None, None)

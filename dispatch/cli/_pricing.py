@@ -1,5 +1,5 @@
 """Pricing calls for the command line: with a calibration (this machine's, or one saved on
-another machine) through ``dispatch.cost.estimate_call``, or with the seed roofline of
+another machine) through ``dispatch.routing.cost.estimate_call``, or with the seed roofline of
 ``dispatch.cli.estimate`` where there is none (the cold start, labelled as such).
 
 Two shapes of answer:
@@ -17,10 +17,10 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dispatch.selector import Backend
+from dispatch.routing.selector import Backend
 
 if TYPE_CHECKING:
-    from dispatch.calibration import Calibration
+    from dispatch.routing.calibration import Calibration
 
 __all__ = [
     "CalibratedEstimator",
@@ -36,7 +36,7 @@ ROOFLINE = "seed-roofline"
 
 def stored_calibration_path() -> Path:
     """Where this machine's calibration is (or would be) stored."""
-    from dispatch import calibration
+    from dispatch.routing import calibration
 
     return calibration.cache_dir() / f"calibration-{calibration.fingerprint()}.json"
 
@@ -44,7 +44,7 @@ def stored_calibration_path() -> Path:
 def this_machine_calibration() -> Calibration | None:
     """This machine's stored calibration, or ``None``. An empty cache answers without probing
     the GPUs (which the fingerprint needs), so uncalibrated commands stay quick."""
-    from dispatch import calibration
+    from dispatch.routing import calibration
 
     folder = calibration.cache_dir()
     if not folder.is_dir() or not any(folder.glob("calibration-*.json")):
@@ -68,7 +68,7 @@ def calibration_label(cal: Calibration, path: str | Path | None = None) -> dict[
 def price_call(op: str, shapes: list[list[int]], dtypes: list[str], cal: Calibration) -> dict[str, float]:
     """Seconds per call on every target of ``cal`` (inputs on the host), or ``{}`` where the
     op is outside the NumPy catalog (ufunc methods, functions dispatch does not route)."""
-    from dispatch.cost import estimate_call
+    from dispatch.routing.cost import estimate_call
 
     try:
         return estimate_call(op, shapes, dtypes, cal, resident="cpu")

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from converters import Converter, NumPyConverter, PyTorchConverter, SklearnConverter
 from converters.scanner import CallSite, FileScan, ScanError
 from dispatch.cli._profile import Profile, ProfileCall, SiteKey, match_calls
-from dispatch.selector import Backend, OpComplexity
+from dispatch.routing.selector import Backend, OpComplexity
 
 __all__ = ["REPORT_VERSION", "Report", "Row", "build_report"]
 

@@ -8,7 +8,7 @@ from typing import Any
 from dispatch.cli._pricing import ROOFLINE
 from dispatch.cli._profile import ProfileCall
 from dispatch.cli._report import Report, Row
-from dispatch.selector import Backend
+from dispatch.routing.selector import Backend
 
 __all__ = [
     "format_ratio",

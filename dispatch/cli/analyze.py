@@ -107,7 +107,7 @@ def _estimator():
 
 
 def _read_calibration(path: str):
-    from dispatch import calibration
+    from dispatch.routing import calibration
 
     if not os.path.exists(path):
         raise CommandError(f"no such calibration: {path}", 2)

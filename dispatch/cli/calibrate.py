@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from dispatch.cli import CommandError
 
 if TYPE_CHECKING:
-    from dispatch.calibration import Calibration
+    from dispatch.routing.calibration import Calibration
 
 HELP = "measure this machine's targets and route by the measurements"
 
@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dispatch import calibration, targets
+    from dispatch import targets
+    from dispatch.routing import calibration
 
     if args.show is not None:
         if args.quick or args.only or args.out:
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             cal.quick = cal.quick or kept.quick
         where = cal.save()
         calibration._loaded[cal.fingerprint] = cal
-        from dispatch import router
+        from dispatch.routing import router
 
         router.use_calibration(cal)
         if args.out:
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_targets(names: list[str] | None) -> tuple[str, ...] | None:
-    from dispatch import router, targets
+    from dispatch import targets
+    from dispatch.routing import router
 
     if not names:
         return None
@@ -97,8 +99,8 @@ def _merge_base(only: tuple[str, ...] | None) -> Calibration | None:
 
 
 def _stored(path: str) -> tuple[Calibration, Path]:
-    from dispatch import calibration
     from dispatch.cli._pricing import stored_calibration_path
+    from dispatch.routing import calibration
 
     if path:
         try:
@@ -177,7 +179,7 @@ def measured_table(cal: Calibration) -> list[str]:
 def moe_table(cal: Calibration) -> list[str]:
     """The MoE thresholds derived from ``cal`` next to the seed's (elements; a tier is taken
     above its threshold; "never": it does not win at any size here)."""
-    from dispatch.selector import BackendSelector, OpComplexity
+    from dispatch.routing.selector import BackendSelector, OpComplexity
 
     seed = BackendSelector().thresholds
     derived = BackendSelector.from_calibration(cal).thresholds

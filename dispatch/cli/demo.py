@@ -118,7 +118,8 @@ def _print_trace(t: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dispatch import calibration, router, targets
+    from dispatch import targets
+    from dispatch.routing import calibration, router
 
     found = targets.available()
     print(f"dispatch demo: targets here: {', '.join(found)}")

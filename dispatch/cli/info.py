@@ -53,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
 
 def collect() -> dict[str, Any]:
     """Everything ``info`` shows, as the JSON object of the module docstring."""
-    from dispatch import _compiled, calibration, config, router, targets
+    from dispatch import config, targets
+    from dispatch.arrays import _compiled
+    from dispatch.routing import calibration, router
 
     machine = calibration.machine()
     found = machine.get("libraries", {})

@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if not (args.report or args.profile):
         return run_script(code, argv, redirect)
 
-    from dispatch import router, targets, tracing
+    from dispatch import targets, tracing
+    from dispatch.routing import router
 
     available = list(targets.available()) if profile_path is not None else []
     saved = (tracing.SITES, tracing.SITE_FILTER, router.history.hot_calls_per_s)
@@ -102,7 +103,7 @@ def _calibration(measure: bool) -> tuple[Any, str | None]:
 
     cal = this_machine_calibration()
     if cal is None and measure:
-        from dispatch import calibration
+        from dispatch.routing import calibration
 
         print("dispatch run: this machine is not calibrated: measuring a quick calibration first", file=sys.stderr)
         cal = calibration.calibrate(quick=True, progress=sys.stderr.isatty())

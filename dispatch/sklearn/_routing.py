@@ -43,9 +43,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dispatch import router
-from dispatch._state import STATE
-from dispatch.selector import Backend, OpComplexity
+from dispatch.base.state import STATE
+from dispatch.routing import router
+from dispatch.routing.selector import Backend, OpComplexity
 
 __all__ = ["LEARN_MIN", "Choice", "choose", "forget", "measured", "observe", "remember_unsupported", "unsupported"]
 
@@ -337,7 +337,7 @@ def array_kind(a: Any) -> str:
     torch tensor) or ``"other"`` (lists, DataFrames, scalars...)."""
     if isinstance(a, np.ndarray):
         return "numpy"
-    from dispatch._array import ndarray
+    from dispatch.arrays._array import ndarray
 
     if isinstance(a, ndarray):
         return "dispatch"
@@ -354,7 +354,7 @@ def is_native(a: Any) -> bool:
 
 def engine_of(native: Any) -> Any:
     """The target owning a CuPy array or torch tensor."""
-    from dispatch._array import _engine_of
+    from dispatch.arrays._array import _engine_of
 
     return _engine_of(native)
 

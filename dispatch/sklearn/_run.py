@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import router, tracing
-from dispatch._array import ndarray, wrap_host
-from dispatch._state import STATE
+from dispatch import tracing
+from dispatch.arrays._array import ndarray, wrap_host
+from dispatch.base.state import STATE
+from dispatch.routing import router
 from dispatch.sklearn._routing import (
     Choice,
     array_kind,

@@ -15,18 +15,18 @@ import importlib
 import threading
 from typing import TYPE_CHECKING, Any
 
-from dispatch.devices import HOST, Device
-from dispatch.selector import Backend
+from dispatch.base.devices import HOST, Device
+from dispatch.routing.selector import Backend
 
 if TYPE_CHECKING:
-    from dispatch._ops import Op
+    from dispatch.base.ops import Op
 
 __all__ = ["FINITE_INPUTS", "TARGET_NAMES", "Target", "Unavailable", "Unsupported", "available", "check_finite",
            "first_call", "get", "probe"]
 
 # Kinds of call a target has run for the first time in this process, so far. CuPy counts its
 # own: it compiles a kernel for each, or loads it from its cache, on the host's clock (torch
-# ships its kernels compiled). A trial leaves out the periods they fall in (``dispatch.trials``).
+# ships its kernels compiled). A trial leaves out the periods they fall in (``dispatch.routing.trials``).
 first_calls = 0
 
 
@@ -89,7 +89,7 @@ class Target:
     def runner(self, op: Op, args: tuple, kwargs: dict) -> Any:
         """``run`` for calls like this one (the same op, dtypes, shapes, scalar types and
         keywords), as ``run_like(args, kwargs)``: what a target resolves per call signature, it
-        may resolve here once (see the lane's memo in ``dispatch._call``)."""
+        may resolve here once (see the lane's memo in ``dispatch.arrays._call``)."""
         return lambda natives, kw: self.run(op, natives, kw)
 
     def supports(self, op: Op) -> bool:

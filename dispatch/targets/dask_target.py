@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster
-from dispatch.devices import DASK
-from dispatch.selector import Backend
+from dispatch.base.devices import DASK
+from dispatch.routing.selector import Backend
 from dispatch.targets import Target, Unavailable, Unsupported
 from dispatch.targets._oracle import expected, rejects
 
@@ -282,7 +282,7 @@ class DaskTarget(Target):
 
     def _from_numpy(self, result: Any, originals: dict[int, Any]) -> Any:
         """A NumPy result as this target's: arrays chunked, NumPy scalars as device scalars."""
-        from dispatch._array import device_scalar
+        from dispatch.arrays._array import device_scalar
 
         if isinstance(result, np.ndarray):
             return originals[id(result)] if id(result) in originals else self.from_host(result)
@@ -427,7 +427,7 @@ def _squeeze(target: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _flip(target: Any, args: tuple, kwargs: dict) -> Any:
-    from dispatch._array import device_scalar
+    from dispatch.arrays._array import device_scalar
 
     a = args[0] if args else kwargs["m"]
     axis = args[1] if len(args) > 1 else kwargs.get("axis")
@@ -716,7 +716,7 @@ def _indexed(a: Any, key: Any) -> Any:
     result = _known_shape(a[key])
     keys = key if isinstance(key, tuple) else (key,)
     if result.ndim == 0 and len(keys) == a.ndim and all(isinstance(k, (int, np.integer)) for k in keys):
-        from dispatch._array import device_scalar
+        from dispatch.arrays._array import device_scalar
 
         return device_scalar(result)
     return result
@@ -773,7 +773,7 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
     """NumPy's dtypes; results NumPy returns as scalars become device scalars (0-d, lazy).
     Without ``want`` (NumPy's description), Dask's dtypes stand and a 0-d result of a function
     (not of a view or copy) is a scalar, as NumPy's functions return."""
-    from dispatch._array import device_scalar, ndarray
+    from dispatch.arrays._array import device_scalar, ndarray
 
     if want is None:
         if isinstance(result, (tuple, list)):

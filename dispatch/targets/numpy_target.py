@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.devices import HOST, is_backend_type
-from dispatch.selector import Backend
+from dispatch.base.devices import HOST, is_backend_type
+from dispatch.routing.selector import Backend
 from dispatch.targets import Target
 
 __all__ = ["NUMPY", "NumpyTarget"]
@@ -41,7 +41,7 @@ class NumpyTarget(Target):
         """Any engine's array as host NumPy: a device array is copied back to the host."""
         if self.owns(native):
             return native
-        from dispatch._array import _engine_of
+        from dispatch.arrays._array import _engine_of
 
         return _engine_of(native).to_host(native)
 

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from converters.numpy_ops import NUMPY_CATALOG
-from dispatch import blas_spin, torch_env
-from dispatch.devices import HOST, Device
-from dispatch.selector import Backend
+from dispatch.base import blas_spin, torch_env
+from dispatch.base.devices import HOST, Device
+from dispatch.base.numpy_catalog import NUMPY_CATALOG
+from dispatch.routing.selector import Backend
 from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
 from dispatch.targets._oracle import expected, indexing_gives_scalar, unique_inverse_shape
 
@@ -65,7 +65,7 @@ class TorchTarget(Target):
     library = "torch"
 
     def __init__(self, kind: str) -> None:
-        torch_env.set_defaults()  # where torch was imported before dispatch: see dispatch.torch_env
+        torch_env.set_defaults()  # where torch was imported before dispatch: see dispatch.base.torch_env
         try:
             import torch
         except Exception as exc:  # ImportError, or a broken CUDA install raising at import
@@ -125,7 +125,7 @@ class TorchTarget(Target):
             from dispatch.targets._staging import to_host_torch
 
             native = to_host_torch(native)
-        from dispatch._array import _torch_cpu_to_numpy
+        from dispatch.arrays._array import _torch_cpu_to_numpy
 
         return _torch_cpu_to_numpy(native)
 
@@ -228,7 +228,7 @@ class TorchTarget(Target):
 
     def _scalar(self, item: Any) -> Any:
         """A 0-d result NumPy gives as a scalar: on the host make it one, on a device keep it there."""
-        from dispatch._array import _torch_cpu_to_numpy, device_scalar
+        from dispatch.arrays._array import _torch_cpu_to_numpy, device_scalar
 
         return _torch_cpu_to_numpy(item)[()] if self.kind == "cpu" else device_scalar(item)
 
@@ -299,7 +299,7 @@ def _device_kind(native: Any) -> str:
 
 
 def _to_numpy(native: Any) -> np.ndarray:
-    from dispatch._array import _host
+    from dispatch.arrays._array import _host
 
     return _host(native)
 

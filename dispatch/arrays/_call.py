@@ -20,12 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import _compiled, blas_spin, router, tracing
-from dispatch._array import _DeviceScalar, _engine_of, ndarray, wrap
-from dispatch._ops import GETITEM, Op
-from dispatch._state import STATE
-from dispatch.cost import FFT_1D
-from dispatch.devices import HOST, HOST_ONLY, Device, device_of, library_of
+from dispatch import tracing
+from dispatch.arrays import _compiled
+from dispatch.arrays._array import _DeviceScalar, _engine_of, ndarray, wrap
+from dispatch.base import blas_spin
+from dispatch.base.devices import HOST, HOST_ONLY, Device, device_of, library_of
+from dispatch.base.ops import GETITEM, Op
+from dispatch.base.state import STATE
+from dispatch.routing import router
+from dispatch.routing.cost import FFT_1D
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
 

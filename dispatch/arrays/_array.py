@@ -3,7 +3,7 @@
 Host data is always a ``numpy.ndarray`` (NumPy and torch-cpu share it zero-copy); device
 data is a CuPy array or a torch tensor, whichever engine produced it (engines on one device
 exchange arrays zero-copy through DLPack). Every operator, method and NumPy function called on
-one goes through the router (``dispatch._call``); results stay on the device where they were
+one goes through the router (``dispatch.arrays._call``); results stay on the device where they were
 computed.
 """
 
@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import _compiled, blas_spin, heap
-from dispatch._compiled import fast
-from dispatch._ops import GETITEM, POWER_OPERATOR, SETITEM, Op, op_for_function, op_for_ufunc_method, op_named
-from dispatch._state import STATE
-from dispatch.cost import FFT_1D
-from dispatch.devices import HOST, Device, device_of, is_backend_type, library_of, parse_device
+from dispatch.arrays import _compiled
+from dispatch.arrays._compiled import fast
+from dispatch.base import blas_spin, heap
+from dispatch.base.devices import HOST, Device, device_of, is_backend_type, library_of, parse_device
+from dispatch.base.ops import GETITEM, POWER_OPERATOR, SETITEM, Op, op_for_function, op_for_ufunc_method, op_named
+from dispatch.base.state import STATE
+from dispatch.routing.cost import FFT_1D
 
 __all__ = ["device_scalar", "ndarray", "wrap", "wrap_host"]
 
@@ -36,11 +37,11 @@ class ndarray:
 
     # The router's marks, None on most arrays:
     # _origin: the key of a call a device made this result in from host data, until the result is
-    # next used (dispatch._call.settle)
+    # next used (dispatch.arrays._call.settle)
     # _root: the key of the call that made the fresh array this one is, or was computed from
-    # (dispatch._call.lineage)
+    # (dispatch.arrays._call.lineage)
     # _hosted: the key of a call a host target made this result in where a device was priced for
-    # it, until a device is sent it (dispatch._call.sent)
+    # it, until a device is sent it (dispatch.arrays._call.sent)
     # Compiled, they are slots that read None until set (the compiled path makes them so), and an
     # array has no __dict__, as NumPy's has none: each array is made and freed without one (15-30
     # ns of the 100-140 dispatch added to an operator on a small array). In Python, they are class
@@ -938,7 +939,7 @@ def _viewed(source: ndarray, view: Any) -> Any:
 
 def _keeps_watch(source: ndarray, view: ndarray) -> None:
     """A large view of a host result whose next use the router watches (``_hosted``) is watched
-    too: a device sent ``X[i:j]`` or ``W.T`` is sent that result (``dispatch._call.sent``). The
+    too: a device sent ``X[i:j]`` or ``W.T`` is sent that result (``dispatch.arrays._call.sent``). The
     compiled path does the same (``keep_watch`` in dispatch/_fastpath.c)."""
     hosted = source._hosted
     if hosted is not None:
@@ -955,10 +956,10 @@ _install_methods()
 for _name in ("shape", "dtype", "ndim", "size"):
     setattr(ndarray, _name, _compiled.attr(_name, vars(ndarray)[_name]))
 del _name
-heap.keep()  # freed temporaries stay for the next ones (dispatch.heap)
+heap.keep()  # freed temporaries stay for the next ones (dispatch.base.heap)
 ndarray.__module__ = "dispatch"
 
 # The call path needs this module's names; it is imported last to close the cycle.
-from dispatch import _call  # noqa: E402
+from dispatch.arrays import _call  # noqa: E402
 
 _COPY = op_named("copy")

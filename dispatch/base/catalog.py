@@ -17,7 +17,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from dispatch.selector import Backend, BackendSelector, OpComplexity
+from dispatch.routing.selector import Backend, BackendSelector, OpComplexity
 
 __all__ = ["CatalogOp", "Converter", "Entry", "parse_table"]
 

@@ -23,7 +23,7 @@ Rules, first match wins:
      the cheapest wins, but the target holding the inputs (NumPy for host data) keeps a call
      unless another is ``KEEP_MARGIN`` cheaper, and a device's first engine (its home)
      unless another there is ``ENGINE_MARGIN`` cheaper     "cost model" / "history" / "placement"
-     a device chosen for host data is then put on trial (``dispatch.trials``): the program is
+     a device chosen for host data is then put on trial (``dispatch.routing.trials``): the program is
      timed with the call there and on NumPy, and the faster keeps it               "trial"
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
      table on the op's complexity and element count, each tier mapped to the best target
@@ -47,13 +47,14 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import cluster, cost, targets, trials
-from dispatch._ops import all_ops, op_named
-from dispatch._state import STATE
-from dispatch.calibration import INTEGER_OPS
-from dispatch.devices import HOST_ONLY
-from dispatch.history import HOST_TARGETS, History, call_kind
-from dispatch.selector import Backend, BackendSelector
+from dispatch import cluster, targets
+from dispatch.base.devices import HOST_ONLY
+from dispatch.base.ops import all_ops, op_named
+from dispatch.base.state import STATE
+from dispatch.routing import cost, trials
+from dispatch.routing.calibration import INTEGER_OPS
+from dispatch.routing.history import HOST_TARGETS, History, call_kind
+from dispatch.routing.selector import Backend, BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
 __all__ = ["Decision", "clear_decisions", "credit", "decide", "failed", "host_floor", "made", "policy", "refused",
@@ -108,14 +109,14 @@ ENGINE_MARGIN = 1.0
 ROOTS_FOLLOWED = 32
 # Likewise a kind of call that a host target runs where a device was priced: once this many of
 # its results in a row were followed and none was sent to a device, its results are no longer
-# followed, and its calls may skip the router's bookkeeping (the memo in ``dispatch._call``);
+# followed, and its calls may skip the router's bookkeeping (the memo in ``dispatch.arrays._call``);
 # the share sent until then (``history.p_send``) still prices its calls. On an H100 machine an
 # FFT filter's ``rfft(taps, n=8192)``, its 63 taps padded, took 87 µs a call followed against
 # NumPy's 57; and after a trial whose device side was sent some of its results, the same call
 # (a quarter of them sent) was followed for good.
 HOSTED_FOLLOWED = 32
 # Why a call runs where it does without being priced; a trace records calls under the floors,
-# which skip the router (``dispatch._call``), with the same words.
+# which skip the router (``dispatch.arrays._call``), with the same words.
 LOCAL_REASON = "local: where the data is"
 SMALL_REASON = "small: NumPy on the host"
 FLOOR_REASON = "floor: NumPy, at a size where no other target pays"
@@ -266,7 +267,7 @@ def _ensure_calibration() -> None:
     global _calibration_checked
     if not _calibration_checked:
         _calibration_checked = True
-        from dispatch import calibration
+        from dispatch.routing import calibration
 
         try:
             found = calibration.load()
@@ -427,7 +428,7 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
 
 
 def _trial_worthy(decision: Decision, inputs: Any, key: tuple) -> bool:
-    """A GPU chosen by the cost policy for host data, no target forced (see ``dispatch.trials``)."""
+    """A GPU chosen by the cost policy for host data, no target forced (see ``dispatch.routing.trials``)."""
     return (history.trials and _policy == "cost" and decision.target.name in GPU_TARGETS and key[4] is None
             and inputs.resident is None and bool(inputs.arrays))
 
@@ -806,7 +807,7 @@ def reset_oracle() -> None:
 
 
 def _device(a: Any) -> Any:
-    from dispatch._call import _device as device
+    from dispatch.arrays._call import _device as device
 
     return device(a)
 
@@ -816,7 +817,7 @@ def _gather_on_device(inputs: Any, key: tuple) -> Decision | None:
     there): the indexed array goes to the index, where what follows runs, rather than the
     index coming back, when the array holds at most twice the index's bytes (gathering 4M
     int64 by a device's sort order took 10 ms a call on the host, after 32 MB came back)."""
-    from dispatch._array import ndarray
+    from dispatch.arrays._array import ndarray
 
     base, *index = inputs.arrays
     if type(base) is not ndarray or type(base._data) is not np.ndarray:
@@ -832,7 +833,7 @@ def _gather_on_device(inputs: Any, key: tuple) -> Decision | None:
 
 
 def _engine_holding(a: Any) -> Any:
-    from dispatch._array import _engine_of, ndarray
+    from dispatch.arrays._array import _engine_of, ndarray
 
     data = a._data if isinstance(a, ndarray) else a
     engine = _engine_of(data)

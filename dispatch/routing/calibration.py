@@ -621,8 +621,9 @@ def _start_first_calls(names: list[str], quick: bool) -> list[subprocess.Popen]:
         shares.append(["others:quick" if quick else "others:full"])
         for share in filter(None, shares):
             children.append(subprocess.Popen(
-                [sys.executable, "-c", "import sys; from dispatch.calibration import _first_calls; _first_calls()",
-                 name, *share], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                [sys.executable, "-c",
+                 "import sys; from dispatch.routing.calibration import _first_calls; _first_calls()", name, *share],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return children
 
 
@@ -686,7 +687,7 @@ def _start_aside(names: list[str], quick: bool) -> dict[str, subprocess.Popen]:
     if not quick or (os.cpu_count() or 1) < 4 or not _torch_to_import():
         return {}
     return {name: subprocess.Popen(
-        [sys.executable, "-c", "from dispatch.calibration import _measure_aside; _measure_aside()", name],
+        [sys.executable, "-c", "from dispatch.routing.calibration import _measure_aside; _measure_aside()", name],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         for i, name in enumerate(names)
         if name in MEASURED_ASIDE and any(n.startswith("torch-") for n in names[:i]) and _likely(name)}
@@ -754,7 +755,8 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     """
     import contextlib
 
-    from dispatch import router, targets
+    from dispatch import targets
+    from dispatch.routing import router
 
     start = time.perf_counter()
     phases: dict[str, float] = {}  # seconds spent on other things than measuring the targets
