@@ -4,7 +4,7 @@ cost on a cache hit. Both sides are timed in one run, interleaved, and medians a
     python -m benchmarks.overhead [--out results.json] [--repeat 31]
 
 On a machine with CuPy and torch-cuda it also times calls on data a GPU holds (``DEVICE_CASES``).
-Where the compiled fast path is built (``dispatch/_fastpath.c``), the host calls are timed a
+Where the compiled fast path is built (``dispatch/arrays/_fastpath.c``), the host calls are timed a
 second time through the Python path it stands in for.
 
 Targets (the issues'): median overhead at most 1.5 µs per call on 100-element arrays (a bare

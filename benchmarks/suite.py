@@ -61,7 +61,7 @@ import numpy
 
 import dispatch
 from benchmarks.workloads import SIZE_NAMES, WORKLOADS, _ports, _timing
-from dispatch import targets
+from dispatch import measure, targets
 from dispatch.routing import calibration, router, trials
 from dispatch.routing.history import History
 
@@ -483,7 +483,7 @@ def full_calibration() -> calibration.Calibration:
     if cal is None or cal.quick:
         print(f"no full calibration for this machine yet: measuring one ({'a quick one is stored' if cal else 'none'})",
               file=sys.stderr)
-        cal = calibration.calibrate(quick=False, progress=False)
+        cal = measure.calibrate(quick=False, progress=False)
     router.use_calibration(cal)
     return cal
 

@@ -54,7 +54,7 @@ from converters.notebook import code_cells, hide_magics
 from converters.pytorch_operations import PYTORCH_CATALOG
 from converters.sklearn_algorithms import SKLEARN_CATALOG
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
-from dispatch.routing.selector import OpComplexity
+from dispatch.base.tiers import OpComplexity
 
 __all__ = [
     "CallSite",

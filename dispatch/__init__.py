@@ -31,7 +31,7 @@ _OWN = {
     "set_backend": "dispatch.config",
     "using": "dispatch.config",
     "use_cluster": "dispatch.cluster",
-    "compute": "dispatch.cluster",
+    "compute": "dispatch.arrays.scale_out",
 }
 _SUBMODULES = ("fft", "linalg", "random", "config", "cluster", "sklearn")  # sklearn imports scikit-learn only when used
 _MISSING = object()
@@ -45,7 +45,7 @@ def trace(a: object = _MISSING, *args: object, **kwargs: object) -> object:
     runs: ``with dispatch.trace() as t: ...`` then ``t.summary()``.
     """
     if a is _MISSING and not args and not kwargs:
-        from dispatch.tracing import Trace
+        from dispatch.tracing import Trace  # lazy: the package loads its modules on first use
 
         return Trace()
     return _numpy_namespace("trace")(a, *args, **kwargs)
@@ -61,7 +61,7 @@ def _numpy_namespace(name: str) -> object:
         obj = getattr(_np, name)
     except AttributeError:
         raise AttributeError(f"module 'dispatch' has no attribute {name!r}") from None
-    from dispatch._namespace import public
+    from dispatch._namespace import public  # lazy: the array machinery loads on the first NumPy name
 
     return public("", name, obj, __name__)
 

@@ -1,4 +1,4 @@
-"""The compiled fast path (``dispatch/_fastpath.c``): every kind of call it takes gives NumPy's
+"""The compiled fast path (``dispatch/arrays/_fastpath.c``): every kind of call it takes gives NumPy's
 result, wrapped as the Python path wraps it, and every call outside its cases reaches the Python
 path unchanged.
 
@@ -45,7 +45,7 @@ def _must_not_run(*args, **kwargs):
 def fast(kind, name, fallback, func=None):
     """A compiled callable of ``kind`` for the op ``name`` (its floor computed, as a first
     routed call computes it) whose Python path is ``fallback``."""
-    from dispatch import _fastpath
+    from dispatch.arrays import _fastpath
 
     op = None if name is None else op_named(name)
     if op is not None:

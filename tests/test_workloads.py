@@ -506,6 +506,7 @@ def test_the_suite_routes_by_a_full_calibration(tmp_path, monkeypatch):
     from helpers import router_restored
 
     from benchmarks import suite
+    from dispatch import measure
     from dispatch.routing import calibration, router
     from dispatch.routing.history import History
 
@@ -521,7 +522,7 @@ def test_the_suite_routes_by_a_full_calibration(tmp_path, monkeypatch):
         calibration._loaded.clear()
         return cal
 
-    monkeypatch.setattr(calibration, "calibrate", calibrate)
+    monkeypatch.setattr(measure, "calibrate", calibrate)
     try:
         with router_restored(History()):
             calibrate(quick=True)  # what a first routed call stores

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from dispatch import tracing
+from dispatch import targets, tracing
 from dispatch.arrays import _compiled
-from dispatch.arrays._array import _DeviceScalar, _engine_of, ndarray, wrap
 from dispatch.base import blas_spin
 from dispatch.base.devices import HOST, HOST_ONLY, Device, device_of, library_of
 from dispatch.base.ops import GETITEM, Op
@@ -35,6 +35,22 @@ from dispatch.targets.numpy_target import NUMPY
 __all__ = ["Inputs", "call"]
 
 _SCALARS = (int, float, complex, bool, np.generic)
+
+# The array type, its 0-d device results' type and the wrapper of results: defined above this
+# module (``dispatch.arrays._array``), which hands them over as it loads, as it tells the
+# compiled path (``_compiled.setup``).
+ndarray: type = type(None)
+_DeviceScalar: type = type(None)
+wrap: Callable[..., Any] = None  # type: ignore[assignment]
+_engine_of = targets.engine_of
+
+
+def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any]) -> None:
+    """Called once by ``dispatch.arrays._array`` as it loads, once it has set up the compiled path."""
+    global ndarray, _DeviceScalar, wrap
+    ndarray, _DeviceScalar, wrap = array_type, scalar_type, wrap_result
+    # The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/arrays/_fastpath.c).
+    _compiled.setup_memo(globals(), vars(router), vars(router.trials), router.Decision)
 
 
 _NOWHERE: frozenset = frozenset()
@@ -324,7 +340,7 @@ def host_kwargs(kwargs: dict, copies: dict | None = None) -> dict:
 
 def to_forced_device(result: Any) -> Any:
     """Random draws happen on the host (NumPy's streams); a forced device target gets them."""
-    target = STATE.forced_target() if not STATE.plain else None
+    target = targets.forced() if not STATE.plain else None
     if target is None or target.device.is_host or not isinstance(result, ndarray):
         return result
     try:
@@ -619,7 +635,7 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
 # remembered the same way, where nothing follows from it (no root, no placement credit, no watch
 # on where its result goes): on an H200 machine's host each such call cost 6-10 µs over NumPy's
 # own, and the few of them in a 1-2 ms program (a trial's host verdict, an FFT) made it 5-9% slower.
-# The compiled path serves those host entries itself (``memo_run`` in dispatch/_fastpath.c, the same
+# The compiled path serves those host entries itself (``memo_run`` in dispatch/arrays/_fastpath.c, the same
 # key and checks): a remembered ``rfft`` costs 0.5 µs over NumPy's on a 2-core machine, 2.3 here.
 # An operator that NumPy's elision runs into a temporary (``_array._elides``) is remembered under
 # a key of its own and run into it: otherwise ``2.0 * (q @ R.T)`` in a k-NN program went through
@@ -1073,6 +1089,3 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
                 return wrap(result)  # a scalar, or divmod's pair
     return call(op, (a, b), {})
 
-
-# The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/_fastpath.c).
-_compiled.setup_memo(globals(), vars(router), vars(router.trials), router.Decision)

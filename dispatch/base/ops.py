@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from dispatch import tracing
 from dispatch.base.blas_spin import BLAS_WORK
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
-from dispatch.routing.selector import OpComplexity
+from dispatch.base.tiers import OpComplexity
 
 __all__ = ["GETITEM", "POWER_OPERATOR", "SETITEM", "Op", "op_for_function", "op_for_ufunc_method", "op_named"]
 
@@ -143,7 +144,6 @@ def op_for_function(func: Callable[..., Any]) -> Op:
         name = f"{module}.{getattr(func, '__qualname__', repr(func))}"
         op = Op(name=name, func=func, complexity=OpComplexity.LOW, work="host", cataloged=False)
         _by_function[func] = op
-        from dispatch import tracing
 
         tracing.fallback(op, "not in the NumPy catalog: runs on NumPy")
     return op

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import contextvars
 import os
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from dispatch.targets import Target
+__all__ = ["STATE", "TARGET_NAMES"]
 
-__all__ = ["STATE"]
+# Every target's name (``dispatch.targets`` makes them)
+TARGET_NAMES = ("numpy", "torch-cpu", "cupy", "torch-cuda", "torch-mps", "dask")
 
 _AUTO = "auto"
 
@@ -56,14 +55,6 @@ class _State:
         self._active_using -= 1
         self.refresh()
 
-    def forced_target(self) -> Target | None:
-        name = self.forced_name()
-        if name is None or name == _AUTO:
-            return None
-        from dispatch import targets
-
-        return targets.get(name)
-
 
 # `using("auto")` inside `using("cupy")` restores routing: "auto" is stored, read as None.
 _using: contextvars.ContextVar[str | None] = contextvars.ContextVar("dispatch_using", default=None)
@@ -72,8 +63,6 @@ STATE = _State()
 
 _ENV_BACKEND = os.environ.get("DISPATCH_BACKEND") or _AUTO
 if _ENV_BACKEND != _AUTO:
-    from dispatch.targets import TARGET_NAMES
-
     if _ENV_BACKEND not in TARGET_NAMES:  # say so once, here, rather than on every call
         raise ValueError(f"DISPATCH_BACKEND={_ENV_BACKEND!r} is not a backend; "
                          f"choose one of: auto, {', '.join(TARGET_NAMES)}")

@@ -24,6 +24,10 @@ import sys
 import textwrap
 from typing import Any
 
+from dispatch import config, targets
+from dispatch.arrays import _compiled
+from dispatch.routing import calibration, router
+
 HELP = "show the machine, its targets, and the calibration and routing policy in effect"
 
 # What --json and the table report for each library, by the name a user installs.
@@ -53,9 +57,6 @@ def run(args: argparse.Namespace) -> int:
 
 def collect() -> dict[str, Any]:
     """Everything ``info`` shows, as the JSON object of the module docstring."""
-    from dispatch import config, targets
-    from dispatch.arrays import _compiled
-    from dispatch.routing import calibration, router
 
     machine = calibration.machine()
     found = machine.get("libraries", {})
@@ -107,7 +108,7 @@ def collect() -> dict[str, Any]:
         "targets": table,
         "calibration": state,
         "routing": {"policy": policy, "forced": None if forced == "auto" else forced, "note": note},
-        # small host calls: compiled (dispatch/_fastpath.c), or the Python path and why
+        # small host calls: compiled (dispatch/arrays/_fastpath.c), or the Python path and why
         "fast_path": _compiled.STATUS,
     }
 

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dispatch.base.devices import parse_device
+
 __all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
 
 
@@ -378,7 +380,6 @@ def _jsonable(key: tuple) -> Any:
 def _from_jsonable(raw: list) -> tuple:
     import numpy as np
 
-    from dispatch.base.devices import parse_device
 
     op, dtypes, bucket, devices, *rest = raw
     return (op, tuple(np.dtype(d) for d in dtypes), bucket, frozenset(parse_device(d) for d in devices),

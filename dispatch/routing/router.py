@@ -5,7 +5,7 @@ Rules, first match wins:
 1. a forced target (``set_backend``, ``using``, ``DISPATCH_BACKEND``)            reason "forced"
 2. local ops (views, casts, indexing): where their data is                        "local"
 3. host-only ops (I/O, printing, random streams, functions outside the catalog): NumPy  "host op"
-4. scale-out (``dispatch.cluster.route``): data in Dask stays there; work too large for the
+4. scale-out (``_scale_out``, by ``dispatch.cluster``'s sizes): data in Dask stays there; work too large for the
    memory of the device holding it, or spanning chunks of a connected cluster, goes to Dask
                                                                                    "data in dask" / "scale-out: ..."
 5. the policy:
@@ -48,13 +48,15 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster, targets
-from dispatch.base.devices import HOST_ONLY
+from dispatch.base import box
+from dispatch.base.devices import DASK, HOST_ONLY
 from dispatch.base.ops import all_ops, op_named
 from dispatch.base.state import STATE
-from dispatch.routing import cost, trials
+from dispatch.base.tiers import Backend
+from dispatch.routing import calibration, cost, trials
 from dispatch.routing.calibration import INTEGER_OPS
 from dispatch.routing.history import HOST_TARGETS, History, call_kind
-from dispatch.routing.selector import Backend, BackendSelector
+from dispatch.routing.selector import BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
 __all__ = ["Decision", "clear_decisions", "credit", "decide", "failed", "host_floor", "made", "policy", "refused",
@@ -267,8 +269,6 @@ def _ensure_calibration() -> None:
     global _calibration_checked
     if not _calibration_checked:
         _calibration_checked = True
-        from dispatch.routing import calibration
-
         try:
             found = calibration.load()
         except Exception:  # a broken cache must not break routing: the seed table serves
@@ -404,7 +404,7 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
             _decisions[key] = hit
     if hit is not None:
         if hit.live:  # free memory changes: the work may no longer fit where it ran
-            scaled = cluster.route(op, inputs, key)
+            scaled = _scale_out(op, inputs, key)
             if scaled is not None:
                 return scaled[0]
         return hit
@@ -564,7 +564,7 @@ def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
         return Decision(NUMPY, "host op", key=key), True
     if inputs.size <= SMALL and all(d.is_host for d in inputs.devices):
         return Decision(NUMPY, SMALL_REASON, key=key), True
-    scaled = cluster.route(op, inputs, key)
+    scaled = _scale_out(op, inputs, key)
     if scaled is not None:
         return scaled
     _ensure_calibration()
@@ -806,10 +806,7 @@ def reset_oracle() -> None:
     _caches["oracle"].clear()
 
 
-def _device(a: Any) -> Any:
-    from dispatch.arrays._call import _device as device
-
-    return device(a)
+_device = box.device
 
 
 def _gather_on_device(inputs: Any, key: tuple) -> Decision | None:
@@ -817,8 +814,7 @@ def _gather_on_device(inputs: Any, key: tuple) -> Decision | None:
     there): the indexed array goes to the index, where what follows runs, rather than the
     index coming back, when the array holds at most twice the index's bytes (gathering 4M
     int64 by a device's sort order took 10 ms a call on the host, after 32 MB came back)."""
-    from dispatch.arrays._array import ndarray
-
+    ndarray = box.ndarray
     base, *index = inputs.arrays
     if type(base) is not ndarray or type(base._data) is not np.ndarray:
         return None
@@ -833,10 +829,7 @@ def _gather_on_device(inputs: Any, key: tuple) -> Decision | None:
 
 
 def _engine_holding(a: Any) -> Any:
-    from dispatch.arrays._array import _engine_of, ndarray
-
-    data = a._data if isinstance(a, ndarray) else a
-    engine = _engine_of(data)
+    engine = targets.engine_of(box.native(a))
     return NUMPY if engine.name == "torch-cpu" else engine
 
 
@@ -996,3 +989,29 @@ def _numpy_best(per: dict, measured: bool = True) -> bool:
     if mine is None:
         return not measured and not per
     return not any(s.seconds * (1 + KEEP_MARGIN) < mine.seconds for n, s in per.items() if n != "numpy")
+
+
+# ---- scale-out: asked before the policy --------------------------------------------------------------
+
+
+def _scale_out(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool] | None:
+    """The scale-out rule, asked before the routing policy: ``(decision, cacheable)`` for Dask,
+    or ``None`` to let the policy decide. Data in Dask stays there; operands or a result too
+    large for the device holding them go there (``dispatch.cluster``'s sizes)."""
+    if DASK in inputs.devices:
+        target = cluster._dask_target()
+        if target is not None:
+            return Decision(target, "data in dask", key=key), True
+        return None
+    if inputs.size < cluster.LIVE_ELEMENTS:
+        return None
+    if "dask" in _refusals.get(key, ()):
+        return None
+    reason = cluster._operand_reason(op, inputs)
+    if reason is None:
+        return None
+    target = cluster._dask_target()
+    return (Decision(target, reason, key=key), False) if target is not None else None
+
+
+cluster.on_change(clear_decisions)  # decisions were made under another LIVE_ELEMENTS

@@ -1,7 +1,5 @@
-"""The seed's backend selector: tiers, operation complexity and the MoE threshold table.
-
-This is the cold-start heuristic and the vocabulary of the migration tools. It is pure
-Python on purpose: ``converters`` imports it without pulling in any array library.
+"""The seed's backend selector: the cold-start heuristic of the router and of the migration
+tools, over the vocabulary of ``dispatch.base.tiers`` (re-exported here).
 
 The formulas are the seed's, kept exactly (tests pin them). Note what they are: the
 ``select_backend`` rule is a compute-to-transfer *intensity* test, not a comparison of
@@ -12,80 +10,14 @@ chapter says GPU). The calibrated router compares estimated total times instead.
 
 from __future__ import annotations
 
-import enum
 import math
 import numbers
-from dataclasses import dataclass, replace
+
+from dispatch.base.tiers import Backend, MoeThresholds, OpComplexity, _check_complexity, _check_count
+from dispatch.routing import calibration as calibration_module
+from dispatch.routing.cost import derive_selector
 
 __all__ = ["Backend", "BackendSelector", "MoeThresholds", "OpComplexity"]
-
-
-class Backend(enum.Enum):
-    """The seed's compute tiers. A concrete engine ("target") is chosen per tier later."""
-
-    SCALAR = "Scalar"
-    SIMD = "SIMD"
-    GPU = "GPU"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-@enum.unique
-class OpComplexity(enum.IntEnum):
-    """How much work an operation does per element of its input, ordered LOW < MEDIUM < HIGH.
-
-    LOW: element-wise and shape ops, O(n), memory-bound.
-    MEDIUM: reductions, dot of vectors, cumulative ops, O(n) with more arithmetic per byte.
-    HIGH: matmul, solve, decompositions, FFT, sorting: superlinear work.
-    """
-
-    LOW = 0
-    MEDIUM = 1
-    HIGH = 2
-
-    def __str__(self) -> str:
-        return self.name.capitalize()
-
-
-@dataclass(frozen=True)
-class MoeThresholds:
-    """Element counts above which a tier is chosen, per complexity (``None``: never).
-
-    ``select_with_moe`` picks GPU when ``n > gpu[c]``, else SIMD when ``n > simd[c]``,
-    else SCALAR. The defaults are the seed's table.
-    """
-
-    simd: tuple[int | None, int | None, int | None] = (1_000_000, 10_000, 1_000)
-    gpu: tuple[int | None, int | None, int | None] = (None, 100_000, 10_000)
-
-    def __post_init__(self) -> None:
-        for field in ("simd", "gpu"):
-            values = getattr(self, field)
-            if not isinstance(values, tuple) or len(values) != len(OpComplexity):
-                raise TypeError(f"MoeThresholds.{field} must be a tuple of {len(OpComplexity)} entries")
-            for value in values:
-                if value is not None:
-                    _check_count(value, f"MoeThresholds.{field} entry")
-
-    def with_tier(self, complexity: OpComplexity, *, simd: int | None, gpu: int | None) -> MoeThresholds:
-        """A copy with one complexity's thresholds replaced."""
-        complexity = _check_complexity(complexity)
-        s, g = list(self.simd), list(self.gpu)
-        s[complexity], g[complexity] = simd, gpu
-        return replace(self, simd=tuple(s), gpu=tuple(g))
-
-    def to_dict(self) -> dict[str, dict[str, int | None]]:
-        return {c.name: {"simd": self.simd[c], "gpu": self.gpu[c]} for c in OpComplexity}
-
-    @classmethod
-    def from_dict(cls, table: dict[str, dict[str, int | None]]) -> MoeThresholds:
-        try:
-            simd = tuple(table[c.name]["simd"] for c in OpComplexity)
-            gpu = tuple(table[c.name]["gpu"] for c in OpComplexity)
-        except KeyError as exc:
-            raise ValueError(f"MoE threshold table is missing {exc}") from None
-        return cls(simd=simd, gpu=gpu)
 
 
 class BackendSelector:
@@ -171,8 +103,6 @@ class BackendSelector:
         host data, beats every CPU engine. A tier that never wins is ``None``. The PCIe bandwidth
         and GPU rate become the measured ones.
         """
-        from dispatch.routing import calibration as calibration_module
-        from dispatch.routing.cost import derive_selector
 
         cal = calibration if calibration is not None else calibration_module.load()
         if cal is None:
@@ -242,19 +172,4 @@ def _check_positive(value: object, what: str) -> float:
     value = float(value)
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{what} must be a finite number > 0, got {value!r}")
-    return value
-
-
-def _check_count(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{what} must be an integer, not {type(value).__name__}")
-    value = int(value)
-    if value < 0:
-        raise ValueError(f"{what} must be >= 0, got {value}")
-    return value
-
-
-def _check_complexity(value: object) -> OpComplexity:
-    if not isinstance(value, OpComplexity):
-        raise TypeError(f"complexity must be an OpComplexity, not {type(value).__name__}")
     return value

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dispatch.base.devices import HOST, Device
-from dispatch.routing.selector import Backend
-
-if TYPE_CHECKING:
-    from dispatch.base.ops import Op
+from dispatch.base import state
+from dispatch.base.devices import HOST, Device, library_of
+from dispatch.base.ops import Op
+from dispatch.base.state import STATE
+from dispatch.base.tiers import Backend
 
 __all__ = ["FINITE_INPUTS", "TARGET_NAMES", "Target", "Unavailable", "Unsupported", "available", "check_finite",
            "first_call", "get", "probe"]
@@ -141,6 +141,8 @@ TARGET_NAMES = {
     "dask": ("dask_target", "DaskTarget"),
 }
 
+assert tuple(TARGET_NAMES) == state.TARGET_NAMES  # one list of names, two views of it
+
 _lock = threading.Lock()
 _targets: dict[str, Target] = {}
 _unavailable: dict[str, str] = {}
@@ -167,6 +169,30 @@ def probe(name: str) -> Target | None:
         except Exception as exc:  # a broken install must not break a call
             _unavailable[name] = f"{type(exc).__name__}: {exc}"
         return _targets.get(name)
+
+
+def engine_of(native: Any) -> Target:
+    """The target owning a native array (NumPy's for a ``numpy.ndarray``)."""
+    library = library_of(type(native))
+    if library == "cupy":
+        return get("cupy")
+    if library == "dask":
+        return get("dask")
+    if library == "torch":
+        kind = native.device.type
+        return get("torch-cpu" if kind == "cpu" else "torch-mps" if kind == "mps" else "torch-cuda")
+    return get("numpy")
+
+
+def host_array(native: Any) -> Any:
+    """A native array's data as a ``numpy.ndarray`` on the host."""
+    return engine_of(native).to_host(native)
+
+
+def forced() -> Target | None:
+    """The target forced here (``using``, ``set_backend``), or ``None`` while routing."""
+    name = STATE.forced_name()
+    return None if name is None or name == "auto" else get(name)
 
 
 def get(name: str) -> Target:

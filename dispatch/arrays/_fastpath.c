@@ -1021,7 +1021,7 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     while (kind < KINDS && strcmp(kind_names[kind], kind_name) != 0) kind++;
     if (kind == KINDS) return PyErr_Format(PyExc_ValueError, "unknown kind %R", PyTuple_GET_ITEM(args, 0));
     if (!PyCallable_Check(fallback)) return PyErr_Format(PyExc_TypeError, "fallback must be callable");
-    if (state == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch._fastpath.setup() has not been called");
+    if (state == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch.arrays._fastpath.setup() has not been called");
     Fast *self = (Fast *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->kind = kind;
@@ -1108,8 +1108,8 @@ static PyGetSetDef Fast_getset[] = {
 
 static PyTypeObject FastType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dispatch._fastpath.Fast",
-    .tp_doc = "A routed call whose small host cases run compiled (see dispatch/_fastpath.c).",
+    .tp_name = "dispatch.arrays._fastpath.Fast",
+    .tp_doc = "A routed call whose small host cases run compiled (see dispatch/arrays/_fastpath.c).",
     .tp_basicsize = sizeof(Fast),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_new = Fast_new,
@@ -1195,8 +1195,8 @@ static PyGetSetDef Attr_getset[] = {
 
 static PyTypeObject AttrType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dispatch._fastpath.Attr",
-    .tp_doc = "An array attribute read compiled for NumPy data (see dispatch/_fastpath.c).",
+    .tp_name = "dispatch.arrays._fastpath.Attr",
+    .tp_doc = "An array attribute read compiled for NumPy data (see dispatch/arrays/_fastpath.c).",
     .tp_basicsize = sizeof(Attr),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = Attr_new,
@@ -1385,7 +1385,7 @@ static const SlotFill fills[] = {
 #define SLOT_AT(fill) ((void **)((char *)nd_type + (fill).offset))
 
 static PyObject *install_slots(PyObject *module, PyObject *unused) {
-    if (nd_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch._fastpath.setup() has not been called");
+    if (nd_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch.arrays._fastpath.setup() has not been called");
     int filled = 0;
     for (int i = 0; i < FILLS; i++) {
         PyObject *found[MAX_CALLS] = {NULL};
@@ -1507,7 +1507,7 @@ static PyObject *setup(PyObject *module, PyObject *args) {
 
 static PyObject *setup_memo(PyObject *module, PyObject *args) {
     PyObject *c, *r, *t, *decision;
-    if (op_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch._fastpath.setup() has not been called");
+    if (op_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch.arrays._fastpath.setup() has not been called");
     if (!PyArg_ParseTuple(args, "O!O!O!O!:setup_memo", &PyDict_Type, &c, &PyDict_Type, &r, &PyDict_Type, &t,
                           &PyType_Type, &decision))
         return NULL;
@@ -1567,7 +1567,7 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "dispatch._fastpath", "The compiled fast path of dispatch's host calls.", -1,
+    PyModuleDef_HEAD_INIT, "dispatch.arrays._fastpath", "The compiled fast path of dispatch's host calls.", -1,
     module_methods,
 };
 
