@@ -30,6 +30,11 @@ _OWN = {
     "get_backend": "dispatch.config",
     "set_backend": "dispatch.config",
     "using": "dispatch.config",
+    "get_config": "dispatch.config",
+    "set_config": "dispatch.config",
+    "config_context": "dispatch.config",
+    "set_memory_fraction": "dispatch.config",
+    "set_chunk_bytes": "dispatch.config",
     "use_cluster": "dispatch.cluster",
     "compute": "dispatch.arrays.scale_out",
 }

@@ -34,23 +34,24 @@ from pathlib import Path
 from typing import Any
 
 from dispatch import targets
+from dispatch.base import settings
 from dispatch.base.devices import HOST, Device
+from dispatch.base.settings import ENV
 from dispatch.base.state import STATE
 from dispatch.targets import _dask_blocks
 from dispatch.tracing import _fmt_bytes
 
-__all__ = ["active", "address", "chunk_bytes", "client", "connected", "device_free_bytes", "free_bytes", "gpu_workers",
-           "host_free_bytes", "measure_chunks_with", "memory_fraction", "on_change", "result_bytes", "result_reason",
-           "scheduler", "set_chunk_bytes", "set_memory_fraction", "use_cluster"]
+__all__ = ["active", "address", "chunk_bytes", "chunk_bytes_set", "client", "connected", "device_free_bytes",
+           "free_bytes", "gpu_workers", "host_free_bytes", "measure_chunks_with", "memory_fraction", "on_change",
+           "result_bytes", "result_reason", "scheduler", "set_chunk_bytes", "set_memory_fraction", "use_cluster"]
 
 log = logging.getLogger("dispatch")
 
 DEFAULT_CHUNK_BYTES = 128 << 20  # Dask's own default chunk size (array.chunk-size)
 DEFAULT_TIMEOUT_S = 5.0
 
-_fraction = float(os.environ.get("DISPATCH_MEMORY_FRACTION", "0.5"))
-_chunk_bytes: int | None = int(os.environ["DISPATCH_DASK_CHUNK_BYTES"]) if os.environ.get(
-    "DISPATCH_DASK_CHUNK_BYTES") else None
+_fraction = ENV.memory_fraction  # DISPATCH_MEMORY_FRACTION
+_chunk_bytes: int | None = ENV.chunk_bytes  # DISPATCH_DASK_CHUNK_BYTES
 _client: Any = None
 _owned = False  # the client was made here from an address: close it on disconnect
 _gpu_workers = False
@@ -96,11 +97,13 @@ def set_memory_fraction(fraction: float) -> None:
     """Hand work to Dask when its operands or result would take more than ``fraction`` of the
     free memory of the device holding them (default 0.5, ``DISPATCH_MEMORY_FRACTION``)."""
     global _fraction
-    fraction = float(fraction)
-    if not 0.0 < fraction <= 1.0:
-        raise ValueError(f"the memory fraction is in (0, 1], not {fraction}")
-    _fraction = fraction
+    _fraction = settings.check_memory_fraction(fraction)
     _refresh_live()
+
+
+def chunk_bytes_set() -> int | None:
+    """The chunk size set (``set_chunk_bytes``, ``DISPATCH_DASK_CHUNK_BYTES``), or ``None``."""
+    return _chunk_bytes
 
 
 def chunk_bytes() -> int:
@@ -120,9 +123,7 @@ def set_chunk_bytes(nbytes: int | None) -> None:
     """Bytes per chunk of the arrays dispatch hands to Dask (``None``: measured or default;
     ``DISPATCH_DASK_CHUNK_BYTES``)."""
     global _chunk_bytes
-    if nbytes is not None and int(nbytes) < 1:
-        raise ValueError(f"a chunk holds at least one byte, not {nbytes}")
-    _chunk_bytes = None if nbytes is None else int(nbytes)
+    _chunk_bytes = None if nbytes is None else settings.check_chunk_bytes(nbytes)
     _refresh_live()
 
 
@@ -198,7 +199,7 @@ def _after_change(reprobe: bool = True) -> None:
 
 
 def _env_address() -> str | None:
-    return os.environ.get("DISPATCH_DASK_SCHEDULER") or None
+    return settings.dask_scheduler()
 
 
 def client() -> Any:

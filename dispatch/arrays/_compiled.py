@@ -10,9 +10,10 @@ off. Both give the same results; the compiled one saves most of dispatch's cost 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from typing import Any
+
+from dispatch.base.settings import ENV
 
 try:
     from dispatch.arrays import _fastpath  # lazy: optional, built where a C compiler was found
@@ -21,7 +22,7 @@ except ImportError as exc:  # an install without a C compiler: the Python path s
     STATUS = f"not built ({exc})"
 else:
     STATUS = "compiled"
-if _fastpath is not None and os.environ.get("DISPATCH_PURE_PYTHON", "") not in ("", "0"):
+if _fastpath is not None and ENV.pure_python:
     _fastpath = None
     STATUS = "off (DISPATCH_PURE_PYTHON is set)"
 

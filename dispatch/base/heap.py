@@ -21,6 +21,8 @@ import ctypes
 import os
 import sys
 
+from dispatch.base.settings import ENV
+
 __all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep"]
 
 _M_TRIM_THRESHOLD = -1  # mallopt's parameters (malloc.h)
@@ -40,8 +42,8 @@ def keep() -> bool:
 
 
 def _user_chose() -> bool:
-    env = os.environ
-    return (env.get("DISPATCH_HEAP", "").lower() == "system"
+    env = os.environ  # glibc's own variables; DISPATCH_HEAP is checked by dispatch.base.settings
+    return (ENV.heap == "system"
             or any(name.startswith("MALLOC_") and name.endswith("_") for name in env)
             or "glibc.malloc" in env.get("GLIBC_TUNABLES", ""))
 

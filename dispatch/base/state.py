@@ -9,12 +9,10 @@ on NumPy as it would untraced, and is recorded.
 from __future__ import annotations
 
 import contextvars
-import os
 
-__all__ = ["STATE", "TARGET_NAMES"]
+from dispatch.base.settings import ENV
 
-# Every target's name (``dispatch.targets`` makes them)
-TARGET_NAMES = ("numpy", "torch-cpu", "cupy", "torch-cuda", "torch-mps", "dask")
+__all__ = ["STATE"]
 
 _AUTO = "auto"
 
@@ -61,9 +59,4 @@ _using: contextvars.ContextVar[str | None] = contextvars.ContextVar("dispatch_us
 
 STATE = _State()
 
-_ENV_BACKEND = os.environ.get("DISPATCH_BACKEND") or _AUTO
-if _ENV_BACKEND != _AUTO:
-    if _ENV_BACKEND not in TARGET_NAMES:  # say so once, here, rather than on every call
-        raise ValueError(f"DISPATCH_BACKEND={_ENV_BACKEND!r} is not a backend; "
-                         f"choose one of: auto, {', '.join(TARGET_NAMES)}")
-    STATE.set_global(_ENV_BACKEND)
+STATE.set_global(ENV.backend)  # DISPATCH_BACKEND, checked by dispatch.base.settings

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster, targets
+from dispatch.base import settings
 from dispatch.targets import Unsupported, _staging
 
 __all__ = ["Calibration", "cache_dir", "dask_chunk_bytes", "dask_task_overhead", "fingerprint", "load", "machine"]
@@ -202,8 +203,9 @@ class Calibration:
 
 def cache_dir() -> Path:
     """``$DISPATCH_CACHE_DIR``, else the platform's user cache directory + ``dispatch``."""
-    if os.environ.get("DISPATCH_CACHE_DIR"):
-        return Path(os.environ["DISPATCH_CACHE_DIR"])
+    chosen = settings.cache_dir()
+    if chosen is not None:
+        return chosen
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Caches" / "dispatch"
     if sys.platform == "win32":

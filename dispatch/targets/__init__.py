@@ -15,7 +15,7 @@ import importlib
 import threading
 from typing import Any
 
-from dispatch.base import state
+from dispatch.base import settings
 from dispatch.base.devices import HOST, Device, library_of
 from dispatch.base.ops import Op
 from dispatch.base.state import STATE
@@ -141,7 +141,7 @@ TARGET_NAMES = {
     "dask": ("dask_target", "DaskTarget"),
 }
 
-assert tuple(TARGET_NAMES) == state.TARGET_NAMES  # one list of names, two views of it
+assert tuple(TARGET_NAMES) == settings.TARGET_NAMES  # one list of names, two views of it
 
 _lock = threading.Lock()
 _targets: dict[str, Target] = {}
