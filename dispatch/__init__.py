@@ -14,10 +14,7 @@ import importlib
 
 import numpy as _np
 
-from dispatch.base.torch_env import set_defaults as _torch_defaults
 from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
-
-_torch_defaults()  # before torch loads, where it has not: OpenMP reads its wait policy then (dispatch.base.torch_env)
 
 __version__ = "0.1.0"
 
@@ -35,6 +32,7 @@ _OWN = {
     "config_context": "dispatch.config",
     "set_memory_fraction": "dispatch.config",
     "set_chunk_bytes": "dispatch.config",
+    "tune": "dispatch.config",
     "use_cluster": "dispatch.cluster",
     "compute": "dispatch.arrays.scale_out",
 }

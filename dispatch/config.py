@@ -31,11 +31,23 @@ from typing import Any
 from dispatch import cluster, targets
 from dispatch.base import settings
 from dispatch.base.state import STATE
+from dispatch.base.tuning import tune
 from dispatch.cluster import chunk_bytes, memory_fraction, set_chunk_bytes, set_memory_fraction
 from dispatch.routing import calibration
 
-__all__ = ["chunk_bytes", "config_context", "get_backend", "get_config", "memory_fraction", "set_backend",
-           "set_chunk_bytes", "set_config", "set_memory_fraction", "using"]
+__all__ = [
+    "chunk_bytes",
+    "config_context",
+    "get_backend",
+    "get_config",
+    "memory_fraction",
+    "set_backend",
+    "set_chunk_bytes",
+    "set_config",
+    "set_memory_fraction",
+    "tune",
+    "using",
+]
 
 _UNSET: Any = object()
 

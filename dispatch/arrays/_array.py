@@ -20,7 +20,7 @@ import numpy as np
 from dispatch import cluster, targets
 from dispatch.arrays import _call, _compiled
 from dispatch.arrays._compiled import fast
-from dispatch.base import blas_spin, box, heap
+from dispatch.base import blas_spin, box
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
 from dispatch.base.ops import GETITEM, POWER_OPERATOR, SETITEM, Op, op_for_function, op_for_ufunc_method, op_named
 from dispatch.base.state import STATE
@@ -934,7 +934,6 @@ _compiled.installed_in(ndarray)
 for _name in ("shape", "dtype", "ndim", "size"):
     setattr(ndarray, _name, _compiled.attr(_name, vars(ndarray)[_name]))
 del _name
-heap.keep()  # freed temporaries stay for the next ones (dispatch.base.heap)
 ndarray.__module__ = "dispatch"
 _call.bind(ndarray, _DeviceScalar, wrap)
 box.register(ndarray, device_scalar)

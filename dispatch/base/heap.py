@@ -10,7 +10,7 @@ through dispatch on one such layout (4x the page faults, every call on NumPy), a
 time with the thresholds below.
 
 ``keep`` sets them where glibc's own rule tops out (blocks up to 32 MiB come from the heap; the
-top of the heap is given back past 64 MiB free) when the array machinery first loads. glibc
+top of the heap is given back past 64 MiB free) at the first routed call (``dispatch.base.tuning``). glibc
 only, and not where the user chose: a ``MALLOC_*_`` variable, ``GLIBC_TUNABLES`` naming malloc,
 or ``DISPATCH_HEAP=system``. The cost: up to 64 MiB of freed memory stays with the process.
 """
@@ -23,7 +23,7 @@ import sys
 
 from dispatch.base.settings import ENV
 
-__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep"]
+__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep", "state"]
 
 _M_TRIM_THRESHOLD = -1  # mallopt's parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
@@ -39,6 +39,15 @@ def keep() -> bool:
     if _kept is None:
         _kept = not _user_chose() and _set()
     return _kept
+
+
+def state() -> str:
+    """Whether the thresholds are set, in words."""
+    if _kept:
+        return f"kept (blocks up to {MMAP_THRESHOLD >> 20} MiB from the heap, trimmed past {TRIM_THRESHOLD >> 20} MiB)"
+    if _kept is None:
+        return "glibc's own (set at the first routed call)"
+    return "glibc's own (" + ("yours" if _user_chose() else "not glibc") + ")"
 
 
 def _user_chose() -> bool:

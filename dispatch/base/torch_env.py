@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["set_defaults"]
+__all__ = ["DEFAULTS", "set_defaults"]
+
+DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "THP_MEM_ALLOC_ENABLE": "1"}
 
 
 def set_defaults() -> None:
     """Set both variables where the user has not."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+    for name, value in DEFAULTS.items():
+        os.environ.setdefault(name, value)

@@ -26,6 +26,7 @@ from typing import Any
 
 from dispatch import config, targets
 from dispatch.arrays import _compiled
+from dispatch.base import tuning
 from dispatch.routing import calibration, router
 
 HELP = "show the machine, its targets, and the calibration and routing policy in effect"
@@ -110,6 +111,8 @@ def collect() -> dict[str, Any]:
         "routing": {"policy": policy, "forced": None if forced == "auto" else forced, "note": note},
         # small host calls: compiled (dispatch/arrays/_fastpath.c), or the Python path and why
         "fast_path": _compiled.STATUS,
+        # process tuning: what dispatch sets (when routing first needs it) and the thread pools
+        "tuning": dict(tuning.describe()),
     }
 
 
@@ -159,4 +162,9 @@ def render(info: dict[str, Any]) -> str:
     lines += ["", f"routing:      policy {routing['policy']}{forced}"]
     lines += textwrap.wrap(routing["note"], width=98, initial_indent="  ", subsequent_indent="  ")
     lines += ["", f"fast path:    {info['fast_path']}"]
+    tuned = info.get("tuning", {})
+    if tuned:
+        lines += ["", "process tuning:"]
+        width = max(len(name) for name in tuned)
+        lines += [f"  {name:<{width}}  {state}" for name, state in tuned.items()]
     return "\n".join(lines) + "\n"

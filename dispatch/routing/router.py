@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster, targets
-from dispatch.base import box
+from dispatch.base import box, tuning
 from dispatch.base.devices import DASK, HOST_ONLY
 from dispatch.base.ops import all_ops, op_named
 from dispatch.base.state import STATE
@@ -269,6 +269,7 @@ def _ensure_calibration() -> None:
     global _calibration_checked
     if not _calibration_checked:
         _calibration_checked = True
+        tuning.routing_starts()  # the process tuning routing needs (dispatch.base.tuning)
         try:
             found = calibration.load()
         except Exception:  # a broken cache must not break routing: the seed table serves

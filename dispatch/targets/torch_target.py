@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.base import blas_spin, torch_env
+from dispatch.base import blas_spin, tuning
 from dispatch.base.box import device_scalar
 from dispatch.base.devices import HOST, Device
 from dispatch.base.devices import torch_cpu_to_numpy as _torch_cpu_to_numpy
@@ -69,7 +69,7 @@ class TorchTarget(Target):
     library = "torch"
 
     def __init__(self, kind: str) -> None:
-        torch_env.set_defaults()  # where torch was imported before dispatch: see dispatch.base.torch_env
+        tuning.torch_starts()  # before torch loads, where it has not (dispatch.base.torch_env)
         try:
             import torch
         except Exception as exc:  # ImportError, or a broken CUDA install raising at import
