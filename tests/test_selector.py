@@ -1,4 +1,4 @@
-"""The seed's selector, pinned fact by fact (DESIGN.md, "Seed facts")."""
+"""The seed's selector, pinned fact by fact."""
 
 from __future__ import annotations
 

@@ -506,7 +506,7 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
 # A chunk's element-wise work should take at least this many times the per-task overhead (5 %).
 DASK_WORK_PER_OVERHEAD = 20.0
 DASK_CHUNK_BOUNDS = (32 << 20, 1 << 30)
-_DEFAULT_BANDWIDTH = 5e9  # bytes/s of one NumPy thread streaming through memory (DESIGN.md: about 7e9)
+_DEFAULT_BANDWIDTH = 5e9  # bytes/s of one NumPy thread streaming through memory
 
 
 def dask_task_overhead(client: Any, tasks: int = 200) -> float:

@@ -62,9 +62,9 @@ from dispatch.targets.numpy_target import NUMPY
 __all__ = ["Decision", "clear_decisions", "credit", "decide", "failed", "host_floor", "made", "policy", "refused",
            "refused_this_call", "selector", "set_policy", "set_selector", "settle", "trip_floor", "use_calibration"]
 
-# Measured on a 2-core CPU machine and a 16-core one (DESIGN.md): torch on the CPU beats NumPy
-# at reductions from about 1e4 elements and loses badly at sorting. The seed policy's SIMD tier
-# uses it for these ops only; calibration measures the machine at hand instead.
+# The ops torch on the CPU runs faster than NumPy on a multi-core host without a calibration
+# (reductions from about 1e4 elements; it loses at sorting): the seed policy's SIMD tier uses it
+# for these only, and a calibration measures the machine at hand instead.
 TORCH_CPU_FASTER = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "add.reduce"})
 GPU_TARGETS = ("cupy", "torch-cuda", "torch-mps")
 PRICED = (*HOST_TARGETS, *GPU_TARGETS)  # the targets the cost policy weighs: those a calibration measures
