@@ -122,10 +122,8 @@ def _start_first_calls(names: list[str], quick: bool) -> list[subprocess.Popen]:
     other op at every size and dtype it measures, in one child (``others``). They start before
     the target is looked for here, where its library is installed and a GPU is present
     (``_likely``), so that their compiles overlap the parent's imports and CUDA contexts. None
-    on a machine calibrated before with these libraries (it has compiled them: on an H200 machine
-    the children then made a quick calibration take 10 s, of which the targets' own measurements
-    5). Other versions, as after an upgrade, compile anew: with empty kernel caches and no
-    children, an H100 machine's full calibration took 35 s, CuPy's measurements 23 of them. None
+    on a machine calibrated before with these libraries (it has compiled them, and the children
+    would only slow the calibration). Other versions, as after an upgrade, compile anew. None
     either where the driver keeps no cache, or on a machine of few cores."""
     slots = (os.cpu_count() or 1) - 4
     if (os.environ.get("CUDA_CACHE_DISABLE") == "1" or slots < 2
@@ -191,13 +189,11 @@ def _finish_first_calls(children: list[subprocess.Popen]) -> None:
             child.wait()
 
 
-# Targets a quick calibration measures in a child process while this one imports torch (1.3-1.7 s
-# of a quick calibration's 4-5 s on H100 machines): CuPy needs none of torch, and its measurements
-# keep one core and the GPU busy, which the import leaves alone. The child is done before this
-# process opens the GPU. On an H100 machine, in turns, the quick command took 4.1-5.0 s so and
-# 5.0-5.5 s with CuPy measured here; CuPy's points did not lean either way. Not where the
-# first-call children run (their compiles disturb it), nor where torch is imported already
-# (nothing to overlap), nor on a machine of few cores.
+# Targets a quick calibration measures in a child process while this one imports torch (a third
+# of a quick calibration's time): CuPy needs none of torch, and its measurements keep one core
+# and the GPU busy, which the import leaves alone. The child is done before this process opens
+# the GPU. Not where the first-call children run (their compiles disturb it), nor where torch is
+# imported already (nothing to overlap), nor on a machine of few cores.
 MEASURED_ASIDE = frozenset({"cupy"})
 _ASIDE_WAIT_S = 30.0
 
@@ -324,14 +320,9 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
                 result[target.name] = _measure_target(target, quick, inputs, tick)
             seconds[target.name] += time.perf_counter() - began
         # What is still far off its curve after its retries is measured again once every target
-        # was: what disturbed it has had the others' time to pass. torch-cuda's lstsq of 4096 x 64
-        # read 0.13-0.38 s in 8 of the 10 points measured beside the children (five calibrations),
-        # 8.3-63 ms in the 72 others stored. On the 2-core machine NumPy's float64 matmul of 256
-        # read 12-16 ms in all three tries of one calibration (0.38 ms calm; its float32 one took
-        # 16 ms with another process busy on a core, 0.2 measured again), ended NumPy's ladder, and
-        # the router sent the float64 products of kmeans, pca, least_squares, pairwise and mlp to
-        # torch-cpu: 1.09-2.63x NumPy's time. A child's figures stand (CuPy's first calls stay out
-        # of here).
+        # was: what disturbed it has had the others' time to pass (a busy core stalls a threaded
+        # BLAS at every barrier, and one bad point ends an op's ladder and misprices every larger
+        # size). A child's figures stand (CuPy's first calls stay out of here).
         for target in found:
             if target.name not in measured_aside and (disturbed := calibration._off_curve_ops(result[target.name])):
                 began = time.perf_counter()

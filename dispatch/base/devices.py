@@ -2,7 +2,7 @@
 
 A device is memory, not an engine: NumPy and torch-cpu both compute on host memory, CuPy
 and torch-cuda both on a CUDA device. Moving between engines on one device copies nothing
-(DLPack), though each crossing takes host time (7-30 µs on an H100 machine); moving between
+(DLPack), though each crossing takes host time (microseconds); moving between
 devices is a cost the router weighs.
 """
 

@@ -3,11 +3,9 @@
 A NumPy program frees temporaries and makes new ones of the same sizes at every step. glibc
 gives the free memory at the top of its heap back to the system once more of it is free than
 its trim threshold, and the next temporary then faults in every page it touches again (a 4 MB
-temporary: about a thousand page faults, a millisecond on a 2-core machine). glibc starts its
-thresholds low and raises them as large blocks are freed, so whether a program pays depends on
-where its blocks happened to land: k-means on 30,000 x 16 points took 1.46x NumPy's time
-through dispatch on one such layout (4x the page faults, every call on NumPy), and NumPy's
-time with the thresholds below.
+temporary: about a thousand page faults). glibc starts its thresholds low and raises them as
+large blocks are freed, so whether a program pays depends on where its blocks happened to land,
+which dispatch's own allocations change.
 
 ``keep`` sets them where glibc's own rule tops out (blocks up to 32 MiB come from the heap; the
 top of the heap is given back past 64 MiB free) at the first routed call (``dispatch.base.tuning``). glibc

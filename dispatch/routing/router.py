@@ -82,40 +82,32 @@ ROUTING_S = 10e-6
 # second, once. A device that never ran such a call takes host data only where it is priced to
 # save more than this (data already on the device: see ``_ran_beside``).
 FIRST_USE_S = 1e-3
-# An array one engine holds, passed to another engine on the same device, crosses by DLPack:
-# no copy, but host time (measured on an H100 machine: torch.from_dlpack of a CuPy array 7-10
-# µs, cupy.from_dlpack of a tensor 21-29 µs, against 10-15 µs for an add itself). Without this
-# price, two engines measured alike on a device take turns call by call, and every call pays it.
+# An array one engine holds, passed to another engine on the same device, crosses by DLPack: no
+# copy, but host time of the order of a small call. Without this price, two engines measured alike
+# on a device take turns call by call, and every call pays it.
 ADOPT_S = 10e-6
 # The target holding a call's inputs keeps the call unless another is priced this much cheaper:
 # NumPy for host data (what the program ran before), the engine holding device data. A call's
 # own timing misses what a target costs the calls around it (caches, waking threads, fresh
 # pages; on a device, the next call's crossing back by DLPack), and a closer call is within the
-# noise of a shared machine: on an H100 machine one process timed an add of 260,000 float64 on
-# a device at 77 µs and another at 174, and heat's calls went back and forth between CuPy and
-# torch as their timings crossed.
+# noise of a shared machine, where the calls would go back and forth as their timings cross.
 KEEP_MARGIN = 0.2
 # A device's calls keep to one engine, its home (``_home``), unless another is priced this much
 # cheaper: a call on host data has no keeper there, nor one whose inputs two engines hold. A
 # call's time on a device (its events) leaves out what crossing between engines costs the host,
-# each way, and the calls around it. On an H200 machine, once three other programs had taught
-# the router their timings, heat (512 x 512) ran its calls on CuPy and torch by turns: 112-180
-# ms a run, and 141-153 with this margin at 20%; 37-69 ms with every call on CuPy.
+# each way, and the calls around it: without the margin, a device's calls take turns between its
+# engines as their timings cross, and each turn pays the crossing.
 ENGINE_MARGIN = 1.0
 # A kind of call whose fresh arrays the router has followed this many times and still leaves on
 # the host makes no more roots: what later calls on them save on a device is learned by then
 # (its decision is re-made at 1, 2, 4... arrays), and following them costs every later call on
-# them the router's bookkeeping. On a machine with a GPU, an FFT filter of 8 x 4096 signals ran
-# at 1.12x NumPy's time with six calls a run kept in the router this way, its placements never
-# repaid.
+# them the router's bookkeeping, which placements that never pay cannot repay.
 ROOTS_FOLLOWED = 32
 # Likewise a kind of call that a host target runs where a device was priced: once this many of
 # its results in a row were followed and none was sent to a device, its results are no longer
 # followed, and its calls may skip the router's bookkeeping (the memo in ``dispatch.arrays._call``);
-# the share sent until then (``history.p_send``) still prices its calls. On an H100 machine an
-# FFT filter's ``rfft(taps, n=8192)``, its 63 taps padded, took 87 µs a call followed against
-# NumPy's 57; and after a trial whose device side was sent some of its results, the same call
-# (a quarter of them sent) was followed for good.
+# the share sent until then (``history.p_send``) still prices its calls. Following a small call
+# costs more than the call itself.
 HOSTED_FOLLOWED = 32
 # Why a call runs where it does without being priced; a trace records calls under the floors,
 # which skip the router (``dispatch.arrays._call``), with the same words.
@@ -336,9 +328,8 @@ def _cost_floor(op: Any, round_trip: bool = False) -> int:
     for exp in range(4, 31):
         n = 1 << exp
         mine = numpy_model.seconds(rep, _side(rep, n), "float64")
-        # Sorts are also measured on integers, which torch and CuPy sort by radix sorts: torch-cpu
-        # sorted 1M int64 3-8x faster than NumPy on a 2-core machine, and 1M float64 slower.
-        # (A lexsort is measured on integers alone: its floor is theirs.)
+        # Sorts are also measured on integers, which torch and CuPy sort by radix sorts, far faster
+        # than their float sorts. (A lexsort is measured on integers alone: its floor is theirs.)
         integer = numpy_model.seconds(rep, _side(rep, n), "int64") if rep in INTEGER_OPS else None
         if (mine is None and integer is None) or _beaten(rep, n, mine, ("float64", "float32"), round_trip) \
                 or _beaten(rep, n, integer, ("int64",), round_trip):
@@ -477,11 +468,8 @@ def _alone(trial: trials.Trial, op: Any, inputs: Any, key: tuple) -> Decision:
 # kept there whenever their cached decision is dropped, and their sizes of host data kept over
 # the floors, so that each run of the program starts on the device as the winning side did.
 # Host data only over the op's round-trip floor: a pin is never tried again, and its key is
-# every program's (op, dtypes, size bucket, layout). k-means' first 32 x 32 centroids squared,
-# which its all-device side sends there, and a k-nearest-neighbour program's 100 x 16 query
-# block squared share one (float64 under 2^11); on an H100 machine, after k-means' all-device
-# verdict, that program ran three calls a run on the device that none of its own trials chose,
-# and took 1.56x NumPy's time.
+# every program's (op, dtypes, size bucket, layout): a small pin would move other programs' calls
+# of that key, which none of their own trials chose.
 _pins: dict[tuple, Decision] = {}
 
 
@@ -696,8 +684,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     explore = history.explore(key, [(s, n) for s, n, _ in ranked if n == best_name or n in near]) if sample else None
     if explore is None and samples:  # one that lost its only call, though the model says it wins: once more
         # NumPy too, for host data, whatever the model says: it is what the program ran before, and
-        # its only call may have been the program's first (on an H200 calibration, NumPy's first
-        # argpartition of 128 x 2048 took 1325 µs, its later ones about 450; CuPy's, copy in, 586)
+        # its only call may have been the program's first, which is often several times slower
         again = history.retry(key, [n for n, m in modeled.items() if n != best_name and (
             m < best_s or (n == "numpy" and entering))])
         target = targets.probe(again) if again is not None else None
