@@ -1,6 +1,6 @@
 """Show this machine as dispatch sees it: the CPU, Python and the array libraries, the GPUs,
 which targets can run calls here (and why the others cannot), whether the machine is
-calibrated and which routing policy is in effect.
+calibrated, which routing policy is in effect, and the process tuning dispatch applies.
 
 --json prints the same as one JSON object (version 1):
 
@@ -13,7 +13,9 @@ calibrated and which routing policy is in effect.
      "calibration": {"path": "...", "fingerprint": "...", "stored": false, "outdated": false,
                      "created": null, "quick": null, "seconds": null, "targets": [], "others": []},
      "routing": {"policy": "seed", "forced": null, "note": "..."},
-     "fast_path": "compiled"}
+     "fast_path": "compiled",
+     "tuning": {"OMP_WAIT_POLICY": "PASSIVE (set by dispatch)", "THP_MEM_ALLOC_ENABLE": "...",
+                "glibc heap thresholds": "...", "blas pool": "openblas, 16 threads", ...}}
 """
 
 from __future__ import annotations
