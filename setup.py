@@ -6,8 +6,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "dispatch._fastpath",
-            ["dispatch/_fastpath.c"],
+            "dispatch.arrays._fastpath",
+            ["dispatch/arrays/_fastpath.c"],
             include_dirs=[numpy.get_include()],
             optional=True,
         )

@@ -22,9 +22,9 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 # its Python path; `python -m dispatch info` says which).
 python3 - <<'PY' || echo "fast path not built: dispatch runs its Python path"
 import subprocess, sysconfig, numpy
-out = "dispatch/_fastpath" + sysconfig.get_config_var("EXT_SUFFIX")
+out = "dispatch/arrays/_fastpath" + sysconfig.get_config_var("EXT_SUFFIX")
 subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-I" + sysconfig.get_paths()["include"], "-I" + numpy.get_include(),
-                "dispatch/_fastpath.c", "-o", out], check=True)
+                "dispatch/arrays/_fastpath.c", "-o", out], check=True)
 PY
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests calibrate overhead transfers suite sklearn)

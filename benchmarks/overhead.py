@@ -4,7 +4,7 @@ cost on a cache hit. Both sides are timed in one run, interleaved, and medians a
     python -m benchmarks.overhead [--out results.json] [--repeat 31]
 
 On a machine with CuPy and torch-cuda it also times calls on data a GPU holds (``DEVICE_CASES``).
-Where the compiled fast path is built (``dispatch/_fastpath.c``), the host calls are timed a
+Where the compiled fast path is built (``dispatch/arrays/_fastpath.c``), the host calls are timed a
 second time through the Python path it stands in for.
 
 Targets (the issues'): median overhead at most 1.5 µs per call on 100-element arrays (a bare
@@ -23,7 +23,7 @@ import timeit
 import numpy
 
 import dispatch
-from dispatch import _compiled
+from dispatch.arrays import _compiled
 
 CASES = (
     ("a + b", "na + nb"),
@@ -77,9 +77,9 @@ def measure_calls(size: int = 100, repeat: int = 31, number: int = 20_000) -> li
 
 def measure_decision(repeat: int = 31, number: int = 50_000) -> dict:
     """One ``router.decide`` on a warm cache, and building the call's input summary."""
-    from dispatch import router
-    from dispatch._call import Inputs, _collect
-    from dispatch._ops import op_named
+    from dispatch.arrays._call import Inputs, _collect
+    from dispatch.base.ops import op_named
+    from dispatch.routing import router
 
     op = op_named("sum")
     x = dispatch.ones(1_000_000)
@@ -97,8 +97,8 @@ def _routed_overhead(repeat: int, number: int) -> dict[str, float]:
     ``a + b`` on 100 elements, and a reduction along an axis, with their floors lowered to zero
     for the measure, so that they take the whole call path (as calls over the floors do)
     instead of the small-array one."""
-    from dispatch import router
-    from dispatch._ops import op_named
+    from dispatch.base.ops import op_named
+    from dispatch.routing import router
 
     ops = [op_named("add"), op_named("sum")]
     saved = [(router.host_floor(op), router.trip_floor(op)) for op in ops]

@@ -21,7 +21,7 @@ import numpy
 import dispatch
 from benchmarks.suite import _synchronize, _to_host, full_calibration
 from benchmarks.workloads import get
-from dispatch import router, trials
+from dispatch.routing import router, trials
 
 
 def trace_case(name: str, size: str, warmup: int, top: int, runs: int) -> None:

@@ -23,7 +23,7 @@ Workloads (full sizes; ``--quick`` shrinks them to run in seconds on a laptop CP
 
 Why float64 by default: it is what existing pipelines feed scikit-learn (NumPy's default, every
 loader and DataFrame), so it is the honest "no code change" comparison, and the results
-compare with stock to 1e-7. An H100 runs fp64 GEMM at 60 TFLOP/s (DESIGN.md), so nothing is
+compare with stock to 1e-7. An H100 runs fp64 GEMM at 60 TFLOP/s, so nothing is
 left on the table by not converting; ``--dtype float32`` measures the other case.
 
 ``Ridge()`` keeps its default solver on both sides: stock scikit-learn picks Cholesky on NumPy,

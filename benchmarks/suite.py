@@ -61,8 +61,9 @@ import numpy
 
 import dispatch
 from benchmarks.workloads import SIZE_NAMES, WORKLOADS, _ports, _timing
-from dispatch import calibration, router, targets, trials
-from dispatch.history import History
+from dispatch import measure, targets
+from dispatch.routing import calibration, router, trials
+from dispatch.routing.history import History
 
 try:
     import resource
@@ -182,7 +183,7 @@ def _separator(runners: dict[str, Callable[[], dict]]) -> str:
 
     A mode can slow the sample after it: on the 2-core machine each mode's sample right after the
     torch port took 1.10-1.4x its others, for the whole 40 ms sample (torch's pool spinning,
-    before ``dispatch.torch_env`` asked it to sleep from the suite's start). The rounds' orders
+    before ``dispatch.base.torch_env`` asked it to sleep from the suite's start). The rounds' orders
     balance which mode follows which within a round, but a round's first mode always followed the
     same last one of the round before: with six modes the router always opened its rounds after the
     port, NumPy after the seed table, and pairwise small and cosine_topk small took 1.12-1.14x
@@ -482,7 +483,7 @@ def full_calibration() -> calibration.Calibration:
     if cal is None or cal.quick:
         print(f"no full calibration for this machine yet: measuring one ({'a quick one is stored' if cal else 'none'})",
               file=sys.stderr)
-        cal = calibration.calibrate(quick=False, progress=False)
+        cal = measure.calibrate(quick=False, progress=False)
     router.use_calibration(cal)
     return cal
 

@@ -22,8 +22,8 @@ import numpy
 
 from benchmarks import suite
 from benchmarks.workloads import get
-from dispatch import router, trials
-from dispatch.devices import HOST_ONLY
+from dispatch.base.devices import HOST_ONLY
+from dispatch.routing import router, trials
 
 
 def _kind(key: tuple) -> str:

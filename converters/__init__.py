@@ -13,11 +13,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from converters._catalog import CatalogOp, Converter, Entry
-from converters.numpy_ops import NUMPY_CATALOG, NumPyOp
+from converters._converter import Converter
 from converters.pytorch_operations import PYTORCH_CATALOG, PyTorchOperation
 from converters.sklearn_algorithms import SKLEARN_CATALOG, SklearnAlgorithm
-from dispatch.selector import Backend, OpComplexity
+from dispatch.base.catalog import CatalogOp, Entry
+from dispatch.base.numpy_catalog import NUMPY_CATALOG, NumPyOp
+from dispatch.base.tiers import Backend, OpComplexity
 
 __all__ = [
     "NUMPY_CATALOG",

@@ -48,9 +48,9 @@ from converters._static_values import (
     torch_shape,
     transformed_shape,
 )
-from converters.numpy_ops import NUMPY_CATALOG
 from converters.pytorch_operations import PYTORCH_CATALOG
 from converters.sklearn_algorithms import SKLEARN_CATALOG
+from dispatch.base.numpy_catalog import NUMPY_CATALOG
 
 NUMPY, SKLEARN, PYTORCH = "numpy", "scikit-learn", "pytorch"
 

@@ -10,7 +10,7 @@ Work shapes: ``map`` (element-wise), ``reduce``, ``matmul``, ``conv``, ``attenti
 
 from __future__ import annotations
 
-from converters._catalog import make_enum, parse_table
+from dispatch.base.catalog import make_enum, parse_table
 
 WORKS = frozenset({"map", "reduce", "matmul", "conv", "attention", "graph", "host"})
 

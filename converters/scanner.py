@@ -51,10 +51,10 @@ from dataclasses import dataclass, field
 from converters._scan_walker import Found, Walker
 from converters._static_values import size_of
 from converters.notebook import code_cells, hide_magics
-from converters.numpy_ops import NUMPY_CATALOG
 from converters.pytorch_operations import PYTORCH_CATALOG
 from converters.sklearn_algorithms import SKLEARN_CATALOG
-from dispatch.selector import OpComplexity
+from dispatch.base.numpy_catalog import NUMPY_CATALOG
+from dispatch.base.tiers import OpComplexity
 
 __all__ = [
     "CallSite",

@@ -16,7 +16,7 @@ scikit-learn itself at run time (``SklearnConverter.array_api_support``), never 
 
 from __future__ import annotations
 
-from converters._catalog import make_enum, parse_table
+from dispatch.base.catalog import make_enum, parse_table
 
 WORKS = frozenset({"scale", "gram", "svd", "iterative", "pairwise", "trees"})
 

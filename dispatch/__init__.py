@@ -14,24 +14,27 @@ import importlib
 
 import numpy as _np
 
-from dispatch.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
-from dispatch.torch_env import set_defaults as _torch_defaults
-
-_torch_defaults()  # before torch loads, where it has not: OpenMP reads its wait policy then (dispatch.torch_env)
+from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 
 __version__ = "0.1.0"
 
 # dispatch's own names that live in submodules: name -> module
 _OWN = {
-    "ndarray": "dispatch._array",
+    "ndarray": "dispatch.arrays._array",
     "ufunc": "dispatch._namespace",
-    "Device": "dispatch.devices",
+    "Device": "dispatch.base.devices",
     "Trace": "dispatch.tracing",
     "get_backend": "dispatch.config",
     "set_backend": "dispatch.config",
     "using": "dispatch.config",
+    "get_config": "dispatch.config",
+    "set_config": "dispatch.config",
+    "config_context": "dispatch.config",
+    "set_memory_fraction": "dispatch.config",
+    "set_chunk_bytes": "dispatch.config",
+    "tune": "dispatch.config",
     "use_cluster": "dispatch.cluster",
-    "compute": "dispatch.cluster",
+    "compute": "dispatch.arrays.scale_out",
 }
 _SUBMODULES = ("fft", "linalg", "random", "config", "cluster", "sklearn")  # sklearn imports scikit-learn only when used
 _MISSING = object()
@@ -45,7 +48,7 @@ def trace(a: object = _MISSING, *args: object, **kwargs: object) -> object:
     runs: ``with dispatch.trace() as t: ...`` then ``t.summary()``.
     """
     if a is _MISSING and not args and not kwargs:
-        from dispatch.tracing import Trace
+        from dispatch.tracing import Trace  # lazy: the package loads its modules on first use
 
         return Trace()
     return _numpy_namespace("trace")(a, *args, **kwargs)
@@ -61,7 +64,7 @@ def _numpy_namespace(name: str) -> object:
         obj = getattr(_np, name)
     except AttributeError:
         raise AttributeError(f"module 'dispatch' has no attribute {name!r}") from None
-    from dispatch._namespace import public
+    from dispatch._namespace import public  # lazy: the array machinery loads on the first NumPy name
 
     return public("", name, obj, __name__)
 

@@ -10,9 +10,8 @@ from dispatch.cli import main
 
 # Commands that run dispatch's own code alone and whose time is a figure (a quick calibration's
 # bar is the command's): they end once the exit handlers have run and the output is flushed,
-# without the interpreter's teardown of torch's and CuPy's modules: a quick calibration's command
-# then took 0.45-0.5 s more than its measuring on an H100 machine (0.9 s before), 0.2 s on a 2-core
-# one (0.6 s before).
+# without the interpreter's teardown of torch's and CuPy's modules, which takes longer than a
+# quick calibration's measuring.
 ENDS_AT_ONCE = frozenset({"calibrate"})
 
 

@@ -9,18 +9,20 @@ NumPy's own object. Wrappers are made on first access and cached in the module.
 from __future__ import annotations
 
 import functools
+import sys
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from converters.numpy_ops import NUMPY_CATALOG
-from dispatch import _call, router
-from dispatch._array import ndarray
-from dispatch._compiled import fast, install_call
-from dispatch._ops import op_for_ufunc_method, op_named
-from dispatch._state import STATE
-from dispatch.cost import FFT_1D
+from dispatch.arrays import _call, scale_out
+from dispatch.arrays._array import ndarray
+from dispatch.arrays._compiled import fast, install_call, installed_in
+from dispatch.base.numpy_catalog import NUMPY_CATALOG
+from dispatch.base.ops import op_for_ufunc_method, op_named
+from dispatch.base.state import STATE
+from dispatch.routing import router
+from dispatch.routing.cost import FFT_1D
 
 __all__ = ["lazy_namespace", "routed", "ufunc"]
 
@@ -80,6 +82,7 @@ class ufunc:
 
 ufunc.__call__ = fast("ufunc", None, ufunc.__call__)
 install_call(ufunc)
+installed_in(ufunc, sys.modules["dispatch"])  # the package itself, loaded before any of its modules
 
 
 def routed(name: str, func: Any, module: str) -> Any:
@@ -168,9 +171,7 @@ def public(prefix: str, name: str, obj: Any, module: str) -> Any:
     if not prefix and name in _META:
         return _metadata(name, obj)
     if not prefix and name in _CHUNKABLE:  # a result too large for the host is made chunked, in Dask
-        from dispatch import cluster
-
-        return cluster.creation(name, routed(name, obj, module))
+        return scale_out.creation(name, routed(name, obj, module))
     if full in NUMPY_CATALOG and callable(obj) and not isinstance(obj, type):
         if isinstance(obj, np.ufunc):
             return ufunc(obj, full)

@@ -7,18 +7,19 @@ goes there and keeps the connection:
 - ``use_cluster(client_or_address)`` (or ``DISPATCH_DASK_SCHEDULER``) connects a Dask
   cluster; ``use_cluster(None)`` disconnects. Without one, Dask's threaded scheduler runs in
   this process.
-- ``route`` is the router's hook, asked before the routing policy: data already in Dask stays
-  there (residency); operands or result larger than ``memory_fraction()`` of the free memory
-  of the device holding the operands (the GPU they live on, else the host) go to Dask; with a
-  cluster connected, so does any call whose data spans more than one chunk.
+- the sizes the router's scale-out rule reads (``_operand_reason``; asked before its policy by
+  ``dispatch.routing.router``): data already in Dask stays there (residency); operands or result
+  larger than ``memory_fraction()`` of the free memory of the device holding the operands (the
+  GPU they live on, else the host) go to Dask; with a cluster connected, so does any call whose
+  data spans more than one chunk.
 - ``result_reason`` is the same test for creation functions and random draws, which have no
   operands: the result's size decides, so an array larger than the host is created chunk by
   chunk and never exists whole on one machine.
 - ``chunk_bytes()``: about 128 MiB per chunk by default (Dask's own default), or what the
   connected cluster's measured per-task overhead asks for (``calibration.dask_chunk_bytes``).
 
-The router asks this hook again whenever it reuses a decision for a call over ``LIVE_ELEMENTS``
-(free memory changes), so it costs nothing on small calls.
+The router asks again whenever it reuses a decision for a call over ``LIVE_ELEMENTS`` (free memory
+changes), so it costs nothing on small calls. Running work on Dask is ``dispatch.arrays.scale_out``'s.
 """
 
 from __future__ import annotations
@@ -28,31 +29,35 @@ import logging
 import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dispatch import _compiled
-from dispatch._state import STATE
-from dispatch.devices import DASK, HOST, Device
+from dispatch import targets
+from dispatch.base import settings
+from dispatch.base.devices import HOST, Device
+from dispatch.base.settings import ENV
+from dispatch.base.state import STATE
+from dispatch.targets import _dask_blocks
 from dispatch.tracing import _fmt_bytes
 
-__all__ = ["active", "address", "chunk_bytes", "client", "compute", "connected", "creation", "device_free_bytes",
-           "free_bytes", "gpu_workers", "host_free_bytes", "memory_fraction", "persist", "result_bytes",
-           "result_reason", "route", "run_on_dask", "scheduler", "set_chunk_bytes", "set_memory_fraction",
-           "use_cluster"]
+__all__ = ["active", "address", "chunk_bytes", "chunk_bytes_set", "client", "connected", "device_free_bytes",
+           "free_bytes", "gpu_workers", "host_free_bytes", "measure_chunks_with", "memory_fraction", "on_change",
+           "result_bytes", "result_reason", "scheduler", "set_chunk_bytes", "set_memory_fraction", "use_cluster"]
 
 log = logging.getLogger("dispatch")
 
 DEFAULT_CHUNK_BYTES = 128 << 20  # Dask's own default chunk size (array.chunk-size)
 DEFAULT_TIMEOUT_S = 5.0
 
-_fraction = float(os.environ.get("DISPATCH_MEMORY_FRACTION", "0.5"))
-_chunk_bytes: int | None = int(os.environ["DISPATCH_DASK_CHUNK_BYTES"]) if os.environ.get(
-    "DISPATCH_DASK_CHUNK_BYTES") else None
+_fraction = ENV.memory_fraction  # DISPATCH_MEMORY_FRACTION
+_chunk_bytes: int | None = ENV.chunk_bytes  # DISPATCH_DASK_CHUNK_BYTES
 _client: Any = None
 _owned = False  # the client was made here from an address: close it on disconnect
 _gpu_workers = False
 _measured_chunk: dict[str, int] = {}  # scheduler address -> chunk bytes from its task overhead
+_measure_chunk: Callable[[Any], int] | None = None
+_listeners: list[Callable[[], None]] = []
 
 # Calls whose largest operand has at least this many elements consult the hook every time (a
 # cached decision for them is reused only while the work still fits). A power of two, so a
@@ -64,9 +69,20 @@ def _refresh_live() -> None:
     global LIVE_ELEMENTS
     floor = min(chunk_bytes(), 64 << 20) // 16  # 16: the widest itemsize (complex128)
     LIVE_ELEMENTS = 1 << max(floor.bit_length() - 1, 0)
-    from dispatch import router
+    for listener in _listeners:
+        listener()
 
-    router.clear_decisions()
+
+def on_change(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` whenever a setting or the connection changes (the router forgets its
+    decisions then: they were made under another ``LIVE_ELEMENTS``)."""
+    _listeners.append(listener)
+
+
+def measure_chunks_with(measure: Callable[[Any], int]) -> None:
+    """How to measure a connected cluster's chunk size (``dispatch.routing.calibration`` tells)."""
+    global _measure_chunk
+    _measure_chunk = measure
 
 
 # ---- settings ------------------------------------------------------------------------------------
@@ -81,11 +97,13 @@ def set_memory_fraction(fraction: float) -> None:
     """Hand work to Dask when its operands or result would take more than ``fraction`` of the
     free memory of the device holding them (default 0.5, ``DISPATCH_MEMORY_FRACTION``)."""
     global _fraction
-    fraction = float(fraction)
-    if not 0.0 < fraction <= 1.0:
-        raise ValueError(f"the memory fraction is in (0, 1], not {fraction}")
-    _fraction = fraction
+    _fraction = settings.check_memory_fraction(fraction)
     _refresh_live()
+
+
+def chunk_bytes_set() -> int | None:
+    """The chunk size set (``set_chunk_bytes``, ``DISPATCH_DASK_CHUNK_BYTES``), or ``None``."""
+    return _chunk_bytes
 
 
 def chunk_bytes() -> int:
@@ -105,9 +123,7 @@ def set_chunk_bytes(nbytes: int | None) -> None:
     """Bytes per chunk of the arrays dispatch hands to Dask (``None``: measured or default;
     ``DISPATCH_DASK_CHUNK_BYTES``)."""
     global _chunk_bytes
-    if nbytes is not None and int(nbytes) < 1:
-        raise ValueError(f"a chunk holds at least one byte, not {nbytes}")
-    _chunk_bytes = None if nbytes is None else int(nbytes)
+    _chunk_bytes = None if nbytes is None else settings.check_chunk_bytes(nbytes)
     _refresh_live()
 
 
@@ -178,14 +194,12 @@ def _disconnect() -> None:
 
 def _after_change(reprobe: bool = True) -> None:
     if reprobe:
-        from dispatch import targets
-
         targets.reset("dask")  # probed again: a scheduler from the environment is tried once more
     _refresh_live()
 
 
 def _env_address() -> str | None:
-    return os.environ.get("DISPATCH_DASK_SCHEDULER") or None
+    return settings.dask_scheduler()
 
 
 def client() -> Any:
@@ -230,8 +244,6 @@ def _ship_blocks_by_value() -> None:
     with contextlib.suppress(Exception):
         import cloudpickle
 
-        from dispatch.targets import _dask_blocks
-
         cloudpickle.register_pickle_by_value(_dask_blocks)
 
 
@@ -258,57 +270,12 @@ def _measure(c: Any) -> None:
     if where is None or where in _measured_chunk:
         return
     _measured_chunk[where] = 0  # measuring: a failure leaves the default
-    from dispatch import calibration
-
+    if _measure_chunk is None:
+        return
     try:
-        _measured_chunk[where] = calibration.dask_chunk_bytes(c)
+        _measured_chunk[where] = _measure_chunk(c)
     except Exception as exc:  # a measurement is advice; the default serves
         log.info("dispatch: could not measure the Dask cluster's task overhead: %s", exc)
-
-
-# ---- materialising -------------------------------------------------------------------------------------
-
-
-def compute(*arrays: Any) -> tuple[Any, ...]:
-    """Compute several Dask-held arrays in one pass (shared work is done once); each becomes a
-    ``dispatch.ndarray`` in memory (NumPy, or CuPy from GPU workers). Other values pass through."""
-    from dispatch._array import ndarray
-
-    lazy = [i for i, a in enumerate(arrays) if isinstance(a, ndarray) and a.device == DASK]
-    if not lazy:
-        return tuple(arrays)
-    import dask
-
-    done = dask.compute(*(arrays[i]._data for i in lazy), **scheduler())
-    out = list(arrays)
-    for i, value in zip(lazy, done, strict=True):
-        out[i] = _in_memory(value, arrays[i])
-    return tuple(out)
-
-
-def _in_memory(value: Any, like: Any) -> Any:
-    import numpy as np
-
-    from dispatch._array import _DeviceScalar, device_scalar, wrap
-
-    if isinstance(like, _DeviceScalar):
-        value = np.asarray(value)
-        return value[()] if type(value).__module__.startswith("numpy") else device_scalar(value)
-    return wrap(np.asarray(value) if type(value).__module__.startswith("numpy") else value)
-
-
-def persist(x: Any) -> Any:
-    """``x`` with its chunks computed and kept in the cluster's (or this process's) memory, so
-    later work starts from them; arrays not held by Dask are returned as they are."""
-    from dispatch._array import ndarray
-
-    if not (isinstance(x, ndarray) and x.device == DASK):
-        return x
-    c = client()
-    data = c.persist(x._data) if c is not None else x._data.persist()
-    out = object.__new__(type(x))
-    out._data = data
-    return out
 
 
 # ---- free memory -----------------------------------------------------------------------------------------
@@ -368,39 +335,7 @@ def free_bytes(device: Device) -> int | None:
     return host_free_bytes() if device.is_host else device_free_bytes(device)
 
 
-# ---- the router's hook -----------------------------------------------------------------------------------
-
-
-def route(op: Any, inputs: Any, key: tuple) -> tuple[Any, bool] | None:
-    """The router's scale-out rule, asked before its policy: ``(decision, cacheable)`` for
-    Dask, or ``None`` to let the policy decide."""
-    if DASK in inputs.devices:
-        target = _dask_target()
-        if target is not None:
-            return _decision(target, "data in dask", key), True
-        return None
-    if inputs.size < LIVE_ELEMENTS:
-        return None
-    from dispatch import router
-
-    if "dask" in router._refusals.get(key, ()):
-        return None
-    reason = _operand_reason(op, inputs)
-    if reason is None:
-        return None
-    target = _dask_target()
-    return (_decision(target, reason, key), False) if target is not None else None
-
-
-def _decision(target: Any, reason: str, key: tuple) -> Any:
-    from dispatch.router import Decision
-
-    return Decision(target, reason, key=key)
-
-
 def _dask_target() -> Any:
-    from dispatch import targets
-
     return targets.probe("dask")
 
 
@@ -467,56 +402,8 @@ def result_bytes(op: Any, inputs: Any) -> int:
     return inputs.nbytes
 
 
-# ---- running a call that has no operands (creation, random draws) on Dask ----------------------------------
-
-
-def run_on_dask(op: Any, reason: str, run: Any) -> Any:
-    """Run ``run()`` (which builds a Dask array) as ``op`` decided for Dask: timed and traced
-    like any routed call."""
-    from dispatch import _call, targets
-    from dispatch.router import Decision
-
-    return _call._execute(op, _call.Inputs([]), Decision(targets.get("dask"), reason), run)
-
-
 if _env_address() is not None:
     log.debug("dispatch: Dask scheduler from DISPATCH_DASK_SCHEDULER: %s (connected on first use)", _env_address())
-
-
-def creation(name: str, plain: Any) -> Any:
-    """``dispatch.<name>`` for a creation function: a chunked Dask array when the result is too
-    large for the host (or under ``using("dask")``, or spanning a connected cluster's chunks),
-    else ``plain`` (the routed NumPy function)."""
-    import functools
-
-    from dispatch._ops import op_named
-    from dispatch.targets._dask_create import elements, itemsize
-
-    op = op_named(name)
-
-    @functools.wraps(plain)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        n = elements(name, args, kwargs)
-        if n >= LIVE_ELEMENTS or not STATE.plain:
-            reason = result_reason(n * itemsize(name, args, kwargs), n)
-            target = _dask_target() if reason is not None else None
-            if target is not None:
-                from dispatch import _call
-                from dispatch.targets import Unsupported
-
-                try:
-                    return run_on_dask(op, reason, lambda: _call._run_on(target, op, args, kwargs))
-                except Unsupported:
-                    pass  # arguments only NumPy takes: NumPy decides
-        return plain(*args, **kwargs)
-
-    # compiled: the routed function itself where the arguments are integers that size a result
-    # Dask would not take (dispatch/_fastpath.c, the kinds "shaped" and "range")
-    kind = "range" if name == "arange" else "shaped" if name in ("zeros", "ones", "empty", "full") else None
-    if kind is not None:
-        wrapper = _compiled.fast(kind, op, wrapper, plain)
-    wrapper.__wrapped__ = getattr(plain, "__wrapped__", plain)  # NumPy's function, as for every routed name
-    return wrapper
 
 
 @contextlib.contextmanager
@@ -532,5 +419,3 @@ def active() -> Any:
     with dask.config.set(scheduler=c):
         yield
 
-
-_compiled.setup_creation(globals())

@@ -1,4 +1,15 @@
-"""Forcing a target: ``set_backend``, ``using`` and the ``DISPATCH_BACKEND`` variable.
+"""dispatch's configuration: ``get_config``, ``set_config`` and ``config_context``, as
+scikit-learn's, and the setters they gather (``set_backend``, ``using``, ``set_memory_fraction``,
+``set_chunk_bytes``). The ``DISPATCH_*`` environment variables give the starting values; they are
+read and checked in one place (``dispatch.base.settings``, which lists them).
+
+Threads and contexts: ``set_backend`` (``set_config(backend=...)``) and the other setters are
+process-wide. ``using`` (``config_context(backend=...)``) is local to the thread and the
+``asyncio`` task that runs it: it is kept in a ``contextvars.ContextVar``, and another thread
+keeps routing (or keeps its own ``using``) meanwhile. ``config_context`` sets the other settings
+process-wide for the block and restores them after it.
+
+Forcing a target:
 
 A forced target runs every call it can run exactly as NumPy would; calls it refuses still
 fall back to NumPy on the host, correctly, with the reason in the trace. ``"auto"`` restores
@@ -15,13 +26,30 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
-from dispatch import targets
-from dispatch._state import STATE
+from dispatch import cluster, targets
+from dispatch.base import settings
+from dispatch.base.state import STATE
+from dispatch.base.tuning import tune
 from dispatch.cluster import chunk_bytes, memory_fraction, set_chunk_bytes, set_memory_fraction
+from dispatch.routing import calibration
 
-__all__ = ["chunk_bytes", "get_backend", "memory_fraction", "set_backend", "set_chunk_bytes", "set_memory_fraction",
-           "using"]
+__all__ = [
+    "chunk_bytes",
+    "config_context",
+    "get_backend",
+    "get_config",
+    "memory_fraction",
+    "set_backend",
+    "set_chunk_bytes",
+    "set_config",
+    "set_memory_fraction",
+    "tune",
+    "using",
+]
+
+_UNSET: Any = object()
 
 
 def _check(name: str) -> str:
@@ -54,3 +82,62 @@ def using(name: str) -> Iterator[None]:
         yield
     finally:
         STATE.pop_using(token)
+
+
+def get_config() -> dict[str, Any]:
+    """The settings in effect here.
+
+    ``backend`` (``set_backend``, ``using``), ``memory_fraction`` and ``chunk_bytes``
+    (``None``: measured for a connected cluster, else 128 MiB) can be set with ``set_config``;
+    ``trace``, ``pure_python`` and ``heap`` were read at import, ``cache_dir`` and
+    ``dask_scheduler`` are read at each use (``dispatch.base.settings``).
+    """
+    return {
+        "backend": get_backend(),
+        "memory_fraction": memory_fraction(),
+        "chunk_bytes": cluster.chunk_bytes_set(),
+        "trace": settings.ENV.trace,
+        "pure_python": settings.ENV.pure_python,
+        "heap": settings.ENV.heap,
+        "cache_dir": str(calibration.cache_dir()),
+        "dask_scheduler": settings.dask_scheduler(),
+    }
+
+
+def set_config(*, backend: str | None = None, memory_fraction: float | None = None,
+               chunk_bytes: int | None = _UNSET) -> None:
+    """Set settings process-wide; those not given keep their values (``chunk_bytes=None``: back
+    to measured or default).
+
+    Parameters
+    ----------
+    backend : str, optional
+        A target name or ``"auto"`` (``set_backend``).
+    memory_fraction : float, optional
+        In (0, 1] (``set_memory_fraction``).
+    chunk_bytes : int or None, optional
+        Bytes per Dask chunk (``set_chunk_bytes``).
+    """
+    if backend is not None:
+        set_backend(backend)
+    if memory_fraction is not None:
+        set_memory_fraction(memory_fraction)
+    if chunk_bytes is not _UNSET:
+        set_chunk_bytes(chunk_bytes)
+
+
+@contextlib.contextmanager
+def config_context(*, backend: str | None = None, memory_fraction: float | None = None,
+                   chunk_bytes: int | None = _UNSET) -> Iterator[None]:
+    """``set_config`` for a ``with`` block, then the settings as they were. ``backend`` is local to
+    this thread and task (``using``); the others are process-wide meanwhile."""
+    before = get_config()
+    with using(backend) if backend is not None else contextlib.nullcontext():
+        try:
+            set_config(memory_fraction=memory_fraction, chunk_bytes=chunk_bytes)
+            yield
+        finally:
+            if memory_fraction is not None:
+                set_memory_fraction(before["memory_fraction"])
+            if chunk_bytes is not _UNSET:
+                set_chunk_bytes(before["chunk_bytes"])

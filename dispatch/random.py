@@ -20,10 +20,14 @@ from typing import Any
 
 import numpy as _np
 
-from dispatch import _call, cluster
-from dispatch._array import ndarray, wrap
+from dispatch import cluster
 from dispatch._namespace import lazy_namespace
-from dispatch._state import STATE
+from dispatch.arrays import _call, scale_out
+from dispatch.arrays._array import ndarray, wrap
+from dispatch.base.ops import op_named
+from dispatch.base.state import STATE
+from dispatch.targets import _dask_create as chunked
+from dispatch.targets._dask_create import CHAINED
 
 # NumPy's classes that take no arrays keep their meaning as they are.
 BitGenerator = _np.random.BitGenerator
@@ -143,7 +147,6 @@ def _chunked(owner: Any, name: str, method: Any, args: tuple, kwargs: dict) -> A
         return None
     numpy_gen = method.__self__
     kind = "legacy" if isinstance(numpy_gen, _np.random.RandomState) else "generator"
-    from dispatch.targets import _dask_create as chunked
 
     if name not in chunked.CHAINED[kind]:
         return None
@@ -163,13 +166,11 @@ def _chunked(owner: Any, name: str, method: Any, args: tuple, kwargs: dict) -> A
     if owner is not None:
         owner._pending = after
     op = _op(name)
-    result = cluster.run_on_dask(op, reason, lambda: wrap(array)) if op is not None else wrap(array)
+    result = scale_out.run_on_dask(op, reason, lambda: wrap(array)) if op is not None else wrap(array)
     return result
 
 
 def _op(name: str) -> Any:
-    from dispatch._ops import op_named
-
     try:
         return op_named(f"random.{name}")
     except (KeyError, AttributeError):
@@ -224,8 +225,6 @@ def _set_state(numpy_gen: Any, state: dict) -> None:
 def _compute_state(pending: Any) -> dict:
     import dask
 
-    from dispatch import cluster
-
     (state,) = dask.compute(pending, **cluster.scheduler())
     return state
 
@@ -252,7 +251,6 @@ _namespace_getattr, __dir__ = lazy_namespace(globals(), _np.random, "random.")
 
 def __getattr__(name: str) -> Any:
     value = _namespace_getattr(name)
-    from dispatch.targets._dask_create import CHAINED
 
     if name in CHAINED["legacy"] and callable(value):  # once per name: the wrapper is kept
         value = globals()[name] = _global(name, value)

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as _np
 
-from dispatch._state import STATE
+from dispatch.base.settings import ENV
+from dispatch.base.state import STATE
 
 __all__ = ["CallRecord", "Trace", "fallbacks", "trace", "use_opentelemetry"]
 
@@ -299,6 +300,6 @@ def _render(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]], f
     return text
 
 
-if os.environ.get("DISPATCH_TRACE", "") not in ("", "0"):
+if ENV.trace:  # DISPATCH_TRACE
     _process_trace = Trace().__enter__()
     atexit.register(lambda: _process_trace.summary(file=sys.stderr))

@@ -8,7 +8,7 @@ element; a GPU (``cupy``, optional): 20 µs calls, 100 times faster per element,
 
 from __future__ import annotations
 
-from dispatch import calibration
+from dispatch.routing import calibration
 
 VECTOR = (1_000, 10_000, 100_000, 1_000_000)
 SQUARE = (16, 64, 256, 1_024)

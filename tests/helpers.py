@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dispatch
-from dispatch._array import _DeviceScalar
+from dispatch.arrays._array import _DeviceScalar
 
 __all__ = ["RTOL", "Outcomes", "assert_same", "fake_cupy_router", "host", "on_backend", "router_restored",
            "rtol_for"]
@@ -171,7 +171,7 @@ def _clip(text: str, limit: int = 1500) -> str:
 def router_restored(history: Any) -> Iterator[None]:
     """The router with no calibration loaded, ``history`` as its history and the seed policy;
     its policy, models, history and caches as they were afterwards."""
-    from dispatch import calibration, router
+    from dispatch.routing import calibration, router
 
     calibration._loaded.clear()
     saved = (router._policy, dict(router._models), router.history, router._calibration_checked)
@@ -199,8 +199,8 @@ def fake_cupy_router(tmp_path: Any, monkeypatch: Any) -> Iterator[Any]:
     restored afterwards (``router_restored``)."""
     import fakecupy
 
-    from dispatch import router
-    from dispatch.history import History
+    from dispatch.routing import router
+    from dispatch.routing.history import History
 
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
     restore = fakecupy.install()

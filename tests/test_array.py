@@ -20,7 +20,7 @@ from xfails import lookup
 import dispatch
 import dispatch.targets
 from converters.numpy_ops import NUMPY_CATALOG
-from dispatch._array import _DeviceScalar
+from dispatch.arrays._array import _DeviceScalar
 
 
 def pair(x: numpy.ndarray, backend: str) -> tuple[dispatch.ndarray, numpy.ndarray]:
@@ -606,8 +606,8 @@ def test_every_backend_has_an_id(name):
 def test_the_power_operator_floors_follow_the_routing_policy():
     """``**`` has an op of its own (NumPy's operator); like every op, its floors are reset
     and parked when the policy changes, or one policy's floors would serve another."""
-    from dispatch import router
-    from dispatch._ops import POWER_OPERATOR, all_ops
+    from dispatch.base.ops import POWER_OPERATOR, all_ops
+    from dispatch.routing import router
 
     assert POWER_OPERATOR in all_ops()
     before = router.policy()

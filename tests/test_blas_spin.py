@@ -1,5 +1,5 @@
 """A torch-cpu call right after a product NumPy ran for the router runs on one torch thread
-(``dispatch.blas_spin``): NumPy's BLAS threads are still spinning for more work then."""
+(``dispatch.base.blas_spin``): NumPy's BLAS threads are still spinning for more work then."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dispatch
-from dispatch import blas_spin
+from dispatch.base import blas_spin
 
 torch = pytest.importorskip("torch")
 

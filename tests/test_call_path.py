@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import dispatch
-from dispatch import _compiled, router
-from dispatch._call import Inputs
-from dispatch._ops import GETITEM, op_named
+from dispatch.arrays import _compiled
+from dispatch.arrays._call import Inputs
+from dispatch.base.ops import GETITEM, op_named
+from dispatch.routing import router
 
 
 def test_block_of_nested_lists_of_dispatch_arrays():
@@ -30,7 +31,7 @@ def test_a_list_of_device_scalars_is_stacked_where_they_live():
     """``stack`` of 0-d results left on a device (a loop's ``.sum()`` values): the list's items
     are seen as arrays, not handed back to NumPy, which would ask dispatch again."""
     torch = pytest.importorskip("torch")
-    from dispatch._array import device_scalar
+    from dispatch.arrays._array import device_scalar
 
     values = [device_scalar(torch.tensor(float(i), dtype=torch.float64)) for i in range(3)]
     result = dispatch.stack(values)
@@ -48,9 +49,9 @@ def routed_on_host(tmp_path, monkeypatch):
     these small calls on NumPy), with the router's state and the memo restored afterwards."""
     from helpers import router_restored
 
-    from dispatch import _call
-    from dispatch._ops import all_ops
-    from dispatch.history import History
+    from dispatch.arrays import _call
+    from dispatch.base.ops import all_ops
+    from dispatch.routing.history import History
 
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(_call, "_memo", {})
@@ -199,7 +200,7 @@ def _python_calls(monkeypatch, _call) -> list:
 def test_a_memo_entry_serves_only_while_its_decision_holds_and_no_trial_runs(routed_on_host, monkeypatch):
     """As the Python memo checks: a decision the router no longer holds, or a trial running,
     sends the call to the Python path (compiled or not)."""
-    from dispatch import trials
+    from dispatch.routing import trials
 
     an = np.random.default_rng(0).standard_normal((6, 5))
     a = dispatch.asarray(an)
@@ -240,7 +241,7 @@ def test_a_settled_decision_that_learns_is_timed_once_in_settled_every_calls(rou
 def test_a_numpy_scalar_operand_under_the_floors_runs_on_numpy_straight_away(monkeypatch):
     """``x / x.sum()``: the sum is a NumPy scalar, which takes the operator's fast case as a
     Python float does (compiled or not), not the router's path."""
-    from dispatch import _call
+    from dispatch.arrays import _call
 
     an = np.random.default_rng(0).standard_normal((6, 5)).astype(np.float32)
     a = dispatch.asarray(an)
@@ -256,7 +257,7 @@ def test_a_product_run_from_the_memo_is_seen_by_blas_spin(routed_on_host, monkey
     """A product the memo runs on NumPy still tells ``blas_spin`` that NumPy's BLAS ran."""
     import math
 
-    from dispatch import blas_spin
+    from dispatch.base import blas_spin
 
     rng = np.random.default_rng(0)
     an, bn = rng.standard_normal((6, 5)), rng.standard_normal((5, 4))

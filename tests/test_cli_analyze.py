@@ -36,7 +36,7 @@ PROFILE_KEYS = {
 def uncalibrated(tmp_path_factory, monkeypatch):
     """An empty calibration cache: the model estimate is the seed roofline, whatever the
     machine running the tests has stored."""
-    from dispatch import calibration
+    from dispatch.routing import calibration
 
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     calibration._loaded.clear()
@@ -388,7 +388,7 @@ BIG_DOT = {"site": "app.py:4", "op": "dot", "shapes": [[2000, 2000], [2000, 2000
 def test_a_calibrated_machine_prices_sites_with_its_calibration(app, capsys):
     from _synthetic import synthetic
 
-    from dispatch import calibration
+    from dispatch.routing import calibration
 
     cache = Path(os.environ["DISPATCH_CACHE_DIR"])
     synthetic().save(cache / f"calibration-{calibration.fingerprint()}.json")
@@ -417,7 +417,7 @@ def test_a_calibrated_machine_prices_sites_with_its_calibration(app, capsys):
 def test_hardware_prices_profiled_calls_on_the_other_machine(app, capsys):
     from _synthetic import synthetic
 
-    from dispatch import cost
+    from dispatch.routing import cost
 
     gpu = synthetic(gpu=True, fingerprint="feedfacefeedface")
     gpu.save("gpu.json")

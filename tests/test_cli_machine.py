@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from _synthetic import synthetic
 
-from dispatch import calibration, targets
+from dispatch import targets
 from dispatch.cli import main
+from dispatch.routing import calibration
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,9 +58,11 @@ def test_info_uncalibrated(cache):
         assert f"  {name:<10}  unavailable  {reason}\n" in out
     assert f"none stored for this machine (would be {stored_path(cache)})" in out
     assert "routing:      policy seed\n" in out and "Not calibrated: routing uses the seed's MoE table" in out
+    assert "\nprocess tuning:\n  OMP_WAIT_POLICY " in out
 
     info = json.loads(dispatch_cli("info", "--json").stdout)
-    assert set(info) == {"version", "machine", "gpus", "targets", "calibration", "routing", "fast_path"}
+    assert set(info) == {"version", "machine", "gpus", "targets", "calibration", "routing", "fast_path", "tuning"}
+    assert {"OMP_WAIT_POLICY", "THP_MEM_ALLOC_ENABLE", "glibc heap thresholds"} <= set(info["tuning"])
     assert set(info["machine"]["libraries"]) == {"numpy", "torch", "cupy", "scikit-learn"}
     assert info["machine"]["libraries"]["numpy"] == __import__("numpy").__version__
     assert info["targets"]["numpy"] == {"available": True, "device": "cpu", "tier": "SCALAR"}

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from _synthetic import synthetic
 
-from dispatch import calibration, router, tracing
+from dispatch import tracing
 from dispatch.cli import main
+from dispatch.routing import calibration, router
 
 ROOT = Path(__file__).resolve().parent.parent
 

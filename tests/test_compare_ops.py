@@ -35,7 +35,7 @@ from xfails import lookup
 
 import dispatch
 from converters.numpy_ops import NUMPY_CATALOG
-from dispatch._ops import op_named
+from dispatch.base.ops import op_named
 
 np = numpy  # the reference: plain NumPy
 

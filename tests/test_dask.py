@@ -20,9 +20,10 @@ pytest.importorskip("dask.array")
 pytest.importorskip("distributed")
 
 import dispatch
-from dispatch import cluster, router
-from dispatch._array import _DeviceScalar
-from dispatch.devices import DASK
+from dispatch import cluster
+from dispatch.arrays._array import _DeviceScalar
+from dispatch.base.devices import DASK
+from dispatch.routing import router
 
 CHUNK = 8192
 

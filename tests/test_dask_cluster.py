@@ -27,8 +27,9 @@ pytest.importorskip("distributed")
 from distributed import LocalCluster, get_task_stream
 
 import dispatch
-from dispatch import calibration, cluster, targets
-from dispatch.devices import DASK
+from dispatch import cluster, targets
+from dispatch.base.devices import DASK
+from dispatch.routing import calibration
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
@@ -129,7 +130,7 @@ def test_set_chunk_bytes_sizes_every_new_array():
             sizes = [np.prod(shape) * 8 for shape in _block_shapes(a._data)]
             assert max(sizes) <= MiB and len(sizes) >= 8
         np.testing.assert_array_equal(np.asarray(r), np.random.default_rng(3).standard_normal(1_000_000))
-        with pytest.raises(ValueError, match="at least one byte"):
+        with pytest.raises(ValueError, match="expected a whole number of bytes >= 1"):
             cluster.set_chunk_bytes(0)
     finally:
         cluster.set_chunk_bytes(None)

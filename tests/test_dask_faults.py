@@ -24,7 +24,7 @@ from distributed import wait
 
 import dispatch
 from dispatch import cluster, targets
-from dispatch.devices import DASK
+from dispatch.base.devices import DASK
 
 HANG_S = 120  # a bound on any wait below: reached only if something hangs
 

@@ -14,7 +14,7 @@ pytest.importorskip("dask.array")
 
 import dispatch
 from dispatch import cluster
-from dispatch.devices import DASK
+from dispatch.base.devices import DASK
 from dispatch.targets import _dask_create
 
 CHUNK = 2048  # bytes: 256 float64 per chunk, so small draws span many chunks

@@ -9,7 +9,7 @@ import numpy
 import pytest
 
 import dispatch
-from dispatch import _array, _compiled
+from dispatch.arrays import _array, _compiled
 
 N = 100_000  # 800 KB of float64: over NumPy's 256 KiB elision threshold
 

@@ -21,10 +21,10 @@ from test_compare_ops import COMPARED, In, _dispatch_func, _numpy_func, _spec, c
 
 import dispatch
 import dispatch.targets
-from dispatch import router
-from dispatch._array import _DeviceScalar
-from dispatch._ops import op_named
-from dispatch.devices import Device
+from dispatch.arrays._array import _DeviceScalar
+from dispatch.base.devices import Device
+from dispatch.base.ops import op_named
+from dispatch.routing import router
 from dispatch.targets import _staging
 
 if fakecupy.real_cupy_installed():

@@ -1,4 +1,4 @@
-"""The compiled fast path (``dispatch/_fastpath.c``): every kind of call it takes gives NumPy's
+"""The compiled fast path (``dispatch/arrays/_fastpath.c``): every kind of call it takes gives NumPy's
 result, wrapped as the Python path wraps it, and every call outside its cases reaches the Python
 path unchanged.
 
@@ -24,8 +24,9 @@ import pytest
 from helpers import assert_same, fake_cupy_router
 
 import dispatch
-from dispatch import _array, _compiled, router
-from dispatch._ops import op_named
+from dispatch.arrays import _array, _compiled
+from dispatch.base.ops import op_named
+from dispatch.routing import router
 
 ROOT = Path(__file__).resolve().parent.parent
 compiled_only = pytest.mark.skipif(not _compiled.ACTIVE, reason=f"the compiled fast path is {_compiled.STATUS}")
@@ -44,7 +45,7 @@ def _must_not_run(*args, **kwargs):
 def fast(kind, name, fallback, func=None):
     """A compiled callable of ``kind`` for the op ``name`` (its floor computed, as a first
     routed call computes it) whose Python path is ``fallback``."""
-    from dispatch import _fastpath
+    from dispatch.arrays import _fastpath
 
     op = None if name is None else op_named(name)
     if op is not None:

@@ -24,8 +24,8 @@ from helpers import assert_same, router_restored
 
 import dispatch
 import dispatch.targets
-from dispatch import calibration, router
-from dispatch.history import History
+from dispatch.routing import calibration, router
+from dispatch.routing.history import History
 from dispatch.targets import torch_target
 
 
@@ -100,7 +100,7 @@ def test_small_host_calls_import_no_backend_whatever_the_policy(tmp_path, policy
     result = run_python(f"""
 import json, sys
 import dispatch
-from dispatch import router
+from dispatch.routing import router
 if {policy!r} != "cost":
     router.set_policy({policy!r})
 a = dispatch.arange(5.0)

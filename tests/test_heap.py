@@ -1,5 +1,5 @@
-"""``dispatch.heap``: glibc's heap thresholds, set when the array machinery loads, unless the
-user chose their own."""
+"""``dispatch.base.heap``: glibc's heap thresholds, set at the first routed call (never at
+``import dispatch``), unless the user chose their own."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from dispatch import heap
+from dispatch.base import heap
 
 
 def _glibc() -> bool:
@@ -32,8 +32,8 @@ class Info(ctypes.Structure):
                                              "fsmblks", "uordblks", "fordblks", "keepcost")]
 libc = ctypes.CDLL(None)
 libc.mallinfo.restype = Info
-dispatch.asarray([1.0])  # the array machinery loads
-from dispatch import heap
+dispatch.asarray([1.0]) + 1  # the first routed call
+from dispatch.base import heap
 before = libc.mallinfo().hblks
 block = numpy.ones(3 << 20)
 print(heap.keep(), libc.mallinfo().hblks - before)
@@ -60,3 +60,33 @@ def test_the_users_choice_is_left_alone(env):
 def test_the_thresholds_are_glibcs_ceiling():
     assert heap.MMAP_THRESHOLD == 32 << 20
     assert heap.TRIM_THRESHOLD == 2 * heap.MMAP_THRESHOLD
+
+
+_IMPORT_ONLY = """
+import ctypes, json, os, sys
+environ = dict(os.environ)
+import dispatch
+import numpy
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                             "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo.restype = Info
+before = libc.mallinfo().hblks
+block = numpy.ones(3 << 20)
+from dispatch.base import heap
+print(json.dumps({"environ": dict(os.environ) == environ, "mapped": libc.mallinfo().hblks - before,
+                  "tried": heap._kept is not None, "torch": "torch" in sys.modules}))
+"""
+
+
+def test_importing_dispatch_leaves_the_environment_and_the_heap_alone():
+    """A library sets no process-wide state as it is imported: no variable, no malloc threshold
+    (a 24 MiB block is still mapped on its own, as glibc starts)."""
+    import json
+
+    clean = {k: v for k, v in os.environ.items() if not (k.startswith("MALLOC_") or k == "DISPATCH_HEAP"
+                                                        or k in ("OMP_WAIT_POLICY", "THP_MEM_ALLOC_ENABLE"))}
+    out = subprocess.run([sys.executable, "-c", _IMPORT_ONLY], env=clean, capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert json.loads(out) == {"environ": True, "mapped": 1, "tried": False, "torch": False}

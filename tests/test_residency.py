@@ -16,10 +16,11 @@ from _synthetic import GPU_TRANSFER, synthetic
 from helpers import fake_cupy_router
 
 import dispatch
-from dispatch import _compiled, calibration, cost, router
-from dispatch._call import Inputs
-from dispatch._ops import op_named
-from dispatch.history import History, call_kind
+from dispatch.arrays import _compiled
+from dispatch.arrays._call import Inputs
+from dispatch.base.ops import op_named
+from dispatch.routing import calibration, cost, router
+from dispatch.routing.history import History, call_kind
 
 if fakecupy.real_cupy_installed():
     pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules", allow_module_level=True)
@@ -102,7 +103,7 @@ def test_the_call_path_learns_what_becomes_of_a_result():
 
 def test_outcomes_persist_with_the_history(tmp_path):
     h = History()
-    key = ("exp", (numpy.dtype("float64"),), 20, frozenset({dispatch.devices.HOST}))
+    key = ("exp", (numpy.dtype("float64"),), 20, frozenset({dispatch.base.devices.HOST}))
     h.settle(key, stayed=True)
     h.settle(key, stayed=False)
     h.settle(key, stayed=True)
@@ -183,7 +184,7 @@ def test_a_host_result_used_on_the_host_teaches_nothing():
         w = dispatch.asarray(w0) - 0.1 * g
         assert w.target == "numpy"
         total = (w * 2.0).sum()  # on the host
-    dispatch._call._native_for(dispatch.targets.get("cupy"), counted=False)(w)  # an explored call's copy
+    dispatch.arrays._call._native_for(dispatch.targets.get("cupy"), counted=False)(w)  # an explored call's copy
     assert router.history.sends[w._hosted] == [3, 0, 3]
     assert router.history.p_send(w._hosted) == 0.0
     numpy.testing.assert_allclose(float(total), 2 * (w0 - 0.1 * g0).sum(), rtol=1e-12)
@@ -229,7 +230,7 @@ def test_host_results_are_followed_until_so_many_in_a_row_were_not_sent(sent_one
 
 def test_sends_persist_with_the_history(tmp_path):
     h = History()
-    key = ("subtract", (numpy.dtype("float64"),) * 2, 20, frozenset({dispatch.devices.HOST}))
+    key = ("subtract", (numpy.dtype("float64"),) * 2, 20, frozenset({dispatch.base.devices.HOST}))
     for _ in range(4):
         h.hosted(key)
     h.sent(key)
@@ -311,7 +312,7 @@ def test_an_array_made_and_barely_used_stays_on_the_host():
 
 def test_placements_persist_with_the_history(tmp_path):
     h = History()
-    key = ("copy", (numpy.dtype("float64"),), 20, frozenset({dispatch.devices.HOST}))
+    key = ("copy", (numpy.dtype("float64"),), 20, frozenset({dispatch.base.devices.HOST}))
     h.made(key)
     h.credit(key, 0.5)
     h.made(key)
@@ -352,8 +353,8 @@ def test_methods_follow_the_two_floors_too(monkeypatch):
     host = numpy.arange(trip, dtype=numpy.float64).reshape(-1, 8)
     plain = dispatch.asarray(host)
     calls = []
-    real_call = dispatch._call.call
-    monkeypatch.setattr(dispatch._call, "call",
+    real_call = dispatch.arrays._call.call
+    monkeypatch.setattr(dispatch.arrays._call, "call",
                         lambda op, *rest, **kw: calls.append(op.name) or real_call(op, *rest, **kw))
     rows = plain.sum(axis=1)  # no lineage: NumPy's own method, without the call path
     assert calls == [] and rows.target == "numpy"
@@ -375,8 +376,8 @@ def test_every_operator_form_follows_the_two_floors(monkeypatch):
     assert n > max(router.host_floor(op) for op in ops)
     host = -numpy.arange(n, dtype=numpy.float64)
     calls, decided = [], []
-    real_call, decide = dispatch._call.call, router.decide
-    monkeypatch.setattr(dispatch._call, "call",
+    real_call, decide = dispatch.arrays._call.call, router.decide
+    monkeypatch.setattr(dispatch.arrays._call, "call",
                         lambda op, *rest, **kw: calls.append(op.name) or real_call(op, *rest, **kw))
     monkeypatch.setattr(router, "decide", lambda op, *rest: decided.append(op.name) or decide(op, *rest))
 
@@ -532,8 +533,8 @@ def test_a_transform_padded_to_n_points_is_priced_on_its_n_points():
         padded = dispatch.fft.rfft(dispatch.asarray(taps), n=1 << 20)
         plain = dispatch.fft.rfft(dispatch.asarray(taps))
     # a signal padded to the next power of two is priced on its own length, as before
-    assert dispatch._call.fft_sized((numpy.ones((8, 4096)),), {"n": 8192})
-    assert not dispatch._call.fft_sized((taps,), {"n": 1 << 20})
+    assert dispatch.arrays._call.fft_sized((numpy.ones((8, 4096)),), {"n": 8192})
+    assert not dispatch.arrays._call.fft_sized((taps,), {"n": 1 << 20})
     transforms = [r for r in t.records if r.op == "fft.rfft"]  # (asarray is recorded too)
     assert [r.target for r in transforms] == ["cupy", "numpy"]
     assert transforms[1].reason.startswith("small")
@@ -546,7 +547,7 @@ def test_a_transform_padded_to_n_points_is_priced_on_its_n_points():
 def test_the_input_summary_names_every_device_among_the_arrays():
     """Host arrays alone, a device array alone, both together, and none: the devices the
     router's key is made of, with sizes, bytes and dtypes in the arrays' order."""
-    from dispatch.devices import HOST, HOST_ONLY, Device
+    from dispatch.base.devices import HOST, HOST_ONLY, Device
 
     host = dispatch.asarray(numpy.ones((3, 4), dtype=numpy.float32))
     held = dispatch.asarray(numpy.arange(20.0)).to("cupy")
@@ -641,7 +642,7 @@ def test_a_timed_call_leaving_the_device_is_not_charged_for_work_queued_before_i
         target.synchronize()
         return numpy.exp(target.to_host(held._data))
 
-    out = dispatch._call._execute(op, inputs, decision, read_back_and_run)
+    out = dispatch.arrays._call._execute(op, inputs, decision, read_back_and_run)
     assert out.dtype == numpy.float64 and out.shape == (N,)
     numpy.testing.assert_allclose(out, numpy.exp(host), rtol=1e-15)
     assert [(op, name) for op, name, _ in timed] == [("exp", "numpy")] and timed[0][2] < QUEUE_S

@@ -1,4 +1,4 @@
-"""The resident lane (``dispatch._call._resident_run``, ``device_view``): calls on data one
+"""The resident lane (``dispatch.arrays._call._resident_run``, ``device_view``): calls on data one
 device engine holds, which the router sends to that engine untimed, run without the general
 call path, with NumPy's results, on that device.
 
@@ -15,8 +15,10 @@ import pytest
 from helpers import assert_same, fake_cupy_router
 
 import dispatch
-from dispatch import _call, router, tracing
-from dispatch._ops import op_named
+from dispatch import tracing
+from dispatch.arrays import _call
+from dispatch.base.ops import op_named
+from dispatch.routing import router
 
 if fakecupy.real_cupy_installed():
     pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules", allow_module_level=True)

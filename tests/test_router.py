@@ -15,11 +15,12 @@ import pytest
 from helpers import assert_same, router_restored
 
 import dispatch
-from dispatch import BackendSelector, OpComplexity, calibration, cost, router
-from dispatch._call import Inputs, _layout
-from dispatch._ops import op_named
-from dispatch.devices import HOST, Device
-from dispatch.history import OUTLIER_RATIO, History
+from dispatch import BackendSelector, OpComplexity, measure
+from dispatch.arrays._call import Inputs, _layout
+from dispatch.base.devices import HOST, Device
+from dispatch.base.ops import op_named
+from dispatch.routing import calibration, cost, router
+from dispatch.routing.history import OUTLIER_RATIO, History
 
 
 def _linear(overhead: float, per_element: float, sizes=(1_000, 10_000, 100_000, 1_000_000)) -> list[list[float]]:
@@ -267,7 +268,7 @@ def _assert_learned_of_one_decides_only_it(op, learned, other):
 def test_a_targets_first_calls_are_counted_per_op_dtypes_and_axis_not_per_product_size():
     """A device's first call of a kind pays a one-time cost (a kernel compiled, a module
     loaded): per reduction axis, not per product output size (BLAS compiles nothing per shape)."""
-    from dispatch.history import call_kind
+    from dispatch.routing.history import call_kind
 
     dtypes = (np.dtype("float64"), np.dtype("float64"))
     small, large = (("matmul", dtypes, 21, frozenset(), None, ("product", b)) for b in (10, 26))
@@ -436,7 +437,7 @@ def test_selector_from_a_synthetic_calibration(isolated):
 
 
 def test_calibration_round_trip_and_cache(isolated):
-    cal = calibration.calibrate(quick=True, progress=False, only=("numpy",))
+    cal = measure.calibrate(quick=True, progress=False, only=("numpy",))
     assert set(cal.targets) == {"numpy"} and cal.targets["numpy"]["seconds"] > 0
     ops = cal.targets["numpy"]["ops"]["float64"]
     assert {"add", "sum", "matmul", "sort", "linalg.svd", "linalg.lstsq"} <= set(ops)
@@ -452,7 +453,7 @@ def test_calibration_round_trip_and_cache(isolated):
     assert len(stored) == 1 and json.loads(stored[0].read_text())["fingerprint"] == calibration.fingerprint()
     calibration._loaded.clear()
     assert calibration.load().targets == json.loads(cal.to_json())["targets"]
-    assert calibration.load_or_measure().fingerprint == cal.fingerprint
+    assert measure.load_or_measure().fingerprint == cal.fingerprint
     assert router.policy() == "cost"
 
 
@@ -462,8 +463,8 @@ def test_a_calibration_looks_only_for_the_targets_the_router_prices(isolated, mo
     looked_for = []
     probe = dispatch.targets.probe
     monkeypatch.setattr(dispatch.targets, "probe", lambda name: looked_for.append(name) or probe(name))
-    monkeypatch.setattr(calibration, "_measure_target", lambda target, *args, **kwargs: {"ops": {}})
-    cal = calibration.calibrate(quick=True, progress=False, save=False)
+    monkeypatch.setattr(measure, "_measure_target", lambda target, *args, **kwargs: {"ops": {}})
+    cal = measure.calibrate(quick=True, progress=False, save=False)
     assert set(looked_for) == set(router.PRICED) and "dask" not in looked_for
     assert set(cal.targets) == {n for n in router.PRICED if probe(n) is not None}
 
@@ -496,7 +497,7 @@ def test_a_size_ladder_stops_before_a_point_its_work_makes_slow(monkeypatch):
     numpy_target = dispatch.targets.probe("numpy")
     for seconds, points in ((0.2, 1), (1e-6, None)):  # every op stops after its first point, or none does
         monkeypatch.setattr(calibration, "_timer", lambda run, sync, budget, slow_calls=3, s=seconds: s)
-        out = calibration._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
+        out = measure._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
         for op, _, quick_sizes in calibration.REPRESENTATIVES:
             dtype = "int64" if op in calibration.INTEGER_ONLY else "float64"
             assert len(out["ops"][dtype][op]) == (points or len(quick_sizes)), op
@@ -510,7 +511,7 @@ def test_a_product_far_slower_than_the_size_below_is_measured_again(monkeypatch)
     from dispatch.cli.calibrate import render
 
     made = []
-    monkeypatch.setattr(calibration, "_call_for", lambda op: lambda *args: made.append((op, args[0])))
+    monkeypatch.setattr(measure, "_call_for", lambda op: lambda *args: made.append((op, args[0])))
     glitches = {("matmul", 256): iter([6e-3, 5e-3]),  # disturbed twice, then calm
                 ("linalg.solve", 256): iter([6e-3, 5e-3, 7e-3])}  # disturbed throughout
 
@@ -529,7 +530,7 @@ def test_a_product_far_slower_than_the_size_below_is_measured_again(monkeypatch)
     monkeypatch.setattr(calibration, "_timer", timer)
     monkeypatch.setattr(calibration.time, "sleep", pauses.append)
     numpy_target = dispatch.targets.probe("numpy")
-    out = calibration._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
+    out = measure._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
     calm = 1e-12 * 256**3
     assert out["ops"]["float64"]["matmul"] == [[32, 1e-12 * 32**3], [256, calm], [1_024, 1e-12 * 1_024**3]]
     assert out["ops"]["float64"]["linalg.solve"] == [[32, 1e-12 * 32**3], [256, 5e-3]]
@@ -540,7 +541,7 @@ def test_a_product_far_slower_than_the_size_below_is_measured_again(monkeypatch)
     assert calibration._off_curve("linalg.svd", [64, 1e-3], [256, 1e-3 * 64 * 1.6])
     assert not calibration._off_curve("linalg.svd", [64, 1e-3], [256, 1e-3 * 64 * 1.4])  # within the spread seen
     assert not calibration._off_curve("sort", [1_000, 1e-6], [1_000_000, 1.0])
-    calibration._measure_ops(numpy_target, True, calibration._Inputs(), lambda label: None, out,
+    measure._measure_ops(numpy_target, True, calibration._Inputs(), lambda label: None, out,
                              lambda op: op == "linalg.solve")  # again, later (after a calibration's children)
     assert out["ops"]["float64"]["linalg.solve"] == [[32, 1e-12 * 32**3], [256, calm]]  # this time's point
     assert out["measured_again"]["float64 linalg.solve 256"] == [6e-3, 5e-3, 7e-3, calm]  # every try kept
@@ -558,7 +559,7 @@ def test_an_op_a_target_fails_at_a_size_ends_its_ladder_and_says_why(monkeypatch
         run()
         return 1e-6
 
-    real_call_for = calibration._call_for
+    real_call_for = measure._call_for
 
     def call_for(op):
         fn = real_call_for(op)
@@ -573,9 +574,9 @@ def test_an_op_a_target_fails_at_a_size_ends_its_ladder_and_says_why(monkeypatch
         return sort
 
     monkeypatch.setattr(calibration, "_timer", timer)
-    monkeypatch.setattr(calibration, "_call_for", call_for)
+    monkeypatch.setattr(measure, "_call_for", call_for)
     numpy_target = dispatch.targets.probe("numpy")
-    out = calibration._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
+    out = measure._measure_target(numpy_target, True, calibration._Inputs(), lambda label: None)
     assert out["ops"]["float64"]["sort"] == [[1_000, 1e-6]]
     assert out["stopped"] == {"float64 sort": "at 262144: MemoryError: out of memory allocating 2097152 bytes",
                               "int64 sort": "at 262144: MemoryError: out of memory allocating 2097152 bytes"}
@@ -615,7 +616,7 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 7)  # three children, four cores left
     monkeypatch.setattr(dispatch.targets, "available", lambda: found)
     monkeypatch.setattr(dispatch.targets, "probe", lambda name: events.append(("probe", name)) or found.get(name))
-    monkeypatch.setattr(calibration, "_likely", lambda name: True)
+    monkeypatch.setattr(measure, "_likely", lambda name: True)
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [  # the progress bar's steps, the children's ops
         ("float32", [("add", (1_000, 2_000), (1_000,)), ("linalg.solve", (16,), (16,))])])
     solvers = ("linalg.solve", "linalg.svd", "linalg.lstsq")
@@ -626,12 +627,12 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
                        "all but solvers" if not picked & set(solvers) else "all"))
         return out if out is not None else {}
 
-    monkeypatch.setattr(calibration, "_measure_target",
+    monkeypatch.setattr(measure, "_measure_target",
                         lambda target, quick, inputs, tick, which=lambda op: True: measured(target, which))
-    monkeypatch.setattr(calibration, "_measure_ops",
+    monkeypatch.setattr(measure, "_measure_ops",
                         lambda target, quick, inputs, tick, out, which: measured(target, which, out))
     monkeypatch.setattr(router, "use_calibration", lambda cal: None)
-    cal = calibration.calibrate(quick=True, progress=False, save=False)
+    cal = measure.calibrate(quick=True, progress=False, save=False)
     assert list(cal.targets) == ["numpy", "cupy", "torch-cuda"]
     started = [e for e in events if e[0] == "start"]
     assert len(started) == 3 and {e[1] for e in started} == {"cupy"}
@@ -650,21 +651,21 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
         if env:
             monkeypatch.setenv(*env)
         monkeypatch.setattr(calibration.os, "cpu_count", lambda cores=cores: cores)
-        assert calibration._start_first_calls(list(found), quick=False) == []
+        assert measure._start_first_calls(list(found), quick=False) == []
     monkeypatch.delenv("CUDA_CACHE_DISABLE")
-    full = calibration._start_first_calls(list(found), quick=False)
+    full = measure._start_first_calls(list(found), quick=False)
     assert len(full) == 12  # 20 calls over 11 children, and the rest
     assert sorted(call for child in full[:-1] for call in child.argv[4:]) == sorted(
         f"{op}:{size}:{dtype}" for op, sizes, _ in calibration.REPRESENTATIVES if op in solvers
         for size in sizes for dtype in calibration.DTYPES)
     assert full[0].argv[4:] == ["linalg.solve:1024:float64", "linalg.solve:64:float32"]  # the largest spread first
-    monkeypatch.setattr(calibration, "_likely", lambda name: False)  # not installed, or no GPU
-    assert calibration._start_first_calls(list(found), quick=False) == []
-    monkeypatch.setattr(calibration, "_likely", lambda name: True)
+    monkeypatch.setattr(measure, "_likely", lambda name: False)  # not installed, or no GPU
+    assert measure._start_first_calls(list(found), quick=False) == []
+    monkeypatch.setattr(measure, "_likely", lambda name: True)
     (isolated / "calibration-0123.json").write_text("{}")  # calibrated with other libraries: compiles anew
-    assert len(calibration._start_first_calls(list(found), quick=False)) == 12
+    assert len(measure._start_first_calls(list(found), quick=False)) == 12
     calibration._default_path(calibration.fingerprint()).write_text("{}")  # calibrated before: compiled then
-    assert calibration._start_first_calls(list(found), quick=False) == []
+    assert measure._start_first_calls(list(found), quick=False) == []
 
 
 def test_a_device_point_still_off_its_curve_beside_the_children_is_measured_again_after_them(isolated, monkeypatch):
@@ -689,7 +690,7 @@ def test_a_device_point_still_off_its_curve_beside_the_children_is_measured_agai
     monkeypatch.setattr(calibration.subprocess, "Popen", Child)
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 7)
     monkeypatch.setattr(dispatch.targets, "probe", found.get)
-    monkeypatch.setattr(calibration, "_likely", lambda name: True)
+    monkeypatch.setattr(measure, "_likely", lambda name: True)
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [])  # the progress bar's steps
 
     def measure_target(target, quick, inputs, tick, which=lambda op: True):
@@ -703,10 +704,10 @@ def test_a_device_point_still_off_its_curve_beside_the_children_is_measured_agai
             out["ops"]["float64"]["linalg.lstsq"] = [[64, 5e-4], [256, 0.012]]
         return out
 
-    monkeypatch.setattr(calibration, "_measure_target", measure_target)
-    monkeypatch.setattr(calibration, "_measure_ops", measure_ops)
+    monkeypatch.setattr(measure, "_measure_target", measure_target)
+    monkeypatch.setattr(measure, "_measure_ops", measure_ops)
     monkeypatch.setattr(router, "use_calibration", lambda cal: None)
-    cal = calibration.calibrate(quick=True, progress=False, save=False)
+    cal = measure.calibrate(quick=True, progress=False, save=False)
     after = events[events.index("wait") + events.count("wait"):]
     assert after == [("whole", "numpy"), ("ops", "cupy", ("linalg.lstsq", "linalg.solve", "linalg.svd")),
                      ("ops", "torch-cuda", ("linalg.lstsq",))]
@@ -725,8 +726,8 @@ def test_a_host_product_still_off_its_curve_is_measured_again_once_every_target_
     first = {"numpy": {"matmul": [[64, 6e-6], [256, 14e-3]], "linalg.svd": [[64, 1e-4], [256, 6e-3]]},
              "torch-cpu": {"matmul": [[64, 8e-6], [256, 5e-4], [1_024, 3e-2]]}}
     calm = [[64, 6e-6], [256, 3.8e-4], [1_024, 2.2e-2]]
-    monkeypatch.setattr(calibration, "_likely", lambda name: False)  # no children
-    monkeypatch.setattr(calibration, "_start_aside", lambda names, quick: {})
+    monkeypatch.setattr(measure, "_likely", lambda name: False)  # no children
+    monkeypatch.setattr(measure, "_start_aside", lambda names, quick: {})
     monkeypatch.setattr(dispatch.targets, "probe", found.get)
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [])
 
@@ -740,10 +741,10 @@ def test_a_host_product_still_off_its_curve_is_measured_again_once_every_target_
         out["ops"]["float64"]["matmul"] = calm
         return out
 
-    monkeypatch.setattr(calibration, "_measure_target", measure_target)
-    monkeypatch.setattr(calibration, "_measure_ops", measure_ops)
+    monkeypatch.setattr(measure, "_measure_target", measure_target)
+    monkeypatch.setattr(measure, "_measure_ops", measure_ops)
     monkeypatch.setattr(router, "use_calibration", lambda cal: None)
-    cal = calibration.calibrate(quick=False, progress=False, save=False)
+    cal = measure.calibrate(quick=False, progress=False, save=False)
     assert events == [("whole", "numpy"), ("whole", "torch-cpu"), ("ops", "numpy", ("matmul",))]
     assert cal.targets["numpy"]["ops"]["float64"]["matmul"] == calm
     assert cal.targets["numpy"]["ops"]["float64"]["linalg.svd"] == first["numpy"]["linalg.svd"]  # on its curve
@@ -772,19 +773,19 @@ def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports
     info = calibration.machine()
     monkeypatch.setattr(calibration, "machine", lambda: info)
     monkeypatch.setattr(calibration.subprocess, "Popen", Child)
-    monkeypatch.setattr(calibration, "_start_first_calls", lambda names, quick: [])  # calibrated before
+    monkeypatch.setattr(measure, "_start_first_calls", lambda names, quick: [])  # calibrated before
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
-    monkeypatch.setattr(calibration, "_likely", lambda name: True)
-    monkeypatch.setattr(calibration, "_torch_to_import", lambda: True)
+    monkeypatch.setattr(measure, "_likely", lambda name: True)
+    monkeypatch.setattr(measure, "_torch_to_import", lambda: True)
     monkeypatch.setattr(dispatch.targets, "probe", lambda name: events.append(("probe", name)) or found.get(name))
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [("float64", [("add", (1_000,), (1_000,))])])
-    monkeypatch.setattr(calibration, "_measure_target", lambda target, quick, inputs, tick, which=lambda op: True:
+    monkeypatch.setattr(measure, "_measure_target", lambda target, quick, inputs, tick, which=lambda op: True:
                         events.append(("measure", target.name)) or tick(target.name) or {"ops": {}})
-    monkeypatch.setattr(calibration, "_measure_ops", lambda target, *args: events.append(("again", target.name)))
+    monkeypatch.setattr(measure, "_measure_ops", lambda target, *args: events.append(("again", target.name)))
     monkeypatch.setattr(router, "use_calibration", lambda cal: None)
     ticks = []
-    monkeypatch.setattr(calibration, "_ticker", lambda total, progress: iter([ticks.append]))
-    cal = calibration.calibrate(quick=True, progress=False, save=False)
+    monkeypatch.setattr(measure, "_ticker", lambda total, progress: iter([ticks.append]))
+    cal = measure.calibrate(quick=True, progress=False, save=False)
     assert events == [("start", "cupy"), ("probe", "numpy"), ("probe", "torch-cpu"), ("finish",), ("probe", "cupy"),
                       ("probe", "torch-cuda"), ("probe", "torch-mps"),
                       ("measure", "numpy"), ("measure", "torch-cpu"), ("measure", "torch-cuda")]
@@ -792,40 +793,40 @@ def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports
     assert ticks == ["numpy", "torch-cpu", "cupy float64 add", "torch-cuda"]  # the progress bar counts its ops
     events.clear()
     outcome["code"] = 1  # the child failed: CuPy is measured here
-    cal = calibration.calibrate(quick=True, progress=False, save=False)
+    cal = measure.calibrate(quick=True, progress=False, save=False)
     assert ("measure", "cupy") in events and "measured_aside" not in cal.extra
     # none for a full calibration, where torch is imported already, where no torch target is looked
     # for before CuPy (its import would not overlap the child), on few cores, or where CuPy is not
     # likely to be found
-    assert calibration._start_aside(list(found), quick=False) == {}
-    assert calibration._start_aside(["numpy", "cupy"], quick=True) == {}
-    assert calibration._start_aside(["cupy", "torch-cuda"], quick=True) == {}
+    assert measure._start_aside(list(found), quick=False) == {}
+    assert measure._start_aside(["numpy", "cupy"], quick=True) == {}
+    assert measure._start_aside(["cupy", "torch-cuda"], quick=True) == {}
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 3)
-    assert calibration._start_aside(list(found), quick=True) == {}
+    assert measure._start_aside(list(found), quick=True) == {}
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
-    monkeypatch.setattr(calibration, "_likely", lambda name: False)
-    assert calibration._start_aside(list(found), quick=True) == {}
-    monkeypatch.setattr(calibration, "_torch_to_import", lambda: False)
-    monkeypatch.setattr(calibration, "_likely", lambda name: True)
-    assert calibration._start_aside(list(found), quick=True) == {}
+    monkeypatch.setattr(measure, "_likely", lambda name: False)
+    assert measure._start_aside(list(found), quick=True) == {}
+    monkeypatch.setattr(measure, "_torch_to_import", lambda: False)
+    monkeypatch.setattr(measure, "_likely", lambda name: True)
+    assert measure._start_aside(list(found), quick=True) == {}
 
 
 def test_the_child_measuring_aside_runs_in_a_fresh_interpreter(monkeypatch):
     """Its command line works: here on NumPy, as if it were CuPy. A target it cannot find fails it."""
-    monkeypatch.setattr(calibration, "MEASURED_ASIDE", frozenset({"numpy", "torch-mps"}))
+    monkeypatch.setattr(measure, "MEASURED_ASIDE", frozenset({"numpy", "torch-mps"}))
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
-    monkeypatch.setattr(calibration, "_likely", lambda name: True)
-    monkeypatch.setattr(calibration, "_torch_to_import", lambda: True)
-    children = calibration._start_aside(["torch-cpu", "numpy", "torch-mps"], quick=True)  # after a torch target
+    monkeypatch.setattr(measure, "_likely", lambda name: True)
+    monkeypatch.setattr(measure, "_torch_to_import", lambda: True)
+    children = measure._start_aside(["torch-cpu", "numpy", "torch-mps"], quick=True)  # after a torch target
     assert set(children) == {"numpy", "torch-mps"}
-    done = calibration._finish_aside(children["numpy"])
+    done = measure._finish_aside(children["numpy"])
     planned = calibration._plan(dispatch.targets.probe("numpy"), quick=True)
     assert {dtype: list(ops) for dtype, ops in done["measured"]["ops"].items()} == {
         dtype: [op for op, *_ in representatives] for dtype, representatives in planned}
     assert done["measured"]["call_overhead_s"] > 0 and done["seconds"] > 0
     assert [x for x, _ in done["measured"]["ops"]["float64"]["add"]] == list(calibration._VECTOR_QUICK)
     if dispatch.targets.probe("torch-mps") is None:
-        assert calibration._finish_aside(children["torch-mps"]) is None
+        assert measure._finish_aside(children["torch-mps"]) is None
     else:
         children["torch-mps"].kill()
         children["torch-mps"].communicate()
@@ -833,35 +834,35 @@ def test_the_child_measuring_aside_runs_in_a_fresh_interpreter(monkeypatch):
 
 def test_a_target_is_likely_where_its_library_is_installed_and_a_gpu_is_listed(monkeypatch):
     monkeypatch.setattr(calibration, "_driver_gpus", lambda: ["NVIDIA H100 80GB HBM3", "NVRM version: 580"])
-    assert calibration._likely("numpy") and calibration._likely("torch-cuda") == bool(find_spec("torch"))
-    assert not calibration._likely("a-library-nobody-installed")
+    assert measure._likely("numpy") and measure._likely("torch-cuda") == bool(find_spec("torch"))
+    assert not measure._likely("a-library-nobody-installed")
     # no GPU driver: only what CUDA_VISIBLE_DEVICES says, or Apple silicon, which the fingerprint lists
     monkeypatch.setattr(calibration, "_driver_gpus", lambda: [])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setattr(calibration.sys, "platform", "darwin")
     monkeypatch.setattr(calibration.platform, "machine", lambda: "arm64")
     assert calibration._gpu_hardware() == ["apple silicon", "visible 0"]
-    assert not calibration._likely("numpy")
+    assert not measure._likely("numpy")
 
 
 def test_the_first_call_children_run_in_a_fresh_interpreter(monkeypatch):
     """The children's command line works: here on NumPy, as if it were such a library."""
-    monkeypatch.setattr(calibration, "COMPILES_ON_FIRST_CALL", frozenset({"numpy"}))
+    monkeypatch.setattr(measure, "COMPILES_ON_FIRST_CALL", frozenset({"numpy"}))
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 6)
-    monkeypatch.setattr(calibration, "_likely", lambda name: True)
-    children = calibration._start_first_calls(["numpy"], quick=True)
-    calibration._finish_first_calls(children)
+    monkeypatch.setattr(measure, "_likely", lambda name: True)
+    children = measure._start_first_calls(["numpy"], quick=True)
+    measure._finish_first_calls(children)
     assert len(children) == 2 and [c.returncode for c in children] == [0, 0]
     made = []
-    monkeypatch.setattr(calibration, "_call_for",
+    monkeypatch.setattr(measure, "_call_for",
                         lambda op: lambda *args: made.append((op, [(a.shape, a.dtype) for a in args])))
     monkeypatch.setattr(calibration.sys, "argv", ["-c", "numpy", "linalg.lstsq:16:float64", "sort:64:int64"])
-    calibration._first_calls()
+    measure._first_calls()
     tall = calibration.TALL * 16
     assert made == [("linalg.lstsq", [((tall, 16), np.float64), ((tall,), np.float64)]), ("sort", [((64,), np.int64)])]
     made.clear()
     monkeypatch.setattr(calibration.sys, "argv", ["-c", "numpy", "others:quick"])
-    calibration._first_calls()
+    measure._first_calls()
     planned = calibration._plan(dispatch.targets.probe("numpy"), quick=True)
     assert [op for op, _ in made] == [op for _, representatives in planned for op, _, sizes in representatives
                                       if op not in ("linalg.solve", "linalg.svd", "linalg.lstsq") for _ in sizes]
@@ -1113,7 +1114,7 @@ def test_a_learned_floor_survives_switching_policies_and_back(isolated):
 
 
 def test_a_second_call_for_a_target_that_lost_its_first_is_not_held_back_by_the_exploration_budget():
-    from dispatch.history import History
+    from dispatch.routing.history import History
 
     h = History(explore_budget=0.05)
     key = ("linalg.lstsq", (np.dtype("float64"),), 25, frozenset(), None, None)

@@ -1,4 +1,4 @@
-"""The seed's selector, pinned fact by fact (DESIGN.md, "Seed facts")."""
+"""The seed's selector, pinned fact by fact."""
 
 from __future__ import annotations
 
@@ -165,11 +165,11 @@ def test_constructor_rejects_what_the_builders_reject():
         BackendSelector(gpu_gflops="20e12")
 
 
-# ---- the adaptive backend's seed facts (dispatch.history) ------------------------------------------
+# ---- the adaptive backend's seed facts (dispatch.routing.history) ------------------------------------------
 
 
 def test_adaptive_defaults_hot_path_and_sampling_threshold():
-    from dispatch.history import History
+    from dispatch.routing.history import History
 
     h = History()
     assert h.hot_calls_per_s == 10_000 and h.sample_threshold_s == 100e-6
@@ -180,7 +180,7 @@ def test_adaptive_defaults_hot_path_and_sampling_threshold():
 
 
 def test_the_fastest_historical_average_wins():
-    from dispatch.history import History
+    from dispatch.routing.history import History
 
     h = History()
     key = ("matmul", (), 20, frozenset())

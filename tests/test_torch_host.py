@@ -36,13 +36,16 @@ def test_the_user_s_own_settings_are_kept():
 
 
 @pytest.mark.parametrize("user", [None, "ACTIVE"])
-def test_importing_dispatch_asks_torch_to_sleep_when_idle_unless_the_user_chose(user):
-    """OpenMP reads its wait policy as torch loads: ``import dispatch`` sets it first (without
-    importing torch), where the user has not set it."""
+def test_importing_dispatch_sets_nothing_and_tune_asks_torch_to_sleep_unless_the_user_chose(user):
+    """``import dispatch`` leaves the environment alone; ``dispatch.tune()`` sets torch's settings
+    (without importing torch), where the user has not, for a program that imports torch itself."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "THP_MEM_ALLOC_ENABLE")}
     if user is not None:
         env["OMP_WAIT_POLICY"] = user
     code = ("import os, sys; import dispatch; "
+            "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('THP_MEM_ALLOC_ENABLE')); dispatch.tune(); "
             "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('THP_MEM_ALLOC_ENABLE'), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == [user or "PASSIVE", "1", "False"]
+    imported, tuned = out.stdout.splitlines()
+    assert imported.split() == [str(user), "None"]
+    assert tuned.split() == [user or "PASSIVE", "1", "False"]

@@ -32,8 +32,8 @@ def test_trace_records_each_call():
 def test_a_trace_leaves_calls_under_the_floors_where_they_run(monkeypatch):
     """Traced, a call under its op's floors still runs on NumPy without asking the router, as
     it does untraced, and the trace says why: tracing must not change what it traces."""
-    from dispatch import router
-    from dispatch._ops import op_named
+    from dispatch.base.ops import op_named
+    from dispatch.routing import router
 
     exp = op_named("exp")
     monkeypatch.setattr(exp, "floor", 10_000)
@@ -97,7 +97,7 @@ def test_traces_nest_and_close():
     dispatch.ones(3).max()
     assert [r.op for r in outer.records] == ["ones", "sum", "ones", "mean"]
     assert [r.op for r in inner.records] == ["ones", "mean"]
-    assert dispatch._state.STATE.tracing == 0 and dispatch._state.STATE.plain
+    assert dispatch.base.state.STATE.tracing == 0 and dispatch.base.state.STATE.plain
 
 
 def test_dispatch_trace_env_prints_at_exit():
@@ -127,7 +127,7 @@ def test_opentelemetry_spans():
     span = spans[names.index("dispatch.sum")]
     assert span.attributes["dispatch.target"] == "numpy"
     assert span.attributes["dispatch.shapes"] == "[[5]]"
-    assert dispatch._state.STATE.tracing == 0
+    assert dispatch.base.state.STATE.tracing == 0
 
 
 def test_aggregated_trace_keeps_one_group_per_distinct_call():

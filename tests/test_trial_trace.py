@@ -7,9 +7,9 @@ from _synthetic import synthetic
 from helpers import router_restored
 
 from benchmarks import suite, trial_trace
-from dispatch import router, trials
-from dispatch.devices import HOST, Device
-from dispatch.history import History
+from dispatch.base.devices import HOST, Device
+from dispatch.routing import router, trials
+from dispatch.routing.history import History
 
 
 class _Side:

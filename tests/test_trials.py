@@ -17,7 +17,9 @@ from _synthetic import synthetic
 from helpers import fake_cupy_router
 
 import dispatch
-from dispatch import _call, router, targets, trials
+from dispatch import targets
+from dispatch.arrays import _call
+from dispatch.routing import router, trials
 
 
 class _Side:
@@ -484,7 +486,7 @@ def test_while_the_device_alone_is_timed_every_call_it_can_run_goes_there(fake_g
     host data under the op's round-trip floor. Every result is NumPy's."""
     big, small = numpy.linspace(0.0, 1.0, N), numpy.linspace(0.0, 1.0, 4096)
     x, s = dispatch.asarray(big), dispatch.asarray(small)
-    sqrt_op = dispatch._ops.op_named("sqrt")
+    sqrt_op = dispatch.base.ops.op_named("sqrt")
     dispatch.exp(x)  # the cost policy's trial of exp starts
     trial = next(iter(trials.running.values()))
     with dispatch.trace() as t:
@@ -510,7 +512,7 @@ def test_while_the_device_alone_is_timed_every_call_it_can_run_goes_there(fake_g
     dispatch.exp(x)
     assert trials.all_device() is None and (sqrt_op.floor, sqrt_op.trip_floor) == floors  # put back
     trial.everything = True
-    sin_op = dispatch._ops.op_named("sin")
+    sin_op = dispatch.base.ops.op_named("sin")
     assert router.trip_floor(sin_op) < big.size
     router._pin(trial)
     trials.finish(next(iter(trials.running)), trial.device)
@@ -537,9 +539,9 @@ def test_no_call_is_timed_on_its_own_while_the_device_alone_is_timed(fake_gpu):
     _to_side(trial, "all-device")
     dispatch.exp(x)
     on_device = dispatch.sin(x)  # moved there, or the cost model's choice already
-    inputs = dispatch._call.Inputs([on_device])
-    key = router._key(dispatch._ops.op_named("sqrt"), inputs)
-    assert router._decide(dispatch._ops.op_named("sqrt"), inputs, key)[0].sample  # the router would time it
+    inputs = dispatch.arrays._call.Inputs([on_device])
+    key = router._key(dispatch.base.ops.op_named("sqrt"), inputs)
+    assert router._decide(dispatch.base.ops.op_named("sqrt"), inputs, key)[0].sample  # the router would time it
     got = dispatch.sqrt(on_device)
     assert key in trial.moved and trial.moved[key].target.name == "cupy"
     assert not any(d.sample or d.explored for d in trial.moved.values())
@@ -551,7 +553,7 @@ def test_the_floors_come_back_when_the_device_alone_ends_away_from_its_call(fake
     side's limit the program runs as routed again, and the floors are put back at the next call
     that reaches the router; so they are at a policy switch."""
     x = dispatch.asarray(numpy.linspace(0.0, 1.0, N))
-    sqrt_op = dispatch._ops.op_named("sqrt")
+    sqrt_op = dispatch.base.ops.op_named("sqrt")
     dispatch.exp(x)
     trial = next(iter(trials.running.values()))
     floors = (router.host_floor(sqrt_op), router.trip_floor(sqrt_op))

@@ -506,8 +506,9 @@ def test_the_suite_routes_by_a_full_calibration(tmp_path, monkeypatch):
     from helpers import router_restored
 
     from benchmarks import suite
-    from dispatch import calibration, router
-    from dispatch.history import History
+    from dispatch import measure
+    from dispatch.routing import calibration, router
+    from dispatch.routing.history import History
 
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
     calibration._loaded.clear()
@@ -521,7 +522,7 @@ def test_the_suite_routes_by_a_full_calibration(tmp_path, monkeypatch):
         calibration._loaded.clear()
         return cal
 
-    monkeypatch.setattr(calibration, "calibrate", calibrate)
+    monkeypatch.setattr(measure, "calibrate", calibrate)
     try:
         with router_restored(History()):
             calibrate(quick=True)  # what a first routed call stores
@@ -574,7 +575,7 @@ def test_the_suite_lets_the_router_learn_until_it_settles(monkeypatch):
     or ends and no cached decision changes; the report says how long that took, and names a
     case that did not settle."""
     from benchmarks import suite
-    from dispatch import router, trials
+    from dispatch.routing import router, trials
 
     # each run: the trial left running after it, whether it ended one, what it did to a cached
     # decision (dropped to be decided afresh: a change only if decided otherwise)
@@ -617,7 +618,7 @@ def test_each_dispatch_mode_of_the_suite_keeps_its_own_history(monkeypatch):
     dispatch mode runs with its own, the router with the one dispatch loaded; NumPy's and the
     port's leave the history in place."""
     from benchmarks import suite
-    from dispatch import router
+    from dispatch.routing import router
 
     loaded = router.history
     monkeypatch.setattr(suite, "_histories", {})
@@ -637,7 +638,7 @@ def test_each_dispatch_mode_of_the_suite_keeps_its_own_history(monkeypatch):
 
 def test_the_suite_reports_what_the_routers_decisions_did_while_timed(monkeypatch):
     from benchmarks import suite
-    from dispatch import router, trials
+    from dispatch.routing import router, trials
 
     target = types.SimpleNamespace
 
@@ -718,7 +719,7 @@ def test_short_programs_take_more_samples():
 
 def test_the_suite_keeps_each_cases_trial_verdicts(monkeypatch):
     from benchmarks import suite
-    from dispatch import trials
+    from dispatch.routing import trials
 
     f64 = numpy.dtype("float64")
     verdict = types.SimpleNamespace

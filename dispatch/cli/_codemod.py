@@ -21,7 +21,6 @@ above: it binds ``numpy`` and would undo the routing, so it becomes ``import dis
 A file that imports scikit-learn (anywhere) gains, after its leading block of imports (the
 docstring, imports, and ``try``/``if`` blocks of imports at the top), preceded by a blank line::
 
-    import dispatch.sklearn
     dispatch.sklearn.accelerate()
 
 Two statements rather than one line joined by ``;``, which linters reject (E702). A file that

@@ -1,5 +1,5 @@
 """Pricing calls for the command line: with a calibration (this machine's, or one saved on
-another machine) through ``dispatch.cost.estimate_call``, or with the seed roofline of
+another machine) through ``dispatch.routing.cost.estimate_call``, or with the seed roofline of
 ``dispatch.cli.estimate`` where there is none (the cold start, labelled as such).
 
 Two shapes of answer:
@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dispatch.selector import Backend
-
-if TYPE_CHECKING:
-    from dispatch.calibration import Calibration
+from converters import NUMPY_CATALOG, SKLEARN_CATALOG
+from dispatch.base.tiers import Backend
+from dispatch.cli.estimate import estimate_seconds
+from dispatch.routing import calibration
+from dispatch.routing.calibration import Calibration
+from dispatch.routing.cost import estimate_call
 
 __all__ = [
     "CalibratedEstimator",
@@ -36,7 +38,6 @@ ROOFLINE = "seed-roofline"
 
 def stored_calibration_path() -> Path:
     """Where this machine's calibration is (or would be) stored."""
-    from dispatch import calibration
 
     return calibration.cache_dir() / f"calibration-{calibration.fingerprint()}.json"
 
@@ -44,7 +45,6 @@ def stored_calibration_path() -> Path:
 def this_machine_calibration() -> Calibration | None:
     """This machine's stored calibration, or ``None``. An empty cache answers without probing
     the GPUs (which the fingerprint needs), so uncalibrated commands stay quick."""
-    from dispatch import calibration
 
     folder = calibration.cache_dir()
     if not folder.is_dir() or not any(folder.glob("calibration-*.json")):
@@ -68,7 +68,6 @@ def calibration_label(cal: Calibration, path: str | Path | None = None) -> dict[
 def price_call(op: str, shapes: list[list[int]], dtypes: list[str], cal: Calibration) -> dict[str, float]:
     """Seconds per call on every target of ``cal`` (inputs on the host), or ``{}`` where the
     op is outside the NumPy catalog (ufunc methods, functions dispatch does not route)."""
-    from dispatch.cost import estimate_call
 
     try:
         return estimate_call(op, shapes, dtypes, cal, resident="cpu")
@@ -85,7 +84,6 @@ def _tier_of(name: str, data: dict[str, Any]) -> Backend:
 def _catalog_entry(op: str) -> tuple[str, Any] | None:
     """The catalog name and entry of a traced op: a NumPy catalog name, or a scikit-learn
     estimator's method as the accelerator traces it (``"PCA.fit_transform"`` is ``PCA``)."""
-    from converters import NUMPY_CATALOG, SKLEARN_CATALOG
 
     if op in NUMPY_CATALOG:
         return op, NUMPY_CATALOG[op]
@@ -100,7 +98,6 @@ def roofline_by_target(op: str, shapes: list[list[int]], available: list[str]) -
     would run it here: SCALAR ``numpy``, SIMD ``torch-cpu``, GPU the first GPU target in
     ``available``. Host-only work has a ``numpy`` entry only; an op in no catalog (a ufunc
     method, indexing) has none."""
-    from dispatch.cli.estimate import estimate_seconds
 
     found = _catalog_entry(op)
     if found is None:
@@ -137,8 +134,6 @@ class CalibratedEstimator:
         self._sources: dict[str, str] = {}
 
     def _shapes(self, op: str, n: int) -> list[list[int]]:
-        from converters import NUMPY_CATALOG
-
         entry = NUMPY_CATALOG.get(op)
         work = entry.work if entry is not None else "map"
         side = max(1, round(math.sqrt(n)))
@@ -149,9 +144,6 @@ class CalibratedEstimator:
         return [[n]]
 
     def __call__(self, op: str, complexity: Any, n: int) -> dict[Backend, float]:
-        from converters import NUMPY_CATALOG
-        from dispatch.cli.estimate import estimate_seconds
-
         entry = NUMPY_CATALOG.get(op)
         if entry is None:
             self._sources[op] = ROOFLINE

@@ -8,7 +8,7 @@ are **totals over the entry's ``count`` calls**, so they compare directly with e
 ``estimates`` price the same calls on every target:
 
 - with this machine's calibration (stored by ``dispatch calibrate``, or measured first by
-  ``run --calibrate``): ``dispatch.cost.estimate_call`` on every calibrated target, data on
+  ``run --calibrate``): ``dispatch.routing.cost.estimate_call`` on every calibrated target, data on
   the host. ``machine.estimates`` is ``"calibration"``;
 - without one (the cold start): the seed roofline of ``dispatch/cli/estimate.py``, each tier
   standing for the target that would run it here (SCALAR ``numpy``, SIMD ``torch-cpu``, GPU
@@ -24,11 +24,12 @@ functions outside the NumPy catalog, which run on NumPy) have no estimates. Call
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from dispatch.calibration import Calibration
-    from dispatch.tracing import Trace
+from dispatch.cli._pricing import calibration_label, price_call, roofline_by_target
+from dispatch.routing import calibration
+from dispatch.routing.calibration import Calibration
+from dispatch.tracing import Trace
 
 __all__ = ["build_profile", "display_path"]
 
@@ -55,8 +56,6 @@ def build_profile(
     start_dir: str | None = None,
 ) -> dict[str, Any]:
     """The profile of a finished run, as a JSON-ready dict."""
-    from dispatch import calibration
-    from dispatch.cli._pricing import calibration_label, price_call, roofline_by_target
 
     entries: dict[tuple, dict[str, Any]] = {}
     unattributed = {"calls": 0, "seconds": 0.0}

@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 
 from converters import Converter, NumPyConverter, PyTorchConverter, SklearnConverter
 from converters.scanner import CallSite, FileScan, ScanError
+from dispatch.base.tiers import Backend, OpComplexity
 from dispatch.cli._profile import Profile, ProfileCall, SiteKey, match_calls
-from dispatch.selector import Backend, OpComplexity
 
 __all__ = ["REPORT_VERSION", "Report", "Row", "build_report"]
 

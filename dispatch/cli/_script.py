@@ -44,6 +44,8 @@ from collections.abc import Callable
 from importlib.machinery import SourceFileLoader
 from typing import Any
 
+import dispatch
+
 __all__ = ["ImportRedirect", "ScriptError", "compile_script", "run_script"]
 
 _THIS_FILE = os.path.abspath(__file__)
@@ -113,7 +115,6 @@ class ImportRedirect:
     def _dispatch_for(name: str, leaf: bool, real: Any) -> Any:
         """What the user gets for an import of ``name`` that returned ``real``; ``leaf``: the
         module named itself (``from numpy.x import ...``, ``import_module``), else the top package."""
-        import dispatch
 
         if not leaf or name == "numpy":
             return dispatch

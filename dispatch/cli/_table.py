@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dispatch.base.tiers import Backend
 from dispatch.cli._pricing import ROOFLINE
 from dispatch.cli._profile import ProfileCall
 from dispatch.cli._report import Report, Row
-from dispatch.selector import Backend
 
 __all__ = [
     "format_ratio",

@@ -23,7 +23,21 @@ import json
 import os
 import sys
 
+from converters.scanner import scan_path
 from dispatch.cli import CommandError
+from dispatch.cli._html import render_html
+from dispatch.cli._pricing import (
+    CalibratedEstimator,
+    calibration_label,
+    price_call,
+    stored_calibration_path,
+    this_machine_calibration,
+)
+from dispatch.cli._profile import ProfileError, load_profile, priced_on
+from dispatch.cli._report import build_report
+from dispatch.cli._table import render_plain, render_rich
+from dispatch.cli.estimate import MODEL, estimate_seconds
+from dispatch.routing import calibration
 
 HELP = "find NumPy / scikit-learn / PyTorch call sites and the backend each would take"
 
@@ -49,10 +63,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from converters.scanner import scan_path
-    from dispatch.cli._profile import ProfileError, load_profile, priced_on
-    from dispatch.cli._report import build_report
-
     for path in args.paths:
         if not os.path.exists(path):
             raise CommandError(f"no such file or directory: {path}", 2)
@@ -67,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
         except ProfileError as exc:
             raise CommandError(str(exc)) from None
     if args.hardware is not None:
-        from dispatch.cli._pricing import calibration_label, price_call
 
         cal = _read_calibration(args.hardware)
         hardware = calibration_label(cal, args.hardware) | {"baseline": "numpy"}
@@ -85,7 +94,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json not in (None, "-"):
         _write(args.json, json.dumps(report.to_json(), indent=2) + "\n")
     if args.html is not None:
-        from dispatch.cli._html import render_html
 
         _write(args.html, render_html(report))
     for error in report.errors:
@@ -96,8 +104,6 @@ def run(args: argparse.Namespace) -> int:
 def _estimator():
     """This machine's calibration as the model where it has one (with NumPy measured), else
     the seed roofline: the estimator and the model's description."""
-    from dispatch.cli._pricing import CalibratedEstimator, stored_calibration_path, this_machine_calibration
-    from dispatch.cli.estimate import MODEL, estimate_seconds
 
     cal = this_machine_calibration()
     if cal is None or "numpy" not in cal.targets:
@@ -107,8 +113,6 @@ def _estimator():
 
 
 def _read_calibration(path: str):
-    from dispatch import calibration
-
     if not os.path.exists(path):
         raise CommandError(f"no such calibration: {path}", 2)
     try:
@@ -119,7 +123,6 @@ def _read_calibration(path: str):
 
 def _print_table(report) -> None:
     """rich on a terminal where it is installed; plain text for pipes, logs and without rich."""
-    from dispatch.cli._table import render_plain, render_rich
 
     if sys.stdout.isatty():
         try:

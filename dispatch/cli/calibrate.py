@@ -18,12 +18,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dispatch import measure, targets
+from dispatch.base.tiers import OpComplexity
 from dispatch.cli import CommandError
-
-if TYPE_CHECKING:
-    from dispatch.calibration import Calibration
+from dispatch.cli._pricing import stored_calibration_path, this_machine_calibration
+from dispatch.cli._table import format_seconds
+from dispatch.routing import calibration, router
+from dispatch.routing.calibration import Calibration
+from dispatch.routing.selector import BackendSelector
 
 HELP = "measure this machine's targets and route by the measurements"
 
@@ -40,8 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dispatch import calibration, targets
-
     if args.show is not None:
         if args.quick or args.only or args.out:
             raise CommandError("--show measures nothing: it takes no --quick, --only or --out", 2)
@@ -49,14 +51,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         only = _check_targets(args.only)
         kept = _merge_base(only)
-        cal = calibration.calibrate(quick=args.quick, progress=sys.stderr.isatty(), save=False, only=only)
+        cal = measure.calibrate(quick=args.quick, progress=sys.stderr.isatty(), save=False, only=only)
         if kept is not None:
             merged = {**kept.targets, **cal.targets}  # in the registry's order
             cal.targets = {name: merged[name] for name in [*targets.TARGET_NAMES, *sorted(merged)] if name in merged}
             cal.quick = cal.quick or kept.quick
         where = cal.save()
         calibration._loaded[cal.fingerprint] = cal
-        from dispatch import router
 
         router.use_calibration(cal)
         if args.out:
@@ -73,8 +74,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_targets(names: list[str] | None) -> tuple[str, ...] | None:
-    from dispatch import router, targets
-
     if not names:
         return None
     for name in names:
@@ -91,15 +90,11 @@ def _merge_base(only: tuple[str, ...] | None) -> Calibration | None:
     """The stored calibration whose other targets a partial (--only) run keeps."""
     if only is None:
         return None
-    from dispatch.cli._pricing import this_machine_calibration
 
     return this_machine_calibration()
 
 
 def _stored(path: str) -> tuple[Calibration, Path]:
-    from dispatch import calibration
-    from dispatch.cli._pricing import stored_calibration_path
-
     if path:
         try:
             return calibration.load(path), Path(path)
@@ -135,8 +130,6 @@ def _rate(value: float | None, unit: str) -> str:
 
 
 def _seconds(value: float | None) -> str:
-    from dispatch.cli._table import format_seconds
-
     return format_seconds(value) if value else "-"
 
 
@@ -177,7 +170,6 @@ def measured_table(cal: Calibration) -> list[str]:
 def moe_table(cal: Calibration) -> list[str]:
     """The MoE thresholds derived from ``cal`` next to the seed's (elements; a tier is taken
     above its threshold; "never": it does not win at any size here)."""
-    from dispatch.selector import BackendSelector, OpComplexity
 
     seed = BackendSelector().thresholds
     derived = BackendSelector.from_calibration(cal).thresholds

@@ -10,6 +10,11 @@ import contextlib
 import time
 from typing import Any
 
+import dispatch
+import dispatch.sklearn
+from dispatch import measure, targets
+from dispatch.routing import calibration, router
+
 HELP = "run a short NumPy workload and a scikit-learn pipeline through dispatch and show where each call ran"
 
 
@@ -54,7 +59,6 @@ def _best_of_both(first: Any, second: Any, rounds: int = ROUNDS,
 def _numpy_part(size: int) -> None:
     import numpy
 
-    import dispatch
 
     x = numpy.random.default_rng(0).standard_normal((size, 16))
     for _ in range(3):  # warm both sides: first calls pay imports; the router learns from these runs
@@ -82,8 +86,6 @@ def _sklearn_part() -> None:
         return
     import numpy
 
-    import dispatch
-    import dispatch.sklearn
 
     X, y = make_classification(n_samples=20_000, n_features=40, n_informative=10, random_state=0)
 
@@ -118,14 +120,12 @@ def _print_trace(t: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dispatch import calibration, router, targets
-
     found = targets.available()
     print(f"dispatch demo: targets here: {', '.join(found)}")
     if calibration.load() is None and not args.no_calibrate:
         print("this machine is not calibrated yet: a quick calibration (a few seconds; "
               "`python -m dispatch calibrate` does the full one)")
-        calibration.calibrate(quick=True, progress=False)
+        measure.calibrate(quick=True, progress=False)
     print(f"routing policy: {router.policy()}"
           + (" (the seed's MoE table, cold start)" if router.policy() == "seed" else " (this machine's calibration)"))
     _numpy_part(args.size)

@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable
 
 from converters import NUMPY_CATALOG, PYTORCH_CATALOG, SKLEARN_CATALOG
-from dispatch.selector import Backend, OpComplexity
+from dispatch.base.tiers import Backend, OpComplexity
 
 __all__ = ["MODEL", "WORK_MODEL", "estimate_seconds"]
 

@@ -1,6 +1,6 @@
 """Show this machine as dispatch sees it: the CPU, Python and the array libraries, the GPUs,
 which targets can run calls here (and why the others cannot), whether the machine is
-calibrated and which routing policy is in effect.
+calibrated, which routing policy is in effect, and the process tuning dispatch applies.
 
 --json prints the same as one JSON object (version 1):
 
@@ -13,7 +13,9 @@ calibrated and which routing policy is in effect.
      "calibration": {"path": "...", "fingerprint": "...", "stored": false, "outdated": false,
                      "created": null, "quick": null, "seconds": null, "targets": [], "others": []},
      "routing": {"policy": "seed", "forced": null, "note": "..."},
-     "fast_path": "compiled"}
+     "fast_path": "compiled",
+     "tuning": {"OMP_WAIT_POLICY": "PASSIVE (set by dispatch)", "THP_MEM_ALLOC_ENABLE": "...",
+                "glibc heap thresholds": "...", "blas pool": "openblas, 16 threads", ...}}
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ import json
 import sys
 import textwrap
 from typing import Any
+
+from dispatch import config, targets
+from dispatch.arrays import _compiled
+from dispatch.base import tuning
+from dispatch.routing import calibration, router
 
 HELP = "show the machine, its targets, and the calibration and routing policy in effect"
 
@@ -53,7 +60,6 @@ def run(args: argparse.Namespace) -> int:
 
 def collect() -> dict[str, Any]:
     """Everything ``info`` shows, as the JSON object of the module docstring."""
-    from dispatch import _compiled, calibration, config, router, targets
 
     machine = calibration.machine()
     found = machine.get("libraries", {})
@@ -105,8 +111,10 @@ def collect() -> dict[str, Any]:
         "targets": table,
         "calibration": state,
         "routing": {"policy": policy, "forced": None if forced == "auto" else forced, "note": note},
-        # small host calls: compiled (dispatch/_fastpath.c), or the Python path and why
+        # small host calls: compiled (dispatch/arrays/_fastpath.c), or the Python path and why
         "fast_path": _compiled.STATUS,
+        # process tuning: what dispatch sets (when routing first needs it) and the thread pools
+        "tuning": dict(tuning.describe()),
     }
 
 
@@ -156,4 +164,9 @@ def render(info: dict[str, Any]) -> str:
     lines += ["", f"routing:      policy {routing['policy']}{forced}"]
     lines += textwrap.wrap(routing["note"], width=98, initial_indent="  ", subsequent_indent="  ")
     lines += ["", f"fast path:    {info['fast_path']}"]
+    tuned = info.get("tuning", {})
+    if tuned:
+        lines += ["", "process tuning:"]
+        width = max(len(name) for name in tuned)
+        lines += [f"  {name:<{width}}  {state}" for name, state in tuned.items()]
     return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ import os
 import sys
 import tokenize
 
+from converters.scanner import iter_source_files
 from dispatch.cli import CommandError
 
 HELP = "rewrite NumPy imports to dispatch and switch on the scikit-learn accelerator"
@@ -33,10 +34,9 @@ def run(args: argparse.Namespace) -> int:
         if not os.path.exists(path):
             raise CommandError(f"no such file or directory: {path}", 2)
     try:
-        from dispatch.cli._codemod import MigrationError
+        from dispatch.cli._codemod import MigrationError  # lazy: libcst is the optional 'migrate' extra
     except ImportError as exc:  # libcst is the optional 'migrate' extra
         raise CommandError(f"migrate needs libcst: pip install 'dispatch-accel[migrate]' ({exc})") from None
-    from converters.scanner import iter_source_files
 
     changed = unchanged = refused = 0
     for path in (file for root in args.paths for file in iter_source_files(root)):
@@ -70,7 +70,7 @@ def _files(n: int) -> str:
 
 def _migrate_file(path: str):
     """The diff lines for ``path`` and a function that writes the migrated file."""
-    from dispatch.cli._codemod import migrate_notebook, migrate_python
+    from dispatch.cli._codemod import migrate_notebook, migrate_python  # lazy: needs libcst (see run)
 
     if path.endswith(".ipynb"):
         with open(path, encoding="utf-8") as handle:

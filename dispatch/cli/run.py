@@ -27,7 +27,12 @@ import sys
 import time
 from typing import Any
 
+from dispatch import targets, tracing
 from dispatch.cli import CommandError
+from dispatch.cli._pricing import stored_calibration_path, this_machine_calibration
+from dispatch.cli._record import build_profile
+from dispatch.cli._script import ImportRedirect, ScriptError, compile_script, run_script
+from dispatch.routing import router
 
 HELP = "run a script with its NumPy calls routed through dispatch (and report or profile them)"
 
@@ -46,8 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dispatch.cli._script import ImportRedirect, ScriptError, compile_script, run_script
-
     try:
         code = compile_script(args.script)
     except ScriptError as exc:
@@ -67,7 +70,6 @@ def run(args: argparse.Namespace) -> int:
     if not (args.report or args.profile):
         return run_script(code, argv, redirect)
 
-    from dispatch import router, targets, tracing
 
     available = list(targets.available()) if profile_path is not None else []
     saved = (tracing.SITES, tracing.SITE_FILTER, router.history.hot_calls_per_s)
@@ -88,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
         if args.report:
             trace.summary(file=sys.stderr)
         if profile_path is not None:
-            from dispatch.cli._record import build_profile
 
             profile = build_profile(trace, cal, cal_path, available, args.script, argv, status, round(wall, 6),
                                     start_dir)
@@ -98,21 +99,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _calibration(measure: bool) -> tuple[Any, str | None]:
     """This machine's calibration (measured first with ``measure`` if there is none) and its file."""
-    from dispatch.cli._pricing import stored_calibration_path, this_machine_calibration
 
     cal = this_machine_calibration()
     if cal is None and measure:
-        from dispatch import calibration
 
         print("dispatch run: this machine is not calibrated: measuring a quick calibration first", file=sys.stderr)
-        cal = calibration.calibrate(quick=True, progress=sys.stderr.isatty())
+        cal = measure.calibrate(quick=True, progress=sys.stderr.isatty())
     return cal, (str(stored_calibration_path()) if cal is not None else None)
 
 
 def _accelerate_sklearn() -> None:
     """Called once the script has imported scikit-learn."""
     try:
-        import dispatch.sklearn as accelerator
+        import dispatch.sklearn as accelerator  # lazy: only where the script imports scikit-learn
     except ImportError as exc:
         if getattr(exc, "name", None) not in ("dispatch.sklearn", None):
             print(f"dispatch run: note: scikit-learn is not accelerated: {exc}", file=sys.stderr)

@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from dispatch.sklearn._run import Spec, call
+from dispatch.sklearn._run import Spec, call, closed_by
 
 __all__ = ["METHODS", "accelerate", "accelerated", "all_routed", "is_accelerated", "patched", "unaccelerate"]
 
@@ -249,6 +249,8 @@ def all_routed(estimator: Any) -> bool:
                 return False
     return True
 
+
+closed_by(all_routed)
 
 _routed_classes: dict[type, bool] = {}  # cleared whenever the patch changes
 

@@ -43,9 +43,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dispatch import router
-from dispatch._state import STATE
-from dispatch.selector import Backend, OpComplexity
+from converters import SklearnConverter
+from dispatch import targets
+from dispatch.arrays._array import _engine_of, ndarray
+from dispatch.base.state import STATE
+from dispatch.base.tiers import Backend, OpComplexity
+from dispatch.routing import router
+from dispatch.targets import Unsupported
 
 __all__ = ["LEARN_MIN", "Choice", "choose", "forget", "measured", "observe", "remember_unsupported", "unsupported"]
 
@@ -124,7 +128,6 @@ def _other_target() -> str | None:
     gpu = first_gpu()
     if gpu is not None:
         return gpu
-    from dispatch import targets
 
     return "torch-cpu" if targets.probe("torch-cpu") is not None else None
 
@@ -193,7 +196,6 @@ def _refusal(estimator: Any, method: str, name: str, X: Any, others: tuple) -> s
     """Why ``name`` cannot run this call, or ``None``. Cheap checks first."""
     if os.environ.get("SCIPY_ARRAY_API") != "1":
         return "SCIPY_ARRAY_API is not 1: scikit-learn refuses Array API dispatch"
-    from dispatch import targets
 
     target = targets.probe(name)
     if target is None:
@@ -240,8 +242,6 @@ def _input_refusal(a: Any, target: Any, what: str) -> str | None:
 def _dtype_refusal_cached(target_name: str, dtype: np.dtype) -> str | None:
     if dtype.kind not in "biufc":
         return f"dtype {dtype} cannot go to {target_name}"
-    from dispatch import targets
-    from dispatch.targets import Unsupported
 
     try:
         targets.get(target_name).from_host(np.empty((0,), dtype))
@@ -283,6 +283,7 @@ def array_api_support(estimator: Any) -> bool:
 _lock = threading.Lock()
 _unsupported: dict[tuple, str] = {}
 _unsupported_classes: set[type] = set()
+_stock_calls: set[tuple] = set()  # calls remembered to run stock scikit-learn (``_run``)
 
 
 def unsupported_key(estimator: Any, method: str) -> tuple:
@@ -314,9 +315,7 @@ def forget() -> None:
         _host_choices.clear()
         _measured.clear()
         _tries.clear()
-    from dispatch.sklearn import _run  # the calls remembered to run stock: routed afresh
-
-    _run._stock_calls.clear()
+        _stock_calls.clear()  # the calls remembered to run stock: routed afresh
 
 
 def _hashable(v: Any) -> Any:
@@ -337,7 +336,6 @@ def array_kind(a: Any) -> str:
     torch tensor) or ``"other"`` (lists, DataFrames, scalars...)."""
     if isinstance(a, np.ndarray):
         return "numpy"
-    from dispatch._array import ndarray
 
     if isinstance(a, ndarray):
         return "dispatch"
@@ -354,7 +352,6 @@ def is_native(a: Any) -> bool:
 
 def engine_of(native: Any) -> Any:
     """The target owning a CuPy array or torch tensor."""
-    from dispatch._array import _engine_of
 
     return _engine_of(native)
 
@@ -405,7 +402,6 @@ def _is_sparse(a: Any) -> bool:
 @functools.cache
 def complexity_of(cls: type) -> OpComplexity | None:
     """The catalog complexity of ``cls`` or of its nearest catalogued base class."""
-    from converters import SklearnConverter
 
     converter = SklearnConverter()
     for klass in cls.__mro__:
@@ -419,7 +415,6 @@ def complexity_of(cls: type) -> OpComplexity | None:
 @functools.cache
 def first_gpu() -> str | None:
     """The first GPU target available here, in ``GPU_ORDER``."""
-    from dispatch import targets
 
     for name in GPU_ORDER:
         if targets.probe(name) is not None:

@@ -22,16 +22,19 @@ from __future__ import annotations
 import contextvars
 import time
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dispatch import router, tracing
-from dispatch._array import ndarray, wrap_host
-from dispatch._state import STATE
+from dispatch import targets, tracing
+from dispatch.arrays._array import ndarray, wrap_host
+from dispatch.base.state import STATE
+from dispatch.routing import router
 from dispatch.sklearn._routing import (
     Choice,
+    _stock_calls,
     array_kind,
     choose,
     engine_of,
@@ -39,6 +42,8 @@ from dispatch.sklearn._routing import (
     observe,
     remember_unsupported,
 )
+from dispatch.targets import Unsupported
+from dispatch.targets._staging import moved
 
 __all__ = ["CompositeScope", "Spec", "call"]
 
@@ -69,10 +74,17 @@ class CompositeScope:
 
     def closed(self) -> bool:
         if self._closed is None:
-            from dispatch.sklearn._patch import all_routed
-
-            self._closed = all_routed(self.estimator)
+            self._closed = _all_routed[0](self.estimator)
         return self._closed
+
+
+# Whether every estimator inside one has routed methods only: the patch knows (``_patch.all_routed``,
+# which it hands over as it loads; it imports this module to route the methods it patches).
+_all_routed: list[Callable[[Any], bool]] = [lambda estimator: False]
+
+
+def closed_by(all_routed: Callable[[Any], bool]) -> None:
+    _all_routed[0] = all_routed
 
 
 _LEAF = object()  # inside a leaf estimator's own work
@@ -130,14 +142,12 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
         _elsewhere(outer)
         return _execute(est, spec, invoke, args, kwargs, X, caller, choice, outer)[0]
     _elsewhere(outer)
-    from dispatch.targets._staging import moved
 
     before = sum(moved().values())
     start = time.perf_counter()
     result, ran, reason = _execute(est, spec, invoke, args, kwargs, X, caller, choice, outer)
     if choice.learn is not None:  # a measuring call: timed to completion, the device's work included
         if ran != "numpy":
-            from dispatch import targets
 
             targets.get(ran).synchronize()
         observe(choice.learn, None if ran == "numpy" else ran, time.perf_counter() - start)
@@ -160,7 +170,6 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
 # Calls that ran as stock scikit-learn on host NumPy data, by (class, method, shape, MoE table),
 # and composites by their instance too: the same call again skips routing (a new calibration
 # makes a new table, hence new keys). A wrong skip can only run stock scikit-learn: never wrong.
-_stock_calls: set[tuple] = set()
 
 
 def _remember_stock(key: tuple) -> None:
@@ -251,8 +260,6 @@ def _on_target(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict, nam
                keep: bool) -> Any:
     import sklearn
 
-    from dispatch import targets
-    from dispatch.targets import Unsupported
 
     target = targets.get(name)
     try:

@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dispatch.devices import HOST, Device
-from dispatch.selector import Backend
-
-if TYPE_CHECKING:
-    from dispatch._ops import Op
+from dispatch.base import settings
+from dispatch.base.devices import HOST, Device, library_of
+from dispatch.base.ops import Op
+from dispatch.base.state import STATE
+from dispatch.base.tiers import Backend
 
 __all__ = ["FINITE_INPUTS", "TARGET_NAMES", "Target", "Unavailable", "Unsupported", "available", "check_finite",
            "first_call", "get", "probe"]
 
 # Kinds of call a target has run for the first time in this process, so far. CuPy counts its
 # own: it compiles a kernel for each, or loads it from its cache, on the host's clock (torch
-# ships its kernels compiled). A trial leaves out the periods they fall in (``dispatch.trials``).
+# ships its kernels compiled). A trial leaves out the periods they fall in (``dispatch.routing.trials``).
 first_calls = 0
 
 
@@ -89,7 +89,7 @@ class Target:
     def runner(self, op: Op, args: tuple, kwargs: dict) -> Any:
         """``run`` for calls like this one (the same op, dtypes, shapes, scalar types and
         keywords), as ``run_like(args, kwargs)``: what a target resolves per call signature, it
-        may resolve here once (see the lane's memo in ``dispatch._call``)."""
+        may resolve here once (see the lane's memo in ``dispatch.arrays._call``)."""
         return lambda natives, kw: self.run(op, natives, kw)
 
     def supports(self, op: Op) -> bool:
@@ -141,6 +141,8 @@ TARGET_NAMES = {
     "dask": ("dask_target", "DaskTarget"),
 }
 
+assert tuple(TARGET_NAMES) == settings.TARGET_NAMES  # one list of names, two views of it
+
 _lock = threading.Lock()
 _targets: dict[str, Target] = {}
 _unavailable: dict[str, str] = {}
@@ -167,6 +169,30 @@ def probe(name: str) -> Target | None:
         except Exception as exc:  # a broken install must not break a call
             _unavailable[name] = f"{type(exc).__name__}: {exc}"
         return _targets.get(name)
+
+
+def engine_of(native: Any) -> Target:
+    """The target owning a native array (NumPy's for a ``numpy.ndarray``)."""
+    library = library_of(type(native))
+    if library == "cupy":
+        return get("cupy")
+    if library == "dask":
+        return get("dask")
+    if library == "torch":
+        kind = native.device.type
+        return get("torch-cpu" if kind == "cpu" else "torch-mps" if kind == "mps" else "torch-cuda")
+    return get("numpy")
+
+
+def host_array(native: Any) -> Any:
+    """A native array's data as a ``numpy.ndarray`` on the host."""
+    return engine_of(native).to_host(native)
+
+
+def forced() -> Target | None:
+    """The target forced here (``using``, ``set_backend``), or ``None`` while routing."""
+    name = STATE.forced_name()
+    return None if name is None or name == "auto" else get(name)
 
 
 def get(name: str) -> Target:

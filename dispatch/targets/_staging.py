@@ -1,10 +1,9 @@
 """Host <-> device copies through pinned staging buffers, and the count of bytes moved.
 
-On an H100 machine pageable copies ran at 8.3 GB/s to the device and 3.3 GB/s back; pinned
-memory at 54 GB/s. Copies over ``THRESHOLD`` are cut into ``CHUNK``-sized pieces through two
-reusable pinned buffers: while the copy engine moves one piece, CPU threads fill (or drain)
-the other; one thread's memcpy alone (about 10 GB/s) would be the bottleneck. Smaller copies
-go straight through (staging costs more than it saves).
+Pageable copies run several times slower than copies from pinned memory. Copies over
+``THRESHOLD`` are cut into ``CHUNK``-sized pieces through two reusable pinned buffers: while the
+copy engine moves one piece, CPU threads fill (or drain) the other; one thread's memcpy alone
+would be the bottleneck. Smaller copies go straight through (staging costs more than it saves).
 
 A host array sent to a device a second time (a program's input that every iteration reads:
 k-means' points, a design matrix) is page-locked where it is (``cudaHostRegister``) and read
@@ -125,11 +124,8 @@ class _Stager:
 LOCK_AFTER = 2
 # Copies smaller than this are staged, even from locked memory, unless the stream is idle. The
 # copy from locked pages is waited for, and on the stream it comes after every kernel queued
-# before it; a staged copy is not. On an H100 machine, with 20 ms of work queued, a 1 MiB copy
-# took 22 ms from locked pages and 0.2 ms staged (0.06 and 0.2 ms with nothing queued). mlp
-# large's minibatches, slices of its input, each waited for the GPU to drain: with its calls on
-# the GPU a run took 1.6-1.9x as long as with the input copied there once (forced), and 1.1-1.2x
-# staged.
+# before it; a staged copy is not: a small copy from locked pages would wait for the GPU to
+# drain (a minibatch sliced from a locked input, at every step).
 LOCK_MIN = 16 << 20
 # At most this share of the machine's memory is locked at once (locked pages cannot be swapped).
 LOCK_SHARE = 0.25
@@ -377,9 +373,8 @@ def to_device_cupy(cupy: Any, array: np.ndarray) -> Any:
 
 def _fortran_only(array: np.ndarray) -> bool:
     """Fortran order and not C order (``a.T`` of a C array): copied as the C-ordered bytes of its
-    transpose and transposed back on the device, instead of reordered on the host first (``A.T @
-    A`` of a 200000 x 100 host array on an H100 machine: 128 ms a call with the reorder, 13-24
-    ms without)."""
+    transpose and transposed back on the device, instead of reordered on the host first (the
+    reorder costs the host several times the copy)."""
     return array.ndim > 1 and array.flags.f_contiguous and not array.flags.c_contiguous
 
 

@@ -26,11 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.devices import Device, device_of
-from dispatch.selector import Backend
+from dispatch.base.box import device_scalar
+from dispatch.base.devices import Device, device_of
+from dispatch.base.tiers import Backend
 from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite, first_call
 from dispatch.targets import _cupy_fixes as fixes
+from dispatch.targets import host_array as _host
 from dispatch.targets._oracle import expected, indexing_gives_scalar, signature, unique_inverse_shape
+from dispatch.targets._staging import to_device_cupy, to_host_cupy
 
 __all__ = ["CupyTarget"]
 
@@ -133,13 +136,10 @@ class CupyTarget(Target):
 
     def from_host(self, array: np.ndarray) -> Any:
         self._check_dtype(array.dtype)
-        from dispatch.targets._staging import to_device_cupy
 
         return to_device_cupy(self.cupy, array)
 
     def to_host(self, native: Any) -> np.ndarray:
-        from dispatch.targets._staging import to_host_cupy
-
         return to_host_cupy(self.cupy, native)
 
     def adopt(self, native: Any) -> Any:
@@ -156,8 +156,6 @@ class CupyTarget(Target):
         elif device_of(src) == self.device:
             src = self.adopt(src)
         else:  # a host tensor (torch-cpu's result written into a device out=), or another device's
-            from dispatch._array import _host
-
             src = self.from_host(_host(src))
         self.cupy.copyto(dst, src, casting="unsafe")
 
@@ -195,8 +193,6 @@ class CupyTarget(Target):
         if op.name == "__getitem__":
             r = args[0][_checked_key(cupy, args[0], args[1])]
             if r.ndim == 0 and indexing_gives_scalar(args[1]):
-                from dispatch._array import device_scalar
-
                 return device_scalar(r)
             return r
         if op.name == "__setitem__":
@@ -465,8 +461,6 @@ def _flip(cupy: Any, args: tuple, kwargs: dict, want: Any) -> Any:
         return cupy.flip(*args, **kwargs)
     if _argument(args, kwargs, 1, "axis", None) is not None:
         raise Unsupported("an axis of a 0-d array: NumPy raises")
-    from dispatch._array import device_scalar
-
     return device_scalar(m.copy())
 
 
@@ -512,8 +506,6 @@ _INDEXES_TO_SCALARS = frozenset({"unstack"})
 
 
 def _scalar_items(result: Any) -> Any:
-    from dispatch._array import device_scalar
-
     return tuple(device_scalar(r) if r.ndim == 0 else r for r in result)
 
 
@@ -575,8 +567,6 @@ def _match(cupy: Any, result: Any, want: Any) -> Any:
     if want.container is None and type(result) is cupy.ndarray and result.dtype == want.dtypes[0] \
             and not want.scalars[0]:
         return result  # one array, as NumPy's: the common case
-    from dispatch._array import device_scalar
-
     items = list(result) if isinstance(result, (tuple, list)) else [result]
     if len(items) != len(want.dtypes):
         raise Unsupported("CuPy returned a different number of outputs than NumPy")

@@ -49,9 +49,13 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster
-from dispatch.devices import DASK
-from dispatch.selector import Backend
-from dispatch.targets import Target, Unavailable, Unsupported
+from dispatch.base import box
+from dispatch.base.box import device_scalar
+from dispatch.base.devices import DASK
+from dispatch.base.tiers import Backend
+from dispatch.targets import Target, Unavailable, Unsupported, _dask_create
+from dispatch.targets._dask_blocks import to_gpu
+from dispatch.targets._dask_print import text
 from dispatch.targets._oracle import expected, rejects
 
 __all__ = ["DaskTarget"]
@@ -162,7 +166,6 @@ class DaskTarget(Target):
         """NumPy chunks as CuPy chunks (GPU workers)."""
         import cupy
 
-        from dispatch.targets._dask_blocks import to_gpu
 
         return arr.map_blocks(to_gpu, dtype=arr.dtype, meta=cupy.empty((0,) * arr.ndim, arr.dtype))
 
@@ -202,7 +205,6 @@ class DaskTarget(Target):
     def text(self, native: Any, how: Any) -> str:
         """``repr`` / ``str`` as NumPy prints the whole array, computing only the corners
         NumPy's summary shows (see ``dispatch.targets._dask_print``)."""
-        from dispatch.targets._dask_print import text
 
         return text(native, how, self.to_host)
 
@@ -282,8 +284,6 @@ class DaskTarget(Target):
 
     def _from_numpy(self, result: Any, originals: dict[int, Any]) -> Any:
         """A NumPy result as this target's: arrays chunked, NumPy scalars as device scalars."""
-        from dispatch._array import device_scalar
-
         if isinstance(result, np.ndarray):
             return originals[id(result)] if id(result) in originals else self.from_host(result)
         if isinstance(result, np.generic):
@@ -427,8 +427,6 @@ def _squeeze(target: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _flip(target: Any, args: tuple, kwargs: dict) -> Any:
-    from dispatch._array import device_scalar
-
     a = args[0] if args else kwargs["m"]
     axis = args[1] if len(args) > 1 else kwargs.get("axis")
     if a.ndim == 0 and axis is None:
@@ -686,8 +684,6 @@ def _method(name: str) -> Any:
 
 
 def _creation() -> Any:
-    from dispatch.targets import _dask_create
-
     return _dask_create
 
 
@@ -716,8 +712,6 @@ def _indexed(a: Any, key: Any) -> Any:
     result = _known_shape(a[key])
     keys = key if isinstance(key, tuple) else (key,)
     if result.ndim == 0 and len(keys) == a.ndim and all(isinstance(k, (int, np.integer)) for k in keys):
-        from dispatch._array import device_scalar
-
         return device_scalar(result)
     return result
 
@@ -773,8 +767,6 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
     """NumPy's dtypes; results NumPy returns as scalars become device scalars (0-d, lazy).
     Without ``want`` (NumPy's description), Dask's dtypes stand and a 0-d result of a function
     (not of a view or copy) is a scalar, as NumPy's functions return."""
-    from dispatch._array import device_scalar, ndarray
-
     if want is None:
         if isinstance(result, (tuple, list)):
             return type(result)(_match(da, r, None, scalar_0d) for r in result)
@@ -787,7 +779,7 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
     if len(items) != len(want.dtypes):
         raise Unsupported("Dask returned a different number of outputs than NumPy")
     for i, (item, dtype, scalar) in enumerate(zip(items, want.dtypes, want.scalars, strict=True)):
-        if isinstance(item, ndarray):  # a device scalar made here
+        if isinstance(item, box.ndarray):  # a device scalar made here
             item = item._data
         if not isinstance(item, da.Array):
             item = da.from_array(np.asarray(item), chunks=-1)

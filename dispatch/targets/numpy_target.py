@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.devices import HOST, is_backend_type
-from dispatch.selector import Backend
+from dispatch.base.devices import HOST, is_backend_type
+from dispatch.base.tiers import Backend
 from dispatch.targets import Target
+from dispatch.targets import engine_of as _engine_of
 
 __all__ = ["NUMPY", "NumpyTarget"]
 
@@ -41,8 +42,6 @@ class NumpyTarget(Target):
         """Any engine's array as host NumPy: a device array is copied back to the host."""
         if self.owns(native):
             return native
-        from dispatch._array import _engine_of
-
         return _engine_of(native).to_host(native)
 
     def dtype_of(self, native: np.ndarray) -> np.dtype:

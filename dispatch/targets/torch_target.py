@@ -28,12 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from converters.numpy_ops import NUMPY_CATALOG
-from dispatch import blas_spin, torch_env
-from dispatch.devices import HOST, Device
-from dispatch.selector import Backend
+from dispatch.base import blas_spin, tuning
+from dispatch.base.box import device_scalar
+from dispatch.base.devices import HOST, Device
+from dispatch.base.devices import torch_cpu_to_numpy as _torch_cpu_to_numpy
+from dispatch.base.numpy_catalog import NUMPY_CATALOG
+from dispatch.base.tiers import Backend
 from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
+from dispatch.targets import host_array as _host
 from dispatch.targets._oracle import expected, indexing_gives_scalar, unique_inverse_shape
+from dispatch.targets._staging import to_device_torch, to_host_torch
 
 __all__ = ["TorchTarget", "torch_cpu", "torch_cuda", "torch_mps"]
 
@@ -65,7 +69,7 @@ class TorchTarget(Target):
     library = "torch"
 
     def __init__(self, kind: str) -> None:
-        torch_env.set_defaults()  # where torch was imported before dispatch: see dispatch.torch_env
+        tuning.torch_starts()  # before torch loads, where it has not (dispatch.base.torch_env)
         try:
             import torch
         except Exception as exc:  # ImportError, or a broken CUDA install raising at import
@@ -116,17 +120,13 @@ class TorchTarget(Target):
         tensor = self.torch.from_numpy(array)
         if self.kind == "cpu":
             return tensor
-        from dispatch.targets._staging import to_device_torch
 
         return to_device_torch(tensor, self.tdevice, array)
 
     def to_host(self, native: Any) -> np.ndarray:
         if native.device.type != "cpu":
-            from dispatch.targets._staging import to_host_torch
 
             native = to_host_torch(native)
-        from dispatch._array import _torch_cpu_to_numpy
-
         return _torch_cpu_to_numpy(native)
 
     def adopt(self, native: Any) -> Any:
@@ -228,8 +228,6 @@ class TorchTarget(Target):
 
     def _scalar(self, item: Any) -> Any:
         """A 0-d result NumPy gives as a scalar: on the host make it one, on a device keep it there."""
-        from dispatch._array import _torch_cpu_to_numpy, device_scalar
-
         return _torch_cpu_to_numpy(item)[()] if self.kind == "cpu" else device_scalar(item)
 
     def _ufunc(self, op: Any, args: tuple, kwargs: dict) -> Any:
@@ -299,8 +297,6 @@ def _device_kind(native: Any) -> str:
 
 
 def _to_numpy(native: Any) -> np.ndarray:
-    from dispatch._array import _host
-
     return _host(native)
 
 

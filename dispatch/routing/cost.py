@@ -24,7 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.calibration import INTEGER_OPS, SQUARE_OPS, Calibration
+from dispatch.base.box import device as _device
+from dispatch.base.box import dtype as _dtype
+from dispatch.base.devices import parse_device
+from dispatch.base.ops import op_named
+from dispatch.base.tiers import MoeThresholds, OpComplexity
+from dispatch.routing.calibration import INTEGER_OPS, SQUARE_OPS, Calibration
+from dispatch.targets._staging import THRESHOLD
 
 __all__ = ["TargetModel", "estimate", "estimate_call", "models_from", "representative", "return_seconds",
            "way_back_seconds"]
@@ -90,7 +96,6 @@ class TargetModel:
     def device(self) -> Any:
         """The device the target computed on when calibrated (read from the calibration: pricing
         a target never imports its library)."""
-        from dispatch.devices import parse_device
 
         return parse_device(self.data.get("device", "cpu"))
 
@@ -142,15 +147,11 @@ class TargetModel:
         return self.dispatch_overhead_s() + (nbytes / bw if bw else 0.0)
 
     def to_device_seconds(self, nbytes: float) -> float:
-        from dispatch.targets._staging import THRESHOLD
-
         key = "to_device_staged" if nbytes >= THRESHOLD else "to_device_pageable"
         bw = self.transfer.get(key) or self.transfer.get("to_device_pageable")
         return float(self.transfer.get("to_device_latency_s", 0.0)) + (nbytes / bw if bw else 0.0)
 
     def to_host_seconds(self, nbytes: float) -> float:
-        from dispatch.targets._staging import THRESHOLD
-
         key = "to_host_staged" if nbytes >= THRESHOLD else "to_host_pageable"
         bw = self.transfer.get(key) or self.transfer.get("to_host_pageable")
         return float(self.transfer.get("to_host_latency_s", 0.0)) + (nbytes / bw if bw else 0.0)
@@ -229,7 +230,7 @@ FFT_1D = frozenset({"fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", 
 
 def _batched_fft_seconds(model: TargetModel, inputs: Any, dtype: str, factor: float) -> float | None:
     """Transforms along the last axis (the default): one call, ``size / length`` transforms, of
-    the length ``n`` asked for where one was (the layout: see ``dispatch._call._fft_points``)."""
+    the length ``n`` asked for where one was (the layout: see ``dispatch.arrays._call._fft_points``)."""
     shape = tuple(inputs.arrays[0].shape)
     layout = getattr(inputs, "layout", None)
     length = layout if type(layout) is int else (max(shape[-1], 1) if shape else 1)
@@ -310,7 +311,6 @@ def _model_for_device(device: Any) -> TargetModel | None:
 def _device_of(a: Any) -> Any:
     if isinstance(a, _Shaped):
         return a.device
-    from dispatch._call import _device
 
     return _device(a)
 
@@ -318,7 +318,6 @@ def _device_of(a: Any) -> Any:
 def _itemsize(a: Any) -> int:
     if isinstance(a, _Shaped):
         return a.dtype.itemsize
-    from dispatch._call import _dtype
 
     return _dtype(a).itemsize
 
@@ -348,7 +347,6 @@ def way_back_seconds(model: TargetModel, rep: str, nbytes: float) -> float:
 
 def derive_selector(cls: type, cal: Calibration) -> Any:
     """The selector for a calibration: see ``BackendSelector.from_calibration``."""
-    from dispatch.selector import MoeThresholds, OpComplexity
 
     models = models_from(cal)
     numpy_model = models.get("numpy")
@@ -407,8 +405,6 @@ def estimate_call(op_name: str, shapes: list[list[int]], dtypes: list[str], cal:
     dtypes, with the inputs on ``resident`` (a device name). Targets that cannot be priced are
     left out. This prices a call measured on one machine against another machine's calibration
     (e.g. one saved on a GPU box)."""
-    from dispatch._ops import op_named
-    from dispatch.devices import parse_device
 
     op = op_named(op_name)
     where = parse_device(resident)

@@ -5,7 +5,7 @@ Rules, first match wins:
 1. a forced target (``set_backend``, ``using``, ``DISPATCH_BACKEND``)            reason "forced"
 2. local ops (views, casts, indexing): where their data is                        "local"
 3. host-only ops (I/O, printing, random streams, functions outside the catalog): NumPy  "host op"
-4. scale-out (``dispatch.cluster.route``): data in Dask stays there; work too large for the
+4. scale-out (``_scale_out``, by ``dispatch.cluster``'s sizes): data in Dask stays there; work too large for the
    memory of the device holding it, or spanning chunks of a connected cluster, goes to Dask
                                                                                    "data in dask" / "scale-out: ..."
 5. the policy:
@@ -23,7 +23,7 @@ Rules, first match wins:
      the cheapest wins, but the target holding the inputs (NumPy for host data) keeps a call
      unless another is ``KEEP_MARGIN`` cheaper, and a device's first engine (its home)
      unless another there is ``ENGINE_MARGIN`` cheaper     "cost model" / "history" / "placement"
-     a device chosen for host data is then put on trial (``dispatch.trials``): the program is
+     a device chosen for host data is then put on trial (``dispatch.routing.trials``): the program is
      timed with the call there and on NumPy, and the faster keeps it               "trial"
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
      table on the op's complexity and element count, each tier mapped to the best target
@@ -47,21 +47,24 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import cluster, cost, targets, trials
-from dispatch._ops import all_ops, op_named
-from dispatch._state import STATE
-from dispatch.calibration import INTEGER_OPS
-from dispatch.devices import HOST_ONLY
-from dispatch.history import HOST_TARGETS, History, call_kind
-from dispatch.selector import Backend, BackendSelector
+from dispatch import cluster, targets
+from dispatch.base import box, tuning
+from dispatch.base.devices import DASK, HOST_ONLY
+from dispatch.base.ops import all_ops, op_named
+from dispatch.base.state import STATE
+from dispatch.base.tiers import Backend
+from dispatch.routing import calibration, cost, trials
+from dispatch.routing.calibration import INTEGER_OPS
+from dispatch.routing.history import HOST_TARGETS, History, call_kind
+from dispatch.routing.selector import BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
 __all__ = ["Decision", "clear_decisions", "credit", "decide", "failed", "host_floor", "made", "policy", "refused",
            "refused_this_call", "selector", "set_policy", "set_selector", "settle", "trip_floor", "use_calibration"]
 
-# Measured on a 2-core CPU machine and a 16-core one (DESIGN.md): torch on the CPU beats NumPy
-# at reductions from about 1e4 elements and loses badly at sorting. The seed policy's SIMD tier
-# uses it for these ops only; calibration measures the machine at hand instead.
+# The ops torch on the CPU runs faster than NumPy on a multi-core host without a calibration
+# (reductions from about 1e4 elements; it loses at sorting): the seed policy's SIMD tier uses it
+# for these only, and a calibration measures the machine at hand instead.
 TORCH_CPU_FASTER = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "add.reduce"})
 GPU_TARGETS = ("cupy", "torch-cuda", "torch-mps")
 PRICED = (*HOST_TARGETS, *GPU_TARGETS)  # the targets the cost policy weighs: those a calibration measures
@@ -79,43 +82,35 @@ ROUTING_S = 10e-6
 # second, once. A device that never ran such a call takes host data only where it is priced to
 # save more than this (data already on the device: see ``_ran_beside``).
 FIRST_USE_S = 1e-3
-# An array one engine holds, passed to another engine on the same device, crosses by DLPack:
-# no copy, but host time (measured on an H100 machine: torch.from_dlpack of a CuPy array 7-10
-# µs, cupy.from_dlpack of a tensor 21-29 µs, against 10-15 µs for an add itself). Without this
-# price, two engines measured alike on a device take turns call by call, and every call pays it.
+# An array one engine holds, passed to another engine on the same device, crosses by DLPack: no
+# copy, but host time of the order of a small call. Without this price, two engines measured alike
+# on a device take turns call by call, and every call pays it.
 ADOPT_S = 10e-6
 # The target holding a call's inputs keeps the call unless another is priced this much cheaper:
 # NumPy for host data (what the program ran before), the engine holding device data. A call's
 # own timing misses what a target costs the calls around it (caches, waking threads, fresh
 # pages; on a device, the next call's crossing back by DLPack), and a closer call is within the
-# noise of a shared machine: on an H100 machine one process timed an add of 260,000 float64 on
-# a device at 77 µs and another at 174, and heat's calls went back and forth between CuPy and
-# torch as their timings crossed.
+# noise of a shared machine, where the calls would go back and forth as their timings cross.
 KEEP_MARGIN = 0.2
 # A device's calls keep to one engine, its home (``_home``), unless another is priced this much
 # cheaper: a call on host data has no keeper there, nor one whose inputs two engines hold. A
 # call's time on a device (its events) leaves out what crossing between engines costs the host,
-# each way, and the calls around it. On an H200 machine, once three other programs had taught
-# the router their timings, heat (512 x 512) ran its calls on CuPy and torch by turns: 112-180
-# ms a run, and 141-153 with this margin at 20%; 37-69 ms with every call on CuPy.
+# each way, and the calls around it: without the margin, a device's calls take turns between its
+# engines as their timings cross, and each turn pays the crossing.
 ENGINE_MARGIN = 1.0
 # A kind of call whose fresh arrays the router has followed this many times and still leaves on
 # the host makes no more roots: what later calls on them save on a device is learned by then
 # (its decision is re-made at 1, 2, 4... arrays), and following them costs every later call on
-# them the router's bookkeeping. On a machine with a GPU, an FFT filter of 8 x 4096 signals ran
-# at 1.12x NumPy's time with six calls a run kept in the router this way, its placements never
-# repaid.
+# them the router's bookkeeping, which placements that never pay cannot repay.
 ROOTS_FOLLOWED = 32
 # Likewise a kind of call that a host target runs where a device was priced: once this many of
 # its results in a row were followed and none was sent to a device, its results are no longer
-# followed, and its calls may skip the router's bookkeeping (the memo in ``dispatch._call``);
-# the share sent until then (``history.p_send``) still prices its calls. On an H100 machine an
-# FFT filter's ``rfft(taps, n=8192)``, its 63 taps padded, took 87 µs a call followed against
-# NumPy's 57; and after a trial whose device side was sent some of its results, the same call
-# (a quarter of them sent) was followed for good.
+# followed, and its calls may skip the router's bookkeeping (the memo in ``dispatch.arrays._call``);
+# the share sent until then (``history.p_send``) still prices its calls. Following a small call
+# costs more than the call itself.
 HOSTED_FOLLOWED = 32
 # Why a call runs where it does without being priced; a trace records calls under the floors,
-# which skip the router (``dispatch._call``), with the same words.
+# which skip the router (``dispatch.arrays._call``), with the same words.
 LOCAL_REASON = "local: where the data is"
 SMALL_REASON = "small: NumPy on the host"
 FLOOR_REASON = "floor: NumPy, at a size where no other target pays"
@@ -266,8 +261,7 @@ def _ensure_calibration() -> None:
     global _calibration_checked
     if not _calibration_checked:
         _calibration_checked = True
-        from dispatch import calibration
-
+        tuning.routing_starts()  # the process tuning routing needs (dispatch.base.tuning)
         try:
             found = calibration.load()
         except Exception:  # a broken cache must not break routing: the seed table serves
@@ -334,9 +328,8 @@ def _cost_floor(op: Any, round_trip: bool = False) -> int:
     for exp in range(4, 31):
         n = 1 << exp
         mine = numpy_model.seconds(rep, _side(rep, n), "float64")
-        # Sorts are also measured on integers, which torch and CuPy sort by radix sorts: torch-cpu
-        # sorted 1M int64 3-8x faster than NumPy on a 2-core machine, and 1M float64 slower.
-        # (A lexsort is measured on integers alone: its floor is theirs.)
+        # Sorts are also measured on integers, which torch and CuPy sort by radix sorts, far faster
+        # than their float sorts. (A lexsort is measured on integers alone: its floor is theirs.)
         integer = numpy_model.seconds(rep, _side(rep, n), "int64") if rep in INTEGER_OPS else None
         if (mine is None and integer is None) or _beaten(rep, n, mine, ("float64", "float32"), round_trip) \
                 or _beaten(rep, n, integer, ("int64",), round_trip):
@@ -403,7 +396,7 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
             _decisions[key] = hit
     if hit is not None:
         if hit.live:  # free memory changes: the work may no longer fit where it ran
-            scaled = cluster.route(op, inputs, key)
+            scaled = _scale_out(op, inputs, key)
             if scaled is not None:
                 return scaled[0]
         return hit
@@ -427,7 +420,7 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
 
 
 def _trial_worthy(decision: Decision, inputs: Any, key: tuple) -> bool:
-    """A GPU chosen by the cost policy for host data, no target forced (see ``dispatch.trials``)."""
+    """A GPU chosen by the cost policy for host data, no target forced (see ``dispatch.routing.trials``)."""
     return (history.trials and _policy == "cost" and decision.target.name in GPU_TARGETS and key[4] is None
             and inputs.resident is None and bool(inputs.arrays))
 
@@ -475,11 +468,8 @@ def _alone(trial: trials.Trial, op: Any, inputs: Any, key: tuple) -> Decision:
 # kept there whenever their cached decision is dropped, and their sizes of host data kept over
 # the floors, so that each run of the program starts on the device as the winning side did.
 # Host data only over the op's round-trip floor: a pin is never tried again, and its key is
-# every program's (op, dtypes, size bucket, layout). k-means' first 32 x 32 centroids squared,
-# which its all-device side sends there, and a k-nearest-neighbour program's 100 x 16 query
-# block squared share one (float64 under 2^11); on an H100 machine, after k-means' all-device
-# verdict, that program ran three calls a run on the device that none of its own trials chose,
-# and took 1.56x NumPy's time.
+# every program's (op, dtypes, size bucket, layout): a small pin would move other programs' calls
+# of that key, which none of their own trials chose.
 _pins: dict[tuple, Decision] = {}
 
 
@@ -563,7 +553,7 @@ def _decide(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
         return Decision(NUMPY, "host op", key=key), True
     if inputs.size <= SMALL and all(d.is_host for d in inputs.devices):
         return Decision(NUMPY, SMALL_REASON, key=key), True
-    scaled = cluster.route(op, inputs, key)
+    scaled = _scale_out(op, inputs, key)
     if scaled is not None:
         return scaled
     _ensure_calibration()
@@ -694,8 +684,7 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     explore = history.explore(key, [(s, n) for s, n, _ in ranked if n == best_name or n in near]) if sample else None
     if explore is None and samples:  # one that lost its only call, though the model says it wins: once more
         # NumPy too, for host data, whatever the model says: it is what the program ran before, and
-        # its only call may have been the program's first (on an H200 calibration, NumPy's first
-        # argpartition of 128 x 2048 took 1325 µs, its later ones about 450; CuPy's, copy in, 586)
+        # its only call may have been the program's first, which is often several times slower
         again = history.retry(key, [n for n, m in modeled.items() if n != best_name and (
             m < best_s or (n == "numpy" and entering))])
         target = targets.probe(again) if again is not None else None
@@ -805,10 +794,7 @@ def reset_oracle() -> None:
     _caches["oracle"].clear()
 
 
-def _device(a: Any) -> Any:
-    from dispatch._call import _device as device
-
-    return device(a)
+_device = box.device
 
 
 def _gather_on_device(inputs: Any, key: tuple) -> Decision | None:
@@ -816,8 +802,7 @@ def _gather_on_device(inputs: Any, key: tuple) -> Decision | None:
     there): the indexed array goes to the index, where what follows runs, rather than the
     index coming back, when the array holds at most twice the index's bytes (gathering 4M
     int64 by a device's sort order took 10 ms a call on the host, after 32 MB came back)."""
-    from dispatch._array import ndarray
-
+    ndarray = box.ndarray
     base, *index = inputs.arrays
     if type(base) is not ndarray or type(base._data) is not np.ndarray:
         return None
@@ -832,10 +817,7 @@ def _gather_on_device(inputs: Any, key: tuple) -> Decision | None:
 
 
 def _engine_holding(a: Any) -> Any:
-    from dispatch._array import _engine_of, ndarray
-
-    data = a._data if isinstance(a, ndarray) else a
-    engine = _engine_of(data)
+    engine = targets.engine_of(box.native(a))
     return NUMPY if engine.name == "torch-cpu" else engine
 
 
@@ -995,3 +977,29 @@ def _numpy_best(per: dict, measured: bool = True) -> bool:
     if mine is None:
         return not measured and not per
     return not any(s.seconds * (1 + KEEP_MARGIN) < mine.seconds for n, s in per.items() if n != "numpy")
+
+
+# ---- scale-out: asked before the policy --------------------------------------------------------------
+
+
+def _scale_out(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool] | None:
+    """The scale-out rule, asked before the routing policy: ``(decision, cacheable)`` for Dask,
+    or ``None`` to let the policy decide. Data in Dask stays there; operands or a result too
+    large for the device holding them go there (``dispatch.cluster``'s sizes)."""
+    if DASK in inputs.devices:
+        target = cluster._dask_target()
+        if target is not None:
+            return Decision(target, "data in dask", key=key), True
+        return None
+    if inputs.size < cluster.LIVE_ELEMENTS:
+        return None
+    if "dask" in _refusals.get(key, ()):
+        return None
+    reason = cluster._operand_reason(op, inputs)
+    if reason is None:
+        return None
+    target = cluster._dask_target()
+    return (Decision(target, reason, key=key), False) if target is not None else None
+
+
+cluster.on_change(clear_decisions)  # decisions were made under another LIVE_ELEMENTS

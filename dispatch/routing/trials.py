@@ -76,42 +76,34 @@ _EARLY_AT = (BLOCKS.index(("host", True)) + 1) * BLOCK  # calls made when each s
 _FIRST_TIMED_AT = (BLOCKS.index(("device", True)) + 1) * BLOCK  # ...and when the device's first timed block ends
 EARLY_RATIO = 1.5
 # Every timed period of the device's first block this long keeps the device untried on the host
-# (the shortest counts: a period of the device's first runs may still pay for the kernels of the
-# calls after it, as monte_carlo small's on an H200 machine did, 1073 ms on average, where its
-# runs took 2 ms once compiled, and the host was never tried).
+# (the shortest counts: a period of the device's first runs may still pay for compiling the
+# kernels of the calls after it, which later runs do not).
 MAX_PERIOD_S = 20e-3
 # A trial whose kind of call has not come for this long is dropped, so that it does not keep the
 # others waiting: the loop it timed has ended.
 STALE_S = 5.0
-# ...or sooner: once another kind of call waited for it this many times since it last came (an
-# FFT filter of 2 ms a run kept its transform on the GPU untried through 40 runs, behind the
-# unfinished trial of the program before it). A loop that still makes it comes back before
+# ...or sooner: once another kind of call waited for it this many times since it last came, so
+# that one program's unfinished trial does not hold the next one's. A loop that still makes it comes back before
 # another's calls pass it over this often, or that other's trial, once started, ends within a
 # few of its calls.
 PASSED_OVER = 2 * BLOCK
 # Two host periods in a row this many times the device's mean, and longer than it by over
-# MAX_PERIOD_S, end the trial for the device, warm-up or not: on an H100 machine pairwise large
-# (two q @ R.T a run) ran in 26-36 ms with that call on the device and in 229-529 ms on the
-# host's side (its 400 MB distance matrix then stayed on the host), four runs in a row. A period
-# in which a kernel was compiled does not count: on another, monte_carlo small kept `negative` on
-# torch-cuda by two host periods of 160 ms (7.8 ms on the device), the calls after it meeting
-# host data and CuPy compiling theirs, and the program ran at 1.28x NumPy's time.
+# MAX_PERIOD_S, end the trial for the device, warm-up or not: a host side that slow costs the
+# program more than the trial can learn. A period in which a kernel was compiled does not count:
+# the calls after it pay that once, and it would end trials the host should have won.
 CUT_RATIO = 4.0
 # A period this many times the median of the trial's periods is a pause, not the program.
 PAUSE_RATIO = 5.0
 # The device wins only where the program's periods with the call there are shorter than the
 # host's by more than this share of them. The host's side is what the program ran before, and
 # a device costs the program more than its periods show while the calls after it, meeting
-# inputs that now live elsewhere, decide again: on an H200 machine cosine_topk small kept
-# `negative` on the GPU by a trial the device won by 12% (1479 µs against 1681), and the
-# program ran at 1.26x NumPy's time; on the fake CuPy under that machine's calibration, a win
-# by 8% and 1.25x.
+# inputs that now live elsewhere, decide again: a narrow win for the device can leave the program
+# slower than NumPy.
 DEVICE_MARGIN = 0.15
 # ...unless the program already runs this many times faster than on NumPy alone: its other calls
 # live on a device, and the host's side is the one whose inputs cross the bus. The device then
-# wins where the program ran faster with the call there at all. On an H100 machine mlp large
-# (830 ms a run on NumPy, 230-530 ms routed) kept its weights' update on the host by trials the
-# device won by 2-9%, and sent a 2 MB matrix across the bus each minibatch.
+# wins where the program ran faster with the call there at all, rather than send its data across
+# the bus at every step.
 DEVICE_BOUND = 1.5
 
 

@@ -1,12 +1,12 @@
 """Calibration: what this machine measured, per target and dtype.
 
-``dispatch.calibrate()`` (or ``python -m dispatch calibrate``) times, for every target that
+``dispatch.measure.calibrate()`` (or ``python -m dispatch calibrate``) times, for every target that
 works here: the per-call overhead, launch-and-sync overhead, transfers between host and
 device (pageable and through pinned staging), memory bandwidth, GEMM rates for small and
 large shapes, and representative ops of each complexity at a few sizes, always through
 dispatch itself (so the adapters' own costs are in the numbers) on data already resident on
 the target. Results are stored as JSON in the user's cache directory under a fingerprint of
-the hardware and library versions; ``load_or_measure()`` reads them back on later runs.
+the hardware and library versions; ``load()`` reads them back on later runs.
 
 The JSON (``version`` 1)::
 
@@ -39,26 +39,26 @@ scale-out, not priced, so it has no entry under ``targets``.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Calibration", "cache_dir", "calibrate", "dask_chunk_bytes", "dask_task_overhead", "fingerprint", "load",
-           "load_or_measure", "machine"]
+from dispatch import cluster, targets
+from dispatch.base import settings
+from dispatch.targets import Unsupported, _staging
+
+__all__ = ["Calibration", "cache_dir", "dask_chunk_bytes", "dask_task_overhead", "fingerprint", "load", "machine"]
 
 VERSION = 1
 DTYPES = ("float32", "float64")
@@ -203,8 +203,9 @@ class Calibration:
 
 def cache_dir() -> Path:
     """``$DISPATCH_CACHE_DIR``, else the platform's user cache directory + ``dispatch``."""
-    if os.environ.get("DISPATCH_CACHE_DIR"):
-        return Path(os.environ["DISPATCH_CACHE_DIR"])
+    chosen = settings.cache_dir()
+    if chosen is not None:
+        return chosen
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Caches" / "dispatch"
     if sys.platform == "win32":
@@ -279,7 +280,6 @@ def _lines(path: Path) -> list[str]:
 
 def machine() -> dict[str, Any]:
     """The fingerprint's parts, and the GPUs as their libraries describe them (probes the targets)."""
-    from dispatch import targets
 
     gpus = []
     for name in ("cupy", "torch-cuda", "torch-mps"):
@@ -339,12 +339,6 @@ def load(path: str | Path | None = None) -> Calibration | None:
             found = None  # unreadable or older: as if there were none
         _loaded[fp] = found if found is not None and found.plan == PLAN else None
     return _loaded[fp]
-
-
-def load_or_measure(quick: bool = True, progress: bool = False) -> Calibration:
-    """This machine's stored calibration, measured (and stored) first if there is none."""
-    found = load()
-    return found if found is not None else calibrate(quick=quick, progress=progress)
 
 
 # ---- measuring --------------------------------------------------------------------------------------
@@ -409,86 +403,6 @@ class _Inputs:
         return (x, x) if op == "add" else (x,)
 
 
-def _call_for(op: str) -> Callable[..., Any]:
-    import dispatch
-
-    fn: Any = dispatch
-    for part in op.split("."):
-        fn = getattr(fn, part)
-    if op == "linalg.svd":
-        return lambda a: fn(a, full_matrices=False)
-    if op == "linalg.lstsq":
-        return lambda a, b: fn(a, b, rcond=None)
-    return fn
-
-
-def _measure_target(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str], None],
-                    which: Callable[[str], bool] = lambda op: True) -> dict:
-    """The target's overheads and transfers, and the representative ops ``which`` selects (the
-    rest can be added by ``_measure_ops``)."""
-    import dispatch
-
-    out: dict[str, Any] = {"device": str(target.device), "threads": _threads(target),
-                           "transfer": {}, "gemm": {}, "ops": {}}
-    with dispatch.using(target.name):
-        one = dispatch.asarray(np.ones(1)).to(target.name)
-        budget = _OVERHEAD_BUDGET_S[quick]
-        out["call_overhead_s"] = _timer(lambda: one + one, lambda: None, budget)
-        out["sync_overhead_s"] = 0.0 if target.device.is_host else _timer(lambda: one + one, target.synchronize, budget)
-        if not target.device.is_host:
-            out["transfer"] = _measure_transfers(target, quick)
-    return _measure_ops(target, quick, inputs, tick, out, which)
-
-
-def _measure_ops(target: Any, quick: bool, inputs: _Inputs, tick: Callable[[str], None], out: dict,
-                 which: Callable[[str], bool]) -> dict:
-    """Measure the representative ops ``which`` selects into ``out`` (and what follows from them)."""
-    import dispatch
-
-    budget = _POINT_BUDGET_S[quick]
-    with dispatch.using(target.name):
-        for dtype, representatives in _plan(target, quick):
-            ops: dict[str, list[list[float]]] = out["ops"].setdefault(dtype, {})
-            for op, sizes, quick_sizes in representatives:
-                if not which(op):
-                    continue
-                tick(f"{target.name} {dtype} {op}")
-                fn = _call_for(op)
-                points = []
-                for size in quick_sizes if quick else sizes:
-                    if points and _longer_than(op, points[-1], size, _SLOW_POINT_S):
-                        break
-                    host = inputs(op, size, dtype)
-                    args = tuple(dispatch.asarray(h).to(target.name) for h in host)
-                    x = _side(op, size)
-                    run = functools.partial(fn, *args)
-                    try:
-                        tries = [_timer(run, target.synchronize, budget, _SLOW_CALLS[quick])]
-                        for pause in _RETRY_PAUSES_S:
-                            if not (points and _off_curve(op, points[-1], [x, min(tries)])):
-                                break
-                            time.sleep(pause)
-                            tries.append(_timer(run, target.synchronize, budget, _SLOW_CALLS[quick]))
-                        seconds = min(tries)
-                        key = f"{dtype} {op} {size}"
-                        if len(tries) > 1 or key in out.get("measured_again", {}):  # or measured again later
-                            out.setdefault("measured_again", {}).setdefault(key, []).extend(tries)
-                    except Exception as exc:  # the target cannot run this op at this size (out of memory,
-                        # a dtype it lacks): no point there or above, and why kept, so that it is not silent
-                        out.setdefault("stopped", {})[f"{dtype} {op}"] = f"at {size}: {type(exc).__name__}: {exc}"[:200]
-                        break
-                    points.append([x, seconds])
-                ops[op] = points
-            if "matmul" in ops:
-                out["gemm"][dtype] = [[n, 2.0 * n**3 / s] for n, s in ops["matmul"] if s > 0]
-    adds = out["ops"].get("float64", out["ops"].get("float32", {})).get("add", [])
-    if adds:
-        n, seconds = adds[-1]
-        itemsize = 8 if "float64" in out["ops"] else 4
-        out["memory_bandwidth"] = 3 * n * itemsize / seconds
-    return out
-
-
 def _plan(target: Any, quick: bool) -> list[tuple[str, tuple]]:
     """The dtypes measured on ``target``, each with its representative ops."""
     planned = []
@@ -530,8 +444,6 @@ def _off_curve_ops(out: dict) -> set[str]:
 
 
 def _holds(target: Any, dtype: str) -> bool:
-    from dispatch.targets import Unsupported
-
     if target.library != "torch":
         return True
     try:
@@ -549,7 +461,6 @@ def _threads(target: Any) -> int:
 
 def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
     """Host <-> device bandwidth through dispatch's staging and through plain pageable copies."""
-    from dispatch.targets import _staging
 
     nbytes = (16 if quick else 64) << 20
     host = np.ones(nbytes // 8)
@@ -590,267 +501,12 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
 # calls in both dtypes, one size and dtype a child: on a fresh H100 machine, where they made
 # float64's alone, the parent's first float32 lstsq still took 1.1 s (0.1 after both); the
 # children were done in 14.2-15.8 s (17.7 for float64 alone), one per op in 19.0, one in all 26.5.
-COMPILES_ON_FIRST_CALL = frozenset({"cupy"})
-_FIRST_CALL_OPS = ("linalg.solve", "linalg.svd", "linalg.lstsq")
-_FIRST_CALLS_WAIT_S = 60.0
-
-
-def _start_first_calls(names: list[str], quick: bool) -> list[subprocess.Popen]:
-    """Children making the first calls of the targets named in ``COMPILES_ON_FIRST_CALL``: of its
-    solvers at every size and dtype their calibration measures, one child each where there are
-    cores enough (four are left to the measurements), the largest sizes spread first; and of every
-    other op at every size and dtype it measures, in one child (``others``). They start before
-    the target is looked for here, where its library is installed and a GPU is present
-    (``_likely``), so that their compiles overlap the parent's imports and CUDA contexts. None
-    on a machine calibrated before with these libraries (it has compiled them: on an H200 machine
-    the children then made a quick calibration take 10 s, of which the targets' own measurements
-    5). Other versions, as after an upgrade, compile anew: with empty kernel caches and no
-    children, an H100 machine's full calibration took 35 s, CuPy's measurements 23 of them. None
-    either where the driver keeps no cache, or on a machine of few cores."""
-    slots = (os.cpu_count() or 1) - 4
-    if os.environ.get("CUDA_CACHE_DISABLE") == "1" or slots < 2 or _default_path(fingerprint()).exists():
-        return []
-    children = []
-    dtypes = [d for d in (_QUICK_DTYPES if quick else DTYPES) if d in DTYPES]  # those its solvers are measured in
-    for name in names:
-        if name not in COMPILES_ON_FIRST_CALL or not _likely(name):
-            continue
-        calls = sorted(((size, op, dtype) for op, sizes, quick_sizes in REPRESENTATIVES if op in _FIRST_CALL_OPS
-                        for size in (quick_sizes if quick else sizes) for dtype in dtypes), reverse=True)
-        shares = [[f"{op}:{size}:{dtype}" for size, op, dtype in calls[i::slots - 1]] for i in range(slots - 1)]
-        shares.append(["others:quick" if quick else "others:full"])
-        for share in filter(None, shares):
-            children.append(subprocess.Popen(
-                [sys.executable, "-c", "import sys; from dispatch.calibration import _first_calls; _first_calls()",
-                 name, *share], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    return children
-
-
-def _likely(name: str) -> bool:
-    """Whether target ``name`` will probably be found here, known without importing its library:
-    the library is installed and the kernel's drivers list a GPU. (A child started in vain ends
-    at its first call: its outcome does not matter.)"""
-    import importlib.util
-
-    return bool(_driver_gpus()) and importlib.util.find_spec(name.split("-")[0]) is not None
-
-
-def _first_calls() -> None:
-    """A child of ``_start_first_calls``: ``argv`` names the target, then ``op:size:dtype`` calls,
-    or ``others:quick`` (``others:full``): every op but the solvers, at every size and dtype such a
-    calibration measures on it."""
-    import dispatch
-    from dispatch import targets
-
-    name, calls = sys.argv[1], [c.split(":") for c in sys.argv[2:]]
-    target = targets.probe(name)
-    if target is None:
-        return
-    if calls and calls[0][0] == "others":
-        quick = calls[0][1] == "quick"
-        calls = [(op, size, dtype) for dtype, representatives in _plan(target, quick)
-                 for op, sizes, quick_sizes in representatives if op not in _FIRST_CALL_OPS
-                 for size in (quick_sizes if quick else sizes)]
-    inputs = _Inputs()
-    with dispatch.using(name):
-        for op, size, dtype in calls:
-            _call_for(op)(*(dispatch.asarray(h).to(name) for h in inputs(op, int(size), dtype)))
-            target.synchronize()
-
-
-def _finish_first_calls(children: list[subprocess.Popen]) -> None:
-    """Wait for the children (they only warm the driver's cache: their outcome does not matter)."""
-    deadline = time.perf_counter() + _FIRST_CALLS_WAIT_S
-    for child in children:
-        try:
-            child.wait(timeout=max(deadline - time.perf_counter(), 0.0))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-
-
-# Targets a quick calibration measures in a child process while this one imports torch (1.3-1.7 s
-# of a quick calibration's 4-5 s on H100 machines): CuPy needs none of torch, and its measurements
-# keep one core and the GPU busy, which the import leaves alone. The child is done before this
-# process opens the GPU. On an H100 machine, in turns, the quick command took 4.1-5.0 s so and
-# 5.0-5.5 s with CuPy measured here; CuPy's points did not lean either way. Not where the
-# first-call children run (their compiles disturb it), nor where torch is imported already
-# (nothing to overlap), nor on a machine of few cores.
-MEASURED_ASIDE = frozenset({"cupy"})
-_ASIDE_WAIT_S = 30.0
-
-
-def _start_aside(names: list[str], quick: bool) -> dict[str, subprocess.Popen]:
-    """A child measuring each target of ``MEASURED_ASIDE`` among ``names`` (see there), by name:
-    one that a torch target comes before in ``names``, the order they are looked for in."""
-    if not quick or (os.cpu_count() or 1) < 4 or not _torch_to_import():
-        return {}
-    return {name: subprocess.Popen(
-        [sys.executable, "-c", "from dispatch.calibration import _measure_aside; _measure_aside()", name],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        for i, name in enumerate(names)
-        if name in MEASURED_ASIDE and any(n.startswith("torch-") for n in names[:i]) and _likely(name)}
-
-
-def _torch_to_import() -> bool:
-    import importlib.util
-
-    return "torch" not in sys.modules and importlib.util.find_spec("torch") is not None
-
-
-def _measure_aside() -> None:
-    """A child of ``_start_aside``: the target ``argv`` names, measured as a quick calibration
-    measures it, with the seconds it took, as JSON on stdout."""
-    from dispatch import targets
-
-    target = targets.probe(sys.argv[1])
-    if target is None:
-        sys.exit(1)
-    began = time.perf_counter()
-    measured = _measure_target(target, True, _Inputs(), lambda label: None)
-    json.dump({"measured": measured, "seconds": time.perf_counter() - began}, sys.stdout)
-
-
-def _finish_aside(child: subprocess.Popen) -> dict[str, Any] | None:
-    """What ``child`` measured, or ``None`` where it failed (then this process measures it)."""
-    try:
-        out, _ = child.communicate(timeout=_ASIDE_WAIT_S)
-        return json.loads(out) if child.returncode == 0 else None
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
-    except ValueError:
-        pass
-    return None
-
-
-def _ticker(total: int, progress: bool) -> Iterator[Callable[[str], None]]:
-    if not progress:
-        yield lambda label: None
-        return
-    try:
-        from rich.console import Console
-        from rich.progress import Progress
-    except ImportError:
-        count = [0]
-
-        def plain(label: str) -> None:
-            count[0] += 1
-            print(f"\r[{count[0]}/{total}] {label:<40}", end="", file=sys.stderr, flush=True)
-
-        yield plain
-        print(file=sys.stderr)
-        return
-    with Progress(transient=True, console=Console(stderr=True)) as bar:  # stdout stays the caller's
-        task = bar.add_task("calibrating", total=total)
-        yield lambda label: bar.update(task, advance=1, description=f"calibrating {label}")
-
-
-def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
-              only: tuple[str, ...] | None = None) -> Calibration:
-    """Measure every available target (or only ``only``), store the result, start routing by it.
-
-    A full calibration takes under 30 seconds; ``quick=True`` under 5 seconds.
-    """
-    import contextlib
-
-    from dispatch import router, targets
-
-    start = time.perf_counter()
-    phases: dict[str, float] = {}  # seconds spent on other things than measuring the targets
-    wanted = [name for name in router.PRICED if only is None or name in only]
-    children = _start_first_calls(wanted, quick)  # before any target is looked for
-    aside = {} if children else _start_aside(wanted, quick)
-    measured_aside: dict[str, dict[str, Any]] = {}
-    ticker = None
-    try:
-        found = []
-        for name in wanted:  # the host targets first: torch-cpu's probe is the import _start_aside's children overlap
-            if name in aside and (done := _finish_aside(aside.pop(name))) is not None:
-                measured_aside[name] = done
-            if (target := targets.probe(name)) is not None:
-                found.append(target)
-        info = machine()
-        inputs = _Inputs()
-        result: dict[str, Any] = {}
-        ticker = _ticker(sum(len(ops) for target in found for _, ops in _plan(target, quick)), progress)
-        tick = next(ticker)
-        # While the children run: every device, last and but for its solvers those whose first
-        # calls the children make. Then, undisturbed, those solvers, and the host targets.
-        devices = sorted((t for t in found if not t.device.is_host), key=lambda t: t.name in COMPILES_ON_FIRST_CALL) \
-            if children else []
-        compiling = {t.name for t in devices if t.name in COMPILES_ON_FIRST_CALL}
-        seconds = dict.fromkeys((t.name for t in found), 0.0)
-        phases["finding the targets"] = time.perf_counter() - start
-        for target in devices:
-            began = time.perf_counter()
-            result[target.name] = _measure_target(target, quick, inputs, tick, (lambda op: op not in _FIRST_CALL_OPS)
-                                                  if target.name in compiling else (lambda op: True))
-            seconds[target.name] += time.perf_counter() - began
-        began = time.perf_counter()
-        _finish_first_calls(children)
-        phases["waiting for the first calls"] = time.perf_counter() - began
-        children = []
-        for target in found:
-            began = time.perf_counter()
-            if target.name in compiling:
-                _measure_ops(target, quick, inputs, tick, result[target.name], lambda op: op in _FIRST_CALL_OPS)
-            elif target.name in measured_aside:
-                result[target.name] = measured_aside[target.name]["measured"]
-                seconds[target.name] = measured_aside[target.name]["seconds"]
-                for dtype, representatives in _plan(target, quick):
-                    for op, *_ in representatives:
-                        tick(f"{target.name} {dtype} {op}")
-            elif target not in devices:
-                result[target.name] = _measure_target(target, quick, inputs, tick)
-            seconds[target.name] += time.perf_counter() - began
-        # What is still far off its curve after its retries is measured again once every target
-        # was: what disturbed it has had the others' time to pass. torch-cuda's lstsq of 4096 x 64
-        # read 0.13-0.38 s in 8 of the 10 points measured beside the children (five calibrations),
-        # 8.3-63 ms in the 72 others stored. On the 2-core machine NumPy's float64 matmul of 256
-        # read 12-16 ms in all three tries of one calibration (0.38 ms calm; its float32 one took
-        # 16 ms with another process busy on a core, 0.2 measured again), ended NumPy's ladder, and
-        # the router sent the float64 products of kmeans, pca, least_squares, pairwise and mlp to
-        # torch-cpu: 1.09-2.63x NumPy's time. A child's figures stand (CuPy's first calls stay out
-        # of here).
-        for target in found:
-            if target.name not in measured_aside and (disturbed := _off_curve_ops(result[target.name])):
-                began = time.perf_counter()
-                _measure_ops(target, quick, inputs, lambda label: None, result[target.name], disturbed.__contains__)
-                seconds[target.name] += time.perf_counter() - began
-            result[target.name]["seconds"] = round(seconds[target.name], 2)
-    finally:
-        _finish_first_calls(children)
-        for child in aside.values():  # measuring failed before its target was looked for
-            child.kill()
-            child.communicate()
-        if ticker is not None:
-            with contextlib.suppress(StopIteration):
-                next(ticker)
-    aside_names = [t.name for t in found if t.name in measured_aside]
-    cal = Calibration(
-        fingerprint=fingerprint(info),
-        machine=info,
-        targets={t.name: result[t.name] for t in found},
-        quick=quick,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        seconds=round(time.perf_counter() - start, 2),
-        extra={"phases": {k: round(v, 2) for k, v in phases.items()},
-               **({"measured_aside": aside_names} if aside_names else {}), **_dask_extra(result)},
-    )
-    if save:
-        cal.save()
-        _loaded[cal.fingerprint] = cal
-    router.use_calibration(cal)
-    return cal
-
-
 # ---- Dask: the chunk size that hides a cluster's per-task overhead ------------------------------------
 
 # A chunk's element-wise work should take at least this many times the per-task overhead (5 %).
 DASK_WORK_PER_OVERHEAD = 20.0
 DASK_CHUNK_BOUNDS = (32 << 20, 1 << 30)
-_DEFAULT_BANDWIDTH = 5e9  # bytes/s of one NumPy thread streaming through memory (DESIGN.md: about 7e9)
+_DEFAULT_BANDWIDTH = 5e9  # bytes/s of one NumPy thread streaming through memory
 
 
 def dask_task_overhead(client: Any, tasks: int = 200) -> float:
@@ -878,17 +534,4 @@ def dask_chunk_bytes(client: Any, bandwidth: float | None = None, overhead: floa
     lo, hi = DASK_CHUNK_BOUNDS
     return int(min(max(want, lo), hi)) >> 20 << 20
 
-
-def _dask_extra(measured: dict[str, Any]) -> dict[str, Any]:
-    """With a Dask cluster connected, its per-task overhead and the chunk size chosen from it
-    (``"dask"`` in the calibration file); the chunk size serves this session at once."""
-    from dispatch import cluster
-
-    client = cluster.client() if cluster.connected() else None
-    if client is None:
-        return {}
-    overhead = dask_task_overhead(client)
-    chunk = dask_chunk_bytes(client, measured.get("numpy", {}).get("memory_bandwidth"), overhead)
-    where = cluster.address() or ""
-    cluster._measured_chunk[where] = chunk
-    return {"dask": {"scheduler": where, "task_overhead_s": overhead, "chunk_bytes": chunk}}
+cluster.measure_chunks_with(dask_chunk_bytes)  # a connected cluster's chunk size, measured on first need

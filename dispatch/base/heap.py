@@ -3,14 +3,12 @@
 A NumPy program frees temporaries and makes new ones of the same sizes at every step. glibc
 gives the free memory at the top of its heap back to the system once more of it is free than
 its trim threshold, and the next temporary then faults in every page it touches again (a 4 MB
-temporary: about a thousand page faults, a millisecond on a 2-core machine). glibc starts its
-thresholds low and raises them as large blocks are freed, so whether a program pays depends on
-where its blocks happened to land: k-means on 30,000 x 16 points took 1.46x NumPy's time
-through dispatch on one such layout (4x the page faults, every call on NumPy), and NumPy's
-time with the thresholds below.
+temporary: about a thousand page faults). glibc starts its thresholds low and raises them as
+large blocks are freed, so whether a program pays depends on where its blocks happened to land,
+which dispatch's own allocations change.
 
 ``keep`` sets them where glibc's own rule tops out (blocks up to 32 MiB come from the heap; the
-top of the heap is given back past 64 MiB free) when the array machinery first loads. glibc
+top of the heap is given back past 64 MiB free) at the first routed call (``dispatch.base.tuning``). glibc
 only, and not where the user chose: a ``MALLOC_*_`` variable, ``GLIBC_TUNABLES`` naming malloc,
 or ``DISPATCH_HEAP=system``. The cost: up to 64 MiB of freed memory stays with the process.
 """
@@ -21,7 +19,9 @@ import ctypes
 import os
 import sys
 
-__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep"]
+from dispatch.base.settings import ENV
+
+__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep", "state"]
 
 _M_TRIM_THRESHOLD = -1  # mallopt's parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
@@ -39,9 +39,18 @@ def keep() -> bool:
     return _kept
 
 
+def state() -> str:
+    """Whether the thresholds are set, in words."""
+    if _kept:
+        return f"kept (blocks up to {MMAP_THRESHOLD >> 20} MiB from the heap, trimmed past {TRIM_THRESHOLD >> 20} MiB)"
+    if _kept is None:
+        return "glibc's own (set at the first routed call)"
+    return "glibc's own (" + ("yours" if _user_chose() else "not glibc") + ")"
+
+
 def _user_chose() -> bool:
-    env = os.environ
-    return (env.get("DISPATCH_HEAP", "").lower() == "system"
+    env = os.environ  # glibc's own variables; DISPATCH_HEAP is checked by dispatch.base.settings
+    return (ENV.heap == "system"
             or any(name.startswith("MALLOC_") and name.endswith("_") for name in env)
             or "glibc.malloc" in env.get("GLIBC_TUNABLES", ""))
 

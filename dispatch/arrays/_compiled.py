@@ -1,4 +1,4 @@
-"""The compiled fast path (``dispatch/_fastpath.c``), where this install built it.
+"""The compiled fast path (``dispatch/arrays/_fastpath.c``), where this install built it.
 
 ``fast(kind, op, fallback)`` is what dispatch installs for a routed operator, method or
 function: a compiled callable that runs the small host cases on NumPy and hands every other
@@ -10,18 +10,19 @@ off. Both give the same results; the compiled one saves most of dispatch's cost 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from typing import Any
 
+from dispatch.base.settings import ENV
+
 try:
-    from dispatch import _fastpath
+    from dispatch.arrays import _fastpath  # lazy: optional, built where a C compiler was found
 except ImportError as exc:  # an install without a C compiler: the Python path serves
     _fastpath = None
     STATUS = f"not built ({exc})"
 else:
     STATUS = "compiled"
-if _fastpath is not None and os.environ.get("DISPATCH_PURE_PYTHON", "") not in ("", "0"):
+if _fastpath is not None and ENV.pure_python:
     _fastpath = None
     STATUS = "off (DISPATCH_PURE_PYTHON is set)"
 
@@ -66,6 +67,8 @@ def install_slots() -> int:
 def install_call(ufunc: type) -> bool:
     """Point ``dispatch.ufunc``'s call slot at its compiled ``__call__``, past CPython's generic
     lookup; whether it was set. Setting ``__call__`` on the class again puts the generic slot back."""
+    if ufunc not in _ufunc:
+        _ufunc.append(ufunc)
     return bool(_fastpath.install_call(ufunc)) if _fastpath is not None else False
 
 
@@ -104,16 +107,22 @@ def fast(kind: str, op: Any, fallback: Any, func: Any = None) -> Any:
     return compiled
 
 
+_homes: list[Any] = []  # the classes and modules compiled callables are installed in
+_ufunc: list[type] = []  # the ufunc type whose call slot ``install_call`` set
+
+
+def installed_in(*homes: Any) -> None:
+    """Note classes or modules that hold installed callables (for ``python_path``)."""
+    _homes.extend(homes)
+
+
 @contextlib.contextmanager
 def python_path() -> Iterator[int]:
     """For the block, every compiled callable and attribute dispatch has installed is replaced by
     its Python function or property (to compare the two paths in one process); yields how many
     were replaced."""
-    import dispatch
-    from dispatch import _namespace, fft, linalg
-
     swapped = []
-    for home in (dispatch.ndarray, _namespace.ufunc, dispatch, linalg, fft):
+    for home in _homes:
         for name, value in list(vars(home).items()):
             if _fastpath is not None and type(value) in (_fastpath.Fast, _fastpath.Attr):
                 swapped.append((home, name, value))
@@ -124,4 +133,5 @@ def python_path() -> Iterator[int]:
         for home, name, value in swapped:
             setattr(home, name, value)
         install_slots()
-        install_call(_namespace.ufunc)
+        for ufunc in _ufunc:
+            install_call(ufunc)

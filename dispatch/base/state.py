@@ -9,11 +9,8 @@ on NumPy as it would untraced, and is recorded.
 from __future__ import annotations
 
 import contextvars
-import os
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from dispatch.targets import Target
+from dispatch.base.settings import ENV
 
 __all__ = ["STATE"]
 
@@ -56,25 +53,10 @@ class _State:
         self._active_using -= 1
         self.refresh()
 
-    def forced_target(self) -> Target | None:
-        name = self.forced_name()
-        if name is None or name == _AUTO:
-            return None
-        from dispatch import targets
-
-        return targets.get(name)
-
 
 # `using("auto")` inside `using("cupy")` restores routing: "auto" is stored, read as None.
 _using: contextvars.ContextVar[str | None] = contextvars.ContextVar("dispatch_using", default=None)
 
 STATE = _State()
 
-_ENV_BACKEND = os.environ.get("DISPATCH_BACKEND") or _AUTO
-if _ENV_BACKEND != _AUTO:
-    from dispatch.targets import TARGET_NAMES
-
-    if _ENV_BACKEND not in TARGET_NAMES:  # say so once, here, rather than on every call
-        raise ValueError(f"DISPATCH_BACKEND={_ENV_BACKEND!r} is not a backend; "
-                         f"choose one of: auto, {', '.join(TARGET_NAMES)}")
-    STATE.set_global(_ENV_BACKEND)
+STATE.set_global(ENV.backend)  # DISPATCH_BACKEND, checked by dispatch.base.settings

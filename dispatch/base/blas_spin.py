@@ -3,12 +3,9 @@
 After a threaded product or decomposition, NumPy's BLAS keeps its worker threads spinning for
 more work for a while (OpenBLAS: 2**28 cycles, about 0.1 s; ``OPENBLAS_THREAD_TIMEOUT``, read
 only when NumPy loads). A torch-cpu call in that window shares the cores with them, its own
-threads waiting on each other: on a 2-core machine, right after a 400 x 400 product, torch's
-sum of 2M float64 took 3.05 ms against 0.096 alone (0.195 on one thread), its exp 6.85 against
-1.33 (2.60 on one thread), while NumPy's own exp, one thread, took 1.47 against 1.40 (torch
-imported on its own). So a torch-cpu call within ``SPIN_S`` of NumPy's last routed product
-runs on one torch thread, and what the router measures of it is what it costs there; in the
-suite on that machine k-means on 200,000 points went from 1.11x NumPy's time to 0.93x.
+threads waiting on each other: on few cores it runs many times slower than alone, slower than
+on one thread. So a torch-cpu call within ``SPIN_S`` of NumPy's last routed product runs on one
+torch thread, and what the router measures of it is what it costs there.
 
 Only products and decompositions the router ran on NumPy are seen (``ran``): those under the
 op's floor run on NumPy without it. One too small for the BLAS to thread opens the window

@@ -7,11 +7,11 @@
  *
  * Each routed callable is a `Fast` object: it takes the fast case and hands every other call,
  * unchanged, to the Python function it stands in for (`fallback`), which holds the full rules
- * (dispatch._array and dispatch._call). `Fast` binds like a function, so it serves as a method
+ * (dispatch.arrays._array and dispatch.arrays._call). `Fast` binds like a function, so it serves as a method
  * of dispatch.ndarray, and slots (operators, indexing) call it without making a bound method.
  *
  * What it takes is a subset of the Python fast path's cases, decided the same way. "Under the
- * floors" is dispatch._call's rule: at most op.floor elements, or at most op.trip_floor where no
+ * floors" is dispatch.arrays._call's rule: at most op.floor elements, or at most op.trip_floor where no
  * operand carries a root (no fresh array's lineage the router follows).
  *   forward    a <op> b          a's data and b (array or Python scalar) on the host, the larger
  *                                size under the floors; where a is a temporary NumPy would reuse
@@ -33,7 +33,7 @@
  *                                arrays (third-party code), as function, for the ops in the
  *                                table the Python protocol methods fill (`func` holds it)
  *   transform  np.fft.rfft(x, n=...)  as function where its work follows its input's size (not
- *                                padded FFT_PADDED times or more: dispatch._call.fft_sized)
+ *                                padded FFT_PADDED times or more: dispatch.arrays._call.fft_sized)
  *   array      numpy.asarray(a)  __array__ of host data, no dtype asked, no copy: the data itself
  *   copy       a.copy()          host data at or under copy's floor (the router places larger copies)
  *   shaped     np.zeros((3, 4))  a creation function whose first argument is the shape, given as
@@ -43,7 +43,7 @@
  *   range      np.arange(k)      as shaped, for arange of one to three integers
  *
  * Over the floors, a forward, reflected, method, function, ufunc, protocol or transform call of host
- * arrays no root reaches (or of a list of them: concatenate's) is looked up in dispatch._call's
+ * arrays no root reaches (or of a list of them: concatenate's) is looked up in dispatch.arrays._call's
  * memo, as `_memo_key` and `_memo_run` do: a repeat of a call the router keeps on NumPy, decided
  * and settled, runs NumPy's function without asking again; an operator on a temporary NumPy
  * would elide, into that temporary, where the memo holds such an entry. Anything else the memo's
@@ -78,17 +78,17 @@ static PyTypeObject *nd_type;
 static Py_ssize_t data_off = -1;
 static PyObject *state;
 static Py_ssize_t plain_off = -1;
-static PyTypeObject *op_type;  /* dispatch._ops.Op: its floors and function are read from their slots */
+static PyTypeObject *op_type;  /* dispatch.base.ops.Op: its floors and function are read from their slots */
 static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1, blas_off = -1;
 static PyObject *wrap_fn, *blas_ns, *perf_counter, *str_last;  /* blas_spin's namespace, where _last is */
 static npy_intp elide_bytes, lineage_min;
 /* A left operand's reference count at a temporary's call, measured at import through refs_seen()
- * (dispatch._array._measure_temporaries); -1 where not told: every large operand goes to Python. */
+ * (dispatch.arrays._array._measure_temporaries); -1 where not told: every large operand goes to Python. */
 static Py_ssize_t temporary_refs = -1, refs_seen = -1;
 static PyObject *str_floor, *str_trip, *str_func, *str_op, *str_out, *str_fields,
     *out_names;
 
-/* Set by setup_memo(): the namespaces of dispatch._call, dispatch.router and dispatch.trials (their
+/* Set by setup_memo(): the namespaces of dispatch.arrays._call, dispatch.routing.router and dispatch.routing.trials (their
  * values are read at each call: a policy switch or a test replaces them), the Decision type and
  * where its slots and Op's `mutates` are. */
 static PyObject *call_ns, *router_ns, *trials_ns;
@@ -99,7 +99,7 @@ static PyObject *str_memo, *str_into, *str_decisions, *str_settled_every, *str_r
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))  /* a __slots__ member at that offset */
 #define DATA(o) SLOT(o, data_off)
 
-/* dispatch.ndarray's marks for the router (dispatch._compiled.MARKS), in that order: slots read
+/* dispatch.ndarray's marks for the router (dispatch.arrays._compiled.MARKS), in that order: slots read
  * here directly, NULL or None where unset. */
 enum { ORIGIN, ROOT, HOSTED, MARKS };
 static Py_ssize_t mark_off[MARKS] = {-1, -1, -1};
@@ -154,7 +154,7 @@ static PyObject *op_func(PyObject *op) {
 }
 
 /* A large view (a new reference, or NULL) of the host array d of `source` keeps source's watch
- * on where its result goes next (dispatch._array._keeps_watch); a copy does not. */
+ * on where its result goes next (dispatch.arrays._array._keeps_watch); a copy does not. */
 static PyObject *keep_watch(PyObject *source, PyObject *d, PyObject *view) {
     if (view == NULL || Py_TYPE(view) != nd_type || !PyArray_CheckExact(DATA(view))) return view;
     PyArrayObject *v = (PyArrayObject *)DATA(view);
@@ -182,7 +182,7 @@ static int note_blas(PyObject *op) {
     return failed;
 }
 
-/* dispatch._call.numpy_takes: operands a and b (or NULL) of n elements run on NumPy. */
+/* dispatch.arrays._call.numpy_takes: operands a and b (or NULL) of n elements run on NumPy. */
 static int takes(PyObject *op, npy_intp n, PyObject *a, PyObject *b) {
     npy_intp floor = op_floor(op, str_floor);
     if (floor < 0) return 0;  /* not computed yet: the Python path computes it */
@@ -508,7 +508,7 @@ static PyObject *memo_native(PyObject *v) {
     return out;
 }
 
-/* `op` on these arguments (as the Python path passes them to dispatch._call.call) from the memo:
+/* `op` on these arguments (as the Python path passes them to dispatch.arrays._call.call) from the memo:
  * NULL with *taken 0 and no error set where the Python path runs it. `into`: a host temporary
  * NumPy's elision writes the result into (`call`'s), whose entry's key ends with `_INTO`. */
 static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *into,
@@ -556,7 +556,7 @@ static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     return wrap_handed(r, args, nargs);
 }
 
-/* dispatch._call.fft_sized for a 1-D transform of host data: 1 where its work follows its input's
+/* dispatch.arrays._call.fft_sized for a 1-D transform of host data: 1 where its work follows its input's
  * size, 0 where `n` pads the input's length along `axis` FFT_PADDED times or more, -1 where the
  * Python path decides (data on a device, no FFT_PADDED). */
 static int transform_sized(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
@@ -588,7 +588,7 @@ static int transform_sized(PyObject *const *args, Py_ssize_t nargs, PyObject *kw
 }
 
 /* Whether NumPy's result of ufunc `func` on d and od (d first with data_first) has d's dtype and
- * shape, as dispatch._array._elides asks: 1 or 0, with no error set. The dtypes' answer is kept
+ * shape, as dispatch.arrays._array._elides asks: 1 or 0, with no error set. The dtypes' answer is kept
  * per (func, d's dtype, od's dtype or type, order): resolving them costs more than the call. */
 static PyObject *elision_cache, *str_resolve_dtypes;
 static PyArray_Descr *bool_descr;
@@ -636,7 +636,7 @@ typedef struct {
     int kind;
     int elides;          /* NumPy may elide into an operand: a ufunc of one output, no core dimensions */
     int ufunc;           /* func is a ufunc (its dtypes resolved by resolve_dtypes) */
-    PyObject *op;        /* dispatch._ops.Op (None where the call brings it: ufunc, array_function...) */
+    PyObject *op;        /* dispatch.base.ops.Op (None where the call brings it: ufunc, array_function...) */
     PyObject *func;      /* what NumPy calls (op.func, an ndarray method), or the protocol methods' table */
     PyObject *fallback;  /* the Python function this stands in for */
     PyObject *dict;      /* __name__, __doc__, __wrapped__... */
@@ -669,7 +669,7 @@ static PyObject *call_hosted(PyObject *func, npy_intp floor, int bare, PyObject 
     return result;
 }
 
-/* `op` on these arguments under the floors (dispatch._call.under_floors): at most op.floor
+/* `op` on these arguments under the floors (dispatch.arrays._call.under_floors): at most op.floor
  * elements, or at most op.trip_floor where no dispatch array among them carries a root. */
 static PyObject *run_op(PyObject *op, PyObject *func, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                         int *taken) {
@@ -824,7 +824,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         PyObject *view = new_array(r);
         PyObject *root;
         if (view != NULL && size > lineage_min && (root = mark(args[0], ROOT)) != NULL)
-            set_mark(view, ROOT, root);  /* a large view keeps its root (dispatch._call.lineage) */
+            set_mark(view, ROOT, root);  /* a large view keeps its root (dispatch.arrays._call.lineage) */
         return keep_watch(args[0], d, view);
     }
     case SETITEM: {
@@ -969,7 +969,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         return Py_NewRef(d);
     }
     case COPY: {  /* a.copy(): under copy's floor, NumPy's method; over it, data in C order from the memo,
-                   * where numpy.copy's order "K" is the method's "C" (dispatch._array's ndarray.copy) */
+                   * where numpy.copy's order "K" is the method's "C" (dispatch.arrays._array's ndarray.copy) */
         if (nargs != 1 || kwnames != NULL || !plain()) break;
         PyObject *d = host_data(args[0]);
         npy_intp floor = op_floor(self->op, str_floor);
@@ -1021,7 +1021,7 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     while (kind < KINDS && strcmp(kind_names[kind], kind_name) != 0) kind++;
     if (kind == KINDS) return PyErr_Format(PyExc_ValueError, "unknown kind %R", PyTuple_GET_ITEM(args, 0));
     if (!PyCallable_Check(fallback)) return PyErr_Format(PyExc_TypeError, "fallback must be callable");
-    if (state == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch._fastpath.setup() has not been called");
+    if (state == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch.arrays._fastpath.setup() has not been called");
     Fast *self = (Fast *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->kind = kind;
@@ -1108,8 +1108,8 @@ static PyGetSetDef Fast_getset[] = {
 
 static PyTypeObject FastType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dispatch._fastpath.Fast",
-    .tp_doc = "A routed call whose small host cases run compiled (see dispatch/_fastpath.c).",
+    .tp_name = "dispatch.arrays._fastpath.Fast",
+    .tp_doc = "A routed call whose small host cases run compiled (see dispatch/arrays/_fastpath.c).",
     .tp_basicsize = sizeof(Fast),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_new = Fast_new,
@@ -1195,8 +1195,8 @@ static PyGetSetDef Attr_getset[] = {
 
 static PyTypeObject AttrType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dispatch._fastpath.Attr",
-    .tp_doc = "An array attribute read compiled for NumPy data (see dispatch/_fastpath.c).",
+    .tp_name = "dispatch.arrays._fastpath.Attr",
+    .tp_doc = "An array attribute read compiled for NumPy data (see dispatch/arrays/_fastpath.c).",
     .tp_basicsize = sizeof(Attr),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = Attr_new,
@@ -1229,7 +1229,7 @@ static PyObject *slot_ufunc_call(PyObject *self, PyObject *args, PyObject *kwarg
  * A Python class's `a + b` goes through CPython's generic slot (slot_nb_add), which looks up
  * __add__ and __radd__ on both types and calls the method found. install_slots() puts functions
  * in the type's slots that call the class's Fast callables directly. Setting one of those methods
- * on the class again (dispatch._compiled.python_path, a test's patch) makes CPython put its
+ * on the class again (dispatch.arrays._compiled.python_path, a test's patch) makes CPython put its
  * generic slot back, which calls whatever the class then holds; python_path installs them again
  * where the compiled callables return. A subclass's slots stay CPython's: its arrays reach these
  * functions only as the other operand, and are served by their methods, by name. */
@@ -1385,7 +1385,7 @@ static const SlotFill fills[] = {
 #define SLOT_AT(fill) ((void **)((char *)nd_type + (fill).offset))
 
 static PyObject *install_slots(PyObject *module, PyObject *unused) {
-    if (nd_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch._fastpath.setup() has not been called");
+    if (nd_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch.arrays._fastpath.setup() has not been called");
     int filled = 0;
     for (int i = 0; i < FILLS; i++) {
         PyObject *found[MAX_CALLS] = {NULL};
@@ -1507,7 +1507,7 @@ static PyObject *setup(PyObject *module, PyObject *args) {
 
 static PyObject *setup_memo(PyObject *module, PyObject *args) {
     PyObject *c, *r, *t, *decision;
-    if (op_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch._fastpath.setup() has not been called");
+    if (op_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch.arrays._fastpath.setup() has not been called");
     if (!PyArg_ParseTuple(args, "O!O!O!O!:setup_memo", &PyDict_Type, &c, &PyDict_Type, &r, &PyDict_Type, &t,
                           &PyType_Type, &decision))
         return NULL;
@@ -1562,12 +1562,12 @@ static PyMethodDef module_methods[] = {
     {"setup_creation", setup_creation, METH_O,
      "setup_creation(vars(dispatch.cluster)): where the creation functions' LIVE_ELEMENTS is"},
     {"setup_memo", setup_memo, METH_VARARGS,
-     "setup_memo(vars(dispatch._call), vars(dispatch.router), vars(dispatch.trials), Decision): where the memo is"},
+     "setup_memo(vars(dispatch.arrays._call), vars(dispatch.routing.router), vars(dispatch.routing.trials), Decision): where the memo is"},
     {NULL},
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "dispatch._fastpath", "The compiled fast path of dispatch's host calls.", -1,
+    PyModuleDef_HEAD_INIT, "dispatch.arrays._fastpath", "The compiled fast path of dispatch's host calls.", -1,
     module_methods,
 };
 

@@ -14,7 +14,7 @@ than ``hot_calls_per_s`` (10,000) times a second can pass); such ops are "hot": 
 calls are timed with device events, read back later without a host sync. The history can be
 saved and loaded (``save()``, ``load()``) in the user's cache directory. With ``trials`` on (the
 default) the router also times the whole program against NumPy where it sends host data to a
-device (``dispatch.trials``).
+device (``dispatch.routing.trials``).
 
 It also learns what becomes of a result that a device computed from host data: used on the
 device again, or read back to the host first (``settle``). ``p_return`` is that chance, starting
@@ -40,6 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from dispatch.base.devices import parse_device
 
 __all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
 
@@ -98,7 +100,7 @@ class History:
         self.explore_ratio = explore_ratio
         self.explore_samples = explore_samples
         self.explore_budget = explore_budget
-        self.trials = trials  # device choices for host data are tried against the host (dispatch.trials)
+        self.trials = trials  # device choices for host data are tried against the host (dispatch.routing.trials)
         self.stats: dict[tuple, dict[str, Stat]] = {}
         self.ran: set[tuple] = set()  # (op, dtypes, layout, target) measured at least once, at any size
         self._lock = threading.Lock()
@@ -378,7 +380,6 @@ def _jsonable(key: tuple) -> Any:
 def _from_jsonable(raw: list) -> tuple:
     import numpy as np
 
-    from dispatch.devices import parse_device
 
     op, dtypes, bucket, devices, *rest = raw
     return (op, tuple(np.dtype(d) for d in dtypes), bucket, frozenset(parse_device(d) for d in devices),

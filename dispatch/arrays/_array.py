@@ -3,7 +3,7 @@
 Host data is always a ``numpy.ndarray`` (NumPy and torch-cpu share it zero-copy); device
 data is a CuPy array or a torch tensor, whichever engine produced it (engines on one device
 exchange arrays zero-copy through DLPack). Every operator, method and NumPy function called on
-one goes through the router (``dispatch._call``); results stay on the device where they were
+one goes through the router (``dispatch.arrays._call``); results stay on the device where they were
 computed.
 """
 
@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import _compiled, blas_spin, heap
-from dispatch._compiled import fast
-from dispatch._ops import GETITEM, POWER_OPERATOR, SETITEM, Op, op_for_function, op_for_ufunc_method, op_named
-from dispatch._state import STATE
-from dispatch.cost import FFT_1D
-from dispatch.devices import HOST, Device, device_of, is_backend_type, library_of, parse_device
+from dispatch import cluster, targets
+from dispatch.arrays import _call, _compiled
+from dispatch.arrays._compiled import fast
+from dispatch.base import blas_spin, box
+from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
+from dispatch.base.ops import GETITEM, POWER_OPERATOR, SETITEM, Op, op_for_function, op_for_ufunc_method, op_named
+from dispatch.base.state import STATE
+from dispatch.routing.cost import FFT_1D
 
 __all__ = ["device_scalar", "ndarray", "wrap", "wrap_host"]
 
@@ -36,11 +38,11 @@ class ndarray:
 
     # The router's marks, None on most arrays:
     # _origin: the key of a call a device made this result in from host data, until the result is
-    # next used (dispatch._call.settle)
+    # next used (dispatch.arrays._call.settle)
     # _root: the key of the call that made the fresh array this one is, or was computed from
-    # (dispatch._call.lineage)
+    # (dispatch.arrays._call.lineage)
     # _hosted: the key of a call a host target made this result in where a device was priced for
-    # it, until a device is sent it (dispatch._call.sent)
+    # it, until a device is sent it (dispatch.arrays._call.sent)
     # Compiled, they are slots that read None until set (the compiled path makes them so), and an
     # array has no __dict__, as NumPy's has none: each array is made and freed without one (15-30
     # ns of the 100-140 dispatch added to an operator on a small array). In Python, they are class
@@ -92,8 +94,6 @@ class ndarray:
     def to(self, where: str | Device) -> ndarray:
         """A copy on ``where``: a device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``) or a
         target name (``"cupy"``, ``"torch-cuda"``). Returns ``self`` if it is already there."""
-        from dispatch import targets
-
         if isinstance(where, str) and where in targets.TARGET_NAMES:
             target = targets.get(where)
         else:
@@ -141,9 +141,7 @@ class ndarray:
         return _call.call(op, args, kwargs)
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
-        import dispatch
-
-        return dispatch
+        return sys.modules["dispatch"]  # the package itself, loaded before any of its modules
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         return self._exporter().__dlpack__(**kwargs)
@@ -344,9 +342,13 @@ class ndarray:
     def persist(self) -> ndarray:
         """Compute a Dask-held array's chunks and keep them in the cluster's memory (Dask's
         ``persist``); any other array is returned as it is."""
-        from dispatch import cluster
-
-        return cluster.persist(self)
+        if self.device != DASK:
+            return self
+        client = cluster.client()
+        data = client.persist(self._data) if client is not None else self._data.persist()
+        out = object.__new__(type(self))
+        out._data = data
+        return out
 
     def copy(self, order: str = "C") -> ndarray:
         data = self._data
@@ -584,8 +586,7 @@ def _rebuild(host: np.ndarray, device: str) -> ndarray:
 # ---- helpers shared with the call path -------------------------------------------------------------
 
 
-def _host(native: Any) -> np.ndarray:
-    return _engine_of(native).to_host(native)
+_host = targets.host_array
 
 
 def _host_value(value: Any) -> Any:
@@ -614,34 +615,11 @@ def _host_key(key: Any) -> Any:
     return key
 
 
-def _torch_cpu_to_numpy(tensor: Any) -> np.ndarray:
-    if tensor.requires_grad:
-        tensor = tensor.detach()
-    if tensor.is_conj():
-        tensor = tensor.resolve_conj()
-    if tensor.is_neg():
-        tensor = tensor.resolve_neg()
-    return tensor.numpy()
-
-
-def _engine_of(native: Any) -> Any:
-    """The target owning a native device array (the first that claims it)."""
-    from dispatch import targets
-
-    library = library_of(type(native))
-    if library == "cupy":
-        return targets.get("cupy")
-    if library == "dask":
-        return targets.get("dask")
-    if library == "torch":
-        kind = native.device.type
-        return targets.get("torch-cpu" if kind == "cpu" else "torch-mps" if kind == "mps" else "torch-cuda")
-    return targets.get("numpy")
+_torch_cpu_to_numpy = torch_cpu_to_numpy
+_engine_of = targets.engine_of
 
 
 def _target_for_device(device: Device) -> Any:
-    from dispatch import targets
-
     if device.is_host:
         return targets.get("numpy")
     names = ("cupy", "torch-cuda") if device.kind == "cuda" else ("torch-mps",)
@@ -938,8 +916,8 @@ def _viewed(source: ndarray, view: Any) -> Any:
 
 def _keeps_watch(source: ndarray, view: ndarray) -> None:
     """A large view of a host result whose next use the router watches (``_hosted``) is watched
-    too: a device sent ``X[i:j]`` or ``W.T`` is sent that result (``dispatch._call.sent``). The
-    compiled path does the same (``keep_watch`` in dispatch/_fastpath.c)."""
+    too: a device sent ``X[i:j]`` or ``W.T`` is sent that result (``dispatch.arrays._call.sent``). The
+    compiled path does the same (``keep_watch`` in dispatch/arrays/_fastpath.c)."""
     hosted = source._hosted
     if hosted is not None:
         base, data = view._data.base, source._data
@@ -952,13 +930,12 @@ _install_operators()
 _measure_temporaries()
 _compiled.install_slots()
 _install_methods()
+_compiled.installed_in(ndarray)
 for _name in ("shape", "dtype", "ndim", "size"):
     setattr(ndarray, _name, _compiled.attr(_name, vars(ndarray)[_name]))
 del _name
-heap.keep()  # freed temporaries stay for the next ones (dispatch.heap)
 ndarray.__module__ = "dispatch"
-
-# The call path needs this module's names; it is imported last to close the cycle.
-from dispatch import _call  # noqa: E402
+_call.bind(ndarray, _DeviceScalar, wrap)
+box.register(ndarray, device_scalar)
 
 _COPY = op_named("copy")

@@ -1,5 +1,5 @@
 """Ops: a NumPy callable with what the router needs to know of it, built once from the
-NumPy catalog (``converters.numpy_ops``) and cached.
+NumPy catalog (``dispatch.base.numpy_catalog``) and cached.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from converters.numpy_ops import NUMPY_CATALOG
-from dispatch.blas_spin import BLAS_WORK
-from dispatch.selector import OpComplexity
+from dispatch import tracing
+from dispatch.base.blas_spin import BLAS_WORK
+from dispatch.base.numpy_catalog import NUMPY_CATALOG
+from dispatch.base.tiers import OpComplexity
 
 __all__ = ["GETITEM", "POWER_OPERATOR", "SETITEM", "Op", "op_for_function", "op_for_ufunc_method", "op_named"]
 
@@ -71,7 +72,7 @@ class Op:
     # Per-target state the adapters keep (resolved implementation, refusal reasons).
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     # NumPy hands it to its BLAS, whose threads spin after it: every path that runs it on NumPy
-    # says so (``dispatch.blas_spin``), the compiled path too (it reads this slot).
+    # says so (``dispatch.base.blas_spin``), the compiled path too (it reads this slot).
     blas: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -143,7 +144,6 @@ def op_for_function(func: Callable[..., Any]) -> Op:
         name = f"{module}.{getattr(func, '__qualname__', repr(func))}"
         op = Op(name=name, func=func, complexity=OpComplexity.LOW, work="host", cataloged=False)
         _by_function[func] = op
-        from dispatch import tracing
 
         tracing.fallback(op, "not in the NumPy catalog: runs on NumPy")
     return op

@@ -16,22 +16,41 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from dispatch import _compiled, blas_spin, router, tracing
-from dispatch._array import _DeviceScalar, _engine_of, ndarray, wrap
-from dispatch._ops import GETITEM, Op
-from dispatch._state import STATE
-from dispatch.cost import FFT_1D
-from dispatch.devices import HOST, HOST_ONLY, Device, device_of, library_of
+from dispatch import targets, tracing
+from dispatch.arrays import _compiled
+from dispatch.base import blas_spin
+from dispatch.base.devices import HOST, HOST_ONLY, Device, device_of, library_of
+from dispatch.base.ops import GETITEM, Op
+from dispatch.base.state import STATE
+from dispatch.routing import router
+from dispatch.routing.cost import FFT_1D
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
 
 __all__ = ["Inputs", "call"]
 
 _SCALARS = (int, float, complex, bool, np.generic)
+
+# The array type, its 0-d device results' type and the wrapper of results: defined above this
+# module (``dispatch.arrays._array``), which hands them over as it loads, as it tells the
+# compiled path (``_compiled.setup``).
+ndarray: type = type(None)
+_DeviceScalar: type = type(None)
+wrap: Callable[..., Any] = None  # type: ignore[assignment]
+_engine_of = targets.engine_of
+
+
+def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any]) -> None:
+    """Called once by ``dispatch.arrays._array`` as it loads, once it has set up the compiled path."""
+    global ndarray, _DeviceScalar, wrap
+    ndarray, _DeviceScalar, wrap = array_type, scalar_type, wrap_result
+    # The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/arrays/_fastpath.c).
+    _compiled.setup_memo(globals(), vars(router), vars(router.trials), router.Decision)
 
 
 _NOWHERE: frozenset = frozenset()
@@ -140,10 +159,7 @@ def _broadcast(op: Op, args: tuple, kwargs: dict) -> Any:
 
     Of one size, ``W1 - step`` (two 256 x 512 weights) and ``logits - logits.max(axis=1,
     keepdims=True)`` (16384 x 10 less its row maxima) are other calls of a program, and under
-    one key what the router learned of one decided the other (an H100 machine's mlp large,
-    learned after mlp small and medium in one process, ran its weight updates on NumPy and sent
-    the weights back to the GPU every minibatch: 0.61x NumPy's time, against 0.22-0.30x learned
-    alone; with this part of the key, 0.45x)."""
+    one key what the router learned of one would decide the other."""
     first = None
     for a in args:
         shape = a._data.shape if type(a) is ndarray else getattr(a, "shape", None)
@@ -321,7 +337,7 @@ def host_kwargs(kwargs: dict, copies: dict | None = None) -> dict:
 
 def to_forced_device(result: Any) -> Any:
     """Random draws happen on the host (NumPy's streams); a forced device target gets them."""
-    target = STATE.forced_target() if not STATE.plain else None
+    target = targets.forced() if not STATE.plain else None
     if target is None or target.device.is_host or not isinstance(result, ndarray):
         return result
     try:
@@ -334,8 +350,7 @@ def _native_for(target: Target, counted: bool = True):
     """Arrays as ``target``'s own; ``counted``: a host result sent there is learned from
     (``sent``), which an explored call's is not (a measurement, not where the program goes).
     One call sends a host array to a device once: passed twice (``x * x``), or with its
-    transpose (``A.T @ A``, whose second copy was 160 MB of least_squares large's 1 GB a run
-    on an H100 machine), the later one is the copy already made, or its transpose."""
+    transpose (``A.T @ A``), the later one is the copy already made, or its transpose."""
     copies: list[tuple[np.ndarray, Any]] = []  # (host array, its copy on the device) made by this call
 
     def from_host(data: np.ndarray) -> Any:
@@ -542,8 +557,8 @@ def numpy_takes(op: Op, n: int, a: Any, b: Any = None) -> bool:
 
 
 # ---- the resident lane ------------------------------------------------------------------------------
-# A loop on data a GPU holds makes many small calls on the engine holding it: on the H100 machine
-# such an add took 40 µs through the general path against CuPy's own 12. The lane runs them with
+# A loop on data a GPU holds makes many small calls on the engine holding it, which the general
+# path would make several times slower than the engine's own. The lane runs them with
 # what the general path would do for them and nothing else: no host copies, no lineage (data on a
 # device has no root), no placement, no out= to check.
 
@@ -609,21 +624,16 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
 
 # The lane's memo. A loop on a device repeats a few calls on operands of the same dtypes and
 # shapes; summarising the inputs, asking the router and resolving the engine's function again at
-# each repeat cost more than the kernel launch (on the H100 machine an add of two CuPy arrays took
-# 31-48 µs through the lane, against CuPy's own 12-18). So the lane remembers, per call signature,
-# the decision and the engine's resolved call, and a repeat runs them while that decision is the
+# each repeat cost more than the kernel launch. So the lane remembers, per call signature, the
+# decision and the engine's resolved call, and a repeat runs them while that decision is the
 # router's and needs no timing. A host call over the floors that the router keeps on NumPy is
 # remembered the same way, where nothing follows from it (no root, no placement credit, no watch
-# on where its result goes): on an H200 machine's host each such call cost 6-10 µs over NumPy's
-# own, and the few of them in a 1-2 ms program (a trial's host verdict, an FFT) made it 5-9% slower.
-# The compiled path serves those host entries itself (``memo_run`` in dispatch/_fastpath.c, the same
-# key and checks): a remembered ``rfft`` costs 0.5 µs over NumPy's on a 2-core machine, 2.3 here.
-# An operator that NumPy's elision runs into a temporary (``_array._elides``) is remembered under
-# a key of its own and run into it: otherwise ``2.0 * (q @ R.T)`` in a k-NN program went through
-# the router at every run, on an H100 machine the one call of its 36 that still did. The compiled
-# path serves those entries too, and a list or tuple of host arrays is keyed by its arrays: on that
-# machine a Monte Carlo program's ``concatenate([z, -z])`` went through the router at every run,
-# its line 55 µs slower than NumPy's, and the memo's Python path cost the k-NN program's line 43.
+# on where its result goes): asking the router again would cost more than such a call.
+# The compiled path serves those host entries itself (``memo_run`` in dispatch/arrays/_fastpath.c,
+# the same key and checks). An operator that NumPy's elision runs into a temporary
+# (``_array._elides``) is remembered under a key of its own and run into it, and a list or tuple of
+# host arrays (``concatenate([z, -z])``) is keyed by its arrays: otherwise such calls would go
+# through the router at every run. The compiled path serves those entries too.
 
 _INEXACT_SCALARS = (np.floating, np.complexfloating)  # NumPy's scalars keyed, as floats are, by type alone
 _SEQUENCES = (list, tuple)  # of host arrays (``concatenate``'s), keyed by their arrays
@@ -1011,13 +1021,8 @@ def _drain(inputs: Inputs, target: Target) -> None:
     """Wait for the queued work of the devices a timed call crosses to or from, before its clock
     starts. Its copy is ordered after the kernels queued before it, so it would wait for them
     anyway; but they are earlier calls' work, which the program waits for in any case when it
-    reads its results, and on the clock they would be charged to whichever target crosses. On
-    an H100 machine k-means' ``x_sq - 2 * (X @ C.T)`` (its host operand sent to the device) was
-    timed at 0.5-1.6 ms with the matmul queued before it, and on NumPy (the product read back)
-    at 1.0-3.1 ms: in one process of six NumPy won, and the program took twice as long as in the
-    others. Charging the wait only where a call leaves the device its operands live on (the
-    engine there would not wait) made least_squares medium's router take 19-48 ms a run in six
-    processes, against 17-24 ms in three without."""
+    reads its results, and on the clock they would be charged to whichever target crosses, and
+    the router would learn from the queue rather than the call."""
     target.synchronize()
     for a in inputs.arrays:
         if type(a) is ndarray and type(a._data) is not np.ndarray:
@@ -1070,6 +1075,3 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
                 return wrap(result)  # a scalar, or divmod's pair
     return call(op, (a, b), {})
 
-
-# The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/_fastpath.c).
-_compiled.setup_memo(globals(), vars(router), vars(router.trials), router.Decision)

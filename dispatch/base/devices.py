@@ -2,7 +2,7 @@
 
 A device is memory, not an engine: NumPy and torch-cpu both compute on host memory, CuPy
 and torch-cuda both on a CUDA device. Moving between engines on one device copies nothing
-(DLPack), though each crossing takes host time (7-30 µs on an H100 machine); moving between
+(DLPack), though each crossing takes host time (microseconds); moving between
 devices is a cost the router weighs.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["DASK", "HOST", "HOST_ONLY", "Device", "device_of", "is_backend_type", "library_of", "parse_device"]
 
@@ -105,3 +106,15 @@ def library_of(kind: type) -> str:
 _PREFIXES = (("cupy", "cupy"), ("dask.array", "dask"), ("torch", "torch"))
 _libraries: dict[type, str] = {}
 _known: dict = {}
+
+
+def torch_cpu_to_numpy(tensor: Any) -> Any:
+    """A torch CPU tensor's memory as a ``numpy.ndarray``, zero-copy (conjugate and negative
+    views resolved, gradients detached)."""
+    if tensor.requires_grad:
+        tensor = tensor.detach()
+    if tensor.is_conj():
+        tensor = tensor.resolve_conj()
+    if tensor.is_neg():
+        tensor = tensor.resolve_neg()
+    return tensor.numpy()

@@ -1,0 +1,89 @@
+"""Scale-out calls of the array layer: materialising Dask-held arrays (``compute``, ``persist``),
+and running calls that have no operands (creation functions, random draws) on Dask when their
+result is too large for the host (``creation``, ``run_on_dask``). The sizes, settings and the
+connection are ``dispatch.cluster``'s.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from dispatch import cluster, targets
+from dispatch.arrays import _call, _compiled
+from dispatch.arrays._array import _DeviceScalar, device_scalar, ndarray, wrap
+from dispatch.base.devices import DASK
+from dispatch.base.ops import op_named
+from dispatch.base.state import STATE
+from dispatch.routing.router import Decision
+from dispatch.targets import Unsupported
+from dispatch.targets._dask_create import elements, itemsize
+
+__all__ = ["compute", "creation", "persist", "run_on_dask"]
+
+
+def compute(*arrays: Any) -> tuple[Any, ...]:
+    """Compute several Dask-held arrays in one pass (shared work is done once); each becomes a
+    ``dispatch.ndarray`` in memory (NumPy, or CuPy from GPU workers). Other values pass through."""
+    lazy = [i for i, a in enumerate(arrays) if isinstance(a, ndarray) and a.device == DASK]
+    if not lazy:
+        return tuple(arrays)
+    import dask
+
+    done = dask.compute(*(arrays[i]._data for i in lazy), **cluster.scheduler())
+    out = list(arrays)
+    for i, value in zip(lazy, done, strict=True):
+        out[i] = _in_memory(value, arrays[i])
+    return tuple(out)
+
+
+def _in_memory(value: Any, like: Any) -> Any:
+    if isinstance(like, _DeviceScalar):
+        value = np.asarray(value)
+        return value[()] if type(value).__module__.startswith("numpy") else device_scalar(value)
+    return wrap(np.asarray(value) if type(value).__module__.startswith("numpy") else value)
+
+
+def persist(x: Any) -> Any:
+    """``x`` with its chunks computed and kept in the cluster's (or this process's) memory, so
+    later work starts from them; arrays not held by Dask are returned as they are."""
+    return x.persist() if isinstance(x, ndarray) else x
+
+
+def run_on_dask(op: Any, reason: str, run: Any) -> Any:
+    """Run ``run()`` (which builds a Dask array) as ``op`` decided for Dask: timed and traced
+    like any routed call."""
+    return _call._execute(op, _call.Inputs([]), Decision(targets.get("dask"), reason), run)
+
+
+def creation(name: str, plain: Any) -> Any:
+    """``dispatch.<name>`` for a creation function: a chunked Dask array when the result is too
+    large for the host (or under ``using("dask")``, or spanning a connected cluster's chunks),
+    else ``plain`` (the routed NumPy function)."""
+    op = op_named(name)
+
+    @functools.wraps(plain)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        n = elements(name, args, kwargs)
+        if n >= cluster.LIVE_ELEMENTS or not STATE.plain:
+            reason = cluster.result_reason(n * itemsize(name, args, kwargs), n)
+            target = cluster._dask_target() if reason is not None else None
+            if target is not None:
+                try:
+                    return run_on_dask(op, reason, lambda: _call._run_on(target, op, args, kwargs))
+                except Unsupported:
+                    pass  # arguments only NumPy takes: NumPy decides
+        return plain(*args, **kwargs)
+
+    # compiled: the routed function itself where the arguments are integers that size a result
+    # Dask would not take (dispatch/arrays/_fastpath.c, the kinds "shaped" and "range")
+    kind = "range" if name == "arange" else "shaped" if name in ("zeros", "ones", "empty", "full") else None
+    if kind is not None:
+        wrapper = _compiled.fast(kind, op, wrapper, plain)
+    wrapper.__wrapped__ = getattr(plain, "__wrapped__", plain)  # NumPy's function, as for every routed name
+    return wrapper
+
+
+_compiled.setup_creation(vars(cluster))

@@ -1,0 +1,54 @@
+"""``dispatch.ndarray`` as the layers below it see it.
+
+The array type lives in ``dispatch.arrays``, above the targets and the router, which still tell
+its arrays apart and hand back 0-d device results NumPy returns as scalars. The array layer
+registers its type and its scalar wrapper here as it loads (``register``); the layers below
+ask this module, so no import points up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dispatch.base.devices import Device, device_of
+
+__all__ = ["device", "device_scalar", "ndarray", "register"]
+
+
+class _Unset:
+    """Stands for the array type until ``register``: nothing is an instance of it."""
+
+
+ndarray: type = _Unset
+_scalar: Callable[[Any], Any] | None = None
+
+
+def register(array_type: type, scalar: Callable[[Any], Any]) -> None:
+    """Called once by ``dispatch.arrays._array``: its array type and its 0-d device result wrapper."""
+    global ndarray, _scalar
+    ndarray, _scalar = array_type, scalar
+
+
+def device_scalar(native: Any) -> Any:
+    """A 0-d device array that stands for a NumPy scalar, as a ``dispatch.ndarray``."""
+    return _scalar(native)
+
+
+def native(x: Any) -> Any:
+    """The backend array a ``dispatch.ndarray`` holds, or ``x`` itself."""
+    return x._data if isinstance(x, ndarray) else x
+
+
+def device(x: Any) -> Device:
+    """The device holding ``x``, a ``dispatch.ndarray`` or a native array."""
+    return device_of(native(x))
+
+
+def dtype(x: Any) -> np.dtype:
+    """The NumPy dtype of ``x``, a ``dispatch.ndarray`` or a native array."""
+    if isinstance(x, (ndarray, np.ndarray)):
+        return x.dtype
+    return ndarray._from_native(x).dtype
