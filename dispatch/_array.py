@@ -511,7 +511,7 @@ def device_scalar(native: Any) -> ndarray:
 
 
 def _handled(x: Any) -> bool:
-    return isinstance(x, (ndarray, np.ndarray, int, float, complex, np.generic)) or x is None or \
+    return isinstance(x, (ndarray, np.ndarray, int, float, complex, str, bytes, np.generic)) or x is None or \
         is_backend_type(type(x)) or isinstance(x, (list, tuple))
 
 

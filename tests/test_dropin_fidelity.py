@@ -1,0 +1,82 @@
+"""``import dispatch as np`` behaves as NumPy where programs and NumPy's own tests look closely:
+testing helpers, foreign ufuncs, strings, array protocols, namespaces, subclasses, object arrays,
+sklearn's dtype checks and warnings. NumPy (or stock scikit-learn) is the reference throughout."""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+
+import dispatch
+
+
+def _same(got, want):
+    """``got`` is what NumPy's ``want`` is under dispatch: a dispatch array for a NumPy array
+    (same dtype, shape and values), else an object of NumPy's type and value."""
+    if type(want) is numpy.ndarray:
+        assert type(got) is dispatch.ndarray, type(got)
+        host = numpy.asarray(got)
+        assert host.dtype == want.dtype and host.shape == want.shape, (host.dtype, host.shape, want.dtype, want.shape)
+        numpy.testing.assert_array_equal(host, want)
+    else:
+        assert type(got) is type(want), (type(got), type(want))
+        numpy.testing.assert_array_equal(numpy.asarray(got), numpy.asarray(want))
+
+
+def _torch_cpu():
+    """Force torch-cpu, or skip where torch is not installed."""
+    pytest.importorskip("torch")
+    return dispatch.using("torch-cpu")
+
+
+# ---- ufuncs that are not NumPy's ------------------------------------------------------------------
+
+_pyadd = numpy.frompyfunc(lambda x, y: x + y, 2, 1)
+_pyinc = numpy.frompyfunc(lambda x: x + 1, 1, 1)
+
+
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda xp, a: _pyinc(a), id="frompyfunc"),
+    pytest.param(lambda xp, a: _pyadd(a, a), id="frompyfunc-binary"),
+    pytest.param(lambda xp, a: _pyadd.reduce(a.astype(object)), id="frompyfunc-reduce"),
+    pytest.param(lambda xp, a: _pyadd.accumulate(a.astype(object)), id="frompyfunc-accumulate"),
+    pytest.param(lambda xp, a: xp.strings.str_len(a.astype(str)), id="strings.str_len"),
+])
+def test_a_ufunc_that_is_not_numpys_runs_on_numpy(call):
+    a = numpy.arange(6.0)
+    _same(call(dispatch, dispatch.asarray(a)), call(numpy, a))
+
+
+def test_a_third_party_ufunc_runs_on_numpy():
+    special = pytest.importorskip("scipy.special")
+    a = numpy.linspace(-2.0, 2.0, 7)
+    _same(special.erf(dispatch.asarray(a)), special.erf(a))
+    with _torch_cpu():
+        _same(special.erf(dispatch.asarray(numpy.linspace(-2.0, 2.0, 100_000))),
+              special.erf(numpy.linspace(-2.0, 2.0, 100_000)))
+
+
+# ---- strings and bytes ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["numpy", "torch-cpu"])
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda xp: xp.array(["a", "b"]) == "a", id="str=="),
+    pytest.param(lambda xp: "a" != xp.array(["a", "b"]), id="str!=reflected"),
+    pytest.param(lambda xp: xp.array(["a", "b"]) < "b", id="str<"),
+    pytest.param(lambda xp: xp.array([b"a", b"b"]) == b"a", id="bytes=="),
+    pytest.param(lambda xp: xp.char.add(xp.array(["a", "c"]), "b"), id="char.add"),
+    pytest.param(lambda xp: numpy.char.add(xp.array([b"a", b"c"]), b"b"), id="numpy.char.add-bytes"),
+    pytest.param(lambda xp: numpy.strings.add("x", xp.array(["a", "c"])), id="numpy.strings.add"),
+])
+def test_string_operands_compare_and_add_element_wise(target, call):
+    if target == "torch-cpu":
+        pytest.importorskip("torch")
+    with dispatch.using(target):
+        _same(call(dispatch), call(numpy))
+
+
+def test_a_mask_from_a_string_field_selects_records():
+    dtype = [("name", "U5"), ("age", int)]
+    rows = [("bob", 31), ("al", 40), ("bob", 7)]
+    s, ref = dispatch.array(rows, dtype=dtype), numpy.array(rows, dtype=dtype)
+    _same(s[s["name"] == "bob"], ref[ref["name"] == "bob"])
