@@ -14,10 +14,12 @@ import importlib
 
 import numpy as _np
 
+from dispatch import _imports
 from dispatch.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 from dispatch.torch_env import set_defaults as _torch_defaults
 
 _torch_defaults()  # before torch loads, where it has not: OpenMP reads its wait policy then (dispatch.torch_env)
+_imports.install()  # ``import dispatch.ma``; numpy.testing's asserts on dispatch arrays (dispatch._imports)
 
 __version__ = "0.1.0"
 

@@ -80,3 +80,53 @@ def test_a_mask_from_a_string_field_selects_records():
     rows = [("bob", 31), ("al", 40), ("bob", 7)]
     s, ref = dispatch.array(rows, dtype=dtype), numpy.array(rows, dtype=dtype)
     _same(s[s["name"] == "bob"], ref[ref["name"] == "bob"])
+
+
+# ---- numpy.testing on dispatch arrays -------------------------------------------------------------
+
+@pytest.mark.parametrize("module", ["numpy.testing", "dispatch.testing"])
+@pytest.mark.parametrize("name", ["assert_equal", "assert_almost_equal"])
+def test_numpys_asserts_compare_dispatch_arrays(module, name):
+    import importlib
+
+    check = getattr(importlib.import_module(module), name)
+    a = dispatch.arange(6.0).reshape(2, 3)
+    check(a, numpy.arange(6.0).reshape(2, 3))
+    check(a.sum(), 15.0)
+    with pytest.raises(AssertionError):
+        check(a, a + 1.0)
+    if name == "assert_equal":  # nested, as NumPy's own tests pass them
+        check([a, {"k": a}], [a.copy(), {"k": numpy.asarray(a)}])
+        with pytest.raises(AssertionError):
+            check({"k": a}, {"k": a * 2.0})
+
+
+# ---- NumPy's submodules are modules of dispatch ------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["lib", "lib.stride_tricks", "ma", "polynomial", "polynomial.polynomial", "char",
+                                  "strings", "testing", "rec", "emath", "typing", "exceptions", "dtypes",
+                                  "ctypeslib"])
+def test_numpy_submodules_import_under_dispatch(name):
+    import importlib
+
+    module = importlib.import_module(f"dispatch.{name}")
+    obj = numpy
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    assert module is obj  # NumPy's own module, as the attribute is
+    attribute = dispatch
+    for part in name.split("."):
+        attribute = getattr(attribute, part)
+    assert attribute is module
+
+
+def test_from_imports_of_numpy_submodules():
+    from dispatch.lib.stride_tricks import as_strided
+    from dispatch.ma import masked_array
+
+    assert as_strided is numpy.lib.stride_tricks.as_strided and masked_array is numpy.ma.masked_array
+    with pytest.raises(ModuleNotFoundError):
+        import dispatch.no_such_module
+    import dispatch.linalg
+
+    assert dispatch.linalg.__name__ == "dispatch.linalg"  # dispatch's own module wins
