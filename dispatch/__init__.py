@@ -21,7 +21,10 @@ from dispatch.torch_env import set_defaults as _torch_defaults
 _torch_defaults()  # before torch loads, where it has not: OpenMP reads its wait policy then (dispatch.torch_env)
 _imports.install()  # ``import dispatch.ma``; numpy.testing's asserts on dispatch arrays (dispatch._imports)
 
-__version__ = "0.1.0"
+# NumPy's version, as code that checks ``np.__version__`` expects of a drop-in; dispatch's own is
+# ``__dispatch_version__`` (and importlib.metadata.version("dispatch-accel"))
+__version__ = _np.__version__
+__dispatch_version__ = "0.1.0"
 
 # dispatch's own names that live in submodules: name -> module
 _OWN = {

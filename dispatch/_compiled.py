@@ -90,14 +90,15 @@ def setup_memo(call_ns: dict, router_ns: dict, trials_ns: dict, decision: type) 
         _fastpath.setup_memo(call_ns, router_ns, trials_ns, decision)
 
 
-def fast(kind: str, op: Any, fallback: Any, func: Any = None) -> Any:
+def fast(kind: str, op: Any, fallback: Any, func: Any = None, bound: bool = True) -> Any:
     """The callable to install for ``fallback``: kinds and their cases in ``_fastpath.c``.
-    ``func`` is what NumPy calls (``op.func`` unless given: an ndarray method's own)."""
+    ``func`` is what NumPy calls (``op.func`` unless given: an ndarray method's own). ``bound``:
+    a class holding it binds it as a method, as Python functions are (not NumPy's builtins)."""
     if _fastpath is None:
         return fallback
     if func is None and op is not None:
         func = op.func
-    compiled = _fastpath.Fast(kind, op, func, fallback)
+    compiled = (_fastpath.Fast if bound else _fastpath.Function)(kind, op, func, fallback)
     for name in ("__module__", "__name__", "__qualname__", "__doc__"):  # the function's own, not its __dict__
         setattr(compiled, name, getattr(fallback, name, None))
     compiled.__wrapped__ = fallback
@@ -115,7 +116,7 @@ def python_path() -> Iterator[int]:
     swapped = []
     for home in (dispatch.ndarray, _namespace.ufunc, dispatch, linalg, fft):
         for name, value in list(vars(home).items()):
-            if _fastpath is not None and type(value) in (_fastpath.Fast, _fastpath.Attr):
+            if _fastpath is not None and isinstance(value, (_fastpath.Fast, _fastpath.Attr)):
                 swapped.append((home, name, value))
                 setattr(home, name, value.fallback)
     try:

@@ -1127,6 +1127,29 @@ static PyTypeObject FastType = {
     .tp_getset = Fast_getset,
 };
 
+/* A namespace function that NumPy's is a builtin of (np.zeros, np.asarray): a Fast that a class
+ * holding it does not bind, as NumPy's builtins are not bound (`class T: zeros = np.zeros`).
+ * Without METHOD_DESCRIPTOR the interpreter asks tp_descr_get, which hands back the function. */
+static PyObject *Function_get(PyObject *self, PyObject *obj, PyObject *type) {
+    return Py_NewRef(self);
+}
+
+static PyTypeObject FunctionType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dispatch._fastpath.Function",
+    .tp_doc = "A routed namespace function whose small host cases run compiled (see dispatch/_fastpath.c).",
+    .tp_basicsize = sizeof(Fast),
+    .tp_base = &FastType,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_traverse = (traverseproc)Fast_traverse,
+    .tp_clear = (inquiry)Fast_clear,
+    .tp_dealloc = (destructor)Fast_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Fast, vectorcall),
+    .tp_descr_get = Function_get,
+    .tp_dictoffset = offsetof(Fast, dict),
+};
+
 /* dispatch.ndarray's shape, dtype, ndim and size: each an `Attr` standing in for the Python
  * property, which it reads where the array's data is not a NumPy array. For NumPy data it reads
  * NumPy's own (a property's Python frame took 0.05-0.08 us a read, as long as NumPy's read). */
@@ -1573,7 +1596,7 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__fastpath(void) {
     import_array();
-    if (PyType_Ready(&FastType) < 0 || PyType_Ready(&AttrType) < 0) return NULL;
+    if (PyType_Ready(&FastType) < 0 || PyType_Ready(&FunctionType) < 0 || PyType_Ready(&AttrType) < 0) return NULL;
     str_shape = PyUnicode_InternFromString("shape");
     if (str_shape == NULL) return NULL;
     str_floor = PyUnicode_InternFromString("floor");
@@ -1608,6 +1631,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Fast", (PyObject *)&FastType) < 0 ||
+        PyModule_AddObjectRef(m, "Function", (PyObject *)&FunctionType) < 0 ||
         PyModule_AddObjectRef(m, "Attr", (PyObject *)&AttrType) < 0) {
         Py_DECREF(m);
         return NULL;

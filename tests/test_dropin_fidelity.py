@@ -130,3 +130,61 @@ def test_from_imports_of_numpy_submodules():
     import dispatch.linalg
 
     assert dispatch.linalg.__name__ == "dispatch.linalg"  # dispatch's own module wins
+
+
+# ---- namespace functions stored on a class -------------------------------------------------------------
+
+def _binds(f):
+    """Whether a class holding ``f`` binds it as a method."""
+    import types
+
+    got = type("Holder", (), {"f": f})().f
+    return isinstance(got, types.MethodType)
+
+
+@pytest.mark.parametrize("name", ["array", "asarray", "asanyarray", "zeros", "empty", "arange", "ascontiguousarray"])
+def test_numpys_builtins_are_not_bound_on_a_class(name):
+    """``class T: array = np.array``: NumPy's builtins stay functions there."""
+    args = {"zeros": (3,), "empty": (0,), "arange": (4,)}.get(name, ([1, 2],))
+    holder = type("Holder", (), {"f": getattr(dispatch, name)})
+    reference = type("Holder", (), {"f": getattr(numpy, name)})
+    want = reference().f(*args)
+    _same(holder().f(*args), want)
+    _same(holder.f(*args), want)
+    _same(holder().f(*args, dtype=numpy.float32), reference().f(*args, dtype=numpy.float32))
+
+
+@pytest.mark.parametrize("module", ["", "linalg", "fft"])
+def test_namespace_functions_bind_as_numpys_do(module):
+    """Every callable of the namespace binds on a class exactly where NumPy's does (its
+    Python-level functions do, its builtins and ufuncs do not)."""
+    mine = _lookup(dispatch, module) if module else dispatch
+    theirs = _lookup(numpy, module) if module else numpy
+    names = [n for n in dir(theirs) if not n.startswith("_") and hasattr(mine, n)]
+    differ = [n for n in names
+              if callable(getattr(theirs, n)) and not isinstance(getattr(theirs, n), type)
+              and _binds(getattr(mine, n)) != _binds(getattr(theirs, n))]
+    assert not differ
+
+
+def _lookup(module, dotted):
+    for part in dotted.split("."):
+        module = getattr(module, part)
+    return module
+
+
+@pytest.mark.parametrize("name", ["array", "sum", "shape"])
+def test_namespace_functions_pickle_and_read_as_numpys(name):
+    import pickle
+
+    f = getattr(dispatch, name)
+    assert pickle.loads(pickle.dumps(f)) is f
+    assert f.__doc__ == getattr(numpy, name).__doc__  # help() shows NumPy's text
+    assert f.__name__ == name
+
+
+def test_version_is_numpys():
+    import importlib.metadata
+
+    assert dispatch.__version__ == numpy.__version__
+    assert dispatch.__dispatch_version__ == importlib.metadata.version("dispatch-accel")
