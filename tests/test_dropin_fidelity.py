@@ -188,3 +188,73 @@ def test_version_is_numpys():
 
     assert dispatch.__version__ == numpy.__version__
     assert dispatch.__dispatch_version__ == importlib.metadata.version("dispatch-accel")
+
+
+# ---- subclasses of numpy.ndarray and masked arrays stay NumPy's ----------------------------------------
+
+class _Tagged(numpy.ndarray):
+    """A user's ndarray subclass."""
+
+
+def _same_numpy(got, want):
+    """``got`` is exactly NumPy's ``want``: its type, dtype, shape, values and, for a masked
+    array, its mask (a plain NumPy array is a dispatch array, as every result)."""
+    if type(want) is numpy.ndarray:
+        return _same(got, want)
+    assert type(got) is type(want), (type(got), type(want))
+    if isinstance(want, numpy.ma.MaskedArray):
+        numpy.testing.assert_array_equal(numpy.ma.getmaskarray(got), numpy.ma.getmaskarray(want))
+        got, want = got.filled(0), want.filled(0)
+    assert numpy.shape(got) == numpy.shape(want) and numpy.asarray(got).dtype == numpy.asarray(want).dtype
+    numpy.testing.assert_allclose(numpy.asarray(got), numpy.asarray(want), rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", ["auto", "torch-cpu"])
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min", "std", "cumsum", "sqrt", "add"])
+def test_masked_arrays_keep_their_mask(target, name):
+    """NumPy's functions on a ``numpy.ma.MaskedArray`` of 100,000 elements honour its mask on
+    every target (the sum of the unmasked half, not of all)."""
+    if target != "auto":
+        pytest.importorskip("torch")
+    data = numpy.linspace(0.5, 1.5, 100_000)
+    masked = numpy.ma.array(data, mask=numpy.arange(data.size) % 2 == 0)
+    args = (masked, 1.0) if name == "add" else (masked,)
+    with dispatch.using(target) if target != "auto" else _nothing():
+        got = getattr(dispatch, name)(*args)
+    _same_numpy(got, getattr(numpy, name)(*args))
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "sqrt", "add", "cumsum", "transpose", "concatenate"])
+def test_an_ndarray_subclass_gets_numpys_result_and_type(name):
+    with _torch_cpu():
+        base = numpy.linspace(1.0, 2.0, 200_000).reshape(400, 500)
+        sub = base.view(_Tagged)
+        args = {"add": (sub, 1.0), "concatenate": ([sub, sub],)}.get(name, (sub,))
+        _same_numpy(getattr(dispatch, name)(*args), getattr(numpy, name)(*args))
+
+
+@pytest.mark.parametrize("name", ["linalg.inv", "linalg.det", "linalg.solve", "dot", "matmul", "linalg.qr"])
+def test_linalg_of_a_matrix_or_subclass_keeps_numpys_type(name):
+    with _torch_cpu():
+        m = numpy.matrix(numpy.eye(3) * 2.0 + 0.5)
+        args = (m, m) if name in ("linalg.solve", "dot", "matmul") else (m,)
+        got, want = _lookup(dispatch, name)(*args), _lookup(numpy, name)(*args)
+        if isinstance(want, tuple):
+            for g, w in zip(got, want, strict=True):
+                _same_numpy(g, w)
+        else:
+            _same_numpy(got, want)
+
+
+def test_a_dispatch_array_with_a_masked_array_is_numpys_mix():
+    with _torch_cpu():
+        a = numpy.linspace(0.0, 1.0, 100_000)
+        masked = numpy.ma.array(a, mask=a > 0.5)
+        _same_numpy(dispatch.add(dispatch.asarray(a), masked), numpy.add(a, masked))
+        _same_numpy(numpy.add(dispatch.asarray(a), masked), numpy.add(a, masked))  # NumPy's ufunc, dispatch's array
