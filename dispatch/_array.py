@@ -696,9 +696,11 @@ def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
         other_type = np.dtype(bool) if okind is bool else okind  # Python's bool is not weak (NEP 50)
     types = (data.dtype, other_type) if data_first else (other_type, data.dtype)
     try:
-        return func.resolve_dtypes((*types, None))[-1] == data.dtype
+        if func.resolve_dtypes((*types, None))[-1] != data.dtype:
+            return False
     except Exception:  # NumPy has no loop for these: the plain call raises NumPy's error
         return False
+    return _compiled.from_interpreter()  # not an element NumPy's object loop holds (borrowed, not a temporary)
 
 
 def _c_contiguous(data: Any) -> bool:

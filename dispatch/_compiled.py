@@ -21,6 +21,7 @@ except ImportError as exc:  # an install without a C compiler: the Python path s
     STATUS = f"not built ({exc})"
 else:
     STATUS = "compiled"
+_built = _fastpath  # (its stack reader serves the Python path too: from_interpreter)
 if _fastpath is not None and os.environ.get("DISPATCH_PURE_PYTHON", "") not in ("", "0"):
     _fastpath = None
     STATUS = "off (DISPATCH_PURE_PYTHON is set)"
@@ -29,8 +30,8 @@ ACTIVE = _fastpath is not None
 # dispatch.ndarray's marks for the router: compiled, slots that read None until set (``setup``)
 MARKS = ("_origin", "_root", "_hosted")
 
-__all__ = ["ACTIVE", "MARKS", "STATUS", "attr", "fast", "install_call", "install_slots", "python_path", "refs_seen",
-           "set_temporary_refs", "setup", "setup_creation", "setup_memo"]
+__all__ = ["ACTIVE", "MARKS", "STATUS", "attr", "fast", "from_interpreter", "install_call", "install_slots",
+           "python_path", "refs_seen", "set_temporary_refs", "setup", "setup_creation", "setup_memo"]
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
@@ -41,6 +42,14 @@ def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: i
     type's ``MARKS`` slots then read None until set."""
     if _fastpath is not None:
         _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op, blas_spin, MARKS)
+
+
+def from_interpreter() -> bool:
+    """Whether the operator running now was called by the interpreter, not from NumPy's C code
+    (its loop over an object array holds each element through a borrowed reference, which shows
+    a temporary's count): read from the C stack, as NumPy's own elision does. False where the
+    extension was not built: then no operand counts as a temporary."""
+    return _built is not None and _built.from_interpreter()
 
 
 def refs_seen() -> int:

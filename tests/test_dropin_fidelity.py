@@ -258,3 +258,41 @@ def test_a_dispatch_array_with_a_masked_array_is_numpys_mix():
         masked = numpy.ma.array(a, mask=a > 0.5)
         _same_numpy(dispatch.add(dispatch.asarray(a), masked), numpy.add(a, masked))
         _same_numpy(numpy.add(dispatch.asarray(a), masked), numpy.add(a, masked))  # NumPy's ufunc, dispatch's array
+
+
+# ---- object arrays holding dispatch arrays ----------------------------------------------------------------
+
+@pytest.fixture(params=["compiled", "python"])
+def operator_path(request):
+    """Each path an operator may run on: the compiled one, and the Python one."""
+    from dispatch import _compiled
+
+    if request.param == "compiled":
+        if not _compiled.ACTIVE:
+            pytest.skip(f"the compiled fast path is {_compiled.STATUS}")
+        yield request.param
+        return
+    with _compiled.python_path():
+        yield request.param
+
+
+@pytest.mark.parametrize("expression", ["obj + 1.0", "1.0 - obj", "obj + obj2", "obj * 2.0", "(obj + 1.0) + 1.0",
+                                        "obj ** 2"])
+def test_object_arrays_of_dispatch_arrays_are_never_written(operator_path, expression):
+    """NumPy's loop over an object array holds each element through a borrowed reference, which
+    shows a temporary's reference count: an element of 320 KB must not be taken for a temporary
+    and written into."""
+    n = 40_000  # 320 KB of float64: over the 256 KiB where temporaries are reused
+    values = [numpy.linspace(0.0, 1.0, n), numpy.linspace(2.0, 3.0, n)]
+    obj, obj2 = numpy.empty(2, dtype=object), numpy.empty(2, dtype=object)
+    ref, ref2 = numpy.empty(2, dtype=object), numpy.empty(2, dtype=object)
+    for i, v in enumerate(values):
+        obj[i], obj2[i] = dispatch.asarray(v.copy()), dispatch.asarray(v[::-1].copy())  # held by the arrays alone
+        ref[i], ref2[i] = v.copy(), v[::-1].copy()
+    got = eval(expression, {"obj": obj, "obj2": obj2})
+    want = eval(expression, {"obj": ref, "obj2": ref2})
+    for i in range(2):
+        _same(obj[i], ref[i])  # the user's data, unchanged
+        _same(obj2[i], ref2[i])
+        _same(got[i], want[i])
+        assert got[i] is not obj[i] and got[i] is not obj2[i]
