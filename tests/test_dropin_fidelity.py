@@ -296,3 +296,28 @@ def test_object_arrays_of_dispatch_arrays_are_never_written(operator_path, expre
         _same(obj2[i], ref2[i])
         _same(got[i], want[i])
         assert got[i] is not obj[i] and got[i] is not obj2[i]
+
+
+# ---- scikit-learn, accelerated, on complex data --------------------------------------------------------------
+
+@pytest.mark.parametrize("estimator", ["StandardScaler", "Ridge", "PCA", "LinearRegression"])
+def test_accelerated_sklearn_refuses_complex_data_as_stock_does(estimator):
+    """Routed to torch-cpu, scikit-learn's check for complex data cannot see torch's dtype: the
+    data must stay on NumPy, where stock scikit-learn raises, rather than fit on its real part."""
+    pytest.importorskip("sklearn")
+    import sklearn.decomposition
+    import sklearn.linear_model
+    import sklearn.preprocessing
+
+    import dispatch.sklearn as ds
+
+    make = next(getattr(m, estimator) for m in (sklearn.preprocessing, sklearn.linear_model, sklearn.decomposition)
+                if hasattr(m, estimator))
+    rng = numpy.random.default_rng(0)
+    X = rng.standard_normal((3000, 6)) + 1j * rng.standard_normal((3000, 6))
+    y = numpy.arange(3000.0)
+    with pytest.raises(ValueError, match="Complex data not supported") as stock:
+        make().fit(X, y)
+    with ds.accelerated(), _torch_cpu(), pytest.raises(ValueError, match="Complex data not supported") as mine:
+        make().fit(X, y)
+    assert type(mine.value) is type(stock.value)
