@@ -14,12 +14,13 @@ import importlib
 
 import numpy as _np
 
-from dispatch import _imports
+from dispatch import _imports, _warning_site
 from dispatch.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 from dispatch.torch_env import set_defaults as _torch_defaults
 
 _torch_defaults()  # before torch loads, where it has not: OpenMP reads its wait policy then (dispatch.torch_env)
 _imports.install()  # ``import dispatch.ma``; numpy.testing's asserts on dispatch arrays (dispatch._imports)
+_warning_site.install()  # warnings from routed calls name the caller's line (dispatch._warning_site)
 
 # NumPy's version, as code that checks ``np.__version__`` expects of a drop-in; dispatch's own is
 # ``__dispatch_version__`` (and importlib.metadata.version("dispatch-accel"))

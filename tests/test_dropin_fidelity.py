@@ -321,3 +321,57 @@ def test_accelerated_sklearn_refuses_complex_data_as_stock_does(estimator):
     with ds.accelerated(), _torch_cpu(), pytest.raises(ValueError, match="Complex data not supported") as mine:
         make().fit(X, y)
     assert type(mine.value) is type(stock.value)
+
+
+# ---- warnings name the caller's line ----------------------------------------------------------------------
+
+_WARNS = {
+    "log": lambda xp, n: xp.log(xp.linspace(-1.0, 1.0, n)),
+    "divide": lambda xp, n: xp.ones(n) / 0.0,
+    "reflected": lambda xp, n: 1.0 / xp.zeros(n),
+    "nanmean": lambda xp, n: xp.nanmean(xp.full(n, numpy.nan)),
+    "sqrt": lambda xp, n: xp.sqrt(-xp.ones(n)),
+}
+
+
+@pytest.mark.parametrize(("target", "n", "name"), [
+    *(("auto", n, name) for n in (3, 300_000) for name in sorted(_WARNS)),
+    ("torch-cpu", 300_000, "nanmean"),  # (torch's own arithmetic raises no floating-point warnings)
+])
+def test_warnings_point_at_the_callers_line(operator_path, target, n, name):
+    import warnings
+
+    if target != "auto":
+        pytest.importorskip("torch")
+
+    def caught(xp):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            _WARNS[name](xp, n)
+        return [(w.category, str(w.message), w.filename, w.lineno) for w in seen]
+
+    want = caught(numpy)
+    with dispatch.using(target) if target != "auto" else _nothing():
+        got = caught(dispatch)
+    assert want and {w[2] for w in want} == {__file__}  # NumPy's: the line in _WARNS
+    assert got == want
+
+
+def test_a_warning_shows_once_per_caller_line_as_numpys(tmp_path):
+    """Under the default filter each line of the program warns once, each line on its own."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    program = "import {m} as np\na = np.ones(3)\na / 0.0\na / 0.0\nfor _ in range(3):\n    a / 0.0\n"
+    out = {}
+    for m in ("numpy", "dispatch"):
+        path = tmp_path / f"{m}_warns.py"
+        path.write_text(program.format(m=m))
+        root = str(pathlib.Path(dispatch.__file__).parents[1])  # this dispatch, not an installed one
+        run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": root})
+        assert run.returncode == 0, run.stderr
+        out[m] = run.stderr.replace(str(path), "PROGRAM")
+    assert out["dispatch"] == out["numpy"] and out["numpy"].count("RuntimeWarning") == 3
