@@ -375,3 +375,82 @@ def test_a_warning_shows_once_per_caller_line_as_numpys(tmp_path):
         assert run.returncode == 0, run.stderr
         out[m] = run.stderr.replace(str(path), "PROGRAM")
     assert out["dispatch"] == out["numpy"] and out["numpy"].count("RuntimeWarning") == 3
+
+
+# ---- attributes and methods of NumPy's arrays -------------------------------------------------------------
+
+def _outcome(xp, run):
+    """What ``run(xp)`` gives, or the type and message of what it raises."""
+    try:
+        return run(xp)
+    except Exception as exc:  # the exception itself is the outcome compared
+        return (type(exc), str(exc).split("\n")[0])
+
+
+def _set_dtype(xp, dtype):
+    a = xp.zeros(4)
+    a.dtype = dtype
+    return a
+
+
+def _setflags(xp):
+    a = xp.arange(4.0)
+    a.setflags(write=False)
+    assert not a.flags.writeable
+    a[0] = 1.0
+
+
+def _resize(xp, how):
+    a = xp.zeros(4)
+    if how == "alias":
+        b = a  # noqa: F841 - a second name for the array: NumPy refuses
+    elif how == "view":
+        v = a[1:]  # noqa: F841 - a view of the data: NumPy refuses
+    a.resize(8, refcheck=how != "unchecked")
+    return a
+
+
+def _flat_set(xp, key):
+    a = xp.arange(6)
+    a.flat[key(xp)] = 9
+    return a
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: bytes(xp.arange(5, dtype=xp.int16).data), id="data"),
+    pytest.param(lambda xp: memoryview(xp.arange(5.0).data).tolist(), id="memoryview-of-data"),
+    pytest.param(lambda xp: _set_dtype(xp, xp.int32), id="dtype=int32"),
+    pytest.param(lambda xp: _set_dtype(xp, xp.complex128), id="dtype=complex128"),
+    pytest.param(lambda xp: _set_dtype(xp, "V7"), id="dtype-refused"),
+    pytest.param(_setflags, id="setflags"),
+    pytest.param(lambda xp: xp.arange(4, dtype=xp.int16).byteswap(), id="byteswap"),
+    pytest.param(lambda xp: xp.arange(4, dtype=">f8").byteswap().view("<f8"), id="byteswap-view"),
+    pytest.param(lambda xp: _resize(xp, "alone"), id="resize"),
+    pytest.param(lambda xp: _resize(xp, "alias"), id="resize-referenced"),
+    pytest.param(lambda xp: _resize(xp, "view"), id="resize-viewed"),
+    pytest.param(lambda xp: _resize(xp, "unchecked"), id="resize-refcheck-false"),
+    pytest.param(lambda xp: xp.arange(6).flat[xp.arange(6) % 2 == 0], id="flat[bool]"),
+    pytest.param(lambda xp: xp.arange(6).flat[[0, 4]], id="flat[list]"),
+    pytest.param(lambda xp: xp.arange(6).flat[xp.array([5, 1])], id="flat[array]"),
+    pytest.param(lambda xp: xp.arange(6).flat[2:5], id="flat[slice]"),
+    pytest.param(lambda xp: xp.arange(6).flat[3], id="flat[int]"),
+    pytest.param(lambda xp: _flat_set(xp, lambda m: m.arange(6) > 3), id="flat[bool]="),
+    pytest.param(lambda xp: _flat_set(xp, lambda m: m.array([0, 2])), id="flat[array]="),
+])
+def test_array_attributes_and_methods_as_numpys(run):
+    want = _outcome(numpy, run)
+    got = _outcome(dispatch, run)
+    if isinstance(want, tuple) and want and isinstance(want[0], type) and issubclass(want[0], Exception):
+        assert got == want
+    elif isinstance(want, (numpy.ndarray, numpy.generic)):
+        _same(got, want)
+    else:
+        assert got == want
+
+
+def test_byteswap_in_place_returns_the_array():
+    a = dispatch.arange(3, dtype=numpy.int16)
+    ref = numpy.arange(3, dtype=numpy.int16)
+    assert a.byteswap(inplace=True) is a
+    ref.byteswap(inplace=True)
+    _same(a, ref)
