@@ -15,8 +15,16 @@ import importlib
 import numpy as _np
 
 from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
+from dispatch.base import import_hooks as _import_hooks
+from dispatch.base import warning_site as _warning_site
 
-__version__ = "0.1.0"
+_import_hooks.install()  # ``import dispatch.ma``; numpy.testing's asserts on dispatch arrays (base.import_hooks)
+_warning_site.install()  # warnings from routed calls name the caller's line (base.warning_site)
+
+# NumPy's version, as code that checks ``np.__version__`` expects of a drop-in; dispatch's own is
+# ``__dispatch_version__`` (and importlib.metadata.version("dispatch-accel"))
+__version__ = _np.__version__
+__dispatch_version__ = "0.1.0"
 
 # dispatch's own names that live in submodules: name -> module
 _OWN = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,7 @@ from dispatch.base.state import STATE
 from dispatch.routing import router
 from dispatch.routing.cost import FFT_1D
 
-__all__ = ["lazy_namespace", "routed", "ufunc"]
+__all__ = ["binds", "lazy_namespace", "routed", "ufunc"]
 
 
 class ufunc:
@@ -101,12 +101,13 @@ def routed(name: str, func: Any, module: str) -> Any:
 
     wrapper = functools.wraps(func)(call)
     wrapper.__module__ = module
+    bound = binds(func)
     if op.local and name not in router.PLACED_COPIES:  # views and casts of host data no root reaches: any size
-        wrapper = fast("local", op, wrapper)
+        wrapper = fast("local", op, wrapper, bound=bound)
     elif name not in FFT_1D and not op.local:
-        wrapper = fast("function", op, wrapper)
+        wrapper = fast("function", op, wrapper, bound=bound)
     elif name in FFT_1D:  # a transform's floors follow n (_call.fft_sized)
-        wrapper = fast("transform", op, wrapper)
+        wrapper = fast("transform", op, wrapper, bound=bound)
     wrapper.__wrapped__ = func
     return wrapper
 
@@ -133,7 +134,7 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
         return _call.call(op, (a, *args), kwargs)
 
     wrapper.__module__ = "dispatch"
-    return wrapper if copy_default else fast("asarray", op, wrapper)
+    return wrapper if copy_default else fast("asarray", op, wrapper, bound=False)
 
 
 # Names whose wrapper is special, per namespace prefix ("" is the top level).
@@ -165,6 +166,34 @@ def _metadata(name: str, func: Any) -> Any:
 
 def public(prefix: str, name: str, obj: Any, module: str) -> Any:
     """What ``dispatch`` shows for NumPy's public ``obj`` called ``prefix + name``."""
+    value = _public(prefix, name, obj, module)
+    if type(value) is FunctionType and value is not obj and not binds(obj):
+        return _Function(value)
+    return value
+
+
+def binds(numpy_function: Any) -> bool:
+    """Whether a class holding NumPy's function binds it as a method: its Python-level
+    functions yes, its builtins (``array``, ``zeros``, ufuncs) no. dispatch's does the same."""
+    return hasattr(type(numpy_function), "__get__")
+
+
+class _Function(staticmethod):
+    """A namespace function written in Python that a class holding it does not bind as a method
+    (``class T: array = np.array``), as NumPy's builtin is not bound; it pickles by name."""
+
+    @property
+    def __wrapped__(self) -> Any:  # NumPy's function, as the wrapper's own
+        return getattr(self.__func__, "__wrapped__", self.__func__)
+
+    def __reduce__(self) -> str:
+        return self.__qualname__
+
+    def __repr__(self) -> str:
+        return repr(self.__func__)
+
+
+def _public(prefix: str, name: str, obj: Any, module: str) -> Any:
     full = prefix + name
     if not prefix and name in _SPECIAL:
         return _SPECIAL[name](obj)

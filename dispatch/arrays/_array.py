@@ -177,6 +177,16 @@ class ndarray:
         data = self._data
         return data.dtype if type(data) is np.ndarray else _engine_of(data).dtype_of(data)
 
+    @dtype.setter
+    def dtype(self, value: Any) -> None:
+        data = self._data
+        if type(data) is np.ndarray:
+            view = data.view()  # the NumPy object may be the caller's own: retype a view of it
+            view.dtype = value  # NumPy raises (and warns) as for its own array
+            self._data = view
+        else:
+            self._data = self.view(value)._data
+
     @property
     def ndim(self) -> int:
         return len(self._data.shape)
@@ -204,6 +214,18 @@ class ndarray:
     @property
     def flags(self) -> Any:
         return self._data.flags if type(self._data) is np.ndarray else np.asarray(self).flags
+
+    def setflags(self, write: Any = None, align: Any = None, uic: Any = None) -> None:
+        """NumPy's ``setflags``, on the host data (what ``flags`` reports)."""
+        data = self._data
+        if type(data) is not np.ndarray:
+            raise ValueError(f"the flags of an array held by {self.device} cannot be set: bring it to the host first")
+        data.setflags(write, align, uic)
+
+    @property
+    def data(self) -> memoryview:
+        """The host memory as a ``memoryview`` (of a host copy, for data a device holds)."""
+        return np.asarray(self).data
 
     @property
     def base(self) -> Any:
@@ -237,10 +259,10 @@ class ndarray:
 
     @property
     def flat(self) -> Any:
-        """A flat iterator over the elements: NumPy's ``flatiter`` for host data; for device
-        data one that reads through a host copy and writes back to the device."""
-        data = self._data
-        return data.flat if type(data) is np.ndarray else _DeviceFlat(self)
+        """A flat iterator over the elements, indexed as NumPy's ``flatiter`` (integers, slices,
+        boolean and integer arrays); for device data it reads through a host copy and writes
+        back to the device."""
+        return _Flat(self)
 
     # ---- indexing -------------------------------------------------------------------------------
 
@@ -419,7 +441,19 @@ class ndarray:
     def resize(self, *new_shape: Any, refcheck: bool = True) -> None:
         if len(new_shape) == 1 and isinstance(new_shape[0], (tuple, list)):
             new_shape = tuple(new_shape[0])
+        if type(self._data) is np.ndarray and refcheck:
+            if sys.getrefcount(self) > _ONE_NAME:  # another name holds this array: NumPy refuses
+                raise ValueError("cannot resize an array that references or is referenced\nby another object in "
+                                 "this way.\nUse the np.resize function or refcheck=False")
+            self._data.resize(new_shape, refcheck=True)  # NumPy's own check: views of the data, data not its own
+            return
         self._mutate_host(lambda h: h.resize(new_shape, refcheck=False))
+
+    def byteswap(self, inplace: bool = False) -> ndarray:
+        if inplace:
+            self._mutate_host(lambda h: h.byteswap(True))
+            return self
+        return wrap_host(np.asarray(self).byteswap())
 
     # ---- in-place methods ------------------------------------------------------------------------
 
@@ -479,9 +513,11 @@ class _DeviceScalar(ndarray):
         return hash(np.asarray(self)[()])
 
 
-class _DeviceFlat:
-    """``a.flat`` of a device array: reads come from a host copy, writes go to the device
-    (through the host, as ``_mutate_host`` does), so ``a.flat[i] = v`` is not lost."""
+class _Flat:
+    """``a.flat``: NumPy's ``flatiter`` indexing (integers, slices, boolean and integer arrays,
+    dispatch arrays among them) on the host data; for device data, reads come from a host copy and
+    writes go to the device (through the host, as ``_mutate_host`` does), so ``a.flat[i] = v``
+    is not lost."""
 
     __slots__ = ("base",)
 
@@ -489,7 +525,7 @@ class _DeviceFlat:
         self.base = base
 
     def __getitem__(self, key: Any) -> Any:
-        return np.asarray(self.base).flat[_host_key(key)]
+        return wrap_host(np.asarray(self.base).flat[_host_key(key)])
 
     def __setitem__(self, key: Any, value: Any) -> None:
         key, value = _host_key(key), _host_value(value)
@@ -500,6 +536,9 @@ class _DeviceFlat:
 
     def __len__(self) -> int:
         return self.base.size
+
+    def copy(self) -> ndarray:
+        return wrap_host(np.asarray(self.base).flat.copy())
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         return np.asarray(self.base).reshape(-1) if dtype is None else np.asarray(self.base, dtype).reshape(-1)
@@ -513,7 +552,7 @@ def device_scalar(native: Any) -> ndarray:
 
 
 def _handled(x: Any) -> bool:
-    return isinstance(x, (ndarray, np.ndarray, int, float, complex, np.generic)) or x is None or \
+    return isinstance(x, (ndarray, np.ndarray, int, float, complex, str, bytes, np.generic)) or x is None or \
         is_backend_type(type(x)) or isinstance(x, (list, tuple))
 
 
@@ -674,9 +713,11 @@ def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
         other_type = np.dtype(bool) if okind is bool else okind  # Python's bool is not weak (NEP 50)
     types = (data.dtype, other_type) if data_first else (other_type, data.dtype)
     try:
-        return func.resolve_dtypes((*types, None))[-1] == data.dtype
+        if func.resolve_dtypes((*types, None))[-1] != data.dtype:
+            return False
     except Exception:  # NumPy has no loop for these: the plain call raises NumPy's error
         return False
+    return _compiled.from_interpreter()  # not an element NumPy's object loop holds (borrowed, not a temporary)
 
 
 def _c_contiguous(data: Any) -> bool:
@@ -925,6 +966,18 @@ def _keeps_watch(source: ndarray, view: ndarray) -> None:
             view._hosted = hosted
 
 
+def _refs_of_one_name() -> int:
+    """What ``sys.getrefcount(self)`` reads inside a method of an object one name holds."""
+
+    class Probe:
+        def count(self) -> int:
+            return sys.getrefcount(self)
+
+    held = Probe()
+    return held.count()
+
+
+_ONE_NAME = _refs_of_one_name()
 _compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op, vars(blas_spin))
 _install_operators()
 _measure_temporaries()

@@ -240,6 +240,17 @@ def _collect(args: tuple, kwargs: dict) -> list[Any]:
     return found
 
 
+def _subclassed(arrays: list[Any]) -> bool:
+    """Whether any of a call's arrays is of a subclass of ``numpy.ndarray`` (``numpy.ma``'s
+    masked arrays, ``numpy.matrix``, a user's subclass): NumPy's functions keep its mask, its
+    type and its rules, which no target's computation on the bare data would."""
+    for a in arrays:
+        kind = type(a)
+        if kind is not ndarray and kind is not np.ndarray and isinstance(a, np.ndarray):
+            return True
+    return False
+
+
 def _collect_in(values: Any, found: list[Any]) -> None:
     for v in values:
         if _is_array(v):
@@ -860,7 +871,10 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
                 _remember(memo_key, op, natives, kwargs, decision)
             return result
     else:
-        inputs = Inputs(_collect(args, kwargs), _layout(op, args, kwargs))
+        arrays = _collect(args, kwargs)
+        if _subclassed(arrays):  # a masked array, a matrix: NumPy's own rules, never a target that drops them
+            return _run_numpy(op, args, kwargs)
+        inputs = Inputs(arrays, _layout(op, args, kwargs))
         if op.name in FFT_1D:
             _fft_points(inputs, args, kwargs)
         decision = router.decide(op, inputs, args, kwargs)

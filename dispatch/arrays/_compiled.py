@@ -22,6 +22,7 @@ except ImportError as exc:  # an install without a C compiler: the Python path s
     STATUS = f"not built ({exc})"
 else:
     STATUS = "compiled"
+_built = _fastpath  # (its stack reader serves the Python path too: from_interpreter)
 if _fastpath is not None and ENV.pure_python:
     _fastpath = None
     STATUS = "off (DISPATCH_PURE_PYTHON is set)"
@@ -30,8 +31,8 @@ ACTIVE = _fastpath is not None
 # dispatch.ndarray's marks for the router: compiled, slots that read None until set (``setup``)
 MARKS = ("_origin", "_root", "_hosted")
 
-__all__ = ["ACTIVE", "MARKS", "STATUS", "attr", "fast", "install_call", "install_slots", "python_path", "refs_seen",
-           "set_temporary_refs", "setup", "setup_creation", "setup_memo"]
+__all__ = ["ACTIVE", "MARKS", "STATUS", "attr", "fast", "from_interpreter", "install_call", "install_slots",
+           "python_path", "refs_seen", "set_temporary_refs", "setup", "setup_creation", "setup_memo"]
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
@@ -42,6 +43,14 @@ def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: i
     type's ``MARKS`` slots then read None until set."""
     if _fastpath is not None:
         _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op, blas_spin, MARKS)
+
+
+def from_interpreter() -> bool:
+    """Whether the operator running now was called by the interpreter, not from NumPy's C code
+    (its loop over an object array holds each element through a borrowed reference, which shows
+    a temporary's count): read from the C stack, as NumPy's own elision does. False where the
+    extension was not built: then no operand counts as a temporary."""
+    return _built is not None and _built.from_interpreter()
 
 
 def refs_seen() -> int:
@@ -93,14 +102,15 @@ def setup_memo(call_ns: dict, router_ns: dict, trials_ns: dict, decision: type) 
         _fastpath.setup_memo(call_ns, router_ns, trials_ns, decision)
 
 
-def fast(kind: str, op: Any, fallback: Any, func: Any = None) -> Any:
+def fast(kind: str, op: Any, fallback: Any, func: Any = None, bound: bool = True) -> Any:
     """The callable to install for ``fallback``: kinds and their cases in ``_fastpath.c``.
-    ``func`` is what NumPy calls (``op.func`` unless given: an ndarray method's own)."""
+    ``func`` is what NumPy calls (``op.func`` unless given: an ndarray method's own). ``bound``:
+    a class holding it binds it as a method, as Python functions are (not NumPy's builtins)."""
     if _fastpath is None:
         return fallback
     if func is None and op is not None:
         func = op.func
-    compiled = _fastpath.Fast(kind, op, func, fallback)
+    compiled = (_fastpath.Fast if bound else _fastpath.Function)(kind, op, func, fallback)
     for name in ("__module__", "__name__", "__qualname__", "__doc__"):  # the function's own, not its __dict__
         setattr(compiled, name, getattr(fallback, name, None))
     compiled.__wrapped__ = fallback
@@ -124,7 +134,7 @@ def python_path() -> Iterator[int]:
     swapped = []
     for home in _homes:
         for name, value in list(vars(home).items()):
-            if _fastpath is not None and type(value) in (_fastpath.Fast, _fastpath.Attr):
+            if _fastpath is not None and isinstance(value, (_fastpath.Fast, _fastpath.Attr)):
                 swapped.append((home, name, value))
                 setattr(home, name, value.fallback)
     try:

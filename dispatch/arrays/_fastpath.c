@@ -63,6 +63,9 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
+#ifdef __linux__
+#include <dlfcn.h>
+#endif
 
 enum { FORWARD, REFLECTED, INPLACE, GETITEM, SETITEM, METHOD, VIEW, FUNCTION, LOCAL, ASARRAY, UFUNC, ARRAY_FUNCTION,
        ARRAY_UFUNC, TRANSFORM, ARRAY, COPY, SHAPED, RANGE, KINDS };
@@ -631,6 +634,57 @@ static int elision_keeps(PyObject *func, PyArrayObject *d, PyObject *od, int dat
     return keeps;
 }
 
+/* Whether the operator running now was called by the interpreter on its operand, rather than
+ * by NumPy's C code holding the operand through a borrowed reference: NumPy's loop over an object
+ * array calls `element + 1.0` for each element, which then shows a temporary's reference count
+ * though the array still holds it (writing into it would change the user's data). As NumPy's own
+ * elision does (temp_elide.c), read the C stack: no frame in NumPy's extension among its first
+ * STACK_FRAMES (NumPy's loop lies 5 to 10 frames down; this costs some 10 µs, paid where an
+ * operand of 256 KiB or more would be written into). Where the stack cannot be read (not
+ * Linux), nothing counts as a temporary. */
+#define STACK_FRAMES 14
+#ifdef __linux__
+#include <execinfo.h>
+#include <link.h>
+#define NUMPY_RANGES 8
+static uintptr_t numpy_code[NUMPY_RANGES][2];  /* NumPy's executable segments: [start, end) */
+static int numpy_ranges = -1;                  /* how many; -1: not looked up yet */
+
+static int find_numpy_code(struct dl_phdr_info *info, size_t size, void *name) {
+    if (info->dlpi_name == NULL || strcmp(info->dlpi_name, (const char *)name) != 0) return 0;
+    numpy_ranges = 0;
+    for (int i = 0; i < info->dlpi_phnum && numpy_ranges < NUMPY_RANGES; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        numpy_code[numpy_ranges][0] = info->dlpi_addr + ph->p_vaddr;
+        numpy_code[numpy_ranges][1] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        numpy_ranges++;
+    }
+    return 1;
+}
+#endif
+
+static int from_interpreter(void) {
+#ifdef __linux__
+    if (numpy_ranges < 0) {
+        Dl_info info;  /* (dladdr is slow: once, to name NumPy's extension) */
+        if (!dladdr((const void *)&PyArray_Type, &info) || info.dli_fname == NULL) return 0;
+        dl_iterate_phdr(find_numpy_code, (void *)info.dli_fname);
+        if (numpy_ranges <= 0) return 0;
+    }
+    void *frames[STACK_FRAMES];
+    int n = backtrace(frames, STACK_FRAMES);
+    for (int i = 1; i < n; i++) {
+        uintptr_t at = (uintptr_t)frames[i];
+        for (int r = 0; r < numpy_ranges; r++)
+            if (at >= numpy_code[r][0] && at < numpy_code[r][1]) return 0;
+    }
+    return n > 0;
+#else
+    return 0;
+#endif
+}
+
 typedef struct {
     PyObject_HEAD
     int kind;
@@ -792,7 +846,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
              * and shapes, is only made where _elides allowed it); under them, NumPy's call into
              * it where the result keeps its dtype and shape (as _elides checks) */
             if (refs_seen == temporary_refs) {
-                if (Py_REFCNT(d) != 1 || !PyArray_ISWRITEABLE(da)) break;
+                if (Py_REFCNT(d) != 1 || !PyArray_ISWRITEABLE(da) || !from_interpreter()) break;
                 if (!under) {
                     into = args[0];
                 } else {
@@ -1125,6 +1179,29 @@ static PyTypeObject FastType = {
     .tp_repr = (reprfunc)Fast_repr,
     .tp_methods = Fast_methods,
     .tp_getset = Fast_getset,
+};
+
+/* A namespace function that NumPy's is a builtin of (np.zeros, np.asarray): a Fast that a class
+ * holding it does not bind, as NumPy's builtins are not bound (`class T: zeros = np.zeros`).
+ * Without METHOD_DESCRIPTOR the interpreter asks tp_descr_get, which hands back the function. */
+static PyObject *Function_get(PyObject *self, PyObject *obj, PyObject *type) {
+    return Py_NewRef(self);
+}
+
+static PyTypeObject FunctionType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dispatch._fastpath.Function",
+    .tp_doc = "A routed namespace function whose small host cases run compiled (see dispatch/arrays/_fastpath.c).",
+    .tp_basicsize = sizeof(Fast),
+    .tp_base = &FastType,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_traverse = (traverseproc)Fast_traverse,
+    .tp_clear = (inquiry)Fast_clear,
+    .tp_dealloc = (destructor)Fast_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Fast, vectorcall),
+    .tp_descr_get = Function_get,
+    .tp_dictoffset = offsetof(Fast, dict),
 };
 
 /* dispatch.ndarray's shape, dtype, ndim and size: each an `Attr` standing in for the Python
@@ -1533,6 +1610,10 @@ static PyObject *setup_creation(PyObject *module, PyObject *ns) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_from_interpreter(PyObject *module, PyObject *unused) {
+    return PyBool_FromLong(from_interpreter());
+}
+
 static PyObject *get_refs_seen(PyObject *module, PyObject *unused) {
     return PyLong_FromSsize_t(refs_seen);
 }
@@ -1545,6 +1626,8 @@ static PyObject *set_temporary_refs(PyObject *module, PyObject *arg) {
 }
 
 static PyMethodDef module_methods[] = {
+    {"from_interpreter", py_from_interpreter, METH_NOARGS,
+     "from_interpreter(): whether no frame of NumPy's extension is on the C stack (no object loop holds the operand)"},
     {"refs_seen", get_refs_seen, METH_NOARGS,
      "refs_seen(): the reference count of the last large operand an operator handed to Python"},
     {"set_temporary_refs", set_temporary_refs, METH_O,
@@ -1573,7 +1656,7 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__fastpath(void) {
     import_array();
-    if (PyType_Ready(&FastType) < 0 || PyType_Ready(&AttrType) < 0) return NULL;
+    if (PyType_Ready(&FastType) < 0 || PyType_Ready(&FunctionType) < 0 || PyType_Ready(&AttrType) < 0) return NULL;
     str_shape = PyUnicode_InternFromString("shape");
     if (str_shape == NULL) return NULL;
     str_floor = PyUnicode_InternFromString("floor");
@@ -1608,6 +1691,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Fast", (PyObject *)&FastType) < 0 ||
+        PyModule_AddObjectRef(m, "Function", (PyObject *)&FunctionType) < 0 ||
         PyModule_AddObjectRef(m, "Attr", (PyObject *)&AttrType) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -80,8 +80,9 @@ def creation(name: str, plain: Any) -> Any:
     # compiled: the routed function itself where the arguments are integers that size a result
     # Dask would not take (dispatch/arrays/_fastpath.c, the kinds "shaped" and "range")
     kind = "range" if name == "arange" else "shaped" if name in ("zeros", "ones", "empty", "full") else None
-    if kind is not None:
-        wrapper = _compiled.fast(kind, op, wrapper, plain)
+    if kind is not None:  # (NumPy's are builtins, which a class holding one does not bind)
+        numpy_function = getattr(plain, "__wrapped__", plain)
+        wrapper = _compiled.fast(kind, op, wrapper, plain, bound=hasattr(type(numpy_function), "__get__"))
     wrapper.__wrapped__ = getattr(plain, "__wrapped__", plain)  # NumPy's function, as for every routed name
     return wrapper
 

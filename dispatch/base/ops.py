@@ -150,12 +150,21 @@ def op_for_function(func: Callable[..., Any]) -> Op:
 
 
 def op_for_ufunc_method(ufunc: np.ufunc, method: str) -> Op:
-    """The op for ``ufunc.method`` (``np.add.reduce`` is ``"add.reduce"``)."""
+    """The op for ``ufunc.method`` (``np.add.reduce`` is ``"add.reduce"``).
+
+    A ufunc that is not NumPy's own (``scipy.special.erf``, ``np.frompyfunc``'s, NumPy's
+    outside the catalog such as ``np.strings.str_len``) gets an op that runs it on NumPy."""
+    name = ufunc.__name__
+    foreign = not (name in NUMPY_CATALOG and getattr(np, name, None) is ufunc)
     if method == "__call__":
-        return op_named(ufunc.__name__)
+        return op_for_function(ufunc) if foreign else op_named(name)
     key = (ufunc, method)
     op = _by_function.get(key)
-    if op is None:
+    if op is None and foreign:
+        op = Op(name=f"{name}.{method}", func=getattr(ufunc, method), complexity=OpComplexity.LOW, work="host",
+                method=method, mutates=0 if method == "at" else None, cataloged=False)
+        _by_function[key] = op
+    elif op is None:
         complexity, work = _UFUNC_METHODS[method]
         op = Op(
             name=f"{ufunc.__name__}.{method}",

@@ -242,6 +242,10 @@ def _input_refusal(a: Any, target: Any, what: str) -> str | None:
 def _dtype_refusal_cached(target_name: str, dtype: np.dtype) -> str | None:
     if dtype.kind not in "biufc":
         return f"dtype {dtype} cannot go to {target_name}"
+    if dtype.kind == "c":
+        # scikit-learn refuses complex data by its dtype's ``kind``, which torch's dtypes lack: on
+        # torch it would cast the data to real, dropping the imaginary part, and fit
+        return f"complex data ({dtype}): scikit-learn's own checks decide, on NumPy"
 
     try:
         targets.get(target_name).from_host(np.empty((0,), dtype))
