@@ -14,9 +14,9 @@ import importlib
 
 import numpy as _np
 
-from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 from dispatch.base import import_hooks as _import_hooks
 from dispatch.base import warning_site as _warning_site
+from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 
 _import_hooks.install()  # ``import dispatch.ma``; numpy.testing's asserts on dispatch arrays (base.import_hooks)
 _warning_site.install()  # warnings from routed calls name the caller's line (base.warning_site)
