@@ -454,7 +454,7 @@ def test_hardware_errors_are_one_line(app, capsys):
     for args, code, message in (
         (["--hardware", "gpu.json"], 2, "--hardware prices the calls of a profile: give --profile FILE too"),
         (["--profile", "p.json", "--hardware", "none.json"], 2, "no such calibration: none.json"),
-        (["--profile", "p.json", "--hardware", "bad.json"], 1, "cannot read calibration bad.json: calibration version"),
+        (["--profile", "p.json", "--hardware", "bad.json"], 1, "cannot read calibration bad.json: not a usable"),
     ):
         assert main(["analyze", "app.py", *args]) == code
         err = capsys.readouterr().err
