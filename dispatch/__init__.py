@@ -14,6 +14,7 @@ import importlib
 
 import numpy as _np
 
+from dispatch import forksafe as _forksafe  # noqa: F401 - registers the handler a forked child runs
 from dispatch.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 from dispatch.torch_env import set_defaults as _torch_defaults
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from dispatch import targets
+from dispatch import forksafe, targets
 from dispatch._state import STATE
 from dispatch.cluster import chunk_bytes, memory_fraction, set_chunk_bytes, set_memory_fraction
 
@@ -31,7 +31,8 @@ def _check(name: str) -> str:
         return name
     if name not in targets.TARGET_NAMES:
         raise ValueError(f"unknown backend {name!r}; choose one of: auto, {', '.join(targets.TARGET_NAMES)}")
-    targets.get(name)  # RuntimeError naming why, if it is not available here
+    if name not in forksafe.turned_off:  # a forked child runs those on NumPy (dispatch.forksafe)
+        targets.get(name)  # RuntimeError naming why, if it is not available here
     return name
 
 
