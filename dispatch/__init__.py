@@ -14,6 +14,7 @@ import importlib
 
 import numpy as _np
 
+from dispatch.base import forksafe as _forksafe  # noqa: F401 - registers the handler a forked child runs
 from dispatch.base import import_hooks as _import_hooks
 from dispatch.base import warning_site as _warning_site
 from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API

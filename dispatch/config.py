@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dispatch import cluster, targets
-from dispatch.base import settings
+from dispatch.base import forksafe, settings
 from dispatch.base.state import STATE
 from dispatch.base.tuning import tune
 from dispatch.cluster import chunk_bytes, memory_fraction, set_chunk_bytes, set_memory_fraction
@@ -59,7 +59,8 @@ def _check(name: str) -> str:
         return name
     if name not in targets.TARGET_NAMES:
         raise ValueError(f"unknown backend {name!r}; choose one of: auto, {', '.join(targets.TARGET_NAMES)}")
-    targets.get(name)  # RuntimeError naming why, if it is not available here
+    if name not in forksafe.turned_off:  # a forked child runs those on NumPy (dispatch.forksafe)
+        targets.get(name)  # RuntimeError naming why, if it is not available here
     return name
 
 

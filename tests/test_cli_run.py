@@ -202,7 +202,7 @@ def test_errors_before_the_script_runs_are_one_line(project, capsys):
     assert main(["run", "--profile", "nowhere/p.json", "ok.py"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("dispatch run: error: cannot write the profile nowhere/p.json")
+    assert captured.err.startswith("dispatch run: error: --profile nowhere/p.json: no folder")
 
 
 # ---- --report ----------------------------------------------------------------------------------------
@@ -327,7 +327,7 @@ def test_profile_merges_into_analyze(project, capsys):
     write(project / "app.py", LOOP)
     assert main(["run", "--no-sklearn", "--profile", "out.json", "app.py"]) == 0
     out = project / "report.json"
-    assert main(["analyze", ".", "--profile", "out.json", "--json", str(out)]) == 0
+    assert main(["analyze", ".", "--profile", "out.json", "--output", str(out)]) == 0
     capsys.readouterr()
     report = json.loads(out.read_text())
     merged = {(Path(s["path"]).name, s["line"], s["op"]): s["profile"] for s in report["sites"] if s["profile"]}

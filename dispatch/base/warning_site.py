@@ -43,9 +43,11 @@ def _showwarnmsg(msg: Any) -> None:
         for lineno in (msg.lineno, 0):  # ("module" filters register line 0)
             registry.pop((str(msg.message), msg.category, lineno), None)
     caller = frame.f_globals
+    # no module_globals: CPython's warn_explicit would ask the caller's loader for its source, and
+    # the loader of ``python -c``'s __main__ raises ImportError; the line is read from the file instead
     warnings.warn_explicit(msg.message, msg.category, frame.f_code.co_filename, frame.f_lineno,
                            module=caller.get("__name__"), registry=caller.setdefault("__warningregistry__", {}),
-                           module_globals=caller, source=msg.source)
+                           source=msg.source)
 
 
 def install() -> None:

@@ -3,15 +3,21 @@
 Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and
 ``run(args) -> int``. Errors a user can fix are raised as ``CommandError`` and printed as one
 line on stderr, never as a traceback. Exit codes: 0 success, 1 the command failed, 2 usage.
+Files a command writes are named by an option (``--output``, ``--html``, ``--profile``,
+``--out``), never by a positional argument, and never an existing source file (``writable``).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-__all__ = ["CommandError", "main"]
+__all__ = ["CommandError", "main", "writable"]
+
+# What a command never overwrites: the user's sources (``migrate --write`` rewrites them, asked to).
+SOURCES = (".py", ".ipynb")
 
 # subcommand -> module under dispatch.cli, in the order --help lists them
 SUBCOMMANDS: dict[str, str] = {
@@ -30,6 +36,21 @@ class CommandError(Exception):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+
+
+def writable(path: str, option: str) -> str:
+    """``path``, checked before any work as a file the command may write for ``option``:
+    ``CommandError`` (usage) for an existing source file, a folder or a missing folder."""
+    if path == "-":
+        return path
+    if path.endswith(SOURCES) and os.path.lexists(path):
+        raise CommandError(f"{option} {path}: refusing to overwrite a source file; name another file", 2)
+    if os.path.isdir(path):
+        raise CommandError(f"{option} {path}: a folder, not a file", 2)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CommandError(f"{option} {path}: no folder {folder}", 2)
+    return path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,5 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as exc:
         print(f"dispatch {args.command}: error: {exc}", file=sys.stderr)
         return exc.code
+    except BrokenPipeError:  # the reader went away (`| head`): nothing left to say, nor to flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:  # a file the command reads or writes: one line, not a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"dispatch {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130

@@ -10,10 +10,10 @@ real shapes, call counts, measured time and a per-target recommendation. --hardw
 (a calibration saved on another machine: `dispatch calibrate --out gpu.json` there) prices
 every profiled call on that machine too: its best target and the speedup over NumPy there.
 
-Output: a table on the terminal; --json writes the version-1 JSON report (to stdout with no
-FILE, so put PATH first: `dispatch analyze src --json`); --html writes a standalone page with a
-sortable table and a chart. Files that do not parse are reported, the rest are still analysed,
-and the exit status is then 1.
+Output: a table on the terminal; --json prints the version-1 JSON report on stdout instead;
+--output FILE (-o) writes the JSON report to FILE (`-`: stdout); --html FILE writes a standalone
+page with a sortable table and a chart; neither overwrites an existing .py or .ipynb file.
+Files that do not parse are reported, the rest are still analysed, and the exit status is then 1.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import os
 import sys
 
 from converters.scanner import scan_path
-from dispatch.cli import CommandError
+from dispatch.cli import CommandError, writable
 from dispatch.cli._html import render_html
 from dispatch.cli._pricing import (
     CalibratedEstimator,
@@ -44,13 +44,8 @@ HELP = "find NumPy / scikit-learn / PyTorch call sites and the backend each woul
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="a .py file, a .ipynb notebook or a folder")
-    parser.add_argument(
-        "--json",
-        nargs="?",
-        const="-",
-        metavar="FILE",
-        help="write the JSON report to FILE, or to stdout without FILE (no table then)",
-    )
+    parser.add_argument("--json", action="store_true", help="print the JSON report on stdout instead of the table")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the JSON report to FILE (`-`: stdout)")
     parser.add_argument("--html", metavar="FILE", help="write a standalone HTML report to FILE")
     parser.add_argument(
         "--profile", metavar="FILE", help="merge a profile recorded at run time (JSON, version 1) into the sites"
@@ -66,6 +61,12 @@ def run(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not os.path.exists(path):
             raise CommandError(f"no such file or directory: {path}", 2)
+    if args.json and args.output not in (None, "-"):
+        raise CommandError(f"--json prints the report on stdout; --output {args.output} writes it: choose one", 2)
+    output = "-" if args.json else args.output
+    for path, option in ((output, "--output"), (args.html, "--html")):
+        if path is not None:
+            writable(path, option)
     if args.hardware is not None and args.profile is None:
         raise CommandError("--hardware prices the calls of a profile: give --profile FILE too", 2)
     profile = hardware = None
@@ -86,13 +87,13 @@ def run(args: argparse.Namespace) -> int:
     files = [scan for path in args.paths for scan in scan_path(path)]
     report = build_report(args.paths, files, estimate, model, profile, hardware)
 
-    if args.json == "-":
+    if output == "-":
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         _print_table(report)
-    if args.json not in (None, "-"):
-        _write(args.json, json.dumps(report.to_json(), indent=2) + "\n")
+    if output not in (None, "-"):
+        _write(output, json.dumps(report.to_json(), indent=2) + "\n")
     if args.html is not None:
 
         _write(args.html, render_html(report))

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from dispatch import measure, targets
+from dispatch.base import cachefiles
 from dispatch.base.tiers import OpComplexity
-from dispatch.cli import CommandError
+from dispatch.cli import CommandError, writable
 from dispatch.cli._pricing import stored_calibration_path, this_machine_calibration
 from dispatch.cli._table import format_seconds
 from dispatch.routing import calibration, router
@@ -50,13 +51,20 @@ def run(args: argparse.Namespace) -> int:
         cal, where = _stored(args.show)
     else:
         only = _check_targets(args.only)
+        if args.out:
+            writable(args.out, "--out")
+        _check_cache()
         kept = _merge_base(only)
         cal = measure.calibrate(quick=args.quick, progress=sys.stderr.isatty(), save=False, only=only)
         if kept is not None:
             merged = {**kept.targets, **cal.targets}  # in the registry's order
             cal.targets = {name: merged[name] for name in [*targets.TARGET_NAMES, *sorted(merged)] if name in merged}
             cal.quick = cal.quick or kept.quick
-        where = cal.save()
+        try:
+            where = cal.save()
+        except OSError as exc:
+            raise CommandError(f"cannot store the calibration in {calibration.cache_dir()}: {exc.strerror or exc}") \
+                from None
         calibration._loaded[cal.fingerprint] = cal
 
         router.use_calibration(cal)
@@ -71,6 +79,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(cal, where))
     return 0
+
+
+def _check_cache() -> None:
+    """The cache folder, made where missing: one that cannot be (a file, say) is refused before
+    any measuring."""
+    folder = calibration.cache_dir()
+    try:
+        cachefiles.private_dir(folder)
+    except OSError as exc:
+        raise CommandError(f"cannot use the cache folder {folder} (DISPATCH_CACHE_DIR): "
+                           f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}", 2) from None
 
 
 def _check_targets(names: list[str] | None) -> tuple[str, ...] | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import textwrap
 from typing import Any
@@ -83,7 +84,7 @@ def collect() -> dict[str, Any]:
         "fingerprint": fingerprint,
         "stored": cal is not None,
         # a file there that is not used: made by a dispatch that measured other things, or unreadable
-        "outdated": cal is None and path.is_file(),
+        "outdated": cal is None and os.path.lexists(path),
         "created": cal.created if cal else None,
         "quick": cal.quick if cal else None,
         "seconds": cal.seconds if cal else None,

@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from dispatch import targets, tracing
-from dispatch.cli import CommandError
+from dispatch.cli import CommandError, writable
 from dispatch.cli._pricing import stored_calibration_path, this_machine_calibration
 from dispatch.cli._record import build_profile
 from dispatch.cli._script import ImportRedirect, ScriptError, compile_script, run_script
@@ -56,11 +56,7 @@ def run(args: argparse.Namespace) -> int:
     except ScriptError as exc:
         raise CommandError(str(exc), exc.code) from None
     start_dir = os.getcwd()  # the script may change directory: paths are the caller's
-    profile_path = os.path.abspath(args.profile) if args.profile is not None else None
-    if profile_path is not None:
-        folder = os.path.dirname(profile_path)
-        if not os.path.isdir(folder):
-            raise CommandError(f"cannot write the profile {args.profile}: no folder {folder}", 2)
+    profile_path = os.path.abspath(writable(args.profile, "--profile")) if args.profile is not None else None
 
     cal, cal_path = _calibration(args.calibrate) if (args.profile or args.calibrate) else (None, None)
     on_sklearn = None if args.no_sklearn else _accelerate_sklearn

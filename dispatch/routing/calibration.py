@@ -47,6 +47,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +56,8 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster, targets
-from dispatch.base import settings
+from dispatch.base import cachefiles, settings
+from dispatch.base.devices import parse_device
 from dispatch.targets import Unsupported, _staging
 
 __all__ = ["Calibration", "cache_dir", "dask_chunk_bytes", "dask_task_overhead", "fingerprint", "load", "machine"]
@@ -174,9 +176,19 @@ class Calibration:
 
     @classmethod
     def from_json(cls, text: str) -> Calibration:
-        data = json.loads(text)
-        if data.get("version") != VERSION:
-            raise ValueError(f"calibration version {data.get('version')} is not {VERSION}")
+        """The calibration in ``text``; ``ValueError`` names what makes it unusable."""
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
+        return cls.from_data(data)
+
+    @classmethod
+    def from_data(cls, data: Any) -> Calibration:
+        """The calibration in a decoded JSON value, checked whole first (``problem``): one that
+        would fail the calls it prices is refused with ``ValueError`` naming the fault."""
+        if (fault := problem(data)) is not None:
+            raise ValueError(f"not a usable calibration: {fault}")
         known = {"version", "plan", "fingerprint", "machine", "created", "quick", "seconds", "targets"}
         return cls(
             plan=data.get("plan", ""),
@@ -191,26 +203,94 @@ class Calibration:
 
     def save(self, path: str | Path | None = None) -> Path:
         path = Path(path) if path is not None else _default_path(self.fingerprint)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(self.to_json())
-        tmp.replace(path)
-        return path
+        return cachefiles.write_text(path, self.to_json())
+
+
+# ---- what a usable calibration holds ------------------------------------------------------------
+
+
+def problem(data: Any) -> str | None:
+    """What makes a decoded calibration unusable, or ``None``: every field the router, the cost
+    model and the commands read is checked for its type, and every time and rate for being a finite
+    number, positive where it divides or is a logarithm's argument (``cost.TargetModel``)."""
+    if not isinstance(data, dict):
+        return f"a JSON {_kind(data)}, not an object"
+    if data.get("version") != VERSION:
+        return f"version {data.get('version')!r} is not {VERSION}"
+    for key, kinds, needed in (("fingerprint", str, True), ("machine", dict, True), ("targets", dict, True),
+                               ("plan", str, False), ("created", str, False), ("quick", bool, False)):
+        if (key in data or needed) and not isinstance(data.get(key), kinds):
+            return f"{key!r} is a JSON {_kind(data.get(key))}"
+    if "seconds" in data and not _finite(data["seconds"]):
+        return "'seconds' is not a number"
+    gpus = data["machine"].get("gpus", [])
+    if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+        return "'machine.gpus' is not a list of objects"
+    for name, target in data["targets"].items():
+        fault = _target_problem(target)
+        if fault is not None:
+            return f"target {name!r}: {fault}"
+    return None
+
+
+def _target_problem(target: Any) -> str | None:
+    if not isinstance(target, dict):
+        return f"a JSON {_kind(target)}, not an object"
+    try:
+        parse_device(target.get("device", "cpu"))
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    for key in ("call_overhead_s", "sync_overhead_s", "memory_bandwidth"):
+        if key in target and not _finite(target[key]):
+            return f"{key!r} is not a finite number of at least 0"
+    threads = target.get("threads", 1)
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        return "'threads' is not a positive integer"
+    transfer = target.get("transfer", {})
+    if not isinstance(transfer, dict) or not all(_finite(v) for v in transfer.values()):
+        return "'transfer' is not an object of finite numbers"
+    for key, depth in (("gemm", 1), ("ops", 2)):
+        tables = [target.get(key, {})]
+        for _ in range(depth):
+            if not all(isinstance(t, dict) for t in tables):
+                return f"{key!r} is not an object of objects"
+            tables = [v for t in tables for v in t.values()]
+        if not all(_curve(points) for points in tables):
+            return f"{key!r} holds a curve that is not [[size, value], ...] of positive numbers, sizes rising"
+    return None
+
+
+def _kind(value: Any) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number")
+
+
+def _finite(value: Any, low: float = 0.0) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= low
+
+
+def _curve(points: Any) -> bool:
+    if not isinstance(points, list):
+        return False
+    if not all(isinstance(p, list) and len(p) == 2 and _finite(p[0], 1e-300) and _finite(p[1], 1e-300)
+               for p in points):
+        return False
+    return all(a[0] < b[0] for a, b in itertools.pairwise(points))
 
 
 # ---- where calibrations live ---------------------------------------------------------------------
 
 
 def cache_dir() -> Path:
-    """``$DISPATCH_CACHE_DIR``, else the platform's user cache directory + ``dispatch``."""
+    """``$DISPATCH_CACHE_DIR``, else the platform's user cache directory for ``dispatch``
+    (``platformdirs.user_cache_dir``: ``~/.cache/dispatch`` on Linux, ``~/Library/Caches/dispatch``
+    on macOS)."""
     chosen = settings.cache_dir()
     if chosen is not None:
         return chosen
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "dispatch"
-    if sys.platform == "win32":
-        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "dispatch" / "Cache"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dispatch"
+    import platformdirs  # (only when a file is first looked for: not at import)
+
+    return Path(platformdirs.user_cache_dir("dispatch", appauthor=False))
 
 
 def _default_path(fp: str) -> Path:
@@ -329,14 +409,19 @@ def load(path: str | Path | None = None) -> Calibration | None:
     """The stored calibration of this machine (or the file at ``path``, whatever its plan);
     ``None`` if none, or if it was made to another plan than this dispatch's (``PLAN``)."""
     if path is not None:
-        return Calibration.from_json(Path(path).read_text())
+        return Calibration.from_data(cachefiles.read_json(path))
     fp = fingerprint()
     if fp not in _loaded:
         file = _default_path(fp)
         try:
-            found = Calibration.from_json(file.read_text()) if file.exists() else None
-        except (OSError, ValueError, KeyError):
-            found = None  # unreadable or older: as if there were none
+            found = Calibration.from_data(cachefiles.read_json(file))
+        except FileNotFoundError:
+            found = None
+        except (OSError, ValueError) as exc:  # damaged, foreign or not a file: as if there were none
+            warnings.warn(f"dispatch ignores the calibration at {file} ({exc}); calls are routed by the seed's "
+                          "table until `python -m dispatch calibrate` measures this machine again",
+                          RuntimeWarning, stacklevel=2)
+            found = None
         _loaded[fp] = found if found is not None and found.plan == PLAN else None
     return _loaded[fp]
 

@@ -34,6 +34,7 @@ bus at every step of a training loop; on the device it stays there).
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
 import time
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dispatch.base import cachefiles
 from dispatch.base.devices import parse_device
 
 __all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
@@ -331,26 +333,55 @@ class History:
                            "sends": sends})
 
     def save(self, path: str | Path) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(self.to_json())
+        """Write the history to ``path`` whole (``cachefiles.write_text``)."""
+        cachefiles.write_text(path, self.to_json())
 
     def load(self, path: str | Path) -> None:
         """Add what a saved history measured (one saved by another version of dispatch is ignored:
-        its keys would match no call)."""
-        data = json.loads(Path(path).read_text())
+        its keys would match no call). A damaged file raises ``ValueError`` (``OSError`` where it
+        is no regular file) and adds nothing: every row is read before any is used."""
+        data = cachefiles.read_json(path)
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: not a saved history (a JSON {type(data).__name__})")
         if data.get("version") != HISTORY_VERSION:
             return
-        for row in data.get("stats", []):
-            key = _from_jsonable(row["key"])
-            self.stats.setdefault(key, {})[row["target"]] = Stat(row["seconds"], row["samples"])
-            self.ran.add(call_kind(key, row["target"]))
-        for row in data.get("outcomes", []):
-            self.outcomes[_from_jsonable(row["key"])] = [int(row["returned"]), int(row["stayed"])]
-        for row in data.get("placements", []):
-            self.placements[_from_jsonable(row["key"])] = [int(row["made"]), float(row["credit"])]
-        for row in data.get("sends", []):
-            made, sent = int(row["made"]), int(row["sent"])
-            self.sends[_from_jsonable(row["key"])] = [made, sent, 0 if sent else made]  # (followed afresh)
+        try:
+            stats = [(_key(r["key"]), _name(r["target"]), Stat(_number(r["seconds"]), int(r["samples"])))
+                     for r in data.get("stats", [])]
+            outcomes = [(_key(r["key"]), [int(r["returned"]), int(r["stayed"])])
+                        for r in data.get("outcomes", [])]
+            placements = [(_key(r["key"]), [int(r["made"]), _number(r["credit"])])
+                          for r in data.get("placements", [])]
+            sends = [(_key(r["key"]), int(r["made"]), int(r["sent"])) for r in data.get("sends", [])]
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise ValueError(f"{path}: not a saved history ({type(exc).__name__}: {exc})") from None
+        for key, target, stat in stats:
+            self.stats.setdefault(key, {})[target] = stat
+            self.ran.add(call_kind(key, target))
+        self.outcomes.update(outcomes)
+        self.placements.update(placements)
+        for key, made, sent in sends:
+            self.sends[key] = [made, sent, 0 if sent else made]  # (followed afresh)
+
+
+def _key(raw: object) -> tuple:
+    key = _from_jsonable(raw)  # type: ignore[arg-type]
+    hash(key)  # TypeError for a list where a key holds a number or a string
+    return key
+
+
+def _name(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a target named by {value!r}")
+    return value
+
+
+def _number(value: object) -> float:
+    """``value`` as a finite float (``ValueError`` for anything else: a time, a credit)."""
+    number = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(number):
+        raise ValueError(f"{value!r} is not a finite number")
+    return number
 
 
 def _done(event: Any) -> bool:

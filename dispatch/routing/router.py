@@ -267,7 +267,18 @@ def _ensure_calibration() -> None:
         except Exception:  # a broken cache must not break routing: the seed table serves
             found = None
         if found is not None:
-            use_calibration(found)
+            try:
+                use_calibration(found)
+            except Exception as exc:  # checked on load; whatever still fails it leaves the seed's table serving
+                global _machine_selector
+                _models.clear()
+                cost.set_device_models({})
+                _machine_selector = None
+                _switch("seed")
+                import warnings
+
+                warnings.warn(f"dispatch could not route by the stored calibration ({type(exc).__name__}: {exc}); "
+                              "calls are routed by the seed's table", RuntimeWarning, stacklevel=2)
 
 
 # ---- the fast path's floor ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from dispatch.base.state import STATE
 from dispatch.base.tiers import Backend
 
 __all__ = ["FINITE_INPUTS", "TARGET_NAMES", "Target", "Unavailable", "Unsupported", "available", "check_finite",
-           "first_call", "get", "probe"]
+           "disable", "first_call", "get", "probe"]
 
 # Kinds of call a target has run for the first time in this process, so far. CuPy counts its
 # own: it compiles a kernel for each, or loads it from its cache, on the host's clock (torch
@@ -214,6 +214,12 @@ def unavailable() -> dict[str, str]:
     """Why each target that does not work here does not."""
     available()
     return dict(_unavailable)
+
+
+def disable(name: str, reason: str) -> None:
+    """Make the target ``name`` unavailable here, for ``reason`` (``reset`` probes it again)."""
+    _targets.pop(name, None)
+    _unavailable[name] = reason
 
 
 def reset(name: str | None = None) -> None:

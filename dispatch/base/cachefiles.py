@@ -1,0 +1,133 @@
+"""The files dispatch keeps (calibrations, saved histories): written whole or not at all, read
+only when they are plain files of a sane size.
+
+A write goes to a temporary file of a name no one can guess, created in the destination's
+folder (``tempfile.mkstemp``: ``O_CREAT | O_EXCL``, so a symbolic link planted there is never
+followed), then renamed over the destination (``os.replace``, which replaces a link rather than
+writing through it). Readers see the old file or the new one, never half of one; concurrent
+writers never share a temporary name.
+
+A read opens the file with ``O_NOFOLLOW | O_NONBLOCK`` and checks that it is a regular file
+(``fstat``) before reading at most ``limit`` bytes: a symbolic link (to ``/dev/zero``, say), a
+FIFO or a folder at a cache path is refused at once instead of hanging or filling the memory.
+
+Folders dispatch creates are private to the user (mode 0700). A folder that already exists
+(``DISPATCH_CACHE_DIR`` pointing at a team's shared folder) is used as it is: the rules above
+let no one with write access to it make dispatch write outside it, follow a link, block or
+raise in a user's calls; what they can do is leave a well-formed calibration that routes calls
+more slowly (results stay NumPy's on every target).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MAX_BYTES", "private_dir", "read_json", "read_text", "write_text"]
+
+# A full calibration of an 8-GPU machine is about 200 KB, a long program's saved history a few MB.
+MAX_BYTES = 64 * 2**20
+# Files are written readable by the folder's other users (a shared cache's point); a folder
+# dispatch creates is 0700, so in the default cache nobody else can reach them.
+FILE_MODE = 0o644
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows, which has no FIFOs to fear
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def private_dir(folder: str | Path) -> Path:
+    """``folder``, created (with any missing parents) with mode 0700 where it does not exist.
+
+    Raises
+    ------
+    NotADirectoryError
+        Where ``folder`` or one of its parents is something else than a folder.
+    """
+    folder = Path(folder)
+    missing = []
+    here = folder
+    while not here.is_dir():
+        if os.path.lexists(here) and not here.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "the cache folder is not a folder", str(here))
+        missing.append(here)
+        if here.parent == here:
+            break
+        here = here.parent
+    for part in reversed(missing):
+        try:
+            part.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by another process
+            if not part.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "the cache folder is not a folder", str(part)) from None
+    return folder
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (see the module docstring); returns ``path``."""
+    path = Path(path)
+    folder = private_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())  # the rename must not land before the contents
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def read_text(path: str | Path, limit: int = MAX_BYTES) -> str:
+    """The text of the regular file at ``path``, of at most ``limit`` bytes.
+
+    Raises
+    ------
+    FileNotFoundError
+        Where nothing is at ``path``.
+    OSError
+        Where ``path`` is a symbolic link, not a regular file, larger than ``limit``, or unreadable.
+    UnicodeDecodeError
+        Where the bytes are not UTF-8.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "a symbolic link, not followed", str(path)) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if info.st_size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # grew while being read
+                raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")
+
+
+def read_json(path: str | Path, limit: int = MAX_BYTES) -> Any:
+    """The JSON value in the regular file at ``path`` (``read_text``'s errors, and ``ValueError``
+    where the text is not JSON)."""
+    text = read_text(path, limit)
+    try:
+        return json.loads(text)
+    except RecursionError:  # nested deeper than the parser's stack
+        raise ValueError(f"{path}: JSON nested too deeply") from None
