@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dispatch.cli import main
 from dispatch import measure
+from dispatch.cli import main
 from dispatch.routing import calibration
 
 ROOT = Path(__file__).resolve().parent.parent
