@@ -66,6 +66,20 @@ def _numpy_namespace(name: str) -> object:
     return public("", name, obj, __name__)
 
 
+def load_ipython_extension(shell: object) -> None:
+    """``%load_ext dispatch`` in IPython or Jupyter: see ``dispatch.notebook``."""
+    from dispatch.notebook import load_ipython_extension
+
+    load_ipython_extension(shell)
+
+
+def unload_ipython_extension(shell: object) -> None:
+    """``%unload_ext dispatch``: see ``dispatch.notebook``."""
+    from dispatch.notebook import unload_ipython_extension
+
+    unload_ipython_extension(shell)
+
+
 def __getattr__(name: str) -> object:
     if name.startswith("_") and name not in _np.__all__:  # private names are submodules
         raise AttributeError(f"module 'dispatch' has no attribute {name!r}")
