@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from dispatch import Backend, OpComplexity
-from dispatch.cli import main
+from dispatch.cli import _pricing, main
 from dispatch.cli.estimate import estimate_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
+TIERS_HERE = _pricing.tiers_here
 DATA = ROOT / "tests" / "data"
 
 APP = "import numpy as np\n\nA = np.ones((300, 300))\nB = np.dot(A, A)\nnp.sum(unknown)\nnp.float64(1)\n"
@@ -39,6 +40,7 @@ def uncalibrated(tmp_path_factory, monkeypatch):
     from dispatch import calibration
 
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setattr(_pricing, "tiers_here", lambda: set(Backend))  # a machine with every tier
     calibration._loaded.clear()
     yield
     calibration._loaded.clear()
@@ -477,3 +479,42 @@ def test_calls_without_estimates_do_not_hide_the_others(tmp_path, monkeypatch):
     assert (merged["count"], merged["seconds"]) == (4, pytest.approx(0.61))
     assert merged["estimates"] == pytest.approx({"numpy": 0.6, "torch-cpu": 0.2})
     assert (merged["recommended_target"], merged["speedup"]) == ("torch-cpu", pytest.approx(3.0))
+
+
+# ---- the tiers a machine has --------------------------------------------------------------------------
+
+
+def test_no_gpu_tier_is_named_on_a_machine_without_one(app, capsys, monkeypatch):
+    monkeypatch.setattr(_pricing, "tiers_here", lambda: {Backend.SCALAR, Backend.SIMD})
+    report = analyze_json("app.py")
+    dot = next(s for s in report["sites"] if s["op"] == "dot")
+    assert dot["tier"] == "SIMD"  # the seed's table says GPU: the next tier down that this machine has
+    assert list(dot["model_estimate_seconds"]) == ["SCALAR", "SIMD"]
+    assert report["summary"]["tiers"]["GPU"] == 0
+    assert main(["analyze", "app.py"]) == 0
+    table = capsys.readouterr().out
+    assert "GPU" not in table.replace("0 GPU", "")
+    assert "Tier: the seed's MoE table among the tiers here (SCALAR, SIMD)." in table
+    monkeypatch.setattr(_pricing, "tiers_here", lambda: {Backend.SCALAR})
+    dot = next(s for s in analyze_json("app.py")["sites"] if s["op"] == "dot")
+    assert (dot["tier"], list(dot["model_estimate_seconds"])) == ("SCALAR", ["SCALAR"])
+
+
+def test_hardware_with_a_gpu_brings_the_gpu_tier_back(app, monkeypatch):
+    from _synthetic import synthetic
+
+    monkeypatch.setattr(_pricing, "tiers_here", lambda: {Backend.SCALAR})
+    synthetic(gpu=True, fingerprint="feedfacefeedface").save("gpu.json")
+    Path("p.json").write_text(json.dumps({"version": 1, "machine": {}, "calls": [BIG_DOT]}))
+    dot = next(s for s in analyze_json("app.py", "--profile", "p.json", "--hardware", "gpu.json")["sites"]
+               if s["op"] == "dot")
+    assert dot["tier"] == "GPU"
+
+
+def test_tiers_here_are_those_of_the_available_targets():
+    from dispatch import targets
+
+    found = targets.available()
+    tiers = TIERS_HERE()  # the real one: the other tests fake a machine with every tier
+    assert tiers == {Backend.SCALAR} | {t.tier for t in found.values()}
+    assert (Backend.GPU in tiers) == any(t.tier is Backend.GPU for t in found.values())

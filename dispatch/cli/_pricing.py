@@ -76,6 +76,18 @@ def price_call(op: str, shapes: list[list[int]], dtypes: list[str], cal: Calibra
         return {}
 
 
+def tiers_here() -> set[Backend]:
+    """The tiers of the targets this machine has (SCALAR always: NumPy)."""
+    from dispatch import targets
+
+    return {Backend.SCALAR} | {target.tier for target in targets.available().values()}
+
+
+def tiers_of(cal: Calibration) -> set[Backend]:
+    """The tiers of the targets a calibration measured."""
+    return {Backend.SCALAR} | {_tier_of(name, data) for name, data in cal.targets.items()}
+
+
 def _tier_of(name: str, data: dict[str, Any]) -> Backend:
     if name == "numpy":
         return Backend.SCALAR

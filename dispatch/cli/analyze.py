@@ -2,13 +2,15 @@
 which backend tier each would take.
 
 Each call site is classified by the catalogs (op and complexity). Where its data size is
-visible in the source, the seed's MoE table recommends a tier (SCALAR, SIMD or GPU) and a
-model estimates the time on each tier: this machine's calibration where it has one (`dispatch
-calibrate`), else a roofline with the seed's defaults (the cold start; the output says which);
-elsewhere the size is unknown. A profile recorded at run time (`dispatch run --profile`) adds
-real shapes, call counts, measured time and a per-target recommendation. --hardware CAL.json
-(a calibration saved on another machine: `dispatch calibrate --out gpu.json` there) prices
-every profiled call on that machine too: its best target and the speedup over NumPy there.
+visible in the source, the seed's MoE table recommends a tier (SCALAR, SIMD or GPU; a tier no
+target here runs, such as GPU on a machine without one, gives way to the next lower tier here,
+unless --hardware names a machine that has it) and a model estimates the time on each tier:
+this machine's calibration where it has one (`dispatch calibrate`), else a roofline with the
+seed's defaults (the cold start; the output says which); elsewhere the size is unknown. A
+profile recorded at run time (`dispatch run --profile`) adds real shapes, call counts, measured
+time and a per-target recommendation. --hardware CAL.json (a calibration saved on another
+machine: `dispatch calibrate --out gpu.json` there) prices every profiled call on that machine
+too: its best target and the speedup over NumPy there.
 
 Output: a table on the terminal; --json writes the version-1 JSON report (to stdout with no
 FILE, so put PATH first: `dispatch analyze src --json`); --html writes a standalone page with a
@@ -58,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"no such file or directory: {path}", 2)
     if args.hardware is not None and args.profile is None:
         raise CommandError("--hardware prices the calls of a profile: give --profile FILE too", 2)
+    from dispatch.cli._pricing import tiers_here
+
     profile = hardware = None
+    tiers = tiers_here()  # no tier is named that no target here (or on --hardware's machine) runs
     if args.profile is not None:
         if not os.path.exists(args.profile):
             raise CommandError(f"no such profile: {args.profile}", 2)
@@ -67,15 +72,16 @@ def run(args: argparse.Namespace) -> int:
         except ProfileError as exc:
             raise CommandError(str(exc)) from None
     if args.hardware is not None:
-        from dispatch.cli._pricing import calibration_label, price_call
+        from dispatch.cli._pricing import calibration_label, price_call, tiers_of
 
         cal = _read_calibration(args.hardware)
         hardware = calibration_label(cal, args.hardware) | {"baseline": "numpy"}
+        tiers |= tiers_of(cal)
         profile = priced_on(profile, lambda call: price_call(call.op, [list(s) for s in call.shapes],
                                                              list(call.dtypes), cal) if call.shapes else {})
     estimate, model = _estimator()
     files = [scan for path in args.paths for scan in scan_path(path)]
-    report = build_report(args.paths, files, estimate, model, profile, hardware)
+    report = build_report(args.paths, files, estimate, model, profile, hardware, tiers)
 
     if args.json == "-":
         json.dump(report.to_json(), sys.stdout, indent=2)
