@@ -154,7 +154,7 @@ class Trace:
         ]
         calls = sum(r["calls"] for r in rows)
         total = sum(r["seconds"] for r in rows)
-        return f"dispatch trace: {calls} calls, {_fmt_seconds(total)}", headers, table
+        return f"dispatch trace: {calls} call{'' if calls == 1 else 's'}, {_fmt_seconds(total)}", headers, table
 
     def summary(self, file: Any = None) -> None:
         """Print a table of where time went and what moved, and the fallbacks to NumPy.
