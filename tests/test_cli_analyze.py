@@ -83,6 +83,42 @@ def test_estimate_host_only_work_and_unknown_ops():
     assert unknown == estimate_seconds("matmul", OpComplexity.HIGH, 90_000)
 
 
+def test_a_shape_in_the_source_prices_a_tall_matrix_as_tall():
+    square = estimate_seconds("linalg.lstsq", OpComplexity.HIGH, 3_600_000)
+    tall = estimate_seconds("linalg.lstsq", OpComplexity.HIGH, 3_600_000, (300_000, 12))
+    # flops 300,000 * 12 * 12 against 3,600,000 ** 1.5 for a square matrix of as many elements
+    assert square[Backend.SCALAR] == pytest.approx(3_600_000**1.5 / 50e9)
+    assert tall[Backend.SCALAR] == pytest.approx(max(2 * 8 * 3.6e6 / 10e9, 300_000 * 144 / 50e9))
+    product = estimate_seconds("matmul", OpComplexity.HIGH, 3_600_000, (300_000, 12))
+    assert product[Backend.SCALAR] == pytest.approx(max(3 * 8 * 3.6e6 / 10e9, 2 * 300_000 * 144 / 50e9))
+    assert estimate_seconds("add", OpComplexity.LOW, 3_600_000, (300_000, 12)) == estimate_seconds(
+        "add", OpComplexity.LOW, 3_600_000)  # element-wise work: the shape changes nothing
+
+
+def test_a_calibration_prices_the_matrix_the_source_shows():
+    from _synthetic import synthetic
+
+    from dispatch import cost
+    from dispatch.cli._pricing import CalibratedEstimator
+
+    cal = synthetic(gpu=False, fingerprint="feedfacefeedface")
+    estimator = CalibratedEstimator(cal)
+    tall = estimator("linalg.lstsq", OpComplexity.HIGH, 3_600_000, (300_000, 12))
+    want = cost.estimate_call("linalg.lstsq", [[300_000, 12]], ["float64"], cal)
+    assert tall[Backend.SCALAR] == pytest.approx(want["numpy"])
+    assert tall[Backend.SCALAR] < estimator("linalg.lstsq", OpComplexity.HIGH, 3_600_000)[Backend.SCALAR] / 10
+    assert estimator._shapes("matmul", 3_600_000, (300_000, 12)) == [[300_000, 12], [12, 12]]
+    assert estimator._shapes("matmul", 90_000) == [[300, 300], [300, 300]]
+
+
+def test_host_only_work_is_never_given_a_faster_tier(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("r.py").write_text("import numpy as np\nZ = np.random.rand(300_000, 12)\n")
+    site = analyze_json("r.py")["sites"][0]
+    assert (site["op"], site["size"], site["tier"]) == ("random.rand", 3_600_000, "SCALAR")
+    assert list(site["model_estimate_seconds"]) == ["SCALAR"]
+
+
 # ---- table and JSON ----------------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ Two shapes of answer:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,11 +149,14 @@ class CalibratedEstimator:
         }
         self._sources: dict[str, str] = {}
 
-    def _shapes(self, op: str, n: int) -> list[list[int]]:
+    def _shapes(self, op: str, n: int, shape: Sequence[int] | None = None) -> list[list[int]]:
         from converters import NUMPY_CATALOG
 
         entry = NUMPY_CATALOG.get(op)
         work = entry.work if entry is not None else "map"
+        if shape is not None and len(shape) == 2 and work in ("matmul", "cubic"):
+            m, k = (int(d) for d in shape)  # the source shows the matrix: a tall one is not a square one
+            return [[m, k], [k, k]] if work == "matmul" else [[m, k]]
         side = max(1, round(math.sqrt(n)))
         if work == "matmul":
             return [[side, side], [side, side]]
@@ -160,19 +164,19 @@ class CalibratedEstimator:
             return [[side, side]]
         return [[n]]
 
-    def __call__(self, op: str, complexity: Any, n: int) -> dict[Backend, float]:
+    def __call__(self, op: str, complexity: Any, n: int, shape: Sequence[int] | None = None) -> dict[Backend, float]:
         from converters import NUMPY_CATALOG
         from dispatch.cli.estimate import estimate_seconds
 
         entry = NUMPY_CATALOG.get(op)
         if entry is None:
             self._sources[op] = ROOFLINE
-            return estimate_seconds(op, complexity, n)
-        shapes = self._shapes(op, n)
+            return estimate_seconds(op, complexity, n, shape)
+        shapes = self._shapes(op, n, shape)
         priced = price_call(op, shapes, ["float64"] * len(shapes), self.cal)
         if not priced:
             self._sources[op] = ROOFLINE
-            return estimate_seconds(op, complexity, n)
+            return estimate_seconds(op, complexity, n, shape)
         self._sources[op] = "calibration"
         if entry.work in ("host", "random"):  # runs on NumPy by definition, as in the roofline
             priced = {name: s for name, s in priced.items() if name == "numpy"} or priced

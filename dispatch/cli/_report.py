@@ -63,7 +63,7 @@ __all__ = ["REPORT_VERSION", "Report", "Row", "build_report"]
 REPORT_VERSION = 1
 _ORDER = list(Backend)  # SCALAR, SIMD, GPU
 
-Estimator = Callable[[str, OpComplexity, int], dict[Backend, float]]
+Estimator = Callable[[str, OpComplexity, int, Sequence[int] | None], dict[Backend, float]]
 
 
 @dataclass
@@ -177,8 +177,9 @@ def build_report(
     """Classify every site with its library's converter; add the tier the seed's table
     recommends and the model estimate where the size is known; merge ``profile`` if given
     (``hardware``: the calibration its calls were priced on, as the report names it).
-    ``tiers``: the tiers a machine the report speaks of has (``None``: all); a recommended
-    tier outside them gives way to the highest of them below it, and only they are priced.
+    ``tiers``: the tiers a machine the report speaks of has (``None``: all); only they are
+    priced, and a recommended tier that they, or the model's estimate, do not run gives way
+    to the highest one below it that runs the op.
 
     ``estimate`` may say which model priced an op with a ``source_of(op)`` method (the
     calibrated estimator does); otherwise every estimate is ``model["name"]``'s."""
@@ -191,11 +192,14 @@ def build_report(
                 continue
             converter = _converter(site.library)
             tier = converter.recommend_backend(site.op, site.size)
-            seconds = estimate(site.op, converter.complexity(site.op), site.size)
+            seconds = estimate(site.op, converter.complexity(site.op), site.size, site.shape)
             if tiers is not None:
-                tier = max((t for t in _ORDER if t in tiers and _ORDER.index(t) <= _ORDER.index(tier)),
-                           key=_ORDER.index, default=Backend.SCALAR)
                 seconds = {t: s for t, s in seconds.items() if t in tiers}
+            # no tier is named that nothing here runs, nor one the model says cannot run the op
+            # (host-only work: random streams, Python objects)
+            runs = set(seconds) if seconds else set(tiers if tiers is not None else _ORDER)
+            tier = max((t for t in _ORDER if t in runs and _ORDER.index(t) <= _ORDER.index(tier)),
+                       key=_ORDER.index, default=Backend.SCALAR)
             source = source_of(site.op) if source_of is not None else model.get("name")
             rows.append(Row(site, tier, seconds, source=source))
     report = Report(list(paths), list(files), rows, model, hardware=hardware,
