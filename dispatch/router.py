@@ -583,7 +583,11 @@ def _decide_seed(op: Any, inputs: Any, key: tuple) -> Decision:
         holder = next(a for a in inputs.arrays if _device(a) == resident)
         return Decision(_engine_holding(holder), f"heuristic: data on {resident}", key=key)
     tier = _selector.select_with_moe(op.complexity, inputs.size)
-    return Decision(_for_tier(tier, op), f"heuristic: seed table says {tier}", key=key)
+    target = _for_tier(tier, op)
+    reason = f"heuristic: seed table says {tier}"
+    if target.tier is not tier:  # the reason names where the call went, never only where it did not
+        reason += f"; {target.name} runs it here"
+    return Decision(target, reason, key=key)
 
 
 def _for_tier(tier: Backend, op: Any) -> Any:

@@ -15,7 +15,7 @@ import pytest
 from helpers import assert_same, router_restored
 
 import dispatch
-from dispatch import BackendSelector, OpComplexity, calibration, cost, router
+from dispatch import Backend, BackendSelector, OpComplexity, calibration, cost, router
 from dispatch._call import Inputs, _layout
 from dispatch._ops import op_named
 from dispatch.devices import HOST, Device
@@ -75,6 +75,18 @@ def test_cold_start_routes_by_the_seed_table(isolated):
     # SIMD tier: torch-cpu for sum where torch is installed, else numpy
     expected = "torch-cpu" if dispatch.targets.probe("torch-cpu") else "numpy"
     assert decision.target.name == expected
+
+
+def test_a_seed_reason_names_where_the_call_went(isolated, monkeypatch):
+    """The seed's table may name a tier nothing here runs (GPU on a CPU machine): the reason
+    then says where the call ran, never only the tier it did not run on."""
+    monkeypatch.setattr(router, "GPU_TARGETS", ())  # a machine without a GPU target
+    op = op_named("linalg.lstsq")
+    a = dispatch.asarray(np.ones((30_000, 12)))
+    decision = router.decide(op, _inputs(a, dispatch.ones(30_000)), (), {})
+    assert decision.reason.startswith("heuristic: seed table says GPU")  # HIGH on 390,000 elements
+    assert decision.reason.endswith(f"; {decision.target.name} runs it here")
+    assert decision.target.tier is not Backend.GPU
 
 
 def test_a_stored_calibration_is_loaded_on_first_use(isolated):
