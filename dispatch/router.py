@@ -274,6 +274,26 @@ def _ensure_calibration() -> None:
             found = None
         if found is not None:
             use_calibration(found)
+        else:
+            _say_when_a_calibration_no_longer_applies()
+
+
+def _say_when_a_calibration_no_longer_applies() -> None:
+    """A calibration stored for other libraries (torch or CuPy added, removed or upgraded),
+    hardware or dispatch is not used: say so once, naming the command, rather than route by
+    the seed's table without a word."""
+    import logging
+
+    from dispatch import calibration
+
+    try:
+        stale = any(calibration.cache_dir().glob("calibration-*.json"))
+    except OSError:
+        return
+    if stale:
+        logging.getLogger("dispatch").warning(
+            "dispatch: this machine's calibration was measured with other libraries, hardware or dispatch; calls "
+            "are routed by the seed's table until `python -m dispatch calibrate [--quick]` measures it again")
 
 
 # ---- the fast path's floor ---------------------------------------------------------------------------

@@ -95,6 +95,27 @@ def test_a_stored_calibration_is_loaded_on_first_use(isolated):
     assert router.policy() == "cost"
 
 
+def test_a_calibration_for_other_libraries_is_named_once_with_the_command(isolated, caplog):
+    """torch added after calibrating changes the fingerprint: the stored calibration no longer
+    applies, and the first routed call says so in one line that names the command."""
+    other = synthetic()
+    other.fingerprint = "feedfacefeedface"  # as measured before torch was installed
+    other.save(isolated / "calibration-feedfacefeedface.json")
+    with caplog.at_level("WARNING", logger="dispatch"):
+        router.decide(op_named("sum"), _inputs(dispatch.ones(50_000)), (), {})
+        router.decide(op_named("sum"), _inputs(dispatch.ones(60_000)), (), {})
+    assert router.policy() == "seed"
+    said = [r.getMessage() for r in caplog.records if "calibrat" in r.getMessage()]
+    assert len(said) == 1 and "\n" not in said[0]
+    assert "python -m dispatch calibrate" in said[0]
+
+
+def test_no_word_on_a_machine_never_calibrated(isolated, caplog):
+    with caplog.at_level("WARNING", logger="dispatch"):
+        router.decide(op_named("sum"), _inputs(dispatch.ones(50_000)), (), {})
+    assert not [r for r in caplog.records if "calibrat" in r.getMessage()]
+
+
 def test_a_calibration_made_to_another_plan_is_not_used_from_the_cache(isolated, tmp_path):
     """One stored by an older dispatch, which measured fewer ops, would price them by
     extrapolation: the cache ignores it (``load_or_measure`` measures again); a path still loads."""
