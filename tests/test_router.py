@@ -1168,3 +1168,20 @@ def test_a_second_call_for_a_target_that_lost_its_first_is_not_held_back_by_the_
     assert h.retry(key, ["torch-cpu"]) == "torch-cpu"
     h.observe(key, "torch-cpu", 0.5)
     assert h.retry(key, ["torch-cpu"]) is None
+
+
+def test_a_busy_machine_is_named_by_the_calibration(monkeypatch):
+    """A measurement whose median batch took far longer than its least was disturbed; over a
+    quarter of them disturbed, the calibration says the machine was busy, in one line."""
+    monkeypatch.setattr(calibration, "_SPREAD", [0, 0])
+    calibration._count_spread([1.0, 1.1, 1.2, 1.0, 9.0])  # one stalled batch: the least is kept
+    assert calibration._SPREAD == [0, 1] and calibration.busy_note() is None
+    calibration._count_spread([1.0, 1.1, 1.6, 2.0, 9.0])  # the median batch 1.6x the least
+    assert calibration._SPREAD == [1, 2]
+    note = calibration.busy_note()
+    assert note is not None and "\n" not in note and "1 of 2 measurements varied over 1.5x" in note
+    monkeypatch.setattr(calibration, "_SPREAD", [1, 4])
+    assert calibration.busy_note() is None  # a quarter disturbed: steady enough
+    monkeypatch.setattr(calibration, "_SPREAD", [0, 0])
+    calibration._timer(lambda: None, lambda: None, budget=1e-3)
+    assert calibration._SPREAD[1] == 1  # every batched measurement is counted
