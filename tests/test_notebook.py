@@ -16,11 +16,24 @@ from IPython.core.interactiveshell import InteractiveShell
 import dispatch
 
 
+@pytest.fixture(scope="module")
+def shell():
+    """One IPython shell for these tests; what it changes in the process (``__main__``, two
+    builtins) is put back after them, so the tests that follow run as without it."""
+    import builtins
+
+    main, names = sys.modules["__main__"], set(vars(builtins))
+    yield InteractiveShell.instance()
+    InteractiveShell.clear_instance()
+    sys.modules["__main__"] = main
+    for name in set(vars(builtins)) - names:
+        delattr(builtins, name)
+
+
 @pytest.fixture
-def ip(tmp_path, monkeypatch):
+def ip(shell, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the notebook's folder: modules there are the user's
     monkeypatch.syspath_prepend(str(tmp_path))  # as Jupyter puts it on the path
-    shell = InteractiveShell.instance()
     shell.reset()
     yield shell
     sys.modules.pop("helper", None)
