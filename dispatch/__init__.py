@@ -78,6 +78,17 @@ def _numpy_namespace(name: str) -> object:
     return public("", name, obj, __name__)
 
 
+def load_ipython_extension(shell: object) -> None:
+    """``%load_ext dispatch`` in IPython or Jupyter: see ``dispatch.notebook``."""
+    # by name, as every name of ``_OWN``: the package's root sits below the tools it lends its name to
+    importlib.import_module("dispatch.notebook").load_ipython_extension(shell)
+
+
+def unload_ipython_extension(shell: object) -> None:
+    """``%unload_ext dispatch``: see ``dispatch.notebook``."""
+    importlib.import_module("dispatch.notebook").unload_ipython_extension(shell)
+
+
 def __getattr__(name: str) -> object:
     if name.startswith("_") and name not in _np.__all__:  # private names are submodules
         raise AttributeError(f"module 'dispatch' has no attribute {name!r}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -269,9 +270,8 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
 
     A full calibration takes under 30 seconds; ``quick=True`` under 5 seconds.
     """
-
-
     start = time.perf_counter()
+    calibration._SPREAD[:] = [0, 0]
     phases: dict[str, float] = {}  # seconds spent on other things than measuring the targets
     wanted = [name for name in router.PRICED if only is None or name in only]
     children = _start_first_calls(wanted, quick)  # before any target is looked for
@@ -346,8 +346,11 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - start, 2),
         extra={"phases": {k: round(v, 2) for k, v in phases.items()},
-               **({"measured_aside": aside_names} if aside_names else {}), **_dask_extra(result)},
+               **({"measured_aside": aside_names} if aside_names else {}), **_dask_extra(result),
+               "disturbed": list(calibration._SPREAD)},
     )
+    if (note := calibration.busy_note()) is not None:
+        logging.getLogger("dispatch").warning(note)
     if save:
         cal.save()
         calibration._loaded[cal.fingerprint] = cal

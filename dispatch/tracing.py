@@ -64,7 +64,7 @@ class CallGroup:
     bytes_moved: int = 0
 
 
-@dataclass
+@dataclass(repr=False)
 class Trace:
     """The calls recorded while the trace was open, and the fallbacks among them.
 
@@ -144,8 +144,8 @@ class Trace:
         data["fallbacks"] = [{"op": op, "reason": why, "count": n} for (op, why), n in self.fallbacks.items()]
         return json.dumps(data, indent=1)
 
-    def summary(self, file: Any = None) -> str:
-        """A table of where time went and what moved; printed (rich when installed) and returned."""
+    def _table(self) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]]:
+        """The summary's title, headers and rows, formatted."""
         rows = self.rows()
         headers = ("op", "target", "reason", "calls", "time", "moved")
         table = [
@@ -155,14 +155,45 @@ class Trace:
         ]
         calls = sum(r["calls"] for r in rows)
         total = sum(r["seconds"] for r in rows)
-        title = f"dispatch trace: {calls} calls, {_fmt_seconds(total)}"
-        text = _render(title, headers, table, file)
+        return f"dispatch trace: {calls} call{'' if calls == 1 else 's'}, {_fmt_seconds(total)}", headers, table
+
+    def summary(self, file: Any = None) -> None:
+        """Print a table of where time went and what moved, and the fallbacks to NumPy.
+
+        On a terminal the table is drawn with rich when it is installed; elsewhere (a pipe, a
+        file, a notebook) it is plain text whose columns are as wide as their longest entry.
+        It returns nothing, so a REPL shows it once; in a notebook, a trace displays itself as
+        an HTML table.
+        """
+        file = file or sys.stdout
+        _render(*self._table(), file)
         if self.fallbacks:
             lines = [f"  {op}: {why} (x{n})" for (op, why), n in self.fallbacks.items()]
-            extra = "fallbacks to NumPy:\n" + "\n".join(lines)
-            print(extra, file=file or sys.stdout)
-            text += "\n" + extra
-        return text
+            print("fallbacks to NumPy:\n" + "\n".join(lines), file=file)
+
+    def __repr__(self) -> str:
+        title = self._table()[0]
+        return f"<Trace: {title.removeprefix('dispatch trace: ')}{'' if not self.fallbacks else ', with fallbacks'}>"
+
+    def _repr_html_(self) -> str:
+        """The summary as an HTML table, which notebooks show for a trace."""
+        from html import escape
+
+        title, headers, table = self._table()
+
+        def cells(tag: str, values: tuple[str, ...]) -> str:
+            return "".join(
+                f'<{tag} style="text-align:{"right" if h in _NUMBERS else "left"}">{escape(v)}</{tag}>'
+                for h, v in zip(headers, values, strict=True)
+            )
+
+        body = "".join(f"<tr>{cells('td', r)}</tr>" for r in table)
+        html = (f"<table><caption>{escape(title)}</caption><thead><tr>{cells('th', headers)}</tr></thead>"
+                f"<tbody>{body}</tbody></table>")
+        if self.fallbacks:
+            items = "".join(f"<li>{escape(op)}: {escape(why)} (x{n})</li>" for (op, why), n in self.fallbacks.items())
+            html += f"<p>fallbacks to NumPy:</p><ul>{items}</ul>"
+        return html
 
 
 def trace(aggregate: bool = False) -> Trace:
@@ -280,24 +311,32 @@ def _fmt_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def _render(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]], file: Any) -> str:
+_NUMBERS = frozenset({"calls", "time", "moved"})  # right-aligned columns
+
+
+def _render(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]], file: Any) -> None:
+    isatty = getattr(file, "isatty", None)
+    if isatty is not None and isatty():
+        try:
+            from rich.console import Console
+            from rich.table import Table
+        except ImportError:
+            pass
+        else:
+            table = Table(title=title)
+            for h in headers:
+                table.add_column(h, justify="right" if h in _NUMBERS else "left")
+            for r in rows:
+                table.add_row(*r)
+            Console(file=file).print(table)
+            return
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    lines = [title, "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    text = "\n".join(lines)
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        print(text, file=file or sys.stdout)
-        return text
-    table = Table(title=title)
-    for h in headers:
-        table.add_column(h, justify="right" if h in ("calls", "time", "moved") else "left")
-    for r in rows:
-        table.add_row(*r)
-    Console(file=file or sys.stdout).print(table)
-    return text
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(c.rjust(w) if h in _NUMBERS else c.ljust(w)
+                         for h, c, w in zip(headers, cells, widths, strict=True)).rstrip()
+
+    print("\n".join([title, line(headers), *map(line, rows)]), file=file)
 
 
 if ENV.trace:  # DISPATCH_TRACE

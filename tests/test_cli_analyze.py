@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from dispatch import Backend, OpComplexity
-from dispatch.cli import main
+from dispatch.cli import _pricing, main
 from dispatch.cli.estimate import estimate_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
+TIERS_HERE = _pricing.tiers_here
 DATA = ROOT / "tests" / "data"
 
 APP = "import numpy as np\n\nA = np.ones((300, 300))\nB = np.dot(A, A)\nnp.sum(unknown)\nnp.float64(1)\n"
@@ -39,6 +40,7 @@ def uncalibrated(tmp_path_factory, monkeypatch):
     from dispatch.routing import calibration
 
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setattr(_pricing, "tiers_here", lambda: set(Backend))  # a machine with every tier
     calibration._loaded.clear()
     yield
     calibration._loaded.clear()
@@ -79,6 +81,42 @@ def test_estimate_host_only_work_and_unknown_ops():
     assert list(estimate_seconds("DataLoading", OpComplexity.LOW, 1000)) == [Backend.SCALAR]
     unknown = estimate_seconds("not-an-op", OpComplexity.HIGH, 90_000)
     assert unknown == estimate_seconds("matmul", OpComplexity.HIGH, 90_000)
+
+
+def test_a_shape_in_the_source_prices_a_tall_matrix_as_tall():
+    square = estimate_seconds("linalg.lstsq", OpComplexity.HIGH, 3_600_000)
+    tall = estimate_seconds("linalg.lstsq", OpComplexity.HIGH, 3_600_000, (300_000, 12))
+    # flops 300,000 * 12 * 12 against 3,600,000 ** 1.5 for a square matrix of as many elements
+    assert square[Backend.SCALAR] == pytest.approx(3_600_000**1.5 / 50e9)
+    assert tall[Backend.SCALAR] == pytest.approx(max(2 * 8 * 3.6e6 / 10e9, 300_000 * 144 / 50e9))
+    product = estimate_seconds("matmul", OpComplexity.HIGH, 3_600_000, (300_000, 12))
+    assert product[Backend.SCALAR] == pytest.approx(max(3 * 8 * 3.6e6 / 10e9, 2 * 300_000 * 144 / 50e9))
+    assert estimate_seconds("add", OpComplexity.LOW, 3_600_000, (300_000, 12)) == estimate_seconds(
+        "add", OpComplexity.LOW, 3_600_000)  # element-wise work: the shape changes nothing
+
+
+def test_a_calibration_prices_the_matrix_the_source_shows():
+    from _synthetic import synthetic
+
+    from dispatch.cli._pricing import CalibratedEstimator
+    from dispatch.routing import cost
+
+    cal = synthetic(gpu=False, fingerprint="feedfacefeedface")
+    estimator = CalibratedEstimator(cal)
+    tall = estimator("linalg.lstsq", OpComplexity.HIGH, 3_600_000, (300_000, 12))
+    want = cost.estimate_call("linalg.lstsq", [[300_000, 12]], ["float64"], cal)
+    assert tall[Backend.SCALAR] == pytest.approx(want["numpy"])
+    assert tall[Backend.SCALAR] < estimator("linalg.lstsq", OpComplexity.HIGH, 3_600_000)[Backend.SCALAR] / 10
+    assert estimator._shapes("matmul", 3_600_000, (300_000, 12)) == [[300_000, 12], [12, 12]]
+    assert estimator._shapes("matmul", 90_000) == [[300, 300], [300, 300]]
+
+
+def test_host_only_work_is_never_given_a_faster_tier(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("r.py").write_text("import numpy as np\nZ = np.random.rand(300_000, 12)\n")
+    site = analyze_json("r.py")["sites"][0]
+    assert (site["op"], site["size"], site["tier"]) == ("random.rand", 3_600_000, "SCALAR")
+    assert list(site["model_estimate_seconds"]) == ["SCALAR"]
 
 
 # ---- table and JSON ----------------------------------------------------------------------------
@@ -477,3 +515,42 @@ def test_calls_without_estimates_do_not_hide_the_others(tmp_path, monkeypatch):
     assert (merged["count"], merged["seconds"]) == (4, pytest.approx(0.61))
     assert merged["estimates"] == pytest.approx({"numpy": 0.6, "torch-cpu": 0.2})
     assert (merged["recommended_target"], merged["speedup"]) == ("torch-cpu", pytest.approx(3.0))
+
+
+# ---- the tiers a machine has --------------------------------------------------------------------------
+
+
+def test_no_gpu_tier_is_named_on_a_machine_without_one(app, capsys, monkeypatch):
+    monkeypatch.setattr(_pricing, "tiers_here", lambda: {Backend.SCALAR, Backend.SIMD})
+    report = analyze_json("app.py")
+    dot = next(s for s in report["sites"] if s["op"] == "dot")
+    assert dot["tier"] == "SIMD"  # the seed's table says GPU: the next tier down that this machine has
+    assert list(dot["model_estimate_seconds"]) == ["SCALAR", "SIMD"]
+    assert report["summary"]["tiers"]["GPU"] == 0
+    assert main(["analyze", "app.py"]) == 0
+    table = capsys.readouterr().out
+    assert "GPU" not in table.replace("0 GPU", "")
+    assert "Tier: the seed's MoE table among the tiers here (SCALAR, SIMD)." in table
+    monkeypatch.setattr(_pricing, "tiers_here", lambda: {Backend.SCALAR})
+    dot = next(s for s in analyze_json("app.py")["sites"] if s["op"] == "dot")
+    assert (dot["tier"], list(dot["model_estimate_seconds"])) == ("SCALAR", ["SCALAR"])
+
+
+def test_hardware_with_a_gpu_brings_the_gpu_tier_back(app, monkeypatch):
+    from _synthetic import synthetic
+
+    monkeypatch.setattr(_pricing, "tiers_here", lambda: {Backend.SCALAR})
+    synthetic(gpu=True, fingerprint="feedfacefeedface").save("gpu.json")
+    Path("p.json").write_text(json.dumps({"version": 1, "machine": {}, "calls": [BIG_DOT]}))
+    dot = next(s for s in analyze_json("app.py", "--profile", "p.json", "--hardware", "gpu.json")["sites"]
+               if s["op"] == "dot")
+    assert dot["tier"] == "GPU"
+
+
+def test_tiers_here_are_those_of_the_available_targets():
+    from dispatch import targets
+
+    found = targets.available()
+    tiers = TIERS_HERE()  # the real one: the other tests fake a machine with every tier
+    assert tiers == {Backend.SCALAR} | {t.tier for t in found.values()}
+    assert (Backend.GPU in tiers) == any(t.tier is Backend.GPU for t in found.values())

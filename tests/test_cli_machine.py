@@ -219,3 +219,10 @@ def test_cli_help_lists_every_command():
     done = dispatch_cli("--help")
     listed = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("    ") and line[4] != " "]
     assert {"info", "calibrate", "run", "analyze", "migrate"} <= set(listed)
+
+
+def test_cli_version_is_the_package_version():
+    import dispatch
+
+    done = dispatch_cli("--version")
+    assert (done.returncode, done.stdout.strip()) == (0, f"dispatch {dispatch.__version__}")

@@ -277,6 +277,32 @@ def test_a_library_call_is_sited_at_the_users_line(project, capsys):
     assert sites == {("app.py:5", "ones"), ("app.py:6", "sum")}
 
 
+def test_profile_records_estimator_calls_at_the_users_lines(project, capsys):
+    pytest.importorskip("sklearn")
+    write(project / "app.py", """
+        from sklearn.datasets import make_regression
+        from sklearn.linear_model import Ridge
+
+        X, y = make_regression(n_samples=200, n_features=5, random_state=0)
+        model = Ridge().fit(X, y)
+        print(model.predict(X[:3]).shape)
+    """)
+    try:
+        assert main(["run", "--profile", "out.json", "app.py"]) == 0
+    finally:
+        import dispatch.sklearn
+
+        dispatch.sklearn.unaccelerate()
+    captured = capsys.readouterr()
+    assert captured.out == "(3,)\n"
+    profile = json.loads(Path("out.json").read_text())
+    calls = {(c["site"], c["op"]): c for c in profile["calls"]}
+    assert set(calls) >= {("app.py:6", "Ridge.fit"), ("app.py:7", "Ridge.predict")}
+    fit = calls[("app.py:6", "Ridge.fit")]
+    assert (fit["count"], fit["shapes"][0], fit["target"]) == (1, [200, 5], "numpy")
+    assert "call sites, " in captured.err and "(0 call sites" not in captured.err
+
+
 def test_profile_estimates_every_calibrated_target(project):
     cache = project.parent / "cache"
     synthetic(gpu=True).save(cache / f"calibration-{calibration.fingerprint()}.json")

@@ -15,7 +15,7 @@ import pytest
 from helpers import assert_same, router_restored
 
 import dispatch
-from dispatch import BackendSelector, OpComplexity, measure
+from dispatch import Backend, BackendSelector, OpComplexity, measure
 from dispatch.arrays._call import Inputs, _layout
 from dispatch.base.devices import HOST, Device
 from dispatch.base.ops import op_named
@@ -78,10 +78,43 @@ def test_cold_start_routes_by_the_seed_table(isolated):
     assert decision.target.name == expected
 
 
+def test_a_seed_reason_names_where_the_call_went(isolated, monkeypatch):
+    """The seed's table may name a tier nothing here runs (GPU on a CPU machine): the reason
+    then says where the call ran, never only the tier it did not run on."""
+    monkeypatch.setattr(router, "GPU_TARGETS", ())  # a machine without a GPU target
+    op = op_named("linalg.lstsq")
+    a = dispatch.asarray(np.ones((30_000, 12)))
+    decision = router.decide(op, _inputs(a, dispatch.ones(30_000)), (), {})
+    assert decision.reason.startswith("heuristic: seed table says GPU")  # HIGH on 390,000 elements
+    assert decision.reason.endswith(f"; {decision.target.name} runs it here")
+    assert decision.target.tier is not Backend.GPU
+
+
 def test_a_stored_calibration_is_loaded_on_first_use(isolated):
     synthetic().save()
     router.decide(op_named("sum"), _inputs(dispatch.ones(50_000)), (), {})
     assert router.policy() == "cost"
+
+
+def test_a_calibration_for_other_libraries_is_named_once_with_the_command(isolated, caplog):
+    """torch added after calibrating changes the fingerprint: the stored calibration no longer
+    applies, and the first routed call says so in one line that names the command."""
+    other = synthetic()
+    other.fingerprint = "feedfacefeedface"  # as measured before torch was installed
+    other.save(isolated / "calibration-feedfacefeedface.json")
+    with caplog.at_level("WARNING", logger="dispatch"):
+        router.decide(op_named("sum"), _inputs(dispatch.ones(50_000)), (), {})
+        router.decide(op_named("sum"), _inputs(dispatch.ones(60_000)), (), {})
+    assert router.policy() == "seed"
+    said = [r.getMessage() for r in caplog.records if "calibrat" in r.getMessage()]
+    assert len(said) == 1 and "\n" not in said[0]
+    assert "python -m dispatch calibrate" in said[0]
+
+
+def test_no_word_on_a_machine_never_calibrated(isolated, caplog):
+    with caplog.at_level("WARNING", logger="dispatch"):
+        router.decide(op_named("sum"), _inputs(dispatch.ones(50_000)), (), {})
+    assert not [r for r in caplog.records if "calibrat" in r.getMessage()]
 
 
 def test_a_calibration_made_to_another_plan_is_not_used_from_the_cache(isolated, tmp_path):
@@ -612,7 +645,7 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
              "torch-cuda": _target("torch-cuda", "torch", False)}
     info = calibration.machine()
     monkeypatch.setattr(calibration, "machine", lambda: info)
-    monkeypatch.setattr(calibration.subprocess, "Popen", Child)
+    monkeypatch.setattr(measure.subprocess, "Popen", Child)
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 7)  # three children, four cores left
     monkeypatch.setattr(dispatch.targets, "available", lambda: found)
     monkeypatch.setattr(dispatch.targets, "probe", lambda name: events.append(("probe", name)) or found.get(name))
@@ -687,7 +720,7 @@ def test_a_device_point_still_off_its_curve_beside_the_children_is_measured_agai
               "cupy": {"matmul": [[16, 1e-5], [256, 2e-5]]}}  # on its curve
     info = calibration.machine()
     monkeypatch.setattr(calibration, "machine", lambda: info)
-    monkeypatch.setattr(calibration.subprocess, "Popen", Child)
+    monkeypatch.setattr(measure.subprocess, "Popen", Child)
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 7)
     monkeypatch.setattr(dispatch.targets, "probe", found.get)
     monkeypatch.setattr(measure, "_likely", lambda name: True)
@@ -772,7 +805,7 @@ def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports
              "cupy": _target("cupy", "cupy", False), "torch-cuda": _target("torch-cuda", "torch", False)}
     info = calibration.machine()
     monkeypatch.setattr(calibration, "machine", lambda: info)
-    monkeypatch.setattr(calibration.subprocess, "Popen", Child)
+    monkeypatch.setattr(measure.subprocess, "Popen", Child)
     monkeypatch.setattr(measure, "_start_first_calls", lambda names, quick: [])  # calibrated before
     monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
     monkeypatch.setattr(measure, "_likely", lambda name: True)
@@ -1136,3 +1169,20 @@ def test_a_second_call_for_a_target_that_lost_its_first_is_not_held_back_by_the_
     assert h.retry(key, ["torch-cpu"]) == "torch-cpu"
     h.observe(key, "torch-cpu", 0.5)
     assert h.retry(key, ["torch-cpu"]) is None
+
+
+def test_a_busy_machine_is_named_by_the_calibration(monkeypatch):
+    """A measurement whose median batch took far longer than its least was disturbed; over a
+    quarter of them disturbed, the calibration says the machine was busy, in one line."""
+    monkeypatch.setattr(calibration, "_SPREAD", [0, 0])
+    calibration._count_spread([1.0, 1.1, 1.2, 1.0, 9.0])  # one stalled batch: the least is kept
+    assert calibration._SPREAD == [0, 1] and calibration.busy_note() is None
+    calibration._count_spread([1.0, 1.1, 1.6, 2.0, 9.0])  # the median batch 1.6x the least
+    assert calibration._SPREAD == [1, 2]
+    note = calibration.busy_note()
+    assert note is not None and "\n" not in note and "1 of 2 measurements varied over 1.5x" in note
+    monkeypatch.setattr(calibration, "_SPREAD", [1, 4])
+    assert calibration.busy_note() is None  # a quarter disturbed: steady enough
+    monkeypatch.setattr(calibration, "_SPREAD", [0, 0])
+    calibration._timer(lambda: None, lambda: None, budget=1e-3)
+    assert calibration._SPREAD[1] == 1  # every batched measurement is counted

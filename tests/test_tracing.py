@@ -70,9 +70,10 @@ def test_summary_and_json():
         for _ in range(3):
             dispatch.ones(10).sum()
     out = io.StringIO()
-    text = t.summary(file=out)
+    assert t.summary(file=out) is None  # printed once, not also returned for a REPL to show again
+    text = out.getvalue()
+    assert text.startswith("dispatch trace: 6 calls")  # three ones and three sums
     assert "sum" in text and "numpy" in text and "3" in text
-    assert "dispatch trace" in out.getvalue()
     data = json.loads(t.to_json())
     assert [c["op"] for c in data["calls"]].count("sum") == 3
     assert t.by_target()["numpy"] > 0
@@ -142,7 +143,8 @@ def test_aggregated_trace_keeps_one_group_per_distinct_call():
     assert all(g.seconds > 0 for g in sums)
     assert {r["op"]: r["calls"] for r in t.rows()}["sum"] == 51
     out = io.StringIO()
-    assert "52 calls" in t.summary(file=out).splitlines()[0]  # 51 sums and ones(20)
+    t.summary(file=out)
+    assert "52 calls" in out.getvalue().splitlines()[0]  # 51 sums and ones(20)
     assert len(json.loads(t.to_json())["groups"]) == len(t.groups)
 
 
@@ -159,3 +161,46 @@ def test_call_site_skips_dispatch_and_numpy_by_location(monkeypatch):
         assert [r.site for r in t.records] == [None, None]
     finally:
         tracing.SITES = False
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _long_trace() -> tracing.Trace:
+    t = tracing.Trace()
+    reason = "MoE: HIGH on 800,000 elements -> SCALAR: stock scikit-learn, and a long reason after it"
+    t.add(tracing.CallRecord("StandardScaler.fit_transform_with_a_long_name", [[20000, 40]], ["float64"],
+                             "numpy", reason, 0.0123))
+    t.add(tracing.CallRecord("sum", [[10]], ["float64"], "torch-cpu", "cost model", 2e-6, bytes_moved=4096))
+    return t
+
+
+def test_summary_without_a_terminal_keeps_whole_names():
+    out = io.StringIO()
+    _long_trace().summary(file=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "dispatch trace: 2 calls, 12.30 ms"
+    assert lines[1].split() == ["op", "target", "reason", "calls", "time", "moved"]
+    assert "StandardScaler.fit_transform_with_a_long_name" in lines[2]
+    assert "and a long reason after it" in lines[2] and lines[2].endswith("12.30 ms     0 B")
+    assert lines[3].endswith("2.0 µs  4.1 kB") and len(lines) == 4
+
+
+def test_summary_on_a_terminal_is_drawn_by_rich():
+    pytest.importorskip("rich")
+    out = _Terminal()
+    _long_trace().summary(file=out)
+    assert "┏" in out.getvalue() and "dispatch trace: 2 calls" in out.getvalue()
+
+
+def test_trace_shows_as_an_html_table_and_a_short_repr():
+    t = _long_trace()
+    t.fallbacks[("exp", "torch-cpu failed <oom>")] += 1
+    html = t._repr_html_()
+    assert html.startswith("<table><caption>dispatch trace: 2 calls, 12.30 ms</caption>")
+    assert html.count("<tr>") == 3
+    assert '<td style="text-align:left">StandardScaler.fit_transform_with_a_long_name' in html
+    assert '<td style="text-align:right">4.1 kB</td>' in html and "failed &lt;oom&gt; (x1)" in html
+    assert repr(t) == "<Trace: 2 calls, 12.30 ms, with fallbacks>"

@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dispatch",
         description="Run NumPy, scikit-learn and PyTorch code on the fastest backend for each call.",
     )
+    from dispatch import __version__
+
+    parser.add_argument("--version", action="version", version=f"dispatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in SUBCOMMANDS.items():
         module = importlib.import_module(f"dispatch.cli.{module_name}")

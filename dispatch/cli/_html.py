@@ -25,7 +25,8 @@ td code { font-size: 12px; }
 .note { color: #666; } svg text { font: 12px system-ui, sans-serif; }
 """
 
-# Click a header to sort by it; numeric cells sort by their data-sort value.
+# Click a header to sort by it; numeric cells sort by their data-sort value, and cells without
+# one (an unknown size or time) come last either way.
 _SCRIPT = """
 document.querySelectorAll("table.sortable").forEach(function (table) {
   table.querySelectorAll("th").forEach(function (th, col) {
@@ -36,10 +37,11 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
       var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
       function key(row) {
         var cell = row.cells[col], v = cell.getAttribute("data-sort");
-        return v === null ? cell.textContent : (v === "" ? Infinity : parseFloat(v));
+        return v === null ? cell.textContent : (v === "" ? null : parseFloat(v));
       }
       rows.sort(function (a, b) {
         var x = key(a), y = key(b);
+        if (x === null || y === null) { return (x === null) - (y === null); }
         var c = (typeof x === "number" && typeof y === "number") ? x - y : String(x).localeCompare(String(y));
         return asc ? c : -c;
       });
@@ -115,7 +117,8 @@ def _table(headers: list[str], cells: list[list[str]], sort_values: list[dict | 
         for header, cell in zip(headers, row, strict=True):
             if header in _NUMERIC:
                 value = (values or {}).get(header)
-                out.append(f'<td class="num" data-sort="{"" if value is None else value!r}">{escape(cell)}</td>')
+                sort = "" if value is None else repr(value)  # repr: a float's every digit
+                out.append(f'<td class="num" data-sort="{sort}">{escape(cell)}</td>')
             elif header == "call":
                 out.append(f"<td><code>{escape(cell)}</code></td>")
             elif header == "tier":

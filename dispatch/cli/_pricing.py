@@ -14,10 +14,12 @@ Two shapes of answer:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from converters import NUMPY_CATALOG, SKLEARN_CATALOG
+from dispatch import targets
 from dispatch.base.tiers import Backend
 from dispatch.cli.estimate import estimate_seconds
 from dispatch.routing import calibration
@@ -68,11 +70,20 @@ def calibration_label(cal: Calibration, path: str | Path | None = None) -> dict[
 def price_call(op: str, shapes: list[list[int]], dtypes: list[str], cal: Calibration) -> dict[str, float]:
     """Seconds per call on every target of ``cal`` (inputs on the host), or ``{}`` where the
     op is outside the NumPy catalog (ufunc methods, functions dispatch does not route)."""
-
     try:
         return estimate_call(op, shapes, dtypes, cal, resident="cpu")
     except (KeyError, AttributeError, TypeError, ValueError):
         return {}
+
+
+def tiers_here() -> set[Backend]:
+    """The tiers of the targets this machine has (SCALAR always: NumPy)."""
+    return {Backend.SCALAR} | {target.tier for target in targets.available().values()}
+
+
+def tiers_of(cal: Calibration) -> set[Backend]:
+    """The tiers of the targets a calibration measured."""
+    return {Backend.SCALAR} | {_tier_of(name, data) for name, data in cal.targets.items()}
 
 
 def _tier_of(name: str, data: dict[str, Any]) -> Backend:
@@ -133,9 +144,12 @@ class CalibratedEstimator:
         }
         self._sources: dict[str, str] = {}
 
-    def _shapes(self, op: str, n: int) -> list[list[int]]:
+    def _shapes(self, op: str, n: int, shape: Sequence[int] | None = None) -> list[list[int]]:
         entry = NUMPY_CATALOG.get(op)
         work = entry.work if entry is not None else "map"
+        if shape is not None and len(shape) == 2 and work in ("matmul", "cubic"):
+            m, k = (int(d) for d in shape)  # the source shows the matrix: a tall one is not a square one
+            return [[m, k], [k, k]] if work == "matmul" else [[m, k]]
         side = max(1, round(math.sqrt(n)))
         if work == "matmul":
             return [[side, side], [side, side]]
@@ -143,16 +157,16 @@ class CalibratedEstimator:
             return [[side, side]]
         return [[n]]
 
-    def __call__(self, op: str, complexity: Any, n: int) -> dict[Backend, float]:
+    def __call__(self, op: str, complexity: Any, n: int, shape: Sequence[int] | None = None) -> dict[Backend, float]:
         entry = NUMPY_CATALOG.get(op)
         if entry is None:
             self._sources[op] = ROOFLINE
-            return estimate_seconds(op, complexity, n)
-        shapes = self._shapes(op, n)
+            return estimate_seconds(op, complexity, n, shape)
+        shapes = self._shapes(op, n, shape)
         priced = price_call(op, shapes, ["float64"] * len(shapes), self.cal)
         if not priced:
             self._sources[op] = ROOFLINE
-            return estimate_seconds(op, complexity, n)
+            return estimate_seconds(op, complexity, n, shape)
         self._sources[op] = "calibration"
         if entry.work in ("host", "random"):  # runs on NumPy by definition, as in the roofline
             priced = {name: s for name, s in priced.items() if name == "numpy"} or priced

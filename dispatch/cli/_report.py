@@ -50,7 +50,7 @@ notebook's ``cells``; lines and columns 1-based.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from converters import Converter, NumPyConverter, PyTorchConverter, SklearnConverter
@@ -61,8 +61,9 @@ from dispatch.cli._profile import Profile, ProfileCall, SiteKey, match_calls
 __all__ = ["REPORT_VERSION", "Report", "Row", "build_report"]
 
 REPORT_VERSION = 1
+_ORDER = list(Backend)  # SCALAR, SIMD, GPU
 
-Estimator = Callable[[str, OpComplexity, int], dict[Backend, float]]
+Estimator = Callable[[str, OpComplexity, int, Sequence[int] | None], dict[Backend, float]]
 
 
 @dataclass
@@ -92,6 +93,7 @@ class Report:
     profile: Profile | None = None
     profile_only: list[ProfileCall] = field(default_factory=list)
     hardware: dict | None = None  # the calibration profiled calls were priced on (--hardware)
+    tiers: list[Backend] | None = None  # the tiers recommended and priced; None: all
 
     @property
     def unclassified(self) -> list[CallSite]:
@@ -170,10 +172,14 @@ def build_report(
     model: dict,
     profile: Profile | None = None,
     hardware: dict | None = None,
+    tiers: Collection[Backend] | None = None,
 ) -> Report:
     """Classify every site with its library's converter; add the tier the seed's table
     recommends and the model estimate where the size is known; merge ``profile`` if given
     (``hardware``: the calibration its calls were priced on, as the report names it).
+    ``tiers``: the tiers a machine the report speaks of has (``None``: all); only they are
+    priced, and a recommended tier that they, or the model's estimate, do not run gives way
+    to the highest one below it that runs the op.
 
     ``estimate`` may say which model priced an op with a ``source_of(op)`` method (the
     calibrated estimator does); otherwise every estimate is ``model["name"]``'s."""
@@ -186,10 +192,18 @@ def build_report(
                 continue
             converter = _converter(site.library)
             tier = converter.recommend_backend(site.op, site.size)
-            seconds = estimate(site.op, converter.complexity(site.op), site.size)
+            seconds = estimate(site.op, converter.complexity(site.op), site.size, site.shape)
+            if tiers is not None:
+                seconds = {t: s for t, s in seconds.items() if t in tiers}
+            # no tier is named that nothing here runs, nor one the model says cannot run the op
+            # (host-only work: random streams, Python objects)
+            runs = set(seconds) if seconds else set(tiers if tiers is not None else _ORDER)
+            tier = max((t for t in _ORDER if t in runs and _ORDER.index(t) <= _ORDER.index(tier)),
+                       key=_ORDER.index, default=Backend.SCALAR)
             source = source_of(site.op) if source_of is not None else model.get("name")
             rows.append(Row(site, tier, seconds, source=source))
-    report = Report(list(paths), list(files), rows, model, hardware=hardware)
+    report = Report(list(paths), list(files), rows, model, hardware=hardware,
+                    tiers=None if tiers is None else [t for t in _ORDER if t in tiers])
     if profile is not None:
         keys = [SiteKey(row.site.path, row.site.line, row.site.op) for row in rows]
         matched, unmatched = match_calls(keys, profile)

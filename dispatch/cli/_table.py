@@ -159,13 +159,17 @@ def summary_lines(report: Report) -> list[str]:
 
 
 def model_line(report: Report) -> str:
-    """What the estimates are: the seed roofline (cold start) or this machine's calibration."""
+    """What the tiers and estimates are: the seed's table among the tiers at hand; the seed
+    roofline (cold start) or this machine's calibration."""
+    tier = "Tier: the seed's MoE table"
+    if report.tiers is not None and len(report.tiers) < len(Backend):
+        tier += f" among the tiers here ({', '.join(t.name for t in report.tiers)})"
     if not _calibrated(report):
-        return "Tier: the seed's MoE table. Estimates are a model (seed roofline, data on the host), not measurements."
+        return f"{tier}. Estimates are a model (seed roofline, data on the host), not measurements."
     cal = report.model.get("calibration", {})
     kind = "quick" if cal.get("quick") else "full"
     return (
-        f"Tier: the seed's MoE table. Estimates: this machine's calibration ({kind}, {cal.get('created')}), "
+        f"{tier}. Estimates: this machine's calibration ({kind}, {cal.get('created')}), "
         "data on the host; * the seed roofline (a model) where the calibration cannot price the op."
     )
 

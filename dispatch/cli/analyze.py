@@ -2,13 +2,15 @@
 which backend tier each would take.
 
 Each call site is classified by the catalogs (op and complexity). Where its data size is
-visible in the source, the seed's MoE table recommends a tier (SCALAR, SIMD or GPU) and a
-model estimates the time on each tier: this machine's calibration where it has one (`dispatch
-calibrate`), else a roofline with the seed's defaults (the cold start; the output says which);
-elsewhere the size is unknown. A profile recorded at run time (`dispatch run --profile`) adds
-real shapes, call counts, measured time and a per-target recommendation. --hardware CAL.json
-(a calibration saved on another machine: `dispatch calibrate --out gpu.json` there) prices
-every profiled call on that machine too: its best target and the speedup over NumPy there.
+visible in the source, the seed's MoE table recommends a tier (SCALAR, SIMD or GPU; a tier no
+target here runs, such as GPU on a machine without one, gives way to the next lower tier here,
+unless --hardware names a machine that has it) and a model estimates the time on each tier:
+this machine's calibration where it has one (`dispatch calibrate`), else a roofline with the
+seed's defaults (the cold start; the output says which); elsewhere the size is unknown. A
+profile recorded at run time (`dispatch run --profile`) adds real shapes, call counts, measured
+time and a per-target recommendation. --hardware CAL.json (a calibration saved on another
+machine: `dispatch calibrate --out gpu.json` there) prices every profiled call on that machine
+too: its best target and the speedup over NumPy there.
 
 Output: a table on the terminal; --json prints the version-1 JSON report on stdout instead;
 --output FILE (-o) writes the JSON report to FILE (`-`: stdout); --html FILE writes a standalone
@@ -24,7 +26,7 @@ import os
 import sys
 
 from converters.scanner import scan_path
-from dispatch.cli import CommandError, writable
+from dispatch.cli import CommandError, _pricing, writable
 from dispatch.cli._html import render_html
 from dispatch.cli._pricing import (
     CalibratedEstimator,
@@ -70,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.hardware is not None and args.profile is None:
         raise CommandError("--hardware prices the calls of a profile: give --profile FILE too", 2)
     profile = hardware = None
+    tiers = _pricing.tiers_here()  # no tier is named that no target here (or on --hardware's machine) runs
     if args.profile is not None:
         if not os.path.exists(args.profile):
             raise CommandError(f"no such profile: {args.profile}", 2)
@@ -81,11 +84,12 @@ def run(args: argparse.Namespace) -> int:
 
         cal = _read_calibration(args.hardware)
         hardware = calibration_label(cal, args.hardware) | {"baseline": "numpy"}
+        tiers |= _pricing.tiers_of(cal)
         profile = priced_on(profile, lambda call: price_call(call.op, [list(s) for s in call.shapes],
                                                              list(call.dtypes), cal) if call.shapes else {})
     estimate, model = _estimator()
     files = [scan for path in args.paths for scan in scan_path(path)]
-    report = build_report(args.paths, files, estimate, model, profile, hardware)
+    report = build_report(args.paths, files, estimate, model, profile, hardware, tiers)
 
     if output == "-":
         json.dump(report.to_json(), sys.stdout, indent=2)

@@ -23,7 +23,7 @@ The model, per call on ``n`` float64 elements (``n`` as the scanner counts it):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from converters import NUMPY_CATALOG, PYTORCH_CATALOG, SKLEARN_CATALOG
 from dispatch.base.tiers import Backend, OpComplexity
@@ -89,10 +89,19 @@ WORK_MODEL: dict[str, Callable[[float], tuple[float, float]]] = {
 # When an op is in no catalog: the work its complexity stands for.
 _WORK_BY_COMPLEXITY = {OpComplexity.LOW: "map", OpComplexity.MEDIUM: "reduce", OpComplexity.HIGH: "matmul"}
 _HOST_ONLY = frozenset({"host", "random"})
+# flops of matrix work on an (m, k) matrix, where the source shows one (a tall one is far cheaper
+# than the square of as many elements)
+_MATRIX_FLOPS: dict[str, Callable[[float, float], float]] = {
+    "matmul": lambda m, k: 2 * m * k * k,  # (m, k) @ (k, k)
+    "cubic": lambda m, k: m * k * min(m, k),
+    "gram": lambda m, k: m * k * min(m, k),
+    "svd": lambda m, k: m * k * min(m, k),
+}
 _ENTRIES = {**NUMPY_CATALOG, **SKLEARN_CATALOG, **PYTORCH_CATALOG}  # names are disjoint (a test pins it)
 
 
-def estimate_seconds(op_name: str, complexity: OpComplexity, n: int) -> dict[Backend, float]:
+def estimate_seconds(op_name: str, complexity: OpComplexity, n: int,
+                     shape: Sequence[int] | None = None) -> dict[Backend, float]:
     """Model estimate of one call's time on each tier that can run it.
 
     Parameters
@@ -104,6 +113,9 @@ def estimate_seconds(op_name: str, complexity: OpComplexity, n: int) -> dict[Bac
         The op's complexity (used when the op is in no catalog).
     n : int
         Elements the call works on.
+    shape : sequence of int, optional
+        The data's shape where the source shows it: a matrix ``(m, k)`` prices a product as
+        ``(m, k) @ (k, k)`` and a factorisation as ``m·k·min(m, k)``, not as square ones.
 
     Returns
     -------
@@ -113,6 +125,8 @@ def estimate_seconds(op_name: str, complexity: OpComplexity, n: int) -> dict[Bac
     entry = _ENTRIES.get(op_name)
     work = entry.work if entry is not None else _WORK_BY_COMPLEXITY[complexity]
     data_bytes, flops = WORK_MODEL[work](float(n))
+    if shape is not None and len(shape) == 2 and work in _MATRIX_FLOPS:
+        flops = _MATRIX_FLOPS[work](*map(float, shape))
     scalar = max(data_bytes / HOST_BANDWIDTH, flops / CPU_FLOPS)
     if work in _HOST_ONLY:
         return {Backend.SCALAR: scalar}

@@ -454,7 +454,32 @@ def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float, slow
             run()
         sync()
         samples.append((time.perf_counter() - start) / calls)
+    _count_spread(samples)
     return float(min(samples))  # the least disturbed batch: these machines are shared
+
+
+# How steady this process's batched measurements were: [disturbed, measured]. A measurement is
+# disturbed when its median batch took over BUSY_SPREAD times its least: another process had the
+# cores. Over BUSY_SHARE of them disturbed, the calibration says the machine was too busy.
+_SPREAD = [0, 0]
+BUSY_SPREAD = 1.5
+BUSY_SHARE = 0.25
+
+
+def _count_spread(samples: list[float]) -> None:
+    _SPREAD[1] += 1
+    _SPREAD[0] += sorted(samples)[len(samples) // 2] > BUSY_SPREAD * min(samples)  # the median far off the least
+
+
+def busy_note() -> str | None:
+    """One line saying that the last calibration's machine was too busy to measure steadily, or
+    ``None`` when it was steady enough."""
+    disturbed, measured = _SPREAD
+    if not measured or disturbed <= BUSY_SHARE * measured:
+        return None
+    return (f"dispatch calibrate: the machine was busy: {disturbed} of {measured} measurements varied over "
+            f"{BUSY_SPREAD}x between their samples; the least disturbed were kept, but calibrate again when "
+            "it is quieter")
 
 
 class _Inputs:

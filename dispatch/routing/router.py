@@ -42,6 +42,7 @@ two for one that depends on the arguments). The router never synchronises a devi
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from typing import Any
 
@@ -279,6 +280,22 @@ def _ensure_calibration() -> None:
 
                 warnings.warn(f"dispatch could not route by the stored calibration ({type(exc).__name__}: {exc}); "
                               "calls are routed by the seed's table", RuntimeWarning, stacklevel=2)
+        else:
+            _say_when_a_calibration_no_longer_applies()
+
+
+def _say_when_a_calibration_no_longer_applies() -> None:
+    """A calibration stored for other libraries (torch or CuPy added, removed or upgraded),
+    hardware or dispatch is not used: say so once, naming the command, rather than route by
+    the seed's table without a word."""
+    try:
+        stale = any(calibration.cache_dir().glob("calibration-*.json"))
+    except OSError:
+        return
+    if stale:
+        logging.getLogger("dispatch").warning(
+            "dispatch: this machine's calibration was measured with other libraries, hardware or dispatch; calls "
+            "are routed by the seed's table until `python -m dispatch calibrate [--quick]` measures it again")
 
 
 # ---- the fast path's floor ---------------------------------------------------------------------------
@@ -584,7 +601,11 @@ def _decide_seed(op: Any, inputs: Any, key: tuple) -> Decision:
         holder = next(a for a in inputs.arrays if _device(a) == resident)
         return Decision(_engine_holding(holder), f"heuristic: data on {resident}", key=key)
     tier = _selector.select_with_moe(op.complexity, inputs.size)
-    return Decision(_for_tier(tier, op), f"heuristic: seed table says {tier}", key=key)
+    target = _for_tier(tier, op)
+    reason = f"heuristic: seed table says {tier}"
+    if target.tier is not tier:  # the reason names where the call went, never only where it did not
+        reason += f"; {target.name} runs it here"
+    return Decision(target, reason, key=key)
 
 
 def _for_tier(tier: Backend, op: Any) -> Any:

@@ -163,6 +163,7 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
         reason=reason,
         seconds=seconds,
         bytes_moved=sum(moved().values()) - before,
+        site=tracing.call_site() if tracing.SITES else None,  # a profile's site: the user's line
     ))
     return result
 

@@ -1,0 +1,117 @@
+"""IPython and Jupyter: ``%load_ext dispatch`` routes the notebook's own NumPy calls, as
+``dispatch run`` does for a script, and ``%%dispatch_trace`` shows where a cell's calls ran.
+
+Once loaded:
+
+- names of the notebook bound to NumPy's modules (``np`` after ``import numpy as np``, and
+  ``numpy.linalg``, ``fft``, ``random``) or to NumPy's functions (``from numpy import mean``)
+  are bound to dispatch's instead;
+- later imports of NumPy made by the notebook's cells, and by the modules in its folder, get
+  dispatch (the rules of ``dispatch.cli._script``); libraries keep real NumPy;
+- scikit-learn, once the notebook imports it, is accelerated (``dispatch.sklearn``).
+
+``%unload_ext dispatch`` gives the rebound names and later imports NumPy again (a name bound by
+an import made while loaded keeps dispatch until imported again; scikit-learn stays accelerated
+until ``dispatch.sklearn.unaccelerate()``). ``%%dispatch_trace`` runs its cell under
+``dispatch.trace()`` and shows the trace, which a notebook renders as an HTML table.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from dispatch.cli._script import ImportRedirect
+from dispatch.cli.run import _accelerate_sklearn
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension"]
+
+# the shell's loaded state: its import redirect and the names rebound, to undo on unload
+_LOADED: dict[int, tuple[Any, dict[str, tuple[Any, Any]]]] = {}
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """Called by ``%load_ext dispatch``: route the notebook's NumPy calls; add ``%%dispatch_trace``."""
+    if id(shell) in _LOADED:
+        return
+    redirect = _NotebookRedirect(shell.user_global_ns, os.getcwd(), _accelerate_sklearn)
+    redirect.__enter__()
+    _LOADED[id(shell)] = (redirect, _rebind(shell.user_global_ns))
+    shell.register_magic_function(_trace_magic(shell), magic_kind="cell", magic_name="dispatch_trace")
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    """Called by ``%unload_ext dispatch``: the notebook's names and imports are NumPy's again."""
+    loaded = _LOADED.pop(id(shell), None)
+    if loaded is None:
+        return
+    redirect, swapped = loaded
+    redirect.__exit__(None, None, None)
+    ns = shell.user_global_ns
+    for name, (old, new) in swapped.items():
+        if ns.get(name) is new:  # not rebound by the user since
+            ns[name] = old
+
+
+def _trace_magic(shell: Any) -> Any:
+    def dispatch_trace(line: str, cell: str) -> Any:
+        """``%%dispatch_trace``: run the cell traced; its trace is the cell's output."""
+        import dispatch
+
+        with dispatch.trace() as t:
+            shell.run_cell(cell)
+        return t
+
+    return dispatch_trace
+
+
+def _numpy_modules() -> dict[int, tuple[Any, Any]]:
+    """id(NumPy module) -> (that module, dispatch's)."""
+    import numpy
+
+    import dispatch
+
+    return {id(m): (m, d) for m, d in ((numpy, dispatch), (numpy.linalg, dispatch.linalg),
+                                      (numpy.fft, dispatch.fft), (numpy.random, dispatch.random))}
+
+
+def _rebind(ns: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Bind the notebook's NumPy modules and functions to dispatch's; name -> (old, new).
+    Classes and dtypes (``ndarray``, ``float64``) are left: ``isinstance`` keeps its meaning."""
+    modules = _numpy_modules()
+    functions = {}
+    for numpy_module, dispatch_module in modules.values():
+        for name in getattr(numpy_module, "__all__", ()):
+            value = getattr(numpy_module, name, None)
+            if callable(value) and not isinstance(value, type):
+                functions[id(value)] = (dispatch_module, name)
+    swapped = {}
+    for name, value in list(ns.items()):
+        if name.startswith("_"):
+            continue
+        if id(value) in modules and modules[id(value)][0] is value:
+            new = modules[id(value)][1]
+        elif id(value) in functions:
+            module, attr = functions[id(value)]
+            new = getattr(module, attr, None)
+            if new is None:
+                continue
+        else:
+            continue
+        swapped[name] = (value, new)
+        ns[name] = new
+    return swapped
+
+
+class _NotebookRedirect(ImportRedirect):
+    """The script runner's import redirect, for which the notebook's cells are the user's code too."""
+
+    def __init__(self, user_ns: dict[str, Any], root: str, on_sklearn: Any) -> None:
+        super().__init__(root, on_sklearn)
+        self.user_ns = user_ns
+
+    def _users_globals(self, globals_: dict | None) -> bool:
+        if globals_ is None:
+            globals_ = sys._getframe(2).f_globals
+        return globals_ is self.user_ns or self.is_users_file(globals_.get("__file__"))
