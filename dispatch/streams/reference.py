@@ -38,7 +38,7 @@ def outputs(method: tf.Method, state: pcg64.State, n: int) -> tuple[np.ndarray, 
     size = buffer_size(method, n)
     while True:
         raw = stream(method, state, 0, size + tf.PAD)
-        k, accept, value, rare = method.first(raw)
+        k, accept, value, rare, tail = method.first(raw)
         k = k.astype(np.int64)
 
         def at(q: int, raw: np.ndarray = raw) -> int:
@@ -46,10 +46,16 @@ def outputs(method: tf.Method, state: pcg64.State, n: int) -> tuple[np.ndarray, 
 
         for p in np.flatnonzero(rare):
             k[p], accept[p], value[p] = method.resolve(at, int(p))
-        got = scan.compact(k, accept, value, n)
+            tail[p] = False
+        got = scan.chosen(k, accept, n)
         if got is not None:
-            return got
+            break
         size *= 2
+    where, used = got
+    values, tails = value[where], tail[where]
+    if tails.any():
+        values[tails] = method.tail_values(values[tails])
+    return values, used
 
 
 def commit(bit_generator: np.random.PCG64, state: pcg64.State, method: tf.Method, used: int) -> None:

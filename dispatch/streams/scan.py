@@ -35,13 +35,13 @@ def chain_starts(k: np.ndarray) -> np.ndarray:
     return cur == here
 
 
-def compact(k: np.ndarray, accept: np.ndarray, value: np.ndarray, n: int) -> tuple[np.ndarray, int] | None:
-    """The first ``n`` outputs and the draws they consume, or ``None`` when the positions
-    given hold fewer than ``n`` accepted attempts."""
+def chosen(k: np.ndarray, accept: np.ndarray, n: int) -> tuple[np.ndarray, int] | None:
+    """The positions of the first ``n`` accepted attempts and the draws they use, or ``None``
+    when the positions given hold fewer."""
     if n == 0:
-        return value[:0], 0
+        return np.empty(0, np.intp), 0
     taken = np.flatnonzero(chain_starts(k) & accept)
     if taken.size < n:
         return None
     last = int(taken[n - 1])
-    return value[taken[:n]], last + int(k[last])
+    return taken[:n], last + int(k[last])

@@ -6,14 +6,17 @@ position ``p`` at once, as if one started there: it takes ``k[p]`` draws and eit
 (``accept[p]``, giving ``value[p]``) or rejects, the next attempt then starting at ``p + k[p]``.
 ``dispatch.streams.scan`` then finds which positions the real loop visits.
 
-``first`` is the vectorized pass (the device kernels compute the same per position); the few
-positions it cannot settle exactly are ``rare`` and go to ``resolve``, plain Python on the
-host:
+``first`` is the vectorized pass, and the device kernels compute the same per position. Its
+``exp`` and ``log1p`` (NumPy's vectorized ones here, the device's there) may differ from the
+host C library's, which NumPy's C calls, in the last bits. So:
 
-- the tails of the ziggurats, whose values need ``log1p`` with the host libm's bits
-  (Python's ``math.log1p`` and the C library's ``log1pf`` are what NumPy's C calls);
-- a wedge test ``lhs < exp(...)`` whose two sides are so close that another ``exp`` (NumPy's
-  vectorized one here, a device's) could decide it differently than the host libm.
+- a test ``lhs < exp(...)`` or ``yy + yy > xx * xx`` whose two sides are too close for that
+  to be sure marks the position ``rare``: ``resolve`` then decides it on the host, exactly
+  (Python's ``math.exp`` / ``math.log1p`` and the C library's ``expf`` / ``log1pf`` are the
+  functions NumPy's C calls). This is vanishingly rare;
+- a ziggurat's tail (about 3 outputs in 10,000) returns a value made with ``log1p``: ``first``
+  marks it ``tail`` and leaves the uniform it comes from as its value (negative for a negative
+  normal), and ``tail_values`` makes the outputs' few tail values on the host.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import numpy as np
 
 from dispatch.streams import tables as T
 
-PAD = 2  # draws past the last position a first pass reads (the wedge's uniform)
+TAIL_TRIES = 3  # pairs of uniforms a first pass tries in a normal's tail; more: rare
+PAD = 1 + 2 * TAIL_TRIES  # draws past the last position a first pass reads
 MARGIN64 = 2.0**-44  # relative gap under which another exp may decide a wedge otherwise
 MARGIN32 = 2.0**-16
 _U64, _U32 = np.uint64, np.uint32
@@ -72,9 +76,13 @@ class Method:
     dtype: np.dtype
     draws_per_output = 1.02  # a generous mean, for sizing the raw buffer
 
-    def first(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(k, accept, value, rare) for positions ``0 .. raw.size - PAD - 1``."""
+    def first(self, raw: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(k, accept, value, rare, tail) for positions ``0 .. raw.size - PAD - 1``."""
         raise NotImplementedError
+
+    def tail_values(self, uniforms: np.ndarray) -> np.ndarray:
+        """The tail outputs made from the uniforms ``first`` left, with the host libm."""
+        return uniforms
 
     def resolve(self, draw: Draw, p: int) -> tuple[int, bool, object]:
         """The attempt at ``p``, exactly, with the host libm."""
@@ -91,7 +99,7 @@ class Random64(Method):
     def first(self, raw):
         n = raw.size - PAD
         value = (raw[:n] >> _U64(11)).astype(np.float64) * _TWO53
-        return np.ones(n, np.int8), np.ones(n, bool), value, np.zeros(n, bool)
+        return np.ones(n, np.int8), np.ones(n, bool), value, np.zeros(n, bool), np.zeros(n, bool)
 
 
 class Random32(Method):
@@ -102,7 +110,7 @@ class Random32(Method):
     def first(self, raw):
         n = raw.size - PAD
         value = (raw[:n] >> _U32(8)).astype(np.float32) * _TWO24
-        return np.ones(n, np.int8), np.ones(n, bool), value, np.zeros(n, bool)
+        return np.ones(n, np.int8), np.ones(n, bool), value, np.zeros(n, bool), np.zeros(n, bool)
 
 
 # ---- the normal's ziggurat --------------------------------------------------------------------
@@ -122,14 +130,21 @@ class Normal64(Method):
         x = rabs.astype(np.float64) * T.wi_double[idx]
         x = np.where((r8 & _U64(1)).astype(bool), -x, x)
         sure_accept = rabs < T.ki_double[idx]
-        u = (raw[1 : n + 1] >> _U64(11)).astype(np.float64) * _TWO53
-        lhs = (T.fi_double[idx - 1] - T.fi_double[idx]) * u + T.fi_double[idx]
+        uniform = [(raw[j : j + n] >> _U64(11)).astype(np.float64) * _TWO53 for j in range(1, PAD + 1)]
+        lhs = (T.fi_double[idx - 1] - T.fi_double[idx]) * uniform[0] + T.fi_double[idx]
         rhs = np.exp(-0.5 * x * x)
         wedge = ~sure_accept & (idx != 0)
         k = np.where(wedge, 2, 1).astype(np.int8)
         accept = sure_accept | (wedge & (lhs < rhs))
-        rare = (~sure_accept & (idx == 0)) | (wedge & (np.abs(lhs - rhs) <= rhs * MARGIN64))
-        return k, accept, x, rare
+        rare = wedge & _close(lhs, rhs, MARGIN64)
+        tail = ~sure_accept & (idx == 0)
+        negative = ((rabs >> _U64(8)) & _U64(1)).astype(bool)
+        k, value, rare = _normal_tail(tail, uniform, T.ziggurat_nor_inv_r, negative, k, x, rare, MARGIN64)
+        return k, accept | tail, value, rare, tail
+
+    def tail_values(self, uniforms):
+        out = [T.ziggurat_nor_r - T.ziggurat_nor_inv_r * math.log1p(-abs(u)) for u in uniforms.tolist()]
+        return np.where(np.signbit(uniforms), -np.array(out, np.float64), out)
 
     def resolve(self, draw, p):
         r = draw(p)
@@ -169,15 +184,22 @@ class Normal32(Method):
         x = rabs.astype(np.float32) * T.wi_float[idx]
         x = np.where(((r >> _U32(8)) & _U32(1)).astype(bool), -x, x)
         sure_accept = rabs < T.ki_float[idx]
-        u = (raw[1 : n + 1] >> _U32(8)).astype(np.float32) * _TWO24
-        lhs = ((T.fi_float[idx - 1] - T.fi_float[idx]) * u + T.fi_float[idx]).astype(np.float64)
+        uniform = [(raw[j : j + n] >> _U32(8)).astype(np.float32) * _TWO24 for j in range(1, PAD + 1)]
+        lhs = ((T.fi_float[idx - 1] - T.fi_float[idx]) * uniform[0] + T.fi_float[idx]).astype(np.float64)
         x64 = x.astype(np.float64)
         rhs = np.exp(-0.5 * x64 * x64)
         wedge = ~sure_accept & (idx != 0)
         k = np.where(wedge, 2, 1).astype(np.int8)
         accept = sure_accept | (wedge & (lhs < rhs))
-        rare = (~sure_accept & (idx == 0)) | (wedge & (np.abs(lhs - rhs) <= rhs * MARGIN64))
-        return k, accept, x, rare
+        rare = wedge & _close(lhs, rhs, MARGIN64)
+        tail = ~sure_accept & (idx == 0)
+        negative = ((rabs >> _U32(8)) & _U32(1)).astype(bool)
+        k, value, rare = _normal_tail(tail, uniform, T.ziggurat_nor_inv_r_f, negative, k, x, rare, MARGIN32)
+        return k, accept | tail, value, rare, tail
+
+    def tail_values(self, uniforms):
+        out = [T.ziggurat_nor_r_f + -T.ziggurat_nor_inv_r_f * log1pf(-abs(u)) for u in uniforms]
+        return np.where(np.signbit(uniforms), -np.array(out, np.float32), np.array(out, np.float32))
 
     def resolve(self, draw, p):
         r = draw(p)
@@ -201,6 +223,33 @@ class Normal32(Method):
         return 2, float(lhs) < math.exp(-0.5 * float(x) * float(x)), x
 
 
+def _close(a: np.ndarray, b: np.ndarray, margin: float) -> np.ndarray:
+    """Where another last bit in ``a`` or ``b`` might change ``a < b``."""
+    return np.abs(a - b) <= np.maximum(np.abs(a), np.abs(b)) * margin
+
+
+def _normal_tail(tail, uniform, inv_r, negative, k, x, rare, margin):
+    """The normal's tail, where pairs of uniforms are tried until ``yy + yy > xx * xx``: the
+    draws each position's tries take, and the uniform of the accepted try (signed)."""
+    k, value, rare = k.copy(), x.copy(), rare.copy()
+    pending = tail.copy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for t in range(TAIL_TRIES):
+            ua, ub = uniform[2 * t], uniform[2 * t + 1]
+            xx = -inv_r * np.log1p(-ua)
+            yy = -np.log1p(-ub)
+            lhs, rhs = yy + yy, xx * xx
+            unsure = pending & _close(lhs, rhs, margin)
+            rare |= unsure
+            pending &= ~unsure
+            done = pending & (lhs > rhs)
+            k[done] = 3 + 2 * t
+            value[done] = np.where(negative, -ua, ua)[done]
+            pending &= ~done
+    rare |= pending  # more tries than a first pass makes
+    return k, value, rare
+
+
 # ---- the exponential's ziggurat ----------------------------------------------------------------
 
 
@@ -220,10 +269,13 @@ class Exponential64(Method):
         lhs = (T.fe_double[idx - 1] - T.fe_double[idx]) * u + T.fe_double[idx]
         rhs = np.exp(-x)
         wedge = ~sure_accept & (idx != 0)
+        tail = ~sure_accept & (idx == 0)
         k = np.where(sure_accept, 1, 2).astype(np.int8)
-        accept = sure_accept | (wedge & (lhs < rhs))
-        rare = (~sure_accept & (idx == 0)) | (wedge & (np.abs(lhs - rhs) <= rhs * MARGIN64))
-        return k, accept, x, rare
+        accept = sure_accept | tail | (wedge & (lhs < rhs))
+        return k, accept, np.where(tail, u, x), wedge & _close(lhs, rhs, MARGIN64), tail
+
+    def tail_values(self, uniforms):
+        return np.array([T.ziggurat_exp_r - math.log1p(-u) for u in uniforms.tolist()], np.float64)
 
     def resolve(self, draw, p):
         ri = draw(p) >> 3
@@ -256,10 +308,13 @@ class Exponential32(Method):
         lhs = (T.fe_float[idx - 1] - T.fe_float[idx]) * u + T.fe_float[idx]
         rhs = np.exp(-x)
         wedge = ~sure_accept & (idx != 0)
+        tail = ~sure_accept & (idx == 0)
         k = np.where(sure_accept, 1, 2).astype(np.int8)
-        accept = sure_accept | (wedge & (lhs < rhs))
-        rare = (~sure_accept & (idx == 0)) | (wedge & (np.abs(lhs - rhs) <= rhs * np.float32(MARGIN32)))
-        return k, accept, x, rare
+        accept = sure_accept | tail | (wedge & (lhs < rhs))
+        return k, accept, np.where(tail, u, x), wedge & _close(lhs, rhs, MARGIN32), tail
+
+    def tail_values(self, uniforms):
+        return np.array([T.ziggurat_exp_r_f - log1pf(-u) for u in uniforms], np.float32)
 
     def resolve(self, draw, p):
         ri = draw(p) >> 1
@@ -301,19 +356,19 @@ class Bounded(Method):
 
     def first(self, raw):
         n = raw.size - PAD
-        ones = np.ones(n, np.int8)
+        ones, none = np.ones(n, np.int8), np.zeros(n, bool)
         u = raw[:n]
         if self.kind == "raw":
-            return ones, np.ones(n, bool), u, np.zeros(n, bool)
+            return ones, np.ones(n, bool), u, none, none
         if self.kind == "masked":
             v = u & u.dtype.type(self.mask)
-            return ones, v <= self.rng, v, np.zeros(n, bool)
+            return ones, v <= self.rng, v, none, none
         if self.bits == 64:
             hi, lo = _mul64(u, self.rng + 1)
-            return ones, lo >= _U64(self.threshold), hi, np.zeros(n, bool)
+            return ones, lo >= _U64(self.threshold), hi, none, none
         m = u.astype(np.uint64) * _U64(self.rng + 1)
         low = m & _U64((1 << self.bits) - 1)
-        return ones, low >= _U64(self.threshold), m >> _U64(self.bits), np.zeros(n, bool)
+        return ones, low >= _U64(self.threshold), m >> _U64(self.bits), none, none
 
 
 def _mul64(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
