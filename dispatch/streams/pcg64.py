@@ -165,5 +165,12 @@ def after32(state: State, used32: int) -> tuple[int, int, int]:
     if from_words <= 0:
         return 0, 0, state.uinteger
     words = (from_words + 1) // 2
-    last = int(raw64(state, words - 1, 1)[0]) >> 32
-    return words, from_words % 2, last
+    return words, from_words % 2, draw_at(state, words - 1) >> 32
+
+
+def draw_at(state: State, position: int) -> int:
+    """The 64-bit draw at ``position``, in Python integers (one jump)."""
+    s = jump(state.state, state.inc, position + 1)
+    hi, lo = s >> 64, s & MASK64
+    x, rot = hi ^ lo, hi >> 58
+    return ((x >> rot) | (x << ((64 - rot) & 63))) & MASK64
