@@ -123,7 +123,7 @@ __device__ unsigned char normal32(u32 r, Cur32 c, const float* zt, float& val, b
             float ua = next_float(c.next()), ub = next_float(c.next());
             float xx = -0.27366123732975827203338247596f * log1pf(-ua), yy = -log1pf(-ub);
             float lhs = yy + yy, rhs = xx * xx;
-            if (close64(lhs, rhs, MARGIN32)) { rare = true; return 1; }
+            if (close64(lhs, rhs, MARGIN32_TAIL)) { rare = true; return 1; }
             if (lhs > rhs) { val = ((rabs >> 8) & 1) ? -ua : ua; return (unsigned char)(3 + 2 * t) | ACCEPT | TAIL; }
         }
         rare = true; return 1;

@@ -44,10 +44,12 @@ def _resolve_rare(method: tf.Method, state: pcg64.State, code: np.ndarray, value
                   patch: Any) -> int:
     """Decide the listed positions on the host (``transforms.Method.resolve``); the largest
     number of draws one takes."""
-    from dispatch.streams import reference
-
     def at(q: int) -> int:
-        return int(reference.stream(method, state, q, 1)[0])
+        if method.width == 64:
+            return pcg64.draw_at(state, q)
+        j, part = divmod(q, method.split)
+        bits = 32 // method.split
+        return (pcg64.draw32_at(state, j) >> (part * bits)) & ((1 << bits) - 1)
 
     kmax = 1
     for p in rare.tolist():
@@ -136,7 +138,7 @@ class CupyKernels:
         import cupy
 
         self.xp = cupy
-        margins = f"#define MARGIN64 {tf.MARGIN64!r}\n#define MARGIN32 {tf.MARGIN32!r}\n"
+        margins = "".join(f"#define {m} {getattr(tf, m)!r}\n" for m in ("MARGIN64", "MARGIN32", "MARGIN32_TAIL"))
         self.module = cupy.RawModule(code=margins + SOURCE + SCATTER_SOURCE, options=("--fmad=false", "-std=c++14"))
         self.tables = {
             "normal64": cupy.asarray(np.concatenate([T.wi_double, T.fi_double, T.ki_double.view(np.float64)])),
@@ -169,7 +171,7 @@ class CupyKernels:
         threads = min(n_words, _MAX_THREADS)
         blocks = -(-threads // _THREADS)
         threads = blocks * _THREADS
-        cap = 1024 + size // 100_000
+        cap = 1024 + size // 10_000
         jt = self._jump.get(state.inc)
         if jt is None:
             jt = self._jump[state.inc] = cp.asarray(jump_table(state.inc))
@@ -178,6 +180,26 @@ class CupyKernels:
         value = cp.empty(size, method.dtype)
         rare = cp.empty(cap, cp.int64)
         counters = cp.zeros(2, cp.uint64)
+        self._launch(method, blocks, args, jt, code, value, rare, counters)
+        n_rare, kmax = (int(c) for c in counters.get())
+        if n_rare > cap:  # more undecided positions than room for them: again, with room
+            rare = cp.empty(n_rare, cp.int64)
+            args = cp.asarray(self._args(method, state, size, threads, n_words, n_rare).reshape(1).view(np.uint8))
+            counters[:] = 0
+            self._launch(method, blocks, args, jt, code, value, rare, counters)
+            n_rare, kmax = (int(c) for c in counters.get())
+        if n_rare:
+            host_code, host_value = code.get(), value.get()
+
+            def patch(p: int, c: int, v: Any) -> None:
+                host_code[p], host_value[p] = c, v
+
+            kmax = max(kmax, _resolve_rare(method, state, host_code, host_value, np.sort(rare[:n_rare].get()), patch))
+            code, value = cp.asarray(host_code), cp.asarray(host_value)
+        return code, value, kmax
+
+    def _launch(self, method: tf.Method, blocks: int, args: Any, jt: Any, code: Any, value: Any, rare: Any,
+                counters: Any) -> None:
         if isinstance(method, tf.Bounded):
             name = f"attempts_u{method.dtype.itemsize * 8}"
             kind = {"raw": 0, "masked": 1, "lemire": 2}[method.kind]
@@ -191,18 +213,6 @@ class CupyKernels:
             name = "attempts_f64" if wide else "attempts_f32"
             params = (args, jt, table, np.int32(ident), code, value, rare, counters)
             self.module.get_function(name)((blocks,), (_THREADS,), params)
-        n_rare, kmax = (int(c) for c in counters.get())
-        if n_rare > cap:
-            raise RuntimeError("more undecided positions than expected")  # a bug, never seen
-        if n_rare:
-            host_code, host_value = code.get(), value.get()
-
-            def patch(p: int, c: int, v: Any) -> None:
-                host_code[p], host_value[p] = c, v
-
-            kmax = max(kmax, _resolve_rare(method, state, host_code, host_value, np.sort(rare[:n_rare].get()), patch))
-            code, value = cp.asarray(host_code), cp.asarray(host_value)
-        return code, value, kmax
 
     def take(self, code: Any, kmax: int) -> Any:
         cp = self.xp

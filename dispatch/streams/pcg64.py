@@ -168,6 +168,16 @@ def after32(state: State, used32: int) -> tuple[int, int, int]:
     return words, from_words % 2, draw_at(state, words - 1) >> 32
 
 
+def draw32_at(state: State, position: int) -> int:
+    """The 32-bit draw at ``position`` of ``next_uint32``'s stream, in Python integers."""
+    if state.has_uint32:
+        if position == 0:
+            return state.uinteger
+        position -= 1
+    word = draw_at(state, position // 2)
+    return word >> 32 if position & 1 else word & 0xFFFFFFFF
+
+
 def draw_at(state: State, position: int) -> int:
     """The 64-bit draw at ``position``, in Python integers (one jump)."""
     s = jump(state.state, state.inc, position + 1)

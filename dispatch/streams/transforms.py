@@ -32,8 +32,10 @@ from dispatch.streams import tables as T
 
 TAIL_TRIES = 3  # pairs of uniforms a first pass tries in a normal's tail; more: rare
 PAD = 1 + 2 * TAIL_TRIES  # draws past the last position a first pass reads
-MARGIN64 = 2.0**-44  # relative gap under which another exp may decide a wedge otherwise
-MARGIN32 = 2.0**-16
+# Relative gaps under which another exp or log1p (a few ulps apart) might decide a test otherwise.
+MARGIN64 = 2.0**-44
+MARGIN32 = 2.0**-21  # float32: expf in the exponential's wedge
+MARGIN32_TAIL = 2.0**-18  # float32: the normal's tail, log1pf twice and products
 _U64, _U32 = np.uint64, np.uint32
 _TWO53 = 1.0 / 9007199254740992.0
 _TWO24 = np.float32(1.0 / 16777216.0)
@@ -194,7 +196,7 @@ class Normal32(Method):
         rare = wedge & _close(lhs, rhs, MARGIN64)
         tail = ~sure_accept & (idx == 0)
         negative = ((rabs >> _U32(8)) & _U32(1)).astype(bool)
-        k, value, rare = _normal_tail(tail, uniform, T.ziggurat_nor_inv_r_f, negative, k, x, rare, MARGIN32)
+        k, value, rare = _normal_tail(tail, uniform, T.ziggurat_nor_inv_r_f, negative, k, x, rare, MARGIN32_TAIL)
         return k, accept | tail, value, rare, tail
 
     def tail_values(self, uniforms):
