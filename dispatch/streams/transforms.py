@@ -58,6 +58,12 @@ def log1pf(x: np.float32) -> np.float32:
     return np.float32(_LIBM.log1pf(float(x)))
 
 
+def _log1pf_each(x: np.ndarray) -> np.ndarray:
+    """The C library's ``log1pf`` of each float32 (one call each: no vector form exists)."""
+    fn = _LIBM.log1pf
+    return np.array([fn(v) for v in x.astype(np.float32).tolist()], np.float32)
+
+
 def expf(x: np.float32) -> np.float32:
     return np.float32(_LIBM.expf(float(x)))
 
@@ -200,8 +206,9 @@ class Normal32(Method):
         return k, accept | tail, value, rare, tail
 
     def tail_values(self, uniforms):
-        out = [T.ziggurat_nor_r_f + -T.ziggurat_nor_inv_r_f * log1pf(-abs(u)) for u in uniforms]
-        return np.where(np.signbit(uniforms), -np.array(out, np.float32), np.array(out, np.float32))
+        xx = -T.ziggurat_nor_inv_r_f * _log1pf_each(-np.abs(uniforms))  # float32 arithmetic, as the C's
+        out = T.ziggurat_nor_r_f + xx
+        return np.where(np.signbit(uniforms), -out, out)
 
     def resolve(self, draw, p):
         r = draw(p)
@@ -316,7 +323,7 @@ class Exponential32(Method):
         return k, accept, np.where(tail, u, x), wedge & _close(lhs, rhs, MARGIN32), tail
 
     def tail_values(self, uniforms):
-        return np.array([T.ziggurat_exp_r_f - log1pf(-u) for u in uniforms], np.float32)
+        return T.ziggurat_exp_r_f - _log1pf_each(-uniforms)
 
     def resolve(self, draw, p):
         ri = draw(p) >> 1
