@@ -82,10 +82,10 @@ class NumpyKernels:
         return scan.chain_starts((code & STEPS).astype(np.int64)) & ((code & ACCEPT) != 0)
 
     def scatter(self, code: np.ndarray, value: np.ndarray, take: np.ndarray, n: int):
-        got = scan.chosen((code & STEPS).astype(np.int64), take, n)  # take already holds the starts
-        if got is None:
+        where = np.flatnonzero(take)[:n]
+        if where.size < n:
             return None
-        where, used = got
+        used = int(where[-1]) + int(code[where[-1]] & STEPS) if n else 0
         return value[where], np.flatnonzero((code[where] & TAIL) != 0), used
 
     def to_host(self, a: Any) -> np.ndarray:
