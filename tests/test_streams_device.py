@@ -92,3 +92,19 @@ def test_undecided_positions_are_decided_on_the_host(monkeypatch: pytest.MonkeyP
     name, args, kwargs = case
     for seed in SEEDS[:2]:
         _check(kernels.NumpyKernels(), *_pair(seed), name, (*args, 3001), kwargs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES[2:9], ids=[_ids(c) for c in CASES[2:9]])
+def test_undecided_positions_are_decided_on_the_host_for_the_device(monkeypatch: pytest.MonkeyPatch,
+                                                                     case: tuple) -> None:
+    """The same with the CUDA kernels, compiled with the wide margins: the host's answers are
+    written back into the device's arrays."""
+    from dispatch.streams import transforms
+
+    _cuda()
+    for margin in ("MARGIN64", "MARGIN32", "MARGIN32_TAIL"):
+        monkeypatch.setattr(transforms, margin, 0.05)
+    wide = kernels.CupyKernels()
+    name, args, kwargs = case
+    _check(wide, *_pair(1), name, (*args, 20_001), kwargs)

@@ -35,15 +35,16 @@ ACCEPT, TAIL, STEPS = 0x40, 0x80, 0x3F
 
 
 def encode(k: np.ndarray, accept: np.ndarray, tail: np.ndarray) -> np.ndarray:
+    """Attempts as the kernels' bytes: draws taken, then the ``ACCEPT`` and ``TAIL`` bits."""
     if k.size and int(k.max()) > STEPS:
         raise OverflowError("an attempt takes more draws than a code holds")
     return (k.astype(np.uint8) | (accept.astype(np.uint8) << 6) | (tail.astype(np.uint8) << 7)).astype(np.uint8)
 
 
-def _resolve_rare(method: tf.Method, state: pcg64.State, code: np.ndarray, value: Any, rare: np.ndarray,
-                  patch: Any) -> int:
-    """Decide the listed positions on the host (``transforms.Method.resolve``); the largest
-    number of draws one takes."""
+def _resolve_rare(method: tf.Method, state: pcg64.State, rare: np.ndarray, patch: Any) -> int:
+    """Decide the listed positions on the host (``transforms.Method.resolve``), handing each
+    to ``patch(position, code, value)``; the most draws one takes."""
+
     def at(q: int) -> int:
         if method.width == 64:
             return pcg64.draw_at(state, q)
@@ -75,7 +76,7 @@ class NumpyKernels:
         def patch(p: int, c: int, v: Any) -> None:
             code[p], value[p] = c, v
 
-        kmax = max(kmax, _resolve_rare(method, state, code, value, np.flatnonzero(rare), patch))
+        kmax = max(kmax, _resolve_rare(method, state, np.flatnonzero(rare), patch))
         return code, value, kmax
 
     def take(self, code: np.ndarray, kmax: int) -> np.ndarray:
@@ -188,14 +189,16 @@ class CupyKernels:
             counters[:] = 0
             self._launch(method, blocks, args, jt, code, value, rare, counters)
             n_rare, kmax = (int(c) for c in counters.get())
-        if n_rare:
-            host_code, host_value = code.get(), value.get()
+        if n_rare:  # the host's answers, written back in one scatter
+            where, codes, values = [], [], []
 
             def patch(p: int, c: int, v: Any) -> None:
-                host_code[p], host_value[p] = c, v
+                where.append(p), codes.append(c), values.append(v)
 
-            kmax = max(kmax, _resolve_rare(method, state, host_code, host_value, np.sort(rare[:n_rare].get()), patch))
-            code, value = cp.asarray(host_code), cp.asarray(host_value)
+            kmax = max(kmax, _resolve_rare(method, state, np.sort(rare[:n_rare].get()), patch))
+            at = cp.asarray(np.array(where, np.int64))
+            code[at] = cp.asarray(np.array(codes, np.uint8))
+            value[at] = cp.asarray(np.array(values, method.dtype))
         return code, value, kmax
 
     def _launch(self, method: tf.Method, blocks: int, args: Any, jt: Any, code: Any, value: Any, rare: Any,
