@@ -1,8 +1,12 @@
 """``dispatch.random``: ``numpy.random``, drawing with NumPy's own bit generators.
 
-Draws always happen with NumPy's generators, so a seeded program gets exactly NumPy's numbers
-(legacy ``seed`` / ``rand`` / ``normal``... and ``default_rng``). Results are
-``dispatch.ndarray``; under a forced device target (``using("cupy")``) they are moved there.
+Draws always give NumPy's numbers, so a seeded program gets exactly NumPy's results (legacy
+``seed`` / ``rand`` / ``normal``... and ``default_rng``). Results are ``dispatch.ndarray``; under
+a forced device target (``using("cupy")``) they are moved there. There, a large draw of a
+``Generator`` on ``PCG64`` (``random``, ``standard_normal``, ``normal``, ``uniform``,
+``standard_exponential``, ``exponential``, ``integers``) is made on the CUDA device itself, bit
+for bit NumPy's stream, and the generator moves on as NumPy's would (``dispatch.streams``).
+The legacy ``RandomState`` (MT19937) and other methods draw on the host, exactly.
 
 A draw too large for the host (or under ``using("dask")``, or spanning a connected cluster's
 chunks; ``dispatch.cluster.result_reason``) is made chunk by chunk on Dask, still NumPy's
@@ -20,7 +24,7 @@ from typing import Any
 
 import numpy as _np
 
-from dispatch import cluster
+from dispatch import cluster, targets
 from dispatch._namespace import lazy_namespace
 from dispatch.arrays import _call, scale_out
 from dispatch.arrays._array import ndarray, wrap
@@ -52,6 +56,9 @@ def _host_method(method: Any, name: str, owner: _Proxy) -> Any:
         if chunked is not None:
             return chunked
         owner._settle()
+        drawn = _device_draw(owner, name, method, args, kwargs)
+        if drawn is not None:
+            return drawn
         if name in _IN_PLACE and args and isinstance(args[0], ndarray):
             target, rest = args[0], args[1:]
             target._mutate_host(lambda host: method(host, *_call.host_args(rest), **_call.host_kwargs(kwargs)))
@@ -131,6 +138,45 @@ def default_rng(seed: Any = None) -> Generator:
     if isinstance(seed, _Proxy):
         seed._settle()
     return Generator(_np.random.default_rng(seed._numpy if isinstance(seed, _Proxy) else seed))
+
+
+# ---- draws on a CUDA device ------------------------------------------------------------------
+
+# Smaller draws stay on the host: NumPy and a copy cost less there than the kernels' launches.
+DEVICE_DRAW_ELEMENTS = 1 << 17
+
+
+def _device_draw(owner: _Proxy, name: str, method: Any, args: tuple, kwargs: dict) -> Any:
+    """NumPy's own stream drawn on the forced CUDA device (``dispatch.streams``), or ``None``
+    where the draw stays on the host."""
+    if STATE.plain or not isinstance(owner, Generator):
+        return None
+    target = targets.forced()
+    if target is None or target.device.kind != "cuda" or type(owner._numpy.bit_generator) is not PCG64:
+        return None
+    from dispatch.streams import calls
+
+    if name not in calls.METHODS or _elements(name, method, args, kwargs) < DEVICE_DRAW_ELEMENTS:
+        return None
+    plan = calls.plan(name, args, kwargs)
+    kernels = _cuda_kernels() if plan is not None else None
+    if kernels is None:
+        return None
+    from dispatch.streams import device
+
+    # Drawn on CuPy's current device: torch-cuda adopts that memory as it is, without a copy.
+    return wrap(device.draw(owner._numpy, plan, kernels)).to(target.name)
+
+
+@functools.cache
+def _cuda_kernels() -> Any:
+    """The CUDA kernels, or ``None`` where CuPy or a CUDA device is missing."""
+    try:
+        from dispatch.streams.kernels import cupy_kernels
+
+        return cupy_kernels()
+    except Exception:
+        return None
 
 
 # ---- chunked draws on Dask ----------------------------------------------------------------------------

@@ -14,6 +14,8 @@ import importlib
 import os
 import sys
 
+import dispatch
+
 __all__ = ["CommandError", "main", "writable"]
 
 # What a command never overwrites: the user's sources (``migrate --write`` rewrites them, asked to).
@@ -58,9 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dispatch",
         description="Run NumPy, scikit-learn and PyTorch code on the fastest backend for each call.",
     )
-    from dispatch import __version__
-
-    parser.add_argument("--version", action="version", version=f"dispatch {__version__}")
+    parser.add_argument("--version", action="version", version=f"dispatch {dispatch.__dispatch_version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in SUBCOMMANDS.items():
         module = importlib.import_module(f"dispatch.cli.{module_name}")
