@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 
+from helpers import router_restored
+
 from dispatch.cli import demo
+from dispatch.history import History
 from dispatch.tracing import CallRecord, Trace
 
 
@@ -34,3 +37,19 @@ def test_a_speedup_is_shown_when_a_call_moved():
     line = demo._comparison(_trace("numpy", "torch-cpu"), "plain NumPy", [2.0] * 5, "through dispatch", [1.0] * 5)
     assert line == ("plain NumPy 2000.0 ms, through dispatch 1000.0 ms (medians); "
                     "speed-up 2.00x (2.00-2.00x over 5 turns)")
+
+
+def test_a_machine_with_numpy_alone_is_told_what_to_install(monkeypatch, capsys, tmp_path):
+    import argparse
+
+    from dispatch import targets
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(targets, "available", lambda: {"numpy": object()})
+    monkeypatch.setattr(demo, "_numpy_part", lambda size: print("numpy part"))
+    monkeypatch.setattr(demo, "_sklearn_part", lambda: print("sklearn part"))
+    with router_restored(History()):  # the demo asks the router's policy: leave it as it was
+        assert demo.run(argparse.Namespace(size=10, no_calibrate=True)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "dispatch demo: targets here: numpy"
+    assert out[1].startswith("only NumPy can run these calls here, so every call stays on NumPy: install torch")
