@@ -63,7 +63,7 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
-#ifdef __linux__
+#if defined(__linux__) || defined(__APPLE__)
 #include <dlfcn.h>
 #endif
 
@@ -640,8 +640,8 @@ static int elision_keeps(PyObject *func, PyArrayObject *d, PyObject *od, int dat
  * though the array still holds it (writing into it would change the user's data). As NumPy's own
  * elision does (temp_elide.c), read the C stack: no frame in NumPy's extension among its first
  * STACK_FRAMES (NumPy's loop lies 5 to 10 frames down; this costs some 10 µs, paid where an
- * operand of 256 KiB or more would be written into). Where the stack cannot be read (not
- * Linux), nothing counts as a temporary. */
+ * operand of 256 KiB or more would be written into). Where the stack cannot be read (neither
+ * Linux nor macOS), nothing counts as a temporary. */
 #define STACK_FRAMES 14
 #ifdef __linux__
 #include <execinfo.h>
@@ -662,10 +662,24 @@ static int find_numpy_code(struct dl_phdr_info *info, size_t size, void *name) {
     }
     return 1;
 }
+#elif defined(__APPLE__)
+#include <execinfo.h>
+static const void *numpy_base = NULL;  /* where NumPy's extension is loaded */
 #endif
 
 static int from_interpreter(void) {
-#ifdef __linux__
+#ifdef __APPLE__
+    Dl_info info;
+    if (numpy_base == NULL) {
+        if (!dladdr((const void *)&PyArray_Type, &info) || info.dli_fbase == NULL) return 0;
+        numpy_base = info.dli_fbase;
+    }
+    void *frames[STACK_FRAMES];
+    int n = backtrace(frames, STACK_FRAMES);
+    for (int i = 1; i < n; i++)
+        if (dladdr(frames[i], &info) && info.dli_fbase == numpy_base) return 0;
+    return n > 0;
+#elif defined(__linux__)
     if (numpy_ranges < 0) {
         Dl_info info;  /* (dladdr is slow: once, to name NumPy's extension) */
         if (!dladdr((const void *)&PyArray_Type, &info) || info.dli_fname == NULL) return 0;

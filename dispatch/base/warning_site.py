@@ -18,7 +18,7 @@ from typing import Any
 __all__ = ["install"]
 
 _HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the dispatch package
-_show = warnings._showwarnmsg  # the hook the warnings machinery calls to show one
+_show = getattr(warnings, "_showwarnmsg", None)  # the hook the warnings machinery calls to show one
 
 
 def _ours(filename: str) -> bool:
@@ -52,5 +52,5 @@ def _showwarnmsg(msg: Any) -> None:
 
 def install() -> None:
     """Point the warnings machinery's hook at ``_showwarnmsg`` (once)."""
-    if warnings._showwarnmsg is not _showwarnmsg:
+    if _show is not None and warnings._showwarnmsg is not _showwarnmsg:  # (a Python without the hook: as it is)
         warnings._showwarnmsg = _showwarnmsg
