@@ -40,7 +40,8 @@ from dispatch.devices import DASK, HOST, Device
 from dispatch.tracing import _fmt_bytes
 
 __all__ = ["active", "address", "capacity_bytes", "chunk_bytes", "client", "compute", "connected", "creation",
-           "device_free_bytes", "free_bytes", "gpu_workers", "host_free_bytes", "memory_fraction", "persist",
+           "device_free_bytes", "free_bytes", "gpu_workers", "host_free_bytes", "host_memory_bytes",
+           "local_cluster_options", "memory_fraction", "persist",
            "result_bytes", "result_reason", "route", "run_on_dask", "scheduler", "set_chunk_bytes",
            "set_memory_fraction", "use_cluster"]
 
@@ -267,6 +268,79 @@ def _measure(c: Any) -> None:
         _measured_chunk[where] = calibration.dask_chunk_bytes(c)
     except Exception as exc:  # a measurement is advice; the default serves
         log.info("dispatch: could not measure the Dask cluster's task overhead: %s", exc)
+
+
+# ---- a local cluster sized to the host ----------------------------------------------------------------------
+
+# A task holds about this many chunks at once (its input, its output, temporaries), and a worker
+# starts spilling at 60 % of its memory limit: its threads' chunks should take half at most.
+TASK_CHUNKS = 4
+WORKING_SHARE = 0.5
+WORKER_BASE_BYTES = 256 << 20  # a worker process's own memory: the interpreter, NumPy, distributed
+
+
+def host_memory_bytes() -> int | None:
+    """The host's physical memory: psutil, else /proc/meminfo, else sysconf."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total)
+    except Exception:
+        pass
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def local_cluster_options(chunk: int | None = None, memory: int | None = None, *, cores: int | None = None,
+                          host_memory: int | None = None) -> dict[str, int]:
+    """``n_workers``, ``threads_per_worker`` and ``memory_limit`` (per worker) for a
+    ``distributed.LocalCluster`` on this host, so that every thread's chunks fit its worker with
+    room to spare: ``TASK_CHUNKS`` chunks a thread within ``WORKING_SHARE`` of the limit, above
+    the worker's own ``WORKER_BASE_BYTES``. Of the splits that fit, the one running the most
+    threads, nearest Dask's own choice of processes.
+
+    Parameters
+    ----------
+    chunk : int, optional
+        Bytes per chunk (``chunk_bytes()`` by default).
+    memory : int, optional
+        Bytes the cluster's workers may hold in all (half the host's memory by default, at most 80 %).
+    cores, host_memory : int, optional
+        The host's cores and memory (this host's by default).
+
+    Raises
+    ------
+    ValueError
+        Where one worker of one thread cannot hold a chunk's work in ``memory``.
+    """
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    host_memory = host_memory or host_memory_bytes() or 8 << 30
+    memory = min(memory or host_memory // 2, int(0.8 * host_memory))
+    chunk = chunk or chunk_bytes()
+    per_thread = TASK_CHUNKS * chunk / WORKING_SHARE
+    preferred = cores if cores <= 4 else min(f for f in range(1, cores + 1) if cores % f == 0 and f * f >= cores)
+    best = None
+    for workers in range(1, cores + 1):
+        limit = memory // workers
+        threads = min(cores // workers, int((limit - WORKER_BASE_BYTES) // per_thread))
+        if threads < 1:
+            continue
+        score = (workers * threads, -abs(workers - preferred))
+        if best is None or score > best[0]:
+            best = (score, {"n_workers": workers, "threads_per_worker": threads, "memory_limit": int(limit)})
+    if best is None:
+        raise ValueError(f"a chunk of {chunk} bytes needs a worker of {int(WORKER_BASE_BYTES + per_thread)} bytes "
+                         f"or more; {memory} bytes are too few")
+    return best[1]
 
 
 # ---- materialising -------------------------------------------------------------------------------------

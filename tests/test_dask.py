@@ -541,3 +541,28 @@ def test_device_and_target_names(held):
     assert held.A.device == dispatch.Device("dask") and str(held.A.device) == "dask"
     assert held.A.target == "dask"
     assert cluster.address().startswith("tcp://")
+
+
+# ---- a local cluster sized to the host ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("cores", "host", "memory", "chunk", "split"), [
+    (2, 24, 2, 64, (2, 1, 1 << 30)),  # this benchmark's cluster on a 2-core machine
+    (2, 24, None, 64, (2, 1, 6 << 30)),  # half the host by default
+    (32, 256, None, 64, (8, 4, 16 << 30)),  # Dask's own split of 32 cores
+    (32, 256, 2, 64, (1, 3, 2 << 30)),  # 2 GiB hold 3 threads' chunks, not 16 workers' of 2 threads
+    (32, 256, 16, 512, (3, 1, (16 << 30) // 3)),
+    (1, 4, None, 8, (1, 1, 2 << 30)),
+])
+def test_a_local_cluster_is_sized_to_the_host_and_the_chunks(cores, host, memory, chunk, split):
+    got = cluster.local_cluster_options(chunk << 20, memory and memory << 30, cores=cores, host_memory=host << 30)
+    assert (got["n_workers"], got["threads_per_worker"], got["memory_limit"]) == split
+    working = got["threads_per_worker"] * cluster.TASK_CHUNKS * (chunk << 20)
+    assert cluster.WORKER_BASE_BYTES + working / cluster.WORKING_SHARE <= got["memory_limit"]
+    assert got["n_workers"] * got["threads_per_worker"] <= cores
+    assert got["n_workers"] * got["memory_limit"] <= (memory or host / 2) * (1 << 30)
+
+
+def test_a_chunk_no_worker_can_hold_is_refused():
+    with pytest.raises(ValueError, match="too few"):
+        cluster.local_cluster_options(1 << 30, 2 << 30, cores=32, host_memory=256 << 30)
