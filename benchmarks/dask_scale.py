@@ -1,7 +1,9 @@
 """Scale-out with Dask: (a) out of core on a CPU cluster, (b) several GPUs against one GPU and
 the host CPU.
 
-(a) A ``LocalCluster`` whose workers may hold a third of the data (memory limit per worker):
+(a) A ``LocalCluster`` sized to the host and the chunk size (``cluster.local_cluster_options``:
+    workers, threads and memory limits such that every thread's chunks fit its worker with room
+    to spare), whose workers may hold a third of the data (memory limit per worker):
     a random matrix drawn chunk by chunk through ``dispatch.random`` (NumPy's stream), kept in
     the cluster (it spills to disk), then a reduction (sum) and a matmul (``x.T @ x``), checked
     against the same numbers streamed through NumPy one chunk at a time on the client (which
@@ -56,26 +58,23 @@ def _spilled(client: Any) -> int:
 
 
 def out_of_core(quick: bool) -> dict[str, Any]:
-    import dask
     from distributed import Client, LocalCluster
 
     import dispatch
     from dispatch import cluster
     from dispatch.targets._dask_create import advanced
 
-    workers = 2
-    limit = (64 if quick else 1024) * MiB
     chunk = (8 if quick else 64) * MiB
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    host = cluster.host_memory_bytes() or 8 << 30
+    # Room for a worker per core (its own memory and its thread's chunks), within an eighth of the
+    # host and 8 GiB: the data, 3x that, spills to disk in minutes on any host.
+    per_core = cluster.WORKER_BASE_BYTES + cluster.TASK_CHUNKS * chunk / cluster.WORKING_SHARE
+    sizes = cluster.local_cluster_options(chunk, int(min(cores * per_core, host // 8, 8 << 30)))
+    workers, threads, limit = sizes["n_workers"], sizes["threads_per_worker"], sizes["memory_limit"]
     cols = 64
     rows = 3 * workers * limit // (8 * cols)  # the data is 3x what the workers may hold
-    config = {}
-    if quick:  # a bare Python worker is larger than 64 MiB: only the data held decides spilling
-        config = {"distributed.worker.memory.target": 0.5, "distributed.worker.memory.spill": False,
-                  "distributed.worker.memory.pause": False, "distributed.worker.memory.terminate": False}
-    with dask.config.set(config):
-        lc = LocalCluster(n_workers=workers, threads_per_worker=max(1, (os.cpu_count() or 2) // workers),
-                          memory_limit=limit, processes=True, dashboard_address=None,
-                          silence_logs=logging.ERROR)
+    lc = LocalCluster(**sizes, processes=True, dashboard_address=None, silence_logs=logging.ERROR)
     client = Client(lc, set_as_default=False)
     cluster.set_chunk_bytes(chunk)
     dispatch.use_cluster(client)
@@ -112,7 +111,8 @@ def out_of_core(quick: bool) -> dict[str, Any]:
         lc.close()
     data = rows * cols * 8
     return {
-        "workers": workers, "memory_limit_bytes": limit, "data_bytes": data,
+        "cores": cores, "host_memory_bytes": host, "workers": workers, "threads_per_worker": threads,
+        "memory_limit_bytes": limit, "data_bytes": data,
         "data_over_limit": data / (workers * limit), "chunk_bytes": chunk, "spilled_bytes": spilled,
         "make_s": made_s, "sum_s": sum_s, "matmul_s": matmul_s, "correct": correct,
     }
@@ -262,7 +262,9 @@ def summary(result: dict[str, Any]) -> list[str]:
     if ooc:
         lines.append(
             f"out-of-core {ooc['data_bytes'] / MiB:.0f} MiB = {ooc['data_over_limit']:.1f}x the workers' "
-            f"{ooc['workers']} x {ooc['memory_limit_bytes'] / MiB:.0f} MiB, "
+            f"{ooc['workers']} x {ooc['memory_limit_bytes'] / MiB:.0f} MiB ({ooc['threads_per_worker']} threads each; "
+            f"{ooc['cores']} cores, {ooc['host_memory_bytes'] / 2**30:.0f} GiB), "
+            f"chunks {ooc['chunk_bytes'] / MiB:.0f} MiB, "
             f"spilled {ooc['spilled_bytes'] / MiB:.0f} MiB: "
             f"made {ooc['make_s']:.2f} s, sum {ooc['sum_s']:.2f} s, x.T@x {ooc['matmul_s']:.2f} s, "
             f"{'correct' if ooc['correct'] else 'WRONG'}")

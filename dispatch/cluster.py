@@ -8,13 +8,16 @@ goes there and keeps the connection:
   cluster; ``use_cluster(None)`` disconnects. Without one, Dask's threaded scheduler runs in
   this process.
 - the sizes the router's scale-out rule reads (``_operand_reason``; asked before its policy by
-  ``dispatch.routing.router``): data already in Dask stays there (residency); operands or result
-  larger than ``memory_fraction()`` of the free memory of the device holding the operands (the
-  GPU they live on, else the host) go to Dask; with a cluster connected, so does any call whose
-  data spans more than one chunk.
+  ``dispatch.routing.router``): data already in Dask stays there (residency); with a cluster
+  connected, a call whose data spans more than one chunk, or takes more than
+  ``memory_fraction()`` of the free memory of the device holding its operands, goes to Dask where
+  the cluster's memory and spill space can hold it (``capacity_bytes``). Without a cluster, Dask
+  takes nothing unasked (``using("dask")``): work too large for its GPU runs on the host where
+  the host can hold it (``_host_reason``), and a request nothing can hold raises NumPy's
+  ``MemoryError`` (Dask's threaded scheduler in this process has no more memory than NumPy).
 - ``result_reason`` is the same test for creation functions and random draws, which have no
   operands: the result's size decides, so an array larger than the host is created chunk by
-  chunk and never exists whole on one machine.
+  chunk on a cluster that can hold it, and never exists whole on one machine.
 - ``chunk_bytes()``: about 128 MiB per chunk by default (Dask's own default), or what the
   connected cluster's measured per-task overhead asks for (``calibration.dask_chunk_bytes``).
 
@@ -41,9 +44,10 @@ from dispatch.base.state import STATE
 from dispatch.targets import _dask_blocks
 from dispatch.tracing import _fmt_bytes
 
-__all__ = ["active", "address", "chunk_bytes", "chunk_bytes_set", "client", "connected", "device_free_bytes",
-           "free_bytes", "gpu_workers", "host_free_bytes", "measure_chunks_with", "memory_fraction", "on_change",
-           "result_bytes", "result_reason", "scheduler", "set_chunk_bytes", "set_memory_fraction", "use_cluster"]
+__all__ = ["active", "address", "capacity_bytes", "chunk_bytes", "chunk_bytes_set", "client", "connected",
+           "device_free_bytes", "free_bytes", "gpu_workers", "host_free_bytes", "host_memory_bytes",
+           "local_cluster_options", "measure_chunks_with", "memory_fraction", "on_change", "result_bytes",
+           "result_reason", "scheduler", "set_chunk_bytes", "set_memory_fraction", "use_cluster"]
 
 log = logging.getLogger("dispatch")
 
@@ -278,6 +282,79 @@ def _measure(c: Any) -> None:
         log.info("dispatch: could not measure the Dask cluster's task overhead: %s", exc)
 
 
+# ---- a local cluster sized to the host ----------------------------------------------------------------------
+
+# A task holds about this many chunks at once (its input, its output, temporaries), and a worker
+# starts spilling at 60 % of its memory limit: its threads' chunks should take half at most.
+TASK_CHUNKS = 4
+WORKING_SHARE = 0.5
+WORKER_BASE_BYTES = 256 << 20  # a worker process's own memory: the interpreter, NumPy, distributed
+
+
+def host_memory_bytes() -> int | None:
+    """The host's physical memory: psutil, else /proc/meminfo, else sysconf."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total)
+    except Exception:
+        pass
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def local_cluster_options(chunk: int | None = None, memory: int | None = None, *, cores: int | None = None,
+                          host_memory: int | None = None) -> dict[str, int]:
+    """``n_workers``, ``threads_per_worker`` and ``memory_limit`` (per worker) for a
+    ``distributed.LocalCluster`` on this host, so that every thread's chunks fit its worker with
+    room to spare: ``TASK_CHUNKS`` chunks a thread within ``WORKING_SHARE`` of the limit, above
+    the worker's own ``WORKER_BASE_BYTES``. Of the splits that fit, the one running the most
+    threads, nearest Dask's own choice of processes.
+
+    Parameters
+    ----------
+    chunk : int, optional
+        Bytes per chunk (``chunk_bytes()`` by default).
+    memory : int, optional
+        Bytes the cluster's workers may hold in all (half the host's memory by default, at most 80 %).
+    cores, host_memory : int, optional
+        The host's cores and memory (this host's by default).
+
+    Raises
+    ------
+    ValueError
+        Where one worker of one thread cannot hold a chunk's work in ``memory``.
+    """
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    host_memory = host_memory or host_memory_bytes() or 8 << 30
+    memory = min(memory or host_memory // 2, int(0.8 * host_memory))
+    chunk = chunk or chunk_bytes()
+    per_thread = TASK_CHUNKS * chunk / WORKING_SHARE
+    preferred = cores if cores <= 4 else min(f for f in range(1, cores + 1) if cores % f == 0 and f * f >= cores)
+    best = None
+    for workers in range(1, cores + 1):
+        limit = memory // workers
+        threads = min(cores // workers, int((limit - WORKER_BASE_BYTES) // per_thread))
+        if threads < 1:
+            continue
+        score = (workers * threads, -abs(workers - preferred))
+        if best is None or score > best[0]:
+            best = (score, {"n_workers": workers, "threads_per_worker": threads, "memory_limit": int(limit)})
+    if best is None:
+        raise ValueError(f"a chunk of {chunk} bytes needs a worker of {int(WORKER_BASE_BYTES + per_thread)} bytes "
+                         f"or more; {memory} bytes are too few")
+    return best[1]
+
+
 # ---- free memory -----------------------------------------------------------------------------------------
 
 
@@ -343,18 +420,86 @@ def _operand_reason(op: Any, inputs: Any) -> str | None:
     """Why a call with these operands should run in Dask, or ``None``."""
     result = result_bytes(op, inputs)
     device = inputs.resident or HOST
-    if connected():
-        need = max(inputs.nbytes, result)
-        if need > chunk_bytes():
-            return f"scale-out: {_fmt_bytes(need)} spans chunks of the connected cluster"
-    else:
-        # Host operands would be copied into Dask (its arrays are snapshots): only a result
-        # too large for the host is worth that; device operands leave the device either way.
-        need = result if device.is_host else max(inputs.nbytes, result)
+    need = max(inputs.nbytes, result)
+    if not connected():
+        return None  # the router's policy decides; a request nothing can hold fails as in NumPy
+    if not _cluster_holds(need):
+        return None
+    if need > chunk_bytes():
+        return f"scale-out: {_fmt_bytes(need)} spans chunks of the connected cluster"
     free = free_bytes(device)
     if free is not None and need > _fraction * free:
         return f"scale-out: {_fmt_bytes(need)} > {_fraction:g} of free {device} memory ({_fmt_bytes(free)})"
     return None
+
+
+def _host_reason(inputs: Any, result: int) -> str | None:
+    """Why device operands whose work their GPU cannot hold should run on the host (no cluster)."""
+    device = inputs.resident
+    if device is None or device.is_host:
+        return None
+    need = max(inputs.nbytes, result)
+    free, host = free_bytes(device), host_free_bytes()
+    if free is None or need <= _fraction * free or (host is not None and need > host):
+        return None
+    return f"too large for {device}: {_fmt_bytes(need)} > {_fraction:g} of its free memory ({_fmt_bytes(free)})"
+
+
+# A connected cluster's room, by scheduler address: (seconds when read, bytes or None for unbounded).
+_capacity: dict[str, tuple[float, int | None]] = {}
+CAPACITY_TTL_S = 30.0  # workers come and go: read again after this long
+# Of the cluster's memory and spill space, the share one array may take (Dask needs room for
+# the tasks' intermediates and for what else the cluster holds).
+CAPACITY_SHARE = 0.8
+
+
+def capacity_bytes() -> int | None:
+    """Bytes a connected cluster can hold: its workers' memory limits, plus the free disk space
+    they spill to (where spilling is on); ``None`` where unbounded (a worker without a memory
+    limit) or unknown, 0 without a cluster."""
+    c = client()
+    if c is None:
+        return 0
+    import time
+
+    where = address() or ""
+    known = _capacity.get(where)
+    if known is not None and time.monotonic() - known[0] < CAPACITY_TTL_S:
+        return known[1]
+    try:
+        try:
+            info = c.scheduler_info(n_workers=-1)  # every worker (a few by default in recent versions)
+        except TypeError:
+            info = c.scheduler_info()
+        workers = info["workers"].values()
+        limits = [int(w.get("memory_limit") or 0) for w in workers]
+        room: int | None = None if not limits or 0 in limits else sum(limits)
+        if room is not None and _spills():
+
+            def spill_space(dask_worker: Any) -> tuple[str, int]:  # shipped by value: workers need no dispatch
+                import shutil
+                import socket
+
+                return socket.gethostname(), int(shutil.disk_usage(dask_worker.local_directory).free)
+
+            disks = c.run(spill_space)  # worker -> (host, free bytes where it spills)
+            room += sum(dict(disks.values()).values())  # one figure per host: its workers share a disk
+    except Exception as exc:  # unknown: the chunk rule alone decides, as before
+        log.info("dispatch: could not read the Dask cluster's capacity: %s", exc)
+        room = None
+    _capacity[where] = (time.monotonic(), room)
+    return room
+
+
+def _spills() -> bool:
+    import dask
+
+    return dask.config.get("distributed.worker.memory.spill", 0.7) not in (False, None)
+
+
+def _cluster_holds(nbytes: int) -> bool:
+    room = capacity_bytes()
+    return room is None or nbytes <= CAPACITY_SHARE * room
 
 
 def result_reason(nbytes: int, elements: int) -> str | None:
@@ -371,7 +516,9 @@ def result_reason(nbytes: int, elements: int) -> str | None:
             return None
         if elements < LIVE_ELEMENTS:
             return None
-    if connected() and nbytes > chunk_bytes():
+    if not connected() or not _cluster_holds(nbytes):
+        return None  # NumPy makes it, or raises MemoryError as it would
+    if nbytes > chunk_bytes():
         return f"scale-out: {_fmt_bytes(nbytes)} spans chunks of the connected cluster"
     free = host_free_bytes()
     if free is not None and nbytes > _fraction * free:

@@ -8,7 +8,7 @@ import re
 from helpers import router_restored
 
 from dispatch.cli import demo
-from dispatch.history import History
+from dispatch.routing.history import History
 from dispatch.tracing import CallRecord, Trace
 
 

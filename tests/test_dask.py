@@ -498,9 +498,9 @@ def test_connected_cluster_takes_work_spanning_chunks(client):
     assert (small + small).device.is_host
 
 
-def test_memory_fraction_routes_without_a_cluster(monkeypatch):
-    """No cluster: an op whose result would exceed the memory fraction goes to Dask. A decision
-    for such sizes is reused while the work fits, and free memory is asked again at each call."""
+def test_without_a_cluster_large_work_stays_off_dask(monkeypatch):
+    """No cluster: an op whose result would exceed the memory fraction runs where the policy
+    says, never on Dask unasked (Dask's threaded scheduler has no more memory than NumPy)."""
     monkeypatch.setattr(cluster, "_client", None)
     monkeypatch.delenv("DISPATCH_DASK_SCHEDULER", raising=False)
     monkeypatch.setattr(cluster, "host_free_bytes", lambda: 1 << 20)  # 1 MiB free
@@ -510,22 +510,24 @@ def test_memory_fraction_routes_without_a_cluster(monkeypatch):
         a = dispatch.asarray(np.ones((600, 1)))
         b = dispatch.asarray(np.ones((1, 600)))
         big = dispatch.matmul(a, b)  # 2.9 MB result > 0.5 of 1 MiB
-        assert big.device == DASK
+        assert big.device.is_host
         np.testing.assert_array_equal(np.asarray(big), np.ones((600, 600)))
-        monkeypatch.setattr(cluster, "host_free_bytes", lambda: 1 << 40)
-        assert dispatch.matmul(a, b).device.is_host
-        decided = []
-        real_decide = router._decide
-        monkeypatch.setattr(router, "_decide", lambda *args: decided.append(args[0].name) or real_decide(*args))
-        again = dispatch.matmul(a, b)
-        assert again.device.is_host and decided == []  # the cached decision
-        monkeypatch.setattr(cluster, "host_free_bytes", lambda: 1 << 20)
-        short = dispatch.matmul(a, b)
-        assert short.device == DASK and decided == []
-        for got in (again, short):
-            np.testing.assert_array_equal(np.asarray(got), np.ones((600, 600)))
     finally:
         router.clear_decisions()
+
+
+def test_the_cluster_takes_what_its_memory_and_spill_space_hold(client):
+    """Its workers' memory limits (2 x 1 GiB) and the free disk they spill to; an array larger
+    than that stays off it, and NumPy raises ``MemoryError`` for what the host cannot hold."""
+    import shutil
+
+    room = cluster.capacity_bytes()
+    folder = next(iter(client.run(lambda dask_worker: dask_worker.local_directory).values()))
+    disk = shutil.disk_usage(folder).free
+    assert abs(room - (2 << 30) - disk) < 0.05 * disk + (64 << 20)
+    assert dispatch.zeros(4 * CHUNK).device == DASK
+    with pytest.raises(MemoryError):
+        dispatch.zeros(int(room) // 8 * 2)  # twice what the cluster holds: NumPy tries, as it would
 
 
 def test_using_dask_forces_dask(client, host):
@@ -540,3 +542,28 @@ def test_device_and_target_names(held):
     assert held.A.device == dispatch.Device("dask") and str(held.A.device) == "dask"
     assert held.A.target == "dask"
     assert cluster.address().startswith("tcp://")
+
+
+# ---- a local cluster sized to the host ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("cores", "host", "memory", "chunk", "split"), [
+    (2, 24, 2, 64, (2, 1, 1 << 30)),  # this benchmark's cluster on a 2-core machine
+    (2, 24, None, 64, (2, 1, 6 << 30)),  # half the host by default
+    (32, 256, None, 64, (8, 4, 16 << 30)),  # Dask's own split of 32 cores
+    (32, 256, 2, 64, (1, 3, 2 << 30)),  # 2 GiB hold 3 threads' chunks, not 16 workers' of 2 threads
+    (32, 256, 16, 512, (3, 1, (16 << 30) // 3)),
+    (1, 4, None, 8, (1, 1, 2 << 30)),
+])
+def test_a_local_cluster_is_sized_to_the_host_and_the_chunks(cores, host, memory, chunk, split):
+    got = cluster.local_cluster_options(chunk << 20, memory and memory << 30, cores=cores, host_memory=host << 30)
+    assert (got["n_workers"], got["threads_per_worker"], got["memory_limit"]) == split
+    working = got["threads_per_worker"] * cluster.TASK_CHUNKS * (chunk << 20)
+    assert cluster.WORKER_BASE_BYTES + working / cluster.WORKING_SHARE <= got["memory_limit"]
+    assert got["n_workers"] * got["threads_per_worker"] <= cores
+    assert got["n_workers"] * got["memory_limit"] <= (memory or host / 2) * (1 << 30)
+
+
+def test_a_chunk_no_worker_can_hold_is_refused():
+    with pytest.raises(ValueError, match="too few"):
+        cluster.local_cluster_options(1 << 30, 2 << 30, cores=32, host_memory=256 << 30)

@@ -225,11 +225,14 @@ def test_arange_length_matches_numpy():
 # ---- larger than the host -------------------------------------------------------------------------------
 
 
-def test_an_array_larger_than_the_host_is_made_in_dask(monkeypatch):
-    """With 1 GiB free (as far as dispatch knows), an 8 TiB ``zeros`` and a 32 GiB draw go to
-    Dask without being asked; nothing is made whole, printing and indexing read corners."""
+def test_an_array_larger_than_the_host_is_made_on_a_cluster_that_holds_it(monkeypatch):
+    """With 1 GiB free (as far as dispatch knows) and a cluster of 16 TiB connected, an 8 TiB
+    ``zeros`` and a 32 GiB draw go to Dask without being asked; nothing is made whole, printing
+    and indexing read corners."""
     cluster.set_chunk_bytes(32 << 20)
     monkeypatch.setattr(cluster, "host_free_bytes", lambda: 1 << 30)
+    monkeypatch.setattr(cluster, "connected", lambda: True)
+    monkeypatch.setattr(cluster, "capacity_bytes", lambda: 16 << 40)
     x = dispatch.zeros((2**20, 2**20))  # 8 TiB
     assert x.device == DASK and x.nbytes == 8 << 40
     with np.printoptions(threshold=1000):
@@ -244,3 +247,38 @@ def test_an_array_larger_than_the_host_is_made_in_dask(monkeypatch):
     np.testing.assert_array_equal(np.asarray(y[-1, -3:]), np.random.Generator(last).random(3))
     small = dispatch.zeros((100, 100))  # small results stay NumPy's
     assert small.device.is_host
+
+
+HUGE = 10**13  # 72.8 TiB of float64
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.ones(HUGE), lambda m: m.empty(HUGE), lambda m: m.zeros(HUGE), lambda m: m.full(HUGE, 2.0),
+    lambda m: m.zeros((10**7, 10**6)), lambda m: m.arange(float(HUGE)), lambda m: m.eye(10**7),
+    lambda m: m.random.default_rng(1).random(HUGE), lambda m: m.random.rand(HUGE),
+    lambda m: m.random.default_rng(1).normal(size=HUGE),
+], ids=["ones", "empty", "zeros", "full", "zeros-2d", "arange", "eye", "random", "rand", "normal"])
+def test_what_nothing_here_can_hold_raises_memory_error_as_in_numpy(monkeypatch, make):
+    """No cluster: NumPy's own ``MemoryError``, not a lazy Dask array; a cluster too small for
+    it leaves it to NumPy too."""
+    cluster.set_chunk_bytes(1 << 36)  # were it made in Dask, in few chunks
+    monkeypatch.setattr(cluster, "_client", None)
+    monkeypatch.delenv("DISPATCH_DASK_SCHEDULER", raising=False)
+    with pytest.raises(MemoryError):
+        make(np)
+    with pytest.raises(MemoryError):
+        make(dispatch)
+    monkeypatch.setattr(cluster, "connected", lambda: True)
+    monkeypatch.setattr(cluster, "capacity_bytes", lambda: 1 << 40)
+    with pytest.raises(MemoryError):
+        make(dispatch)
+
+
+def test_what_nothing_here_can_hold_is_made_in_dask_when_asked(monkeypatch):
+    monkeypatch.setattr(cluster, "_client", None)
+    monkeypatch.delenv("DISPATCH_DASK_SCHEDULER", raising=False)
+    cluster.set_chunk_bytes(1 << 36)  # 1,100 chunks
+    with dispatch.using("dask"):
+        for x in (dispatch.ones(HUGE), dispatch.random.default_rng(1).random(HUGE)):
+            assert x.device == DASK and x.shape == (HUGE,)
+

@@ -1017,7 +1017,8 @@ def _numpy_best(per: dict, measured: bool = True) -> bool:
 def _scale_out(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool] | None:
     """The scale-out rule, asked before the routing policy: ``(decision, cacheable)`` for Dask,
     or ``None`` to let the policy decide. Data in Dask stays there; operands or a result too
-    large for the device holding them go there (``dispatch.cluster``'s sizes)."""
+    large for the device holding them go there where a connected cluster can hold them, else to
+    the host where it can (``dispatch.cluster``'s sizes)."""
     if DASK in inputs.devices:
         target = cluster._dask_target()
         if target is not None:
@@ -1029,7 +1030,8 @@ def _scale_out(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool] | None
         return None
     reason = cluster._operand_reason(op, inputs)
     if reason is None:
-        return None
+        host = None if cluster.connected() else cluster._host_reason(inputs, cluster.result_bytes(op, inputs))
+        return (Decision(NUMPY, host, key=key), False) if host is not None else None
     target = cluster._dask_target()
     return (Decision(target, reason, key=key), False) if target is not None else None
 
