@@ -263,8 +263,9 @@ def dump(path: Path, results: list[ModuleResult], verdict: Verdict, meta: dict) 
 def record_known(path: Path, failures: dict[str, str]) -> None:
     """Append ``failures`` to the known-failures table, one entry per cause (reviewed by hand after)."""
     chunks = []
-    for why, ids in causes(failures):
+    for _, ids in causes(failures):
         tests = "".join(f"    {json.dumps(t, ensure_ascii=False)},\n" for t in sorted(ids))
-        chunks.append(f"[[expect]]\nreason = {json.dumps(why, ensure_ascii=False)}\ntests = [\n{tests}]\n")
+        reason = json.dumps(failures[ids[0]], ensure_ascii=False)  # one actual message, numbers and all
+        chunks.append(f"[[expect]]\nreason = {reason}\ntests = [\n{tests}]\n")
     with open(path, "a", encoding="utf-8") as f:
         f.write("\n" + "\n".join(chunks))

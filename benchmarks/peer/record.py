@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 _FILE = None
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Warning)(: |$)")
 
 
 def _write(entry: dict) -> None:
@@ -30,7 +32,14 @@ def _message(report) -> str:
         text = str(longrepr[2])
     else:
         text = str(longrepr or "")
-    return (text.strip().splitlines() or [""])[0][:240]
+    lines = text.strip().splitlines() or [""]
+    if "Traceback (most recent call last):" in text:
+        # A test that re-raises with the inner traceback in its message (NumPy's linalg cases):
+        # the inner exception is the cause.
+        inner = [ln.strip() for ln in lines if _EXCEPTION_LINE.match(ln.strip())]
+        if inner:
+            return inner[-1][:240]
+    return lines[0][:240]
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -42,7 +51,7 @@ def pytest_runtest_logreport(report) -> None:
         outcome = "xfailed" if hasattr(report, "wasxfail") else "skipped"
     else:
         outcome = "xpassed" if hasattr(report, "wasxfail") else "passed"
-    _write({"id": report.nodeid, "when": report.when, "outcome": outcome,
+    _write({"id": report.nodeid, "when": report.when, "outcome": outcome, "seconds": round(report.duration, 3),
             "message": "" if outcome in ("passed", "xpassed") else _message(report)})
 
 
