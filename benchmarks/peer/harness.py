@@ -146,6 +146,8 @@ class ModuleResult:
     peer: ModuleRun
     new: dict[str, str] = field(default_factory=dict)  # test id -> why it fails under the peer
     fixed: list[str] = field(default_factory=list)  # failed stock, passed under the peer
+    # passed stock, not reached under the peer before its process was killed for time or memory
+    unrun: list[str] = field(default_factory=list)
 
     @classmethod
     def compare(cls, name: str, stock: ModuleRun, peer: ModuleRun) -> ModuleResult:
@@ -153,7 +155,9 @@ class ModuleResult:
         collect_errors = [m for o, m in peer.outcomes.values() if o == "error"]
         for tid, (outcome, _) in stock.outcomes.items():
             got = peer.outcomes.get(tid)
-            if outcome in PASSED and (got is None or got[0] not in PASSED):
+            if outcome in PASSED and got is None and peer.status in ("timeout", "memory") and not collect_errors:
+                res.unrun.append(tid)
+            elif outcome in PASSED and (got is None or got[0] not in PASSED):
                 if got is None:
                     why = (f"not run: collection error: {collect_errors[0]}" if collect_errors
                            else f"not run ({peer.status})")
@@ -170,7 +174,7 @@ class ModuleResult:
         return {"module": self.name,
                 "stock_passed": self.stock.count(PASSED), "stock_failed": self.stock.count({"failed", "error"}),
                 "peer_passed": self.peer.count(PASSED), "peer_failed": self.peer.count({"failed", "error"}),
-                "new_failures": len(self.new),
+                "new_failures": len(self.new), "not_run": len(self.unrun),
                 "status": self.stock.status if self.stock.status != "ok" else self.peer.status,
                 "stock_s": self.stock.seconds, "peer_s": self.peer.seconds,
                 "stock_rss_mb": self.stock.peak_rss_mb, "peer_rss_mb": self.peer.peak_rss_mb}
@@ -214,19 +218,24 @@ def causes(failures: dict[str, str]) -> list[tuple[str, list[str]]]:
 def report(results: list[ModuleResult], verdict: Verdict, *, peer_name: str, examples: int = 3) -> str:
     """The per-module table, the total, and the new failures grouped by cause."""
     lines = []
-    head = f"{'module':<52} {'stock pass':>10} {'fail':>5} {peer_name + ' pass':>13} {'fail':>5} {'new':>5}  status"
+    head = (f"{'module':<52} {'stock pass':>10} {'fail':>5} {peer_name + ' pass':>13} {'fail':>5} {'new':>5}"
+            f" {'unrun':>5}  status")
     lines += [head, "-" * len(head)]
     tot = Counter()
     for res in results:
         r = res.row()
-        for k in ("stock_passed", "stock_failed", "peer_passed", "peer_failed", "new_failures"):
+        for k in ("stock_passed", "stock_failed", "peer_passed", "peer_failed", "new_failures", "not_run"):
             tot[k] += r[k]
         lines.append(f"{r['module']:<52} {r['stock_passed']:>10} {r['stock_failed']:>5} {r['peer_passed']:>13} "
-                     f"{r['peer_failed']:>5} {r['new_failures']:>5}  {r['status']}")
+                     f"{r['peer_failed']:>5} {r['new_failures']:>5} {r['not_run']:>5}  {r['status']}")
     pct = 100 * tot["new_failures"] / max(tot["stock_passed"], 1)
     lines += ["-" * len(head),
               f"{'total':<52} {tot['stock_passed']:>10} {tot['stock_failed']:>5} {tot['peer_passed']:>13} "
-              f"{tot['peer_failed']:>5} {tot['new_failures']:>5}  ({pct:.2f}% of stock's passes)", ""]
+              f"{tot['peer_failed']:>5} {tot['new_failures']:>5} {tot['not_run']:>5}  ({pct:.2f}% of stock's passes)",
+              ""]
+    if tot["not_run"]:
+        lines.append(f"{tot['not_run']} tests that pass stock were not reached under {peer_name} (module killed "
+                     "for time or memory): not counted as new failures.")
     fixed = sum(len(r.fixed) for r in results)
     if fixed:
         lines.append(f"{fixed} tests fail stock and pass under {peer_name}.")

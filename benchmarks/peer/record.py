@@ -39,7 +39,11 @@ def _message(report) -> str:
         inner = [ln.strip() for ln in lines if _EXCEPTION_LINE.match(ln.strip())]
         if inner:
             return inner[-1][:240]
-    return lines[0][:240]
+    first = lines[0].strip()
+    rest = [ln.strip() for ln in lines[1:] if ln.strip()]
+    if first.endswith(":") and rest:  # numpy.testing's "AssertionError: \nArrays are not equal"
+        first = f"{first} {rest[0]}"
+    return first[:240]
 
 
 def pytest_runtest_logreport(report) -> None:
