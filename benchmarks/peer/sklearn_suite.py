@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600, help="seconds per module and run (default 600)")
     ap.add_argument("--max-rss", type=float, default=4096, help="MB a module's process may hold (default 4096)")
     ap.add_argument("--json", type=Path, help="write every count and failure here (updated after each module)")
-    ap.add_argument("--work", type=Path, help="work folder (kept; default: a new temporary one)")
+    ap.add_argument("--work", type=Path, help="work folder, kept (default: a temporary one, removed)")
     ap.add_argument("--examples", type=int, default=3, help="test ids shown per cause")
     ap.add_argument("--record-known", action="store_true",
                     help="append this run's unexpected new failures to known_failures.toml")
@@ -111,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         if a.json:
             dump(a.json, results, judge(results, expectations), meta)
 
-    results = run(a.select, keyword=a.keyword, backend=a.backend, timeout=a.timeout, max_rss_mb=a.max_rss,
-                  work=a.work, progress=progress)
+    with tempfile.TemporaryDirectory(prefix="peer-") as scratch:  # kept only when --work names it
+        results = run(a.select, keyword=a.keyword, backend=a.backend, timeout=a.timeout, max_rss_mb=a.max_rss,
+                      work=a.work or Path(scratch), progress=progress)
     verdict = judge(results, expectations)
     if a.record_known and verdict.unexpected:
         record_known(HERE / "known_failures.toml", verdict.unexpected)
