@@ -23,6 +23,7 @@ in one warm process); ``tests/test_programs.py`` checks that each gives NumPy's 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from types import ModuleType
 
@@ -74,3 +75,16 @@ def load(name: str) -> ModuleType:
     """Program ``name`` imported as a module (``np`` is NumPy)."""
     path(name)
     return importlib.import_module(f"benchmarks.programs.{name}")
+
+
+def load_with(name: str, np: ModuleType) -> ModuleType:
+    """A fresh copy of program ``name`` whose ``np`` is ``np`` (NumPy, or ``dispatch``).
+
+    The programs reach NumPy only through the global ``np`` their functions read at call time,
+    so binding it after the import is ``import dispatch as np`` at the top of the file.
+    """
+    spec = importlib.util.spec_from_file_location(f"_program_{name}_{np.__name__}", path(name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.np = np
+    return module
