@@ -319,6 +319,18 @@ def table(results: list[dict[str, Any]], half: str, mode: str) -> list[str]:
     return lines
 
 
+def report(out: dict[str, Any]) -> list[str]:
+    """The tables of a run (``main``'s result, or its JSON), mode by mode and half by half."""
+    lines = [f"machine: {out['machine']}; targets: {', '.join(out['targets'])}; "
+             f"calibrated: {'yes' if out['calibrated'] else 'no (routing by the seed table)'}; "
+             f"rounds: {out['repeats']}"]
+    for mode, done in out["modes"].items():
+        lines += ["", f"## {mode}", ""]
+        for half in HALVES:
+            lines += [*table(done["programs"], half, "fresh processes" if mode == "cold" else "warm process"), ""]
+    return lines
+
+
 def _machine() -> str:
     from dispatch import calibration
 
@@ -338,7 +350,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="each program's SIZE (default) or TINY (a quick check of the harness)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a fresh-process run may take")
     parser.add_argument("--json", metavar="FILE", help="write every time and output match to FILE")
+    parser.add_argument("--report", metavar="FILE", help="print the tables of a --json FILE (measure nothing)")
     args = parser.parse_args(argv)
+    if args.report:
+        with open(args.report) as f:
+            saved = json.load(f)
+        print("\n".join(report(saved)))
+        return saved
 
     from dispatch import calibration
 
@@ -353,8 +371,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     out: dict[str, Any] = {"machine": _machine(), "platform": platform.platform(), "targets": targets,
                            "calibrated": calibrated, "repeats": args.repeats, "size": args.size, "modes": {}}
-    lines = [f"machine: {out['machine']}; targets: {', '.join(targets)}; "
-             f"calibrated: {'yes' if calibrated else 'no (routing by the seed table)'}; rounds: {args.repeats}"]
     modes = ("cold", "warm") if args.mode == "both" else (args.mode,)
     for mode in modes:
         log(f"{mode}: {len(names)} programs")
@@ -374,9 +390,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 with open(args.json, "w") as f:
                     json.dump(out, f, indent=1)
         out["modes"][mode]["seconds"] = time.perf_counter() - started
-        lines += ["", f"## {mode}", ""]
-        for half in HALVES:
-            lines += [*table(results, half, "fresh processes" if mode == "cold" else "warm process"), ""]
+    lines = report(out)
     print("\n".join(lines))
     out["summary"] = lines
     if args.json:
