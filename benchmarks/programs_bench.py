@@ -1,0 +1,403 @@
+"""Programs nobody tuned on, run as their users run them: against NumPy and every forced target.
+
+    python -m benchmarks.programs_bench --mode cold [--only a,b] [--repeats 3] [--json out.json]
+    python -m benchmarks.programs_bench --mode warm [--half validation] [--targets numpy,torch-cpu]
+
+The programs are ``benchmarks.programs``: plain NumPy scripts from public sources, split once
+into a tuning half and a validation half; each half gets its own table and totals.
+
+``--mode cold``: every run is a fresh process, timed by the wall clock around it (interpreter
+start, imports, the program, its output):
+
+- ``numpy``: ``python SCRIPT``, the script as written (``import numpy as np``);
+- ``auto 1``, ``auto 2``, ``auto 3``: ``python -m dispatch run SCRIPT``, three runs in a row,
+  dispatch routing; whatever dispatch keeps between processes (today: the calibration, and
+  whatever else it stores in its cache folder) is kept from run 1 to run 3, and dropped before
+  run 1: each round's three runs share a cache folder of their own that starts with this
+  machine's calibration files only;
+- ``forced:TARGET``: ``DISPATCH_BACKEND=TARGET python -m dispatch run SCRIPT`` for each target
+  that dispatch finds here (``dispatch.targets.available()``, but Dask unless named: see
+  ``NOT_FORCED_BY_DEFAULT``; ``--targets`` chooses them), with a fresh cache folder of its own too.
+
+Each round runs every contender once, the three auto runs together, in an order that rotates
+from round to round, so that a drifting load on a shared machine hits all alike. The table
+gives the best of the rounds; the JSON keeps every time, and the totals are given by best and
+by median.
+
+``--mode warm``: one process for everything: the program's ``main`` imported with ``np``
+bound to NumPy, or to dispatch (routing, or ``dispatch.using(TARGET)`` for the whole run),
+one warm-up run of every contender, then ``--repeats`` rounds (3) in rotating order; best of
+the rounds. The router keeps what it learns over the whole process, as a notebook would.
+
+Outputs: every run's printed summary is compared with NumPy's: ``exact`` (the same text),
+``close`` (the same text but for numbers within the stated tolerance: a number with a decimal
+point or an exponent may differ by a relative 1e-6 or by one unit of its last printed digit,
+whichever is larger; integers must be equal), else ``DIFFERS`` (or ``ERROR`` where the run
+failed). Each table shows per program NumPy's time, each forced target's over NumPy's, the
+auto mode's over NumPy's and over the best forced target's, and the worst output match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks import programs
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HALVES = ("tuning", "validation")
+AUTO_RUNS = ("auto 1", "auto 2", "auto 3")
+
+# ---- comparing printed summaries ------------------------------------------------------------------
+
+_NUMBER = re.compile(r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+RTOL = 1e-6
+
+
+def _last_digit(token: str) -> float:
+    """One unit of the last printed digit of a float token (``'0.0012'`` -> 1e-4, ``'3.1e-05'`` -> 1e-6)."""
+    mantissa, _, exponent = token.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (-decimals + (int(exponent) if exponent else 0))
+
+
+def compare(reference: str, output: str) -> str:
+    """``exact``, ``close`` (numbers within the tolerance, text equal) or ``DIFFERS``."""
+    if output == reference:
+        return "exact"
+    ref, out = _NUMBER.findall(reference), _NUMBER.findall(output)
+    if len(ref) != len(out) or _NUMBER.sub("#", reference) != _NUMBER.sub("#", output):
+        return "DIFFERS"
+    for a, b in zip(ref, out, strict=True):
+        if a == b:
+            continue
+        if not any(c in a.lower() for c in ".e") or "n" in a.lower():  # integers, nan, inf: exact
+            return "DIFFERS"
+        x, y = float(a), float(b)
+        if abs(x - y) > max(RTOL * max(abs(x), abs(y)), _last_digit(a) * 1.000001):
+            return "DIFFERS"
+    return "close"
+
+
+_MATCH_ORDER = ("exact", "close", "DIFFERS", "ERROR")
+
+
+def worst(matches: list[str]) -> str:
+    return max(matches, key=_MATCH_ORDER.index) if matches else "-"
+
+
+# ---- the targets ----------------------------------------------------------------------------------
+
+
+# Not forced unless named: Dask is the target for data larger than one machine's memory, reached
+# by size; forced for every call of a program it computes each small array as a graph (the heat
+# equation at a 21 x 21 grid took 49 s on the 2-core machine, against milliseconds on NumPy).
+NOT_FORCED_BY_DEFAULT = frozenset({"dask"})
+
+
+def available_targets() -> list[str]:
+    """The targets dispatch finds on this machine, in its own order, but those in
+    ``NOT_FORCED_BY_DEFAULT`` (probing them imports their libraries: only this harness's process
+    pays, never a timed one)."""
+    from dispatch import targets
+
+    return [t for t in targets.available() if t not in NOT_FORCED_BY_DEFAULT]
+
+
+# ---- cold: a fresh process per run ----------------------------------------------------------------
+
+
+def _calibration_files(cache: str) -> list[str]:
+    if not os.path.isdir(cache):
+        return []
+    return [os.path.join(cache, f) for f in os.listdir(cache) if f.startswith("calibration-")]
+
+
+def _fresh_cache(base: str) -> str:
+    """A cache folder holding only the machine's calibration files from ``base``."""
+    folder = tempfile.mkdtemp(prefix="programs-bench-cache-")
+    for f in _calibration_files(base):
+        shutil.copy2(f, folder)
+    return folder
+
+
+def _command(contender: str, script: str, size: list[str]) -> tuple[list[str], dict[str, str]]:
+    if contender == "numpy":
+        return [sys.executable, script, *size], {}
+    env = {}
+    if contender.startswith("forced:"):
+        env["DISPATCH_BACKEND"] = contender.split(":", 1)[1]
+    return [sys.executable, "-m", "dispatch", "run", script, *size], env
+
+
+def _run_process(contender: str, script: str, size: list[str], cache: str, timeout: float) -> dict[str, Any]:
+    argv, extra = _command(contender, script, size)
+    env = {k: v for k, v in os.environ.items() if k != "DISPATCH_BACKEND"}  # routing unless forced here
+    env.update(extra, DISPATCH_CACHE_DIR=cache)
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"seconds": time.perf_counter() - start, "rc": None, "stdout": "", "stderr": f"timed out ({timeout} s)"}
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-2000:]}
+
+
+def cold_program(name: str, contenders: list[str], repeats: int, base_cache: str, size: list[str],
+                 timeout: float, log: Callable[[str], None]) -> dict[str, Any]:
+    """Every contender's fresh-process runs of one program, ``repeats`` rounds in rotating order."""
+    script = programs.path(name)
+    units = [c for c in contenders if c not in AUTO_RUNS]
+    if any(c in AUTO_RUNS for c in contenders):
+        units.insert(1, "auto")
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in contenders}
+    caches = []
+    for r in range(repeats):
+        order = units[r % len(units):] + units[:r % len(units)]
+        for unit in order:
+            cache = _fresh_cache(base_cache)
+            caches.append(cache)
+            for contender in (AUTO_RUNS if unit == "auto" else (unit,)):
+                if contender in runs:
+                    runs[contender].append(_run_process(contender, script, size, cache, timeout))
+    for cache in caches:
+        shutil.rmtree(cache, ignore_errors=True)
+    return _summarise(name, runs, log)
+
+
+def _summarise(name: str, runs: dict[str, list[dict[str, Any]]], log: Callable[[str], None]) -> dict[str, Any]:
+    reference = next((r["stdout"] for r in runs.get("numpy", []) if r["rc"] == 0), None)
+    result: dict[str, Any] = {"program": name, "half": programs.SPLIT[name], "best": {}, "median": {},
+                              "seconds": {}, "match": {}, "errors": {}}
+    for contender, done in runs.items():
+        ok = [r for r in done if r["rc"] == 0]
+        times = [r["seconds"] for r in done]
+        result["seconds"][contender] = times
+        if ok:
+            result["best"][contender] = min(r["seconds"] for r in ok)
+            result["median"][contender] = statistics.median(r["seconds"] for r in ok)
+        matches = ["ERROR" if r["rc"] != 0 else (compare(reference, r["stdout"]) if reference is not None else "-")
+                   for r in done]
+        result["match"][contender] = worst(matches)
+        failed = [r for r in done if r["rc"] != 0]
+        if failed:
+            result["errors"][contender] = failed[0]["stderr"].strip().splitlines()[-1:] or ["(no message)"]
+        differs = [r["stdout"] for r in done if r["rc"] == 0 and reference is not None
+                   and compare(reference, r["stdout"]) == "DIFFERS"]
+        if differs:
+            result.setdefault("outputs", {})[contender] = differs[0]
+    if reference is not None:
+        result["reference"] = reference
+    log(f"  {name}: " + ", ".join(f"{c} {s:.3f} s" for c, s in result["best"].items())
+        + "; " + ", ".join(f"{c} {m}" for c, m in result["match"].items() if m not in ("exact", "-")))
+    return result
+
+
+def prime(name: str, targets: list[str], base_cache: str, timeout: float) -> None:
+    """Run ``name`` at its tiny size once in each dispatch mode, untimed: bytecode compiled and
+    files read before anything is timed, as a user's second script finds them."""
+    for contender in ("auto", *(f"forced:{t}" for t in targets)):
+        cache = _fresh_cache(base_cache)
+        _run_process(contender, programs.path(name), [str(_tiny(name))], cache, timeout)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _tiny(name: str) -> int:
+    return programs.load(name).TINY
+
+
+# ---- warm: one process ------------------------------------------------------------------------------
+
+
+def _call(main: Callable[..., None], size: list[str]) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        main(*(int(s) for s in size))
+    return buf.getvalue()
+
+
+def warm_program(name: str, targets: list[str], repeats: int, size: list[str],
+                 log: Callable[[str], None]) -> dict[str, Any]:
+    import numpy
+
+    import dispatch
+
+    plain = programs.load_with(name, numpy).main
+    routed = programs.load_with(name, dispatch).main
+
+    def forced(target: str) -> Callable[..., None]:
+        def run(*args: Any) -> None:
+            with dispatch.using(target):
+                routed(*args)
+        return run
+
+    mains: dict[str, Callable[..., None]] = {"numpy": plain, "auto": routed}
+    mains.update({f"forced:{t}": forced(t) for t in targets})
+    order = list(mains)
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in mains}
+    for contender in order:  # the warm-up, untimed
+        try:
+            _call(mains[contender], size)
+        except Exception:
+            pass
+    for r in range(repeats):
+        for contender in order[r % len(order):] + order[:r % len(order)]:
+            start = time.perf_counter()
+            try:
+                out, rc, err = _call(mains[contender], size), 0, ""
+            except Exception as exc:
+                out, rc, err = "", 1, f"{type(exc).__name__}: {exc}"
+            runs[contender].append({"seconds": time.perf_counter() - start, "rc": rc, "stdout": out, "stderr": err})
+    return _summarise(name, runs, log)
+
+
+# ---- the tables -------------------------------------------------------------------------------------
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}x" if a and b else "-"
+
+
+def _best_forced(times: dict[str, float]) -> tuple[str, float] | None:
+    forced = [(c, s) for c, s in times.items() if c.startswith("forced:")]
+    return min(forced, key=lambda cs: cs[1]) if forced else None
+
+
+def table(results: list[dict[str, Any]], half: str, mode: str) -> list[str]:
+    """A Markdown table of one half's programs, then its totals (by best and by median)."""
+    rows = [r for r in results if r["half"] == half]
+    if not rows:
+        return []
+    forced = sorted({c for r in rows for c in r["seconds"] if c.startswith("forced:")})
+    autos = [c for c in ("auto", *AUTO_RUNS) if any(c in r["seconds"] for r in rows)]
+    last = autos[-1]
+    head = ["program", "NumPy s", *(f"forced {c[7:]} / NumPy" for c in forced), *(f"{a} / NumPy" for a in autos),
+            *(f"{a} / best forced" for a in dict.fromkeys((autos[0], last))), "output"]
+    lines = [f"**{half} half** ({len(rows)} programs, {mode})", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        b = r["best"]
+        numpy_s = b.get("numpy")
+        bf = _best_forced(b)
+        matches = [m for c, m in r["match"].items() if c != "numpy"]
+        cells = [r["program"], f"{numpy_s:.3f}" if numpy_s else "-",
+                 *(_ratio(b.get(c), numpy_s) for c in forced), *(_ratio(b.get(a), numpy_s) for a in autos),
+                 *(_ratio(b.get(a), bf[1] if bf else None) + (f" ({bf[0][7:]})" if bf and a == last else "")
+                   for a in dict.fromkeys((autos[0], last))),
+                 worst(matches)]
+        lines.append("| " + " | ".join(cells) + " |")
+    for stat in ("best", "median"):
+        common = [r for r in rows if all(c in r[stat] for c in ("numpy", *autos, *forced))]
+        if not common:
+            continue
+        total = {c: sum(r[stat][c] for r in common) for c in ("numpy", *autos, *forced)}
+        bf_total = sum(_best_forced(r[stat])[1] for r in common) if forced else None
+        cells = [f"total ({stat}, {len(common)})", f"{total['numpy']:.3f}",
+                 *(_ratio(total[c], total["numpy"]) for c in forced),
+                 *(_ratio(total[a], total["numpy"]) for a in autos),
+                 *(_ratio(total[a], bf_total) for a in dict.fromkeys((autos[0], last))), ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    bad = [(r["program"], c, m) for r in rows for c, m in r["match"].items() if m in ("DIFFERS", "ERROR")]
+    lines.append("")
+    lines.append("outputs: " + ("every run matched NumPy's (exact or within the tolerance)" if not bad else
+                                "; ".join(f"{p} {c}: {m}" for p, c, m in bad)))
+    return lines
+
+
+def report(out: dict[str, Any]) -> list[str]:
+    """The tables of a run (``main``'s result, or its JSON), mode by mode and half by half."""
+    lines = [f"machine: {out['machine']}; targets: {', '.join(out['targets'])}; "
+             f"calibrated: {'yes' if out['calibrated'] else 'no (routing by the seed table)'}; "
+             f"rounds: {out['repeats']}"]
+    for mode, done in out["modes"].items():
+        lines += ["", f"## {mode}", ""]
+        for half in HALVES:
+            lines += [*table(done["programs"], half, "fresh processes" if mode == "cold" else "warm process"), ""]
+    return lines
+
+
+def _machine() -> str:
+    from dispatch import calibration
+
+    info = calibration.machine()
+    gpus = ", ".join(g.get("name", "?") for g in info.get("gpus", [])) or "no GPU"
+    return f"{info.get('cpu', platform.processor())} x{info.get('cpu_count', os.cpu_count())}, {gpus}"
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=("cold", "warm", "both"), default="both")
+    parser.add_argument("--half", choices=("all", *HALVES), default="all")
+    parser.add_argument("--only", default="", help="comma-separated program names")
+    parser.add_argument("--targets", default="", help="forced targets (default: every target dispatch finds here)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds (default 3)")
+    parser.add_argument("--size", choices=("default", "tiny"), default="default",
+                        help="each program's SIZE (default) or TINY (a quick check of the harness)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds a fresh-process run may take")
+    parser.add_argument("--json", metavar="FILE", help="write every time and output match to FILE")
+    parser.add_argument("--report", metavar="FILE", help="print the tables of a --json FILE (measure nothing)")
+    args = parser.parse_args(argv)
+    if args.report:
+        with open(args.report) as f:
+            saved = json.load(f)
+        print("\n".join(report(saved)))
+        return saved
+
+    from dispatch import calibration
+
+    names = [n for n in programs.NAMES if (args.half == "all" or programs.SPLIT[n] == args.half)
+             and (not args.only or n in args.only.split(","))]
+    targets = [t for t in args.targets.split(",") if t] or available_targets()
+    base_cache = str(calibration.cache_dir())
+    calibrated = bool(_calibration_files(base_cache)) and calibration.load() is not None
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    out: dict[str, Any] = {"machine": _machine(), "platform": platform.platform(), "targets": targets,
+                           "calibrated": calibrated, "repeats": args.repeats, "size": args.size, "modes": {}}
+    modes = ("cold", "warm") if args.mode == "both" else (args.mode,)
+    for mode in modes:
+        log(f"{mode}: {len(names)} programs")
+        started = time.perf_counter()
+        results: list[dict[str, Any]] = []
+        out["modes"][mode] = {"programs": results}
+        contenders = ["numpy", *AUTO_RUNS, *(f"forced:{t}" for t in targets)]
+        if mode == "cold":
+            prime(names[0], targets, base_cache, args.timeout)
+        for name in names:
+            size = [str(_tiny(name))] if args.size == "tiny" else []
+            if mode == "cold":
+                results.append(cold_program(name, contenders, args.repeats, base_cache, size, args.timeout, log))
+            else:
+                results.append(warm_program(name, targets, args.repeats, size, log))
+            if args.json:  # program by program, so that a run cut short keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump(out, f, indent=1)
+        out["modes"][mode]["seconds"] = time.perf_counter() - started
+    lines = report(out)
+    print("\n".join(lines))
+    out["summary"] = lines
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Programs nobody here wrote (``benchmarks.programs``) give NumPy's output under dispatch.
+
+Each program runs at its tiny size with ``np`` bound to NumPy and to dispatch (routing, and
+each target forced for the whole program), and prints the same summary: exactly under routing
+and forced NumPy, within the benchmark's stated tolerance (``programs_bench.compare``) on the
+other targets. The checks on the table keep the programs honest: plain NumPy scripts, seeded
+only through ``default_rng``, with a cited source, and the tuning/validation split fixed.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import io
+import os
+import sys
+import warnings
+
+import numpy
+import pytest
+
+import dispatch
+from benchmarks import programs, programs_bench
+from tests.conftest import backend_params, require
+
+NAMES = [pytest.param(n, id=n) for n in programs.NAMES]
+# Dask forced for every call computes each small array as a graph: minutes a program, even tiny.
+FORCED = backend_params(tuple(t for t in dispatch.targets.TARGET_NAMES if t != "dask"))
+
+
+def _output(module, np_module, force: str | None = None) -> str:
+    buf = io.StringIO()
+    forcing = dispatch.using(force) if force else contextlib.nullcontext()
+    with contextlib.redirect_stdout(buf), warnings.catch_warnings(), forcing:
+        warnings.simplefilter("error")  # NumPy's run warns of nothing: neither may dispatch's
+        module.main(module.TINY)
+    return buf.getvalue()
+
+
+@functools.cache
+def reference(name: str) -> str:
+    return _output(programs.load_with(name, numpy), numpy)
+
+
+# ---- the table -------------------------------------------------------------------------------------
+
+
+def test_the_table_lists_every_program_once_in_one_half():
+    files = sorted(f[:-3] for f in os.listdir(programs.FOLDER) if f.endswith(".py") and f != "__init__.py")
+    assert list(programs.NAMES) == files
+    assert len(files) >= 20
+    assert set(programs.TUNING).isdisjoint(programs.VALIDATION)
+    assert set(programs.TUNING) | set(programs.VALIDATION) == set(files)
+    assert abs(len(programs.TUNING) - len(programs.VALIDATION)) <= 1
+    assert programs.TUNING == programs.NAMES[0::2]  # the split is fixed: alternate names, alphabetical
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_program_is_a_plain_numpy_script(name):
+    with open(programs.path(name), encoding="utf-8") as f:
+        source = f.read()
+    tree = ast.parse(source)
+    assert name not in sys.stdlib_module_names  # run as a script, its folder comes first on sys.path
+    doc = ast.get_docstring(tree)
+    assert doc and "Source:" in doc, "the docstring cites its source"
+    imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+    numpy_imports = [ast.unparse(n) for n in imports if "numpy" in ast.unparse(n)]
+    assert numpy_imports == ["import numpy as np"]
+    calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    randoms = {c for c in calls if c.startswith("np.random.")}
+    assert randoms <= {"np.random.default_rng"}, randoms
+    module = programs.load(name)
+    assert isinstance(module.SIZE, int) and isinstance(module.TINY, int) and module.TINY < module.SIZE
+    assert "__main__" in source
+
+
+# ---- the drop-in ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_routed_program_prints_numpys_output(name):
+    module = programs.load_with(name, dispatch)
+    with dispatch.trace() as t:
+        out = _output(module, dispatch)
+    assert t.records, "the program's calls went through dispatch"
+    assert out == reference(name)
+    assert out.splitlines()[0].startswith(name)
+
+
+@pytest.mark.parametrize("backend", FORCED)
+@pytest.mark.parametrize("name", NAMES)
+def test_forced_program_prints_numpys_output(name, backend):
+    require(backend)
+    out = _output(programs.load_with(name, dispatch), dispatch, force=backend)
+    expected = reference(name)
+    if backend == "numpy":
+        assert out == expected
+    else:
+        assert programs_bench.compare(expected, out) != "DIFFERS", f"NumPy:\n{expected}\n{backend}:\n{out}"
+
+
+# ---- the harness ------------------------------------------------------------------------------------
+
+
+def test_compare_forgives_only_the_last_printed_digit_of_floats():
+    assert programs_bench.compare("a 1.25 b 7\n", "a 1.25 b 7\n") == "exact"
+    assert programs_bench.compare("a 1.25 b 7\n", "a 1.26 b 7\n") == "close"
+    assert programs_bench.compare("a 1.25 b 7\n", "a 1.27 b 7\n") == "DIFFERS"
+    assert programs_bench.compare("a 1.25 b 7\n", "a 1.25 b 8\n") == "DIFFERS"  # integers are exact
+    assert programs_bench.compare("x 3.000000001e-05", "x 3.000000002e-05") == "close"
+    assert programs_bench.compare("x 3.1e-05", "x 3.3e-05") == "DIFFERS"
+    assert programs_bench.compare("x 0.123456789", "x 0.123456889") == "close"  # relative 1e-6
+    assert programs_bench.compare("x 0.1234567", "x 0.1234587") == "DIFFERS"
+    assert programs_bench.compare("a 1.25 b", "a 1.25 c") == "DIFFERS"
+    assert programs_bench.compare("a [1, 2]", "a [1, 2, 3]") == "DIFFERS"
+
+
+def test_cold_commands_are_what_a_user_types():
+    script = programs.path("mandelbrot")
+    assert programs_bench._command("numpy", script, ["16"]) == ([sys.executable, script, "16"], {})
+    assert programs_bench._command("auto 2", script, []) == ([sys.executable, "-m", "dispatch", "run", script], {})
+    assert programs_bench._command("forced:torch-cpu", script, [])[1] == {"DISPATCH_BACKEND": "torch-cpu"}
+
+
+def test_warm_harness_times_and_checks_each_contender(capsys):
+    out = programs_bench.main(["--mode", "warm", "--size", "tiny", "--repeats", "1", "--only", "spectrogram",
+                               "--targets", "numpy"])
+    (result,) = out["modes"]["warm"]["programs"]
+    assert set(result["best"]) == {"numpy", "auto", "forced:numpy"}
+    assert result["match"] == {"numpy": "exact", "auto": "exact", "forced:numpy": "exact"}
+    assert result["half"] == "validation"
+    printed = capsys.readouterr().out
+    assert "| spectrogram |" in printed and "validation half" in printed
