@@ -332,7 +332,7 @@ def report(out: dict[str, Any]) -> list[str]:
 
 
 def _machine() -> str:
-    from dispatch import calibration
+    from dispatch.routing import calibration
 
     info = calibration.machine()
     gpus = ", ".join(g.get("name", "?") for g in info.get("gpus", [])) or "no GPU"
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print("\n".join(report(saved)))
         return saved
 
-    from dispatch import calibration
+    from dispatch.routing import calibration
 
     names = [n for n in programs.NAMES if (args.half == "all" or programs.SPLIT[n] == args.half)
              and (not args.only or n in args.only.split(","))]
