@@ -13,6 +13,7 @@
 #   partd             locket toolz
 #   array-api-compat  (none)
 #   libcst            pyyaml (the migrate tests)
+#   platformdirs      (none: the cache folder)
 # rapids-dask-dependency only pins dask to 2026.7.x (and pulls bokeh); dask-cuda does not import
 # it, so it is left out and dask / distributed are the versions the CPU tests use.
 # One version each; --no-deps, so exactly this list lands.
@@ -31,6 +32,7 @@ python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --im
     tornado==6.6.1 \
     tblib==3.2.2 \
     zict==3.0.0 \
-    libcst==1.9.0
+    libcst==1.9.0 \
+    platformdirs==4.14.8
 ls -l .whl/*.whl | awk '{printf "%8.1f kB  %s\n", $5 / 1000, $NF}'
 du -ch .whl/*.whl | tail -n 1
