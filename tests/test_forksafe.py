@@ -15,22 +15,22 @@ N = 2_000_000
 LIMIT_S = 120  # a hung child fails the test instead of blocking the suite
 
 
-def _child(queue, forced: bool) -> None:
+def _child(queue, forced: bool, target: str = "torch-cpu") -> None:
     a = numpy.arange(N, dtype=numpy.float64)
     if forced:
-        with dispatch.using("torch-cpu"):  # asked for torch-cpu: NumPy in a forked child, torch-cpu elsewhere
+        with dispatch.using(target):  # asked for the parent's engine: NumPy in a forked child, the engine elsewhere
             got = dispatch.sum(dispatch.asarray(a))
     else:
         got = dispatch.sum(dispatch.asarray(a))
     got = numpy.asarray(got)
-    why = None if targets.probe("torch-cpu") is not None else targets.unavailable()["torch-cpu"]
+    why = None if targets.probe(target) is not None else targets.unavailable()[target]
     queue.put((float(got), str(got.dtype), why))
 
 
-def _in(method: str, forced: bool) -> tuple[float, str, str | None]:
+def _in(method: str, forced: bool, target: str = "torch-cpu") -> tuple[float, str, str | None]:
     context = multiprocessing.get_context(method)
     queue = context.Queue()
-    child = context.Process(target=_child, args=(queue, forced), daemon=True)
+    child = context.Process(target=_child, args=(queue, forced, target), daemon=True)
     child.start()
     child.join(LIMIT_S)
     if child.is_alive():
@@ -59,6 +59,22 @@ def test_a_child_computes_numpys_result(parent_ran_torch_cpu, method, forced):
     assert (got, dtype) == (float(numpy.arange(N, dtype=numpy.float64).sum()), "float64")
     if forced:  # a forked child has torch-cpu off, saying why; a fresh interpreter brings it up
         assert (why is not None and "fork()" in why) == (method == "fork")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+@pytest.mark.parametrize("target", ["cupy", "torch-cuda"])
+def test_a_child_after_the_parent_used_a_gpu(method, target):
+    """The parent made a CUDA context and ran a sum on the GPU; a child asking for the same
+    target gets NumPy's result, never a hang: forked, it runs on NumPy and says why."""
+    if targets.probe(target) is None:
+        pytest.skip(f"{target} is not available here: {targets.unavailable().get(target)}")
+    a = dispatch.arange(N, dtype=dispatch.float64)
+    with dispatch.using(target):
+        numpy.testing.assert_array_equal(numpy.asarray(dispatch.sum(a)), numpy.arange(N, dtype=numpy.float64).sum())
+    got, dtype, why = _in(method, True, target)
+    assert (got, dtype) == (float(numpy.arange(N, dtype=numpy.float64).sum()), "float64")
+    assert (why is not None and "fork()" in why) == (method == "fork")
 
 
 def test_a_forked_child_turns_off_what_the_parent_loaded(parent_ran_torch_cpu):
