@@ -225,4 +225,4 @@ def test_cli_version_is_the_package_version():
     import dispatch
 
     done = dispatch_cli("--version")
-    assert (done.returncode, done.stdout.strip()) == (0, f"dispatch {dispatch.__version__}")
+    assert (done.returncode, done.stdout.strip()) == (0, f"dispatch {dispatch.__dispatch_version__}")

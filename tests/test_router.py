@@ -646,7 +646,7 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     info = calibration.machine()
     monkeypatch.setattr(calibration, "machine", lambda: info)
     monkeypatch.setattr(measure.subprocess, "Popen", Child)
-    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 7)  # three children, four cores left
+    monkeypatch.setattr(measure.os, "cpu_count", lambda: 7)  # three children, four cores left
     monkeypatch.setattr(dispatch.targets, "available", lambda: found)
     monkeypatch.setattr(dispatch.targets, "probe", lambda name: events.append(("probe", name)) or found.get(name))
     monkeypatch.setattr(measure, "_likely", lambda name: True)
@@ -683,7 +683,7 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     for env, cores in ((None, 5), (("CUDA_CACHE_DISABLE", "1"), 16)):  # no cores to spare; no cache to warm
         if env:
             monkeypatch.setenv(*env)
-        monkeypatch.setattr(calibration.os, "cpu_count", lambda cores=cores: cores)
+        monkeypatch.setattr(measure.os, "cpu_count", lambda cores=cores: cores)
         assert measure._start_first_calls(list(found), quick=False) == []
     monkeypatch.delenv("CUDA_CACHE_DISABLE")
     full = measure._start_first_calls(list(found), quick=False)
@@ -721,7 +721,7 @@ def test_a_device_point_still_off_its_curve_beside_the_children_is_measured_agai
     info = calibration.machine()
     monkeypatch.setattr(calibration, "machine", lambda: info)
     monkeypatch.setattr(measure.subprocess, "Popen", Child)
-    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 7)
+    monkeypatch.setattr(measure.os, "cpu_count", lambda: 7)
     monkeypatch.setattr(dispatch.targets, "probe", found.get)
     monkeypatch.setattr(measure, "_likely", lambda name: True)
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [])  # the progress bar's steps
@@ -807,7 +807,7 @@ def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports
     monkeypatch.setattr(calibration, "machine", lambda: info)
     monkeypatch.setattr(measure.subprocess, "Popen", Child)
     monkeypatch.setattr(measure, "_start_first_calls", lambda names, quick: [])  # calibrated before
-    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(measure.os, "cpu_count", lambda: 16)
     monkeypatch.setattr(measure, "_likely", lambda name: True)
     monkeypatch.setattr(measure, "_torch_to_import", lambda: True)
     monkeypatch.setattr(dispatch.targets, "probe", lambda name: events.append(("probe", name)) or found.get(name))
@@ -834,9 +834,9 @@ def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports
     assert measure._start_aside(list(found), quick=False) == {}
     assert measure._start_aside(["numpy", "cupy"], quick=True) == {}
     assert measure._start_aside(["cupy", "torch-cuda"], quick=True) == {}
-    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(measure.os, "cpu_count", lambda: 3)
     assert measure._start_aside(list(found), quick=True) == {}
-    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(measure.os, "cpu_count", lambda: 16)
     monkeypatch.setattr(measure, "_likely", lambda name: False)
     assert measure._start_aside(list(found), quick=True) == {}
     monkeypatch.setattr(measure, "_torch_to_import", lambda: False)
@@ -847,7 +847,7 @@ def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports
 def test_the_child_measuring_aside_runs_in_a_fresh_interpreter(monkeypatch):
     """Its command line works: here on NumPy, as if it were CuPy. A target it cannot find fails it."""
     monkeypatch.setattr(measure, "MEASURED_ASIDE", frozenset({"numpy", "torch-mps"}))
-    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(measure.os, "cpu_count", lambda: 16)
     monkeypatch.setattr(measure, "_likely", lambda name: True)
     monkeypatch.setattr(measure, "_torch_to_import", lambda: True)
     children = measure._start_aside(["torch-cpu", "numpy", "torch-mps"], quick=True)  # after a torch target
@@ -881,7 +881,7 @@ def test_a_target_is_likely_where_its_library_is_installed_and_a_gpu_is_listed(m
 def test_the_first_call_children_run_in_a_fresh_interpreter(monkeypatch):
     """The children's command line works: here on NumPy, as if it were such a library."""
     monkeypatch.setattr(measure, "COMPILES_ON_FIRST_CALL", frozenset({"numpy"}))
-    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 6)
+    monkeypatch.setattr(measure.os, "cpu_count", lambda: 6)
     monkeypatch.setattr(measure, "_likely", lambda name: True)
     children = measure._start_first_calls(["numpy"], quick=True)
     measure._finish_first_calls(children)
@@ -889,12 +889,12 @@ def test_the_first_call_children_run_in_a_fresh_interpreter(monkeypatch):
     made = []
     monkeypatch.setattr(measure, "_call_for",
                         lambda op: lambda *args: made.append((op, [(a.shape, a.dtype) for a in args])))
-    monkeypatch.setattr(calibration.sys, "argv", ["-c", "numpy", "linalg.lstsq:16:float64", "sort:64:int64"])
+    monkeypatch.setattr(measure.sys, "argv", ["-c", "numpy", "linalg.lstsq:16:float64", "sort:64:int64"])
     measure._first_calls()
     tall = calibration.TALL * 16
     assert made == [("linalg.lstsq", [((tall, 16), np.float64), ((tall,), np.float64)]), ("sort", [((64,), np.int64)])]
     made.clear()
-    monkeypatch.setattr(calibration.sys, "argv", ["-c", "numpy", "others:quick"])
+    monkeypatch.setattr(measure.sys, "argv", ["-c", "numpy", "others:quick"])
     measure._first_calls()
     planned = calibration._plan(dispatch.targets.probe("numpy"), quick=True)
     assert [op for op, _ in made] == [op for _, representatives in planned for op, _, sizes in representatives
