@@ -25,10 +25,16 @@ Benchmarks report; this one is not part of the test suite.
 
 from __future__ import annotations
 
+import os
+
+# OpenBLAS's fork handler stops its thread pool in the parent: a fork while another thread is in a
+# multi-threaded NumPy product leaves that product waiting for ever (plain NumPy, without dispatch,
+# hangs the same way on this machine). One BLAS thread keeps that out of what is measured here.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import json
 import multiprocessing
-import os
 import random
 import sys
 import tempfile
@@ -143,7 +149,11 @@ def work(seconds: float, seed: int, folder: Path, shared: dict[int, numpy.ndarra
 
 
 def _forked(queue: Any, shared: dict[int, numpy.ndarray]) -> None:
+    import faulthandler
+
     import dispatch
+
+    faulthandler.dump_traceback_later(45, exit=True)  # a hung child says where, then ends
 
     host = shared[2_000_000]
     problems = [_check(dispatch.sum(dispatch.asarray(host)), numpy.sum(host), "sum in a forked child"),
@@ -214,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
                 forks["failed"] += 1
             else:
                 forks["bad"] += child_queue.get(timeout=10)
+            print(f"soak: {time.monotonic() - start:.0f} s, fork {forks['made']}: exit {child.exitcode}, "
+                  f"RSS {rss_bytes() / MiB:.0f} MiB", file=sys.stderr, flush=True)
     hung_threads = 0
     for t in threads:
         t.join(120)
