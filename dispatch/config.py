@@ -15,6 +15,12 @@ A forced target runs every call it can run exactly as NumPy would; calls it refu
 fall back to NumPy on the host, correctly, with the reason in the trace. ``"auto"`` restores
 routing.
 
+Strict mode (``exact``, ``DISPATCH_EXACT=1``): every op whose result may differ from NumPy's in
+the last bits on another target (docs/equality.md: float reductions, linear algebra, FFTs,
+transcendental functions) runs on NumPy, so full-precision output is NumPy's digit for digit;
+the rest (element-wise IEEE arithmetic, indexing, sorting, integer work) is still routed. It
+outranks a forced target: under ``using("torch-cpu")`` a float ``sum`` still runs on NumPy.
+
 Scale-out settings (``dispatch.cluster``): ``set_memory_fraction`` (work larger than this
 fraction of the free memory of the device holding it goes to Dask; default 0.5,
 ``DISPATCH_MEMORY_FRACTION``) and ``set_chunk_bytes`` (bytes per Dask chunk; default measured
@@ -33,7 +39,7 @@ from dispatch.base import forksafe, settings
 from dispatch.base.state import STATE
 from dispatch.base.tuning import tune
 from dispatch.cluster import chunk_bytes, memory_fraction, set_chunk_bytes, set_memory_fraction
-from dispatch.routing import calibration
+from dispatch.routing import calibration, router
 
 __all__ = [
     "chunk_bytes",
@@ -90,11 +96,12 @@ def get_config() -> dict[str, Any]:
 
     ``backend`` (``set_backend``, ``using``), ``memory_fraction`` and ``chunk_bytes``
     (``None``: measured for a connected cluster, else 128 MiB) can be set with ``set_config``;
-    ``trace``, ``pure_python`` and ``heap`` were read at import, ``cache_dir`` and
+    ``exact`` (strict mode) too; ``trace``, ``pure_python`` and ``heap`` were read at import, ``cache_dir`` and
     ``dask_scheduler`` are read at each use (``dispatch.base.settings``).
     """
     return {
         "backend": get_backend(),
+        "exact": router.exact(),
         "memory_fraction": memory_fraction(),
         "chunk_bytes": cluster.chunk_bytes_set(),
         "trace": settings.ENV.trace,
@@ -106,7 +113,7 @@ def get_config() -> dict[str, Any]:
 
 
 def set_config(*, backend: str | None = None, memory_fraction: float | None = None,
-               chunk_bytes: int | None = _UNSET) -> None:
+               chunk_bytes: int | None = _UNSET, exact: bool | None = None) -> None:
     """Set settings process-wide; those not given keep their values (``chunk_bytes=None``: back
     to measured or default).
 
@@ -118,7 +125,12 @@ def set_config(*, backend: str | None = None, memory_fraction: float | None = No
         In (0, 1] (``set_memory_fraction``).
     chunk_bytes : int or None, optional
         Bytes per Dask chunk (``set_chunk_bytes``).
+    exact : bool, optional
+        Strict mode: ops whose results may differ from NumPy's in the last bits run on NumPy,
+        even under a forced target (``DISPATCH_EXACT``).
     """
+    if exact is not None:
+        router.set_exact(settings.check_exact(exact))
     if backend is not None:
         set_backend(backend)
     if memory_fraction is not None:
@@ -129,15 +141,17 @@ def set_config(*, backend: str | None = None, memory_fraction: float | None = No
 
 @contextlib.contextmanager
 def config_context(*, backend: str | None = None, memory_fraction: float | None = None,
-                   chunk_bytes: int | None = _UNSET) -> Iterator[None]:
+                   chunk_bytes: int | None = _UNSET, exact: bool | None = None) -> Iterator[None]:
     """``set_config`` for a ``with`` block, then the settings as they were. ``backend`` is local to
     this thread and task (``using``); the others are process-wide meanwhile."""
     before = get_config()
     with using(backend) if backend is not None else contextlib.nullcontext():
         try:
-            set_config(memory_fraction=memory_fraction, chunk_bytes=chunk_bytes)
+            set_config(memory_fraction=memory_fraction, chunk_bytes=chunk_bytes, exact=exact)
             yield
         finally:
+            if exact is not None:
+                router.set_exact(before["exact"])
             if memory_fraction is not None:
                 set_memory_fraction(before["memory_fraction"])
             if chunk_bytes is not _UNSET:

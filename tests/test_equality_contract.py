@@ -5,12 +5,15 @@ is forced in turn; NumPy's result on the same inputs is the reference."""
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import numpy
 import pytest
 
 import dispatch
 from dispatch import targets
+from dispatch.base.ops import op_named
 
 TARGETS = [pytest.param(name, id=name, marks=[pytest.mark.gpu] if name != "torch-cpu" else [])
            for name in ("torch-cpu", "cupy", "torch-cuda", "torch-mps")]
@@ -208,3 +211,62 @@ def test_fft_within_the_transform_bound(target, name, n, dtype):
     error = numpy.linalg.norm(got - want) / numpy.linalg.norm(want)
     eps = numpy.finfo(dtype).eps
     assert error <= 2 * math.ceil(math.log2(n)) * eps, error
+
+
+# ---- one table: the doc, the tests above and strict mode's rule (``Op.differs``) ------------------------------
+
+
+def _differs(name: str) -> str:
+    """The router's classification of a name the contract uses (``svd`` is ``linalg.svd``)."""
+    for full in (name, f"linalg.{name}", f"fft.{name}"):
+        try:
+            return op_named(full).differs
+        except (KeyError, AttributeError):
+            continue
+    raise KeyError(name)
+
+
+def _documented() -> dict[str, list[str]]:
+    """The operations each row of docs/equality.md's tables names, by the row's kind."""
+    rows: dict[str, list[str]] = {}
+    for line in (Path(__file__).resolve().parent.parent / "docs" / "equality.md").read_text().splitlines():
+        cells = line.split("|")
+        if len(cells) < 4 or cells[1].strip() in ("kind", "---"):
+            continue
+        names = [m for m in re.findall(r"`([a-z_.0-9]+)", cells[2]) if _known(m)]
+        rows[cells[1].strip()] = names
+    return rows
+
+
+def _known(name: str) -> bool:
+    try:
+        _differs(name)
+        return True
+    except KeyError:
+        return False
+
+
+def test_the_doc_and_the_routers_table_agree():
+    rows = _documented()
+    assert len(rows) == 11 and all(rows.values()), rows
+    for kind, names in rows.items():
+        if kind == "integer work":  # sums and products: exact on integers, not on floats
+            assert all(_differs(n) != "always" for n in names), (kind, names)
+        elif kind in ("IEEE element-wise arithmetic", "indexing and data movement", "sorting and searching"):
+            assert all(_differs(n) == "" for n in names), (kind, [n for n in names if _differs(n)])
+        else:
+            assert all(_differs(n) for n in names), (kind, [n for n in names if not _differs(n)])
+
+
+def test_the_tests_and_the_routers_table_agree():
+    """What is tested bit-identical here is what strict mode lets go elsewhere, and what is tested
+    within a bound is what it keeps on NumPy."""
+    exact = {"add", "subtract", "multiply", "divide", "negative", "absolute", "maximum", "minimum", "floor", "ceil",
+             "trunc", "less", "where", "take", "concatenate", "transpose", "astype", "sort", "argsort", "unique",
+             "argmax", "searchsorted"}
+    assert {n.split("-")[0] for n in EXACT_FLOAT} - {"mask"} <= exact
+    assert all(_differs(n) == "" for n in exact)
+    assert all(_differs(n) != "always" for n in ("sum", "cumsum", "prod", "matmul"))  # EXACT_INT
+    bounded = {*TRANSCENDENTAL, "sum", "mean", "dot", "vdot", "linalg.norm", "cumsum", "matmul", "inner",
+               "solve", "inv", "svd", "eigvalsh", "cholesky", "slogdet", *FFTS}
+    assert not [n for n in bounded if not _differs(n)]

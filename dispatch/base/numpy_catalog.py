@@ -560,3 +560,58 @@ NUMPY_CATALOG = parse_table(_TABLE, ("cupy", "torch"), WORKS)
 REMOVED_IN_NUMPY = {"row_stack": "2.5"}
 
 NumPyOp = make_enum("NumPyOp", __name__, NUMPY_CATALOG)
+
+# ---- the equality contract (docs/equality.md) ----------------------------------------------------
+# Ops whose float results another target may round otherwise than NumPy in the last bits: strict
+# mode (``DISPATCH_EXACT``) keeps them on NumPy. Every op not listed is bit-identical everywhere.
+
+# Element-wise functions IEEE 754 does not round correctly (each math library has its own), and
+# functions computed through them; some spaced values and windows are made so too.
+_TRANSCENDENTAL = frozenset({
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "asin", "acos", "atan", "atan2",
+    "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "asinh", "acosh", "atanh",
+    "power", "pow", "float_power", "sqrt", "cbrt", "hypot", "deg2rad", "rad2deg", "degrees", "radians",
+    "angle", "i0", "sinc", "unwrap", "around", "round", "polyval",
+    "linspace", "geomspace", "logspace", "bartlett", "blackman", "hamming", "hanning", "kaiser",
+})
+# Reductions that only compare, count or select: bit-identical, whatever the dtype.
+_SELECTING = frozenset({
+    "all", "any", "amax", "amin", "max", "min", "argmax", "argmin", "nanargmax", "nanargmin",
+    "nanmax", "nanmin", "ptp", "count_nonzero", "array_equal", "array_equiv", "allclose",
+})
+# Sorted-value statistics that interpolate between what they select, and binning by computed edges.
+_INTERPOLATING = frozenset({
+    "median", "nanmedian", "percentile", "nanpercentile", "quantile", "nanquantile", "interp",
+    "histogram", "histogram2d", "histogramdd",
+})
+# Sums and products in another order: exact on integers (which wrap as NumPy's), not on floats.
+_ORDERED = frozenset({"reduce", "scan", "matmul"})
+# Their results are floats whatever the inputs (a mean divides, a factorisation or a transform
+# rounds): they may differ on integer inputs too.
+_FLOAT_RESULTS = frozenset({
+    "mean", "nanmean", "average", "std", "nanstd", "var", "nanvar", "trapezoid", "corrcoef", "cov",
+    "linalg.norm", "linalg.vector_norm", "linalg.matrix_norm", "histogram_bin_edges",
+})
+# Ufuncs whose ``reduce`` / ``accumulate`` only select (``np.maximum.reduce``).
+_SELECTING_UFUNCS = frozenset({
+    "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor",
+})
+
+
+def may_differ(name: str, work: str) -> str:
+    """Whether an op's result may differ from NumPy's in the last bits on another target:
+    ``"always"``, ``"floats"`` (only where an input is a float or complex array), or ``""``
+    (bit-identical everywhere). ``name`` is a catalog name or a ufunc method's (``"add.reduce"``)."""
+    base, _, method = name.partition(".") if name.split(".", 1)[0] in _UFUNC_NAMES else (name, "", "")
+    if method in ("reduce", "accumulate", "reduceat"):
+        return "" if base in _SELECTING_UFUNCS else "floats"
+    if base in _TRANSCENDENTAL or name in _INTERPOLATING or name in _FLOAT_RESULTS or work in ("cubic", "fft"):
+        return "always"
+    if work in _ORDERED and name not in _SELECTING:
+        return "floats"
+    return ""
+
+
+_UFUNC_NAMES = frozenset(name for name, entry in NUMPY_CATALOG.items() if entry.work == "map" and "." not in name)

@@ -13,7 +13,7 @@ import numpy as np
 
 from dispatch import tracing
 from dispatch.base.blas_spin import BLAS_WORK
-from dispatch.base.numpy_catalog import NUMPY_CATALOG
+from dispatch.base.numpy_catalog import NUMPY_CATALOG, may_differ
 from dispatch.base.tiers import OpComplexity
 
 __all__ = ["GETITEM", "POWER_OPERATOR", "SETITEM", "Op", "op_for_function", "op_for_ufunc_method", "op_named"]
@@ -74,9 +74,13 @@ class Op:
     # NumPy hands it to its BLAS, whose threads spin after it: every path that runs it on NumPy
     # says so (``dispatch.base.blas_spin``), the compiled path too (it reads this slot).
     blas: bool = field(init=False, repr=False)
+    # Whether its result may differ from NumPy's in the last bits elsewhere: "always", "floats"
+    # (on float or complex inputs) or "" (``numpy_catalog.may_differ``; strict mode reads it).
+    differs: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.blas = self.work in BLAS_WORK
+        self.differs = may_differ(self.name, self.work) if self.cataloged else ""
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

@@ -9,6 +9,7 @@ variable                    read         accepted values
 ``DISPATCH_TRACE``          at import    ``0`` / ``1`` (also ``false`` / ``true``, empty)
 ``DISPATCH_PURE_PYTHON``    at import    ``0`` / ``1``: the compiled fast path off
 ``DISPATCH_HEAP``           at import    ``keep`` (default) or ``system``
+``DISPATCH_EXACT``          at import    ``0`` / ``1``: strict mode, NumPy's last bits
 ``DISPATCH_MEMORY_FRACTION`` at import   a number in (0, 1]; default 0.5
 ``DISPATCH_DASK_CHUNK_BYTES`` at import  a whole number of bytes >= 1
 ``DISPATCH_CACHE_DIR``      at each use  a directory (the calibration cache)
@@ -28,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ENV", "TARGET_NAMES", "Env", "cache_dir", "check_backend", "check_chunk_bytes", "check_memory_fraction",
-           "dask_scheduler", "read"]
+__all__ = ["ENV", "TARGET_NAMES", "Env", "cache_dir", "check_backend", "check_chunk_bytes", "check_exact",
+           "check_memory_fraction", "dask_scheduler", "read"]
 
 # Every target's name (``dispatch.targets`` makes them)
 TARGET_NAMES = ("numpy", "torch-cpu", "cupy", "torch-cuda", "torch-mps", "dask")
@@ -49,6 +50,7 @@ class Env:
     heap: str = "keep"
     memory_fraction: float = DEFAULT_MEMORY_FRACTION
     chunk_bytes: int | None = None
+    exact: bool = False
 
 
 def check_backend(value: object, what: str = "backend") -> str:
@@ -83,6 +85,14 @@ def check_chunk_bytes(value: object, what: str = "chunk_bytes") -> int:
     return nbytes
 
 
+def check_exact(value: object, what: str = "exact") -> bool:
+    """``value`` as strict mode's switch (``True`` / ``False``, ``1`` / ``0``); ``ValueError``
+    naming ``what`` otherwise."""
+    if type(value) is bool or (type(value) is int and value in (0, 1)):
+        return bool(value)
+    raise ValueError(f"{what}={value!r}: expected True or False")
+
+
 def _boolean(environ: Mapping[str, str], name: str) -> bool:
     raw = environ.get(name, "")
     try:
@@ -107,6 +117,7 @@ def read(environ: Mapping[str, str] = os.environ) -> Env:
         memory_fraction=check_memory_fraction(fraction, "DISPATCH_MEMORY_FRACTION") if fraction
         else DEFAULT_MEMORY_FRACTION,
         chunk_bytes=check_chunk_bytes(chunk, "DISPATCH_DASK_CHUNK_BYTES") if chunk else None,
+        exact=_boolean(environ, "DISPATCH_EXACT"),
     )
 
 

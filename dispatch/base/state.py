@@ -18,7 +18,7 @@ _AUTO = "auto"
 
 
 class _State:
-    __slots__ = ("_active_using", "_global_forced", "floored", "observers", "plain", "tracing")
+    __slots__ = ("_active_using", "_global_forced", "exact", "floored", "observers", "plain", "tracing")
 
     def __init__(self) -> None:
         self._global_forced: str | None = None  # set_backend / DISPATCH_BACKEND
@@ -27,6 +27,9 @@ class _State:
         self.observers = 0  # other per-call listeners (history sampling)
         self.plain = True  # nothing above is set: the fast path may skip routing
         self.floored = True  # nothing but a trace is set: calls under the floors still skip it (recorded)
+        # Strict mode: ops that may differ from NumPy in the last bits stay on NumPy (the router's
+        # first rule; ``router.set_exact`` changes it). The floors run NumPy: they need not know.
+        self.exact = ENV.exact
 
     def refresh(self) -> None:
         self.floored = not (self._global_forced or self._active_using or self.observers)

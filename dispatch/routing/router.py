@@ -2,6 +2,10 @@
 
 Rules, first match wins:
 
+0. strict mode (``DISPATCH_EXACT``, ``set_config(exact=True)``): an op whose result may differ
+   from NumPy's in the last bits elsewhere (``Op.differs``, from the catalog's equality
+   contract) runs on NumPy, even under a forced target: asking for exactness outranks asking
+   for a target                                                                    "exact: ..."
 1. a forced target (``set_backend``, ``using``, ``DISPATCH_BACKEND``)            reason "forced"
 2. local ops (views, casts, indexing): where their data is                        "local"
 3. host-only ops (I/O, printing, random streams, functions outside the catalog): NumPy  "host op"
@@ -60,8 +64,9 @@ from dispatch.routing.history import HOST_TARGETS, History, call_kind
 from dispatch.routing.selector import BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["Decision", "clear_decisions", "credit", "decide", "failed", "host_floor", "made", "policy", "refused",
-           "refused_this_call", "selector", "set_policy", "set_selector", "settle", "trip_floor", "use_calibration"]
+__all__ = ["Decision", "clear_decisions", "credit", "decide", "exact", "failed", "host_floor", "made", "policy",
+           "refused", "refused_this_call", "selector", "set_exact", "set_policy",
+           "set_selector", "settle", "trip_floor", "use_calibration"]
 
 # The ops torch on the CPU runs faster than NumPy on a multi-core host without a calibration
 # (reductions from about 1e4 elements; it loses at sorting): the seed policy's SIMD tier uses it
@@ -114,6 +119,7 @@ HOSTED_FOLLOWED = 32
 # which skip the router (``dispatch.arrays._call``), with the same words.
 LOCAL_REASON = "local: where the data is"
 SMALL_REASON = "small: NumPy on the host"
+EXACT_REASON = "exact: "  # strict mode keeps the call on NumPy (rule 0)
 FLOOR_REASON = "floor: NumPy, at a size where no other target pays"
 # Copies of host data: a local op elsewhere, but a fresh array the router may make on a device
 # (``_decide_placement``).
@@ -407,6 +413,8 @@ def cached(key: tuple) -> Decision | None:
 def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     """The decision for this call (cached per key)."""
     key = _key(op, inputs)
+    if STATE.exact and op.differs and (op.differs == "always" or not _integers(inputs.dtypes)):
+        return _exact_decision(op, key)  # before trials and cached decisions: none may send it elsewhere
     if _lowered is not None and trials.all_device() is None:
         _floors_back()  # the all-device side ended away from its trial's call (its limit, or dropped)
     if trials.running and _policy == "cost":
@@ -445,6 +453,34 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     if cacheable:
         _decisions[key] = decision
     return decision
+
+
+def _integers(dtypes: tuple) -> bool:
+    """Every input is an integer or boolean array (whose sums and products are exact everywhere)."""
+    return all(getattr(d, "kind", "f") in "biu" for d in dtypes)
+
+
+def _exact_decision(op: Any, key: tuple) -> Decision:
+    decision = _decisions.get(key)
+    if decision is None or decision.target is not NUMPY:
+        decision = Decision(NUMPY, f"{EXACT_REASON}{op.name} may differ from NumPy in the last bits elsewhere",
+                            key=key)
+        _decisions[key] = decision  # cached: the lane's memo serves it as any host decision
+    return decision
+
+
+def exact() -> bool:
+    """Whether strict mode is on (``set_exact``)."""
+    return STATE.exact
+
+
+def set_exact(on: bool) -> None:
+    """Strict mode on or off: ops whose results may differ from NumPy's in the last bits on another
+    target run on NumPy (``DISPATCH_EXACT``). Decisions made under the other mode are dropped, so
+    neither the cache nor the lane's memo serves one."""
+    if STATE.exact != on:
+        STATE.exact = on
+        clear_decisions()
 
 
 def _trial_worthy(decision: Decision, inputs: Any, key: tuple) -> bool:
