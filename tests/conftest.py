@@ -70,6 +70,20 @@ def _dask_in_the_calling_thread(request: pytest.FixtureRequest) -> Iterator[None
         yield
 
 
+@pytest.fixture(params=["compiled", "python"])
+def operator_path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each path dispatch may run an operator on: the compiled one, and the Python one."""
+    from dispatch.arrays import _compiled
+
+    if request.param == "compiled":
+        if not _compiled.ACTIVE:
+            pytest.skip(f"the compiled fast path is {_compiled.STATUS}")
+        yield request.param
+        return
+    with _compiled.python_path():
+        yield request.param
+
+
 @pytest.fixture
 def forced(backend: str) -> Iterator[str]:
     """The test body runs with every call forced onto ``backend`` (``dispatch.using``)."""

@@ -262,20 +262,6 @@ def test_a_dispatch_array_with_a_masked_array_is_numpys_mix():
 
 # ---- object arrays holding dispatch arrays ----------------------------------------------------------------
 
-@pytest.fixture(params=["compiled", "python"])
-def operator_path(request):
-    """Each path an operator may run on: the compiled one, and the Python one."""
-    from dispatch.arrays import _compiled
-
-    if request.param == "compiled":
-        if not _compiled.ACTIVE:
-            pytest.skip(f"the compiled fast path is {_compiled.STATUS}")
-        yield request.param
-        return
-    with _compiled.python_path():
-        yield request.param
-
-
 @pytest.mark.parametrize("expression", ["obj + 1.0", "1.0 - obj", "obj + obj2", "obj * 2.0", "(obj + 1.0) + 1.0",
                                         "obj ** 2"])
 def test_object_arrays_of_dispatch_arrays_are_never_written(operator_path, expression):

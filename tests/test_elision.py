@@ -6,24 +6,11 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy
-import pytest
 
 import dispatch
-from dispatch.arrays import _array, _compiled
+from dispatch.arrays import _array
 
 N = 100_000  # 800 KB of float64: over NumPy's 256 KiB elision threshold
-
-
-@pytest.fixture(params=["compiled", "python"])
-def path(request):
-    """Each path dispatch may run an operator on: the compiled one, and the Python one."""
-    if request.param == "compiled":
-        if not _compiled.ACTIVE:
-            pytest.skip(f"the compiled fast path is {_compiled.STATUS}")
-        yield request.param
-        return
-    with _compiled.python_path():
-        yield request.param
 
 
 def _peak(chain, xp, base):
@@ -42,7 +29,7 @@ def test_this_python_tells_temporaries_apart():
     assert _array._temporary_refs is not None and _array._owned_refs > 0
 
 
-def test_a_chain_reuses_its_temporaries_and_equals_numpy(path):
+def test_a_chain_reuses_its_temporaries_and_equals_numpy(operator_path):
     """``(a * 2.0 + a) - 4.0 * a + 1.5`` holds at most what NumPy holds: each temporary of 800 KB
     takes the next result, where without that it would hold one array more."""
     base = numpy.linspace(0.0, 1.0, N)
@@ -57,7 +44,7 @@ def test_a_chain_reuses_its_temporaries_and_equals_numpy(path):
     assert peak < numpy_peak + base.nbytes // 2, (peak, numpy_peak)
 
 
-def test_named_arrays_and_views_are_never_written(path):
+def test_named_arrays_and_views_are_never_written(operator_path):
     base = numpy.arange(N, dtype=numpy.float64)
     a = dispatch.asarray(base.copy())
     x = a + 1.0
@@ -69,7 +56,7 @@ def test_named_arrays_and_views_are_never_written(path):
     numpy.testing.assert_array_equal(numpy.asarray(z), base[1:] + 1.0)
 
 
-def test_a_result_of_another_dtype_or_shape_is_not_written_into_the_temporary(path):
+def test_a_result_of_another_dtype_or_shape_is_not_written_into_the_temporary(operator_path):
     ints = dispatch.asarray(numpy.arange(N, dtype=numpy.int64))
     halves = (ints + 1) / 2  # int64 + 1 may be elided; / 2 is float64: a new array
     assert halves.dtype == numpy.float64

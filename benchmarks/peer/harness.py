@@ -280,3 +280,14 @@ def record_known(path: Path, failures: dict[str, str]) -> None:
         chunks.append(f"[[expect]]\nreason = {reason}\ntests = [\n{tests}]\n")
     with open(path, "a", encoding="utf-8") as f:
         f.write("\n" + "\n".join(chunks))
+
+
+def conclude(results: list[ModuleResult], expectations: list[Expectation], *, known: Path, record: bool,
+             peer_name: str, examples: int) -> int:
+    """Judge a run, append its unexpected failures to ``known`` if asked, print the report, and
+    return the exit status: 1 where a failure was unexpected or an expectation stale."""
+    verdict = judge(results, expectations)
+    if record and verdict.unexpected:
+        record_known(known, verdict.unexpected)
+    print(report(results, verdict, peer_name=peer_name, examples=examples))
+    return 1 if verdict.unexpected or verdict.stale else 0

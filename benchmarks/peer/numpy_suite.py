@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy
 
-from benchmarks.peer.harness import REPO, ModuleResult, dump, judge, load_expectations, record_known, report, run_pytest
+from benchmarks.peer.harness import REPO, ModuleResult, conclude, dump, judge, load_expectations, run_pytest
 
 HERE = Path(__file__).resolve().parent
 PACKAGES = ("_core", "lib", "linalg", "fft", "random", "ma", "polynomial")
@@ -155,11 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="peer-") as scratch:  # kept only when --work names it
         results = run(a.select, keyword=a.keyword, timeout=a.timeout, max_rss_mb=a.max_rss, slow=a.slow,
                       work=a.work or Path(scratch), progress=progress)
-    verdict = judge(results, expectations)
-    if a.record_known and verdict.unexpected:
-        record_known(HERE / "known_failures.toml", verdict.unexpected)
-    print(report(results, verdict, peer_name="dispatch", examples=a.examples))
-    return 1 if verdict.unexpected or verdict.stale else 0
+    return conclude(results, expectations, known=HERE / "known_failures.toml", record=a.record_known,
+                    peer_name="dispatch", examples=a.examples)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import sklearn
 
-from benchmarks.peer.harness import REPO, ModuleResult, dump, judge, load_expectations, record_known, report, run_pytest
+from benchmarks.peer.harness import REPO, ModuleResult, conclude, dump, judge, load_expectations, run_pytest
 
 HERE = Path(__file__).resolve().parent
 SKLEARN_ROOT = Path(sklearn.__file__).resolve().parent
@@ -114,11 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="peer-") as scratch:  # kept only when --work names it
         results = run(a.select, keyword=a.keyword, backend=a.backend, timeout=a.timeout, max_rss_mb=a.max_rss,
                       work=a.work or Path(scratch), progress=progress)
-    verdict = judge(results, expectations)
-    if a.record_known and verdict.unexpected:
-        record_known(HERE / "known_failures.toml", verdict.unexpected)
-    print(report(results, verdict, peer_name="accel", examples=a.examples))
-    return 1 if verdict.unexpected or verdict.stale else 0
+    return conclude(results, expectations, known=HERE / "known_failures.toml", record=a.record_known,
+                    peer_name="accel", examples=a.examples)
 
 
 if __name__ == "__main__":
