@@ -239,6 +239,23 @@ def test_the_good_file_the_bad_ones_came_from_is_used(isolated):
     assert router.policy() == "cost"
 
 
+def test_a_calibration_of_other_libraries_is_named_once_and_a_bad_one_here_is_not(isolated, caplog):
+    """A calibration stored for another fingerprint (torch added, say) gets the one line naming
+    the command; a bad file at this machine's own path gets only its own warning, not that line."""
+    isolated.write_text("[]")
+    with caplog.at_level("WARNING", logger="dispatch"), warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert router.policy() == "seed"
+    assert not [r for r in caplog.records if "other libraries" in r.getMessage()]
+    isolated.unlink()
+    (isolated.parent / "calibration-0123456789abcdef.json").write_text(json.dumps(_valid()))
+    calibration._loaded.clear()
+    router.clear_decisions()
+    with caplog.at_level("WARNING", logger="dispatch"):
+        router._say_when_a_calibration_no_longer_applies()
+    assert [r for r in caplog.records if "other libraries" in r.getMessage()]
+
+
 ODD_THINGS = {
     "a FIFO": "os.mkfifo(path)",
     "a link to /dev/zero": "os.symlink('/dev/zero', path)",

@@ -294,8 +294,9 @@ def _say_when_a_calibration_no_longer_applies() -> None:
     """A calibration stored for other libraries (torch or CuPy added, removed or upgraded),
     hardware or dispatch is not used: say so once, naming the command, rather than route by
     the seed's table without a word."""
+    here = calibration._default_path(calibration.fingerprint())  # (a bad file here was warned of by load)
     try:
-        stale = any(calibration.cache_dir().glob("calibration-*.json"))
+        stale = any(path != here for path in calibration.cache_dir().glob("calibration-*.json"))
     except OSError:
         return
     if stale:
