@@ -18,6 +18,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -291,3 +292,15 @@ def conclude(results: list[ModuleResult], expectations: list[Expectation], *, kn
         record_known(known, verdict.unexpected)
     print(report(results, verdict, peer_name=peer_name, examples=examples))
     return 1 if verdict.unexpected or verdict.stale else 0
+
+
+def add_common_arguments(ap: Any) -> None:
+    """The options both suites take, after their own: the slice, bounds, outputs and the tables."""
+    ap.add_argument("-k", dest="keyword", default="", help="pytest -k expression, passed to both runs")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds per module and run (default 600)")
+    ap.add_argument("--max-rss", type=float, default=4096, help="MB a module's process may hold (default 4096)")
+    ap.add_argument("--json", type=Path, help="write every count and failure here (updated after each module)")
+    ap.add_argument("--work", type=Path, help="work folder, kept (default: a temporary one, removed)")
+    ap.add_argument("--examples", type=int, default=3, help="test ids shown per cause")
+    ap.add_argument("--record-known", action="store_true",
+                    help="append this run's unexpected new failures to known_failures.toml")

@@ -26,7 +26,16 @@ from pathlib import Path
 
 import numpy
 
-from benchmarks.peer.harness import REPO, ModuleResult, conclude, dump, judge, load_expectations, run_pytest
+from benchmarks.peer.harness import (
+    REPO,
+    ModuleResult,
+    add_common_arguments,
+    conclude,
+    dump,
+    judge,
+    load_expectations,
+    run_pytest,
+)
 
 HERE = Path(__file__).resolve().parent
 PACKAGES = ("_core", "lib", "linalg", "fft", "random", "ma", "polynomial")
@@ -131,15 +140,8 @@ def run(selection: list[str], *, keyword: str = "", timeout: float = 600, max_rs
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.peer.numpy_suite", description=__doc__.split("\n\n")[0])
     ap.add_argument("select", nargs="*", help=f"packages ({', '.join(PACKAGES)}) or modules; default: all")
-    ap.add_argument("-k", dest="keyword", default="", help="pytest -k expression, passed to both runs")
-    ap.add_argument("--timeout", type=float, default=600, help="seconds per module and run (default 600)")
-    ap.add_argument("--max-rss", type=float, default=4096, help="MB a module's process may hold (default 4096)")
     ap.add_argument("--slow", action="store_true", help="also the tests NumPy marks slow")
-    ap.add_argument("--json", type=Path, help="write every count and failure here (updated after each module)")
-    ap.add_argument("--work", type=Path, help="work folder, kept (default: a temporary one, removed)")
-    ap.add_argument("--examples", type=int, default=3, help="test ids shown per cause")
-    ap.add_argument("--record-known", action="store_true",
-                    help="append this run's unexpected new failures to known_failures.toml")
+    add_common_arguments(ap)
     a = ap.parse_args(argv)
     expectations = load_expectations(HERE / "xfail.toml", HERE / "known_failures.toml")
     meta = {"numpy": numpy.__version__, "keyword": a.keyword, "slow": a.slow, "select": a.select}
