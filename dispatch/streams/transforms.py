@@ -262,26 +262,41 @@ def _normal_tail(tail, uniform, inv_r, negative, k, x, rare, margin):
 # ---- the exponential's ziggurat ----------------------------------------------------------------
 
 
-class Exponential64(Method):
-    """``random_standard_exponential`` (``method="zig"``)."""
+class _ExponentialZig(Method):
+    """The vectorised first attempt that both widths share; their tables and constants differ."""
 
-    dtype = np.dtype(np.float64)
+    _uint: type
+    _drop: int  # low bits the ziggurat skips before the layer index
+    _mantissa: int  # the shift that turns a raw draw into a uniform's mantissa
+    _scale: float
+    _margin: float
+    _we: np.ndarray
+    _ke: np.ndarray
+    _fe: np.ndarray
 
     def first(self, raw):
         n = raw.size - PAD
-        ri = raw[:n] >> _U64(3)
-        idx = (ri & _U64(0xFF)).astype(np.intp)
-        ri = ri >> _U64(8)
-        x = ri.astype(np.float64) * T.we_double[idx]
-        sure_accept = ri < T.ke_double[idx]
-        u = (raw[1 : n + 1] >> _U64(11)).astype(np.float64) * _TWO53
-        lhs = (T.fe_double[idx - 1] - T.fe_double[idx]) * u + T.fe_double[idx]
+        ri = raw[:n] >> self._uint(self._drop)
+        idx = (ri & self._uint(0xFF)).astype(np.intp)
+        ri = ri >> self._uint(8)
+        x = ri.astype(self.dtype) * self._we[idx]
+        sure_accept = ri < self._ke[idx]
+        u = (raw[1 : n + 1] >> self._uint(self._mantissa)).astype(self.dtype) * self._scale
+        lhs = (self._fe[idx - 1] - self._fe[idx]) * u + self._fe[idx]
         rhs = np.exp(-x)
         wedge = ~sure_accept & (idx != 0)
         tail = ~sure_accept & (idx == 0)
         k = np.where(sure_accept, 1, 2).astype(np.int8)
         accept = sure_accept | tail | (wedge & (lhs < rhs))
-        return k, accept, np.where(tail, u, x), wedge & _close(lhs, rhs, MARGIN64), tail
+        return k, accept, np.where(tail, u, x), wedge & _close(lhs, rhs, self._margin), tail
+
+
+class Exponential64(_ExponentialZig):
+    """``random_standard_exponential`` (``method="zig"``)."""
+
+    dtype = np.dtype(np.float64)
+    _uint, _drop, _mantissa, _scale, _margin = _U64, 3, 11, _TWO53, MARGIN64
+    _we, _ke, _fe = T.we_double, T.ke_double, T.fe_double
 
     def tail_values(self, uniforms):
         return np.array([T.ziggurat_exp_r - math.log1p(-u) for u in uniforms.tolist()], np.float64)
@@ -300,27 +315,13 @@ class Exponential64(Method):
         return 2, lhs < math.exp(-x), x
 
 
-class Exponential32(Method):
+class Exponential32(_ExponentialZig):
     """``random_standard_exponential_f`` (``method="zig"``): ``expf`` in its wedge."""
 
     width = 32
     dtype = np.dtype(np.float32)
-
-    def first(self, raw):
-        n = raw.size - PAD
-        ri = raw[:n] >> _U32(1)
-        idx = (ri & _U32(0xFF)).astype(np.intp)
-        ri = ri >> _U32(8)
-        x = ri.astype(np.float32) * T.we_float[idx]
-        sure_accept = ri < T.ke_float[idx]
-        u = (raw[1 : n + 1] >> _U32(8)).astype(np.float32) * _TWO24
-        lhs = (T.fe_float[idx - 1] - T.fe_float[idx]) * u + T.fe_float[idx]
-        rhs = np.exp(-x)
-        wedge = ~sure_accept & (idx != 0)
-        tail = ~sure_accept & (idx == 0)
-        k = np.where(sure_accept, 1, 2).astype(np.int8)
-        accept = sure_accept | tail | (wedge & (lhs < rhs))
-        return k, accept, np.where(tail, u, x), wedge & _close(lhs, rhs, MARGIN32), tail
+    _uint, _drop, _mantissa, _scale, _margin = _U32, 1, 8, _TWO24, MARGIN32
+    _we, _ke, _fe = T.we_float, T.ke_float, T.fe_float
 
     def tail_values(self, uniforms):
         return T.ziggurat_exp_r_f - _log1pf_each(-uniforms)
