@@ -42,13 +42,14 @@ _SCALARS = (int, float, complex, bool, np.generic)
 ndarray: type = type(None)
 _DeviceScalar: type = type(None)
 wrap: Callable[..., Any] = None  # type: ignore[assignment]
+held: Callable[[Any], Any] = None  # type: ignore[assignment]  # ``_array.held``: an array around data as it is
 _engine_of = targets.engine_of
 
 
-def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any]) -> None:
+def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any], hold: Callable[[Any], Any]) -> None:
     """Called once by ``dispatch.arrays._array`` as it loads, once it has set up the compiled path."""
-    global ndarray, _DeviceScalar, wrap
-    ndarray, _DeviceScalar, wrap = array_type, scalar_type, wrap_result
+    global ndarray, _DeviceScalar, wrap, held
+    ndarray, _DeviceScalar, wrap, held = array_type, scalar_type, wrap_result, hold
     # The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/arrays/_fastpath.c).
     _compiled.setup_memo(globals(), vars(router), vars(router.trials), router.Decision)
 
@@ -627,9 +628,7 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
         if native is result and type(a) is ndarray:
             return a  # handed back as it is (a view op with nothing to do)
     if target.owns(result):  # an array on the target's device: wrapped as it is (``wrap``'s answer)
-        obj = object.__new__(ndarray)
-        obj._data = result
-        return obj
+        return held(result)
     return wrap(result)
 
 
@@ -771,9 +770,7 @@ def _memo_run(entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = No
             for a in args:
                 if type(a) is ndarray and a._data is result:
                     return a
-            obj = object.__new__(ndarray)
-            obj._data = result
-            return obj
+            return held(result)
         return wrap(result)
     natives = []
     for a in args:
@@ -792,9 +789,7 @@ def _memo_run(entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = No
         if native is result and type(a) is ndarray:
             return a
     if target.owns(result):
-        obj = object.__new__(ndarray)
-        obj._data = result
-        return obj
+        return held(result)
     return wrap(result)
 
 
@@ -816,9 +811,7 @@ def device_view(x: ndarray, key: Any) -> Any:
         view = data[key] if library == "cupy" else _engine_of(data).run(GETITEM, (data, key), {})
     except Exception:  # a refusal: the general path runs it and records why
         return _MISS
-    obj = object.__new__(ndarray)
-    obj._data = view
-    return obj
+    return held(view)
 
 
 _VIEW_PARTS = frozenset({slice, type(None), type(Ellipsis)})
@@ -920,9 +913,7 @@ def _under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) 
     if op.local or kwargs.get("out") is not None:
         return wrap(result, out_of=(args, kwargs))
     if type(result) is np.ndarray:
-        obj = object.__new__(ndarray)
-        obj._data = result
-        return obj
+        return held(result)
     return wrap(result)
 
 
@@ -1060,9 +1051,7 @@ def call_fast_unary(op: Op, a: Any) -> Any:
             if n <= op.floor or numpy_takes(op, n, a):
                 result = op.func(data)
                 if type(result) is np.ndarray:
-                    obj = object.__new__(ndarray)
-                    obj._data = result
-                    return obj
+                    return held(result)
                 return wrap(result)  # a scalar, or modf's pair
     return call(op, (a,), {})
 
@@ -1083,9 +1072,7 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
                     blas_spin.ran()
                 result = op.func(ad, bd)
                 if type(result) is np.ndarray:
-                    obj = object.__new__(ndarray)
-                    obj._data = result
-                    return obj
+                    return held(result)
                 return wrap(result)  # a scalar, or divmod's pair
     return call(op, (a, b), {})
 
