@@ -29,6 +29,8 @@ from dispatch.base.ops import GETITEM, Op
 from dispatch.base.state import STATE
 from dispatch.routing import router
 from dispatch.routing.cost import FFT_1D
+from dispatch.routing.decisions import Decision, DecisionKind
+from dispatch.routing.router import ROUTER, SETTLED_EVERY
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
 
@@ -50,8 +52,10 @@ def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any], h
     """Called once by ``dispatch.arrays._array`` as it loads, once it has set up the compiled path."""
     global ndarray, _DeviceScalar, wrap, held
     ndarray, _DeviceScalar, wrap, held = array_type, scalar_type, wrap_result, hold
-    # The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/arrays/_fastpath.c).
-    _compiled.setup_memo(globals(), vars(router), vars(router.trials), router.Decision)
+    # The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/arrays/_fastpath.c),
+    # told here what it reads: the router (its memo and epoch), the decisions' type and how often a
+    # settled one is timed, the end of an elided operator's key, and the padding that unsizes a transform.
+    _compiled.bind_router(ROUTER, Decision, router.SETTLED_EVERY, _INTO, FFT_PADDED)
 
 
 _NOWHERE: frozenset = frozenset()
@@ -649,7 +653,8 @@ _INEXACT_SCALARS = (np.floating, np.complexfloating)  # NumPy's scalars keyed, a
 _SEQUENCES = (list, tuple)  # of host arrays (``concatenate``'s), keyed by their arrays
 _MEMO_MAX = 1024  # signatures kept; a program that makes more (an int scalar changing in a loop) starts over
 _INTO = "into"  # ends the key of an operator's call that NumPy's elision runs into a temporary
-_memo: dict[tuple, tuple] = {}
+# The memo itself is the router's (``ROUTER.memo``): an entry is (decision, target, run, epoch), served
+# while the router's epoch is the entry's; at another epoch, ``_memo_run`` checks it again.
 
 
 def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
@@ -707,7 +712,7 @@ def _remember_host(memo_key: tuple, op: Op, args: tuple, decision: Any) -> None:
     arrays = [a for v in args for a in (v if type(v) in _SEQUENCES else (v,)) if type(a) is ndarray]
     if (not arrays or any(type(a._data) is not np.ndarray or a._root is not None for a in arrays)
             or op.work == "random" or decision.placeable or decision.hosted or decision.live
-            or decision.reason.startswith(router.FALLBACK) or router.cached(decision.key) is not decision):
+            or decision.kind is DecisionKind.FALLBACK or router.cached(decision.key) is not decision):
         return
     run = op.func  # no target: NumPy's function, called as ``_run_numpy`` does
     if op.blas:
@@ -736,10 +741,14 @@ def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: A
 
 
 def _keep(memo_key: tuple, decision: Any, target: Any, run: Any) -> None:
-    """Store a memo entry; a full memo starts over."""
-    if len(_memo) >= _MEMO_MAX:
-        _memo.clear()
-    _memo[memo_key] = (decision, target, run)
+    """Store a memo entry, at the router's epoch; a full memo starts over. None while a trial
+    runs: it times the program as the router runs it, call by call."""
+    if ROUTER.trials.running:
+        return
+    memo = ROUTER.memo
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[memo_key] = (decision, target, run, ROUTER.epoch)
 
 
 def _native_items(v: list | tuple) -> list | tuple:
@@ -747,17 +756,21 @@ def _native_items(v: list | tuple) -> list | tuple:
     return type(v)(a._data for a in v)
 
 
-def _memo_run(entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
+def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
     """Run a remembered lane call, if its decision still holds, is not to be timed now and no
     trace or trial watches; else ``_MISS`` (the general lane path runs it). ``into``: a host
     temporary the result is written into (``call``'s)."""
-    decision, target, run = entry
-    if router.cached(decision.key) is not decision or STATE.tracing or router.trials.running:
+    decision, target, run, epoch = entry
+    if epoch != ROUTER.epoch:  # the decisions or the trials changed since: is this one still the router's?
+        if router.cached(decision.key) is not decision or ROUTER.trials.running:
+            return _MISS
+        ROUTER.memo[memo_key] = (decision, target, run, ROUTER.epoch)
+    if STATE.tracing:
         return _MISS
     if into is not None and target is not None:
         return _MISS
     if decision.sample:  # as ``_execute`` counts: a settled decision times one call in SETTLED_EVERY
-        if not decision.settled or (decision.calls + 1) % router.SETTLED_EVERY == 0:
+        if not decision.settled or (decision.calls + 1) % SETTLED_EVERY == 0:
             return _MISS
         decision.calls += 1
     if target is None:  # a host call kept on NumPy
@@ -848,9 +861,9 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     if memo_key is not None and into is not None:
         memo_key += (_INTO,)  # NumPy's elision asked for: an entry of its own, run into the temporary
     if memo_key is not None:
-        entry = _memo.get(memo_key)
+        entry = ROUTER.memo.get(memo_key)
         if entry is not None:
-            result = _memo_run(entry, args, kwargs, into)
+            result = _memo_run(memo_key, entry, args, kwargs, into)
             if result is not _MISS:
                 return result
     lane = _resident_args(op, args, kwargs) if sized else None
@@ -873,8 +886,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         decision = router.decide(op, inputs, args, kwargs)
     target = decision.target
     if target is NUMPY:
-        if decision.reason.startswith(router.FALLBACK):  # a refusal remembered for this kind of call: still counted
-            tracing.fallback(op, decision.reason[len(router.FALLBACK):])
+        if decision.kind is DecisionKind.FALLBACK:  # a refusal remembered for this kind of call: still counted
+            tracing.fallback(op, decision.reason.removeprefix(router.FALLBACK))
         run = (lambda: _run_numpy(op, args, kwargs)) if into is None else (lambda: _run_into(op, args, into))
         result = _execute(op, inputs, decision, run)
         if decision.hosted and type(result) is ndarray:
@@ -901,7 +914,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         why = f"{target.name} failed: {type(exc).__name__}: {_first_line(exc)}"
         router.failed(op, inputs, target, why)
     tracing.fallback(op, why)
-    fallback = router.Decision(NUMPY, router.FALLBACK + why, key=decision.key)
+    fallback = Decision(NUMPY, DecisionKind.FALLBACK, router.FALLBACK + why, key=decision.key)
     return _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
 
 
@@ -921,12 +934,12 @@ def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs:
     """``_under_floor``, recorded in the open trace with why it ran on NumPy."""
     inputs = Inputs(_collect(args, kwargs))
     if op.local:
-        reason = router.LOCAL_REASON
+        kind, reason = DecisionKind.LOCAL, router.LOCAL_REASON
     elif inputs.size <= router.SMALL:
-        reason = router.SMALL_REASON
+        kind, reason = DecisionKind.SMALL, router.SMALL_REASON
     else:
-        reason = router.FLOOR_REASON
-    decision = router.Decision(router.NUMPY, reason)
+        kind, reason = DecisionKind.FLOOR, router.FLOOR_REASON
+    decision = Decision(NUMPY, kind, reason)
     return _execute(op, inputs, decision, lambda: _under_floor(op, args, kwargs, hargs, hkwargs))
 
 
@@ -982,11 +995,11 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
 
     Device work is timed with device events read later (no sync); the oracle policy, which
     must compare targets exactly, synchronises."""
-    tracing_on = STATE.tracing and not router.history.count(op.name)
+    tracing_on = STATE.tracing and not ROUTER.history.count(op.name)
     sample = decision.sample
     if sample and decision.settled:
         decision.calls += 1
-        sample = decision.calls % router.SETTLED_EVERY == 0
+        sample = decision.calls % SETTLED_EVERY == 0
     if not (sample or tracing_on):
         return run()
     target = decision.target

@@ -44,6 +44,7 @@ from typing import Any
 
 from dispatch.base import cachefiles
 from dispatch.base.devices import parse_device
+from dispatch.routing.decisions import CallKey
 
 __all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
 
@@ -83,7 +84,7 @@ def call_kind(key: tuple, target: str) -> tuple:
     """What a target's one-time costs are paid for: an op on some dtypes and layout (a
     reduction's dimensions and axis), at any size. A product's output size is no part of it:
     BLAS libraries compile nothing per shape."""
-    layout = key[5] if len(key) > 5 else None
+    layout = key.layout if type(key) is CallKey else key[5] if len(key) > 5 else None
     if type(layout) is tuple and layout[:1] == ("product",):
         layout = None
     return (*key[:2], layout, target)
@@ -413,8 +414,9 @@ def _from_jsonable(raw: list) -> tuple:
 
 
     op, dtypes, bucket, devices, *rest = raw
-    return (op, tuple(np.dtype(d) for d in dtypes), bucket, frozenset(parse_device(d) for d in devices),
-            *(_tupled(r) for r in rest))  # JSON made the layout's tuples lists
+    key = (op, tuple(np.dtype(d) for d in dtypes), bucket, frozenset(parse_device(d) for d in devices),
+           *(_tupled(r) for r in rest))  # JSON made the layout's tuples lists
+    return CallKey(*key) if len(key) == len(CallKey._fields) else key
 
 
 def _tupled(value: Any) -> Any:
