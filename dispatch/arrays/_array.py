@@ -19,6 +19,7 @@ import numpy as np
 
 from dispatch import cluster, targets
 from dispatch.arrays import _call, _compiled
+from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
 from dispatch.base import blas_spin, box
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
@@ -753,7 +754,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
             else:
                 return _call.call_fast_ufunc(op, self, other)
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, odata, True)
-            if n > op.floor and not _call.numpy_takes(op, n, self, other):
+            if n > op.floor and not host_shortcut(op, n, self, other):  # (the rule's first test inlined)
                 return _call.call(op, (self, other), {}, into=self if elide else None)
             if blas:
                 blas_spin.ran()
@@ -771,7 +772,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
         if type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND:  # ``alpha * x``: forward's hot path
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, other, False)
             n = data.size
-            if n > op.floor and not _call.numpy_takes(op, n, self, other):
+            if n > op.floor and not host_shortcut(op, n, self, other):
                 return _call.call(op, (other, self), {}, into=self if elide else None)
             if elide:
                 func(other, data, out=data)  # ``2.0 * (a + b)``: in the temporary, as NumPy would
@@ -800,7 +801,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
             okind = type(odata)
             if okind is _ND or okind in _PY_SCALARS:
                 n = odata.size if okind is _ND and odata.size > data.size else data.size
-                if n <= op.floor or _call.numpy_takes(op, n, self, other):
+                if n <= op.floor or host_shortcut(op, n, self, other):
                     if blas:
                         blas_spin.ran()
                     func(data, odata, out=data)

@@ -34,7 +34,7 @@ from dispatch.routing.router import ROUTER, SETTLED_EVERY
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["Inputs", "call"]
+__all__ = ["Inputs", "call", "host_shortcut"]
 
 _SCALARS = (int, float, complex, bool, np.generic)
 
@@ -549,27 +549,74 @@ def _small_kwargs(kwargs: dict, floor: int, rootless: bool = False) -> dict | No
     return kwargs
 
 
-def under_floors(op: Op, args: tuple) -> tuple[list | None, int, bool]:
-    """``args`` unwrapped if they run on NumPy without asking the router (host arrays under the
-    op's floor; larger, up to its round-trip floor, where no lineage reaches them), else
-    ``None``; with the floor that held and whether it asked for arrays without a root."""
+def host_shortcut(op: Op, n: int, a: Any = None, b: Any = None, *more: Any) -> bool:
+    """The host shortcut: whether a call of ``op`` whose arrays all hold host data, the largest
+    of ``n`` elements (``a``, ``b``, ``more``: its dispatch arrays, for their roots), runs
+    straight on NumPy without asking the router.
+
+    It does where no target is forced and no hook observes calls (``STATE.floored``; the
+    compiled path, which records nothing, also wants no trace open: ``STATE.plain``) and ``n`` is
+    at most the op's floor (``router.host_floor``), or at most its round-trip floor
+    (``router.trip_floor``) where no array carries a root (``ndarray._root``: a fresh array whose
+    lineage the router follows). Strict mode changes nothing here: NumPy runs these calls. The
+    compiled path (``takes`` and ``run_op`` in dispatch/arrays/_fastpath.c) implements exactly
+    this, deferring to Python where a floor is not computed yet."""
     floor = op.floor
     if floor < 0:
         floor = router.host_floor(op)
-    hargs = _small_on_host(args, floor)
-    if hargs is None:
-        trip = router.trip_floor(op)
-        if trip > floor:
-            return _small_on_host(args, trip, True), trip, True
-    return hargs, floor, False
+    if n <= floor:
+        return True
+    if n > router.trip_floor(op):
+        return False
+    for x in (a, b, *more):
+        if getattr(x, "_root", None) is not None:
+            return False
+    return True
 
 
-def numpy_takes(op: Op, n: int, a: Any, b: Any = None) -> bool:
-    """Whether host operands of ``n`` elements run on NumPy without routing (``under_floors``'
-    rule, for one or two operands): under the op's floor, or under its round-trip floor if
-    neither carries a root."""
-    return n <= router.host_floor(op) or (
-        n <= router.trip_floor(op) and getattr(a, "_root", None) is None and getattr(b, "_root", None) is None)
+def under_floors(op: Op, args: tuple) -> tuple[list | None, int, bool]:
+    """``args`` unwrapped if they run on NumPy without asking the router (``host_shortcut``),
+    else ``None``; with the largest floor that may hold and whether it asks for arrays without
+    a root (what ``_small_kwargs`` checks the keywords against)."""
+    found = _host_extent(args)
+    if found is None:
+        return None, 0, False
+    n, arrays = found
+    if not host_shortcut(op, n, *arrays):
+        return None, 0, False
+    floor = op.floor
+    return _small_on_host(args, _ANY_SIZE), max(floor, router.trip_floor(op)) if n > floor else floor, n > floor
+
+
+def _host_extent(values: Any, found: list | None = None) -> tuple[int, list] | None:
+    """The largest element count of the arrays among ``values`` (lists and tuples looked into)
+    and the dispatch arrays among them, if every array is host data; ``None`` otherwise."""
+    n = 0
+    arrays = [] if found is None else found
+    for v in values:
+        kind = type(v)
+        if kind in _PLAIN:
+            continue
+        if kind is ndarray:
+            data = v._data
+            if type(data) is not np.ndarray:
+                return None
+            arrays.append(v)
+            size = data.size
+        elif kind is np.ndarray:
+            size = v.size
+        elif kind is list or kind is tuple:
+            inner = _host_extent(v, arrays)
+            if inner is None:
+                return None
+            size = inner[0]
+        elif isinstance(v, ndarray) or _is_array(v):
+            return None
+        else:
+            continue
+        if size > n:
+            n = size
+    return n, arrays
 
 
 # ---- the resident lane ------------------------------------------------------------------------------
@@ -845,13 +892,13 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     into, as NumPy's own temporary elision would (``_array._elides`` checked it may).
     ``sized``: the arrays' sizes tell the call's work (not an FFT padded to ``n`` points), so
     small host arrays may skip the router."""
-    if STATE.floored and sized:
+    if STATE.floored and sized:  # the host shortcut's mode (``host_shortcut``)
         if not op.local:
             hargs, floor, rootless = under_floors(op, args)
         elif op.name not in router.PLACED_COPIES:  # views and casts of host data no root reaches: NumPy's
             hargs, floor, rootless = _small_on_host(args, _ANY_SIZE, True), _ANY_SIZE, True
         else:
-            hargs = None
+            hargs = None  # a copy the router may make on a device
         hkwargs = _small_kwargs(kwargs, floor, rootless) if hargs is not None else None
         if hkwargs is not None:
             if STATE.tracing:  # a trace records the call where the program runs it untraced
@@ -1056,12 +1103,12 @@ def _first_line(exc: BaseException) -> str:
 
 def call_fast_unary(op: Op, a: Any) -> Any:
     """``f(a)`` for a one-operand ufunc (``np.abs(x)`` in a loop): NumPy straight away for a
-    host array under the floors (``under_floors``' rule), else the full call path."""
+    host array the host shortcut takes (``host_shortcut``), else the full call path."""
     if STATE.plain and type(a) is ndarray:
         data = a._data
         if type(data) is np.ndarray:
             n = data.size
-            if n <= op.floor or numpy_takes(op, n, a):
+            if n <= op.floor or host_shortcut(op, n, a):
                 result = op.func(data)
                 if type(result) is np.ndarray:
                     return held(result)
@@ -1077,10 +1124,10 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
         bd = b._data if type(b) is ndarray else b
         if ((type(ad) is np.ndarray or isinstance(ad, _SCALARS))
                 and (type(bd) is np.ndarray or isinstance(bd, _SCALARS))):  # (a NumPy scalar: ``x / x.sum()``)
-            floor = op.floor if op.floor >= 0 else router.host_floor(op)
             # (sizes read without getattr's default: a Python scalar would raise inside it)
             na = ad.size if type(ad) is np.ndarray else 1
-            if na <= floor and (bd.size if type(bd) is np.ndarray else 1) <= floor:
+            nb = bd.size if type(bd) is np.ndarray else 1
+            if host_shortcut(op, na if na >= nb else nb, a, b):
                 if op.blas:
                     blas_spin.ran()
                 result = op.func(ad, bd)

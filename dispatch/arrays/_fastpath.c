@@ -11,8 +11,9 @@
  * of dispatch.ndarray, and slots (operators, indexing) call it without making a bound method.
  *
  * What it takes is a subset of the Python fast path's cases, decided the same way. "Under the
- * floors" is dispatch.arrays._call's rule: at most op.floor elements, or at most op.trip_floor where no
- * operand carries a root (no fresh array's lineage the router follows).
+ * floors" is the host shortcut, dispatch.arrays._call.host_shortcut: at most op.floor elements, or
+ * at most op.trip_floor where no operand carries a root (no fresh array's lineage the router
+ * follows); tests/test_host_shortcut.py drives both paths on the same calls.
  *   forward    a <op> b          a's data and b (array or Python scalar) on the host, the larger
  *                                size under the floors; where a is a temporary NumPy would reuse
  *                                (256 KiB or more, its data held by it alone), into a, as NumPy's
@@ -190,7 +191,9 @@ static int note_blas(PyObject *op) {
     return failed;
 }
 
-/* dispatch.arrays._call.numpy_takes: operands a and b (or NULL) of n elements run on NumPy. */
+/* dispatch.arrays._call.host_shortcut: host operands a and b (or NULL), the larger of n elements, run
+ * on NumPy: n at most op.floor, or at most op.trip_floor where neither carries a root. 0 where the
+ * floor is not computed yet (the Python path computes it, and decides). */
 static int takes(PyObject *op, npy_intp n, PyObject *a, PyObject *b) {
     npy_intp floor = op_floor(op, str_floor);
     if (floor < 0) return 0;  /* not computed yet: the Python path computes it */
@@ -740,8 +743,9 @@ static PyObject *call_hosted(PyObject *func, npy_intp floor, int bare, PyObject 
     return result;
 }
 
-/* `op` on these arguments under the floors (dispatch.arrays._call.under_floors): at most op.floor
- * elements, or at most op.trip_floor where no dispatch array among them carries a root. */
+/* `op` on these arguments where the host shortcut takes them (dispatch.arrays._call.host_shortcut,
+ * as under_floors applies it to a call's arguments): at most op.floor elements, or at most
+ * op.trip_floor where no dispatch array among them carries a root. */
 static PyObject *run_op(PyObject *op, PyObject *func, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                         int *taken) {
     npy_intp floor = op_floor(op, str_floor), trip;
