@@ -1610,11 +1610,11 @@ static PyObject *bind_router(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO!LOL:bind_router", &r, &PyType_Type, &decision, &every, &into, &padded)) return NULL;
     if (every <= 0 || padded <= 0) return PyErr_Format(PyExc_ValueError, "settled_every and fft_padded must be positive");
     PyObject *rtype = (PyObject *)Py_TYPE(r);
-    Py_ssize_t moff = slot_offset((PyObject *)op_type, "mutates"),
-               soff = slot_offset(decision, "sample"), stoff = slot_offset(decision, "settled"),
-               coff = slot_offset(decision, "calls"), memoff = slot_offset(rtype, "memo"),
-               eoff = slot_offset(rtype, "epoch");
-    if (moff < 0 || soff < 0 || stoff < 0 || coff < 0 || memoff < 0 || eoff < 0) return NULL;
+    Py_ssize_t moff, soff, stoff, coff, memoff, eoff;  /* each checked at once: a missing one raises */
+    if ((moff = slot_offset((PyObject *)op_type, "mutates")) < 0 || (soff = slot_offset(decision, "sample")) < 0 ||
+        (stoff = slot_offset(decision, "settled")) < 0 || (coff = slot_offset(decision, "calls")) < 0 ||
+        (memoff = slot_offset(rtype, "memo")) < 0 || (eoff = slot_offset(rtype, "epoch")) < 0)
+        return NULL;
     Py_XSETREF(router_obj, Py_NewRef(r));
     Py_XSETREF(decision_type, (PyTypeObject *)Py_NewRef(decision));
     Py_XSETREF(into_marker, Py_NewRef(into));
