@@ -41,6 +41,14 @@ reduction's axis); a cache hit is one dict lookup. For calls of ``cluster.LIVE_E
 elements or more the scale-out rule is asked again at each hit (free memory changes). A target
 that refused a kind of call is remembered for that key (at once for a lasting refusal, after
 two for one that depends on the arguments). The router never synchronises a device to decide.
+
+All of this state lives on one ``Router`` object, the process's ``ROUTER``: its decision caches
+and the call path's memo, pins, refusals, trials, history, policy (a ``Policy``: ``SeedPolicy``,
+``CostPolicy``, ``OraclePolicy``, each with ``decide(op, inputs, key)``) and selectors. A decision
+says which rule made it (``DecisionKind``) and why in words (its reason, for the trace). The
+module's functions (``decide``, ``host_floor``, ``set_policy``...) are the router's methods.
+The router's ``epoch`` moves whenever a decision is dropped or replaced or a trial starts or
+ends: the memo, in Python and compiled, serves an entry only at the epoch it was checked at.
 """
 
 from __future__ import annotations
