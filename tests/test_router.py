@@ -72,10 +72,30 @@ def test_cold_start_routes_by_the_seed_table(isolated):
     assert router.decide(op, small, (), {}).target.name == "numpy"
     assert router.policy() == "seed"
     decision = router.decide(op, big, (), {})
-    assert decision.reason.startswith("heuristic")
+    assert decision.reason.startswith("heuristic") and decision.kind is router.DecisionKind.SEED
     # SIMD tier: torch-cpu for sum where torch is installed, else numpy
     expected = "torch-cpu" if dispatch.targets.probe("torch-cpu") else "numpy"
     assert decision.target.name == expected
+
+
+def test_each_rule_names_its_decision_by_kind_and_the_key_by_its_fields(isolated):
+    """Code tells decisions apart by their kind, not their words: each rule's kind, and the
+    call key's fields by name."""
+    kinds = router.DecisionKind
+    x = dispatch.asarray(np.arange(1000.0))
+    small = router.decide(op_named("exp"), _inputs(dispatch.ones(10)), (), {})
+    local = router.decide(op_named("transpose"), _inputs(x), (), {})
+    host = router.decide(op_named("savetxt"), _inputs(x), (), {})
+    assert (small.kind, local.kind, host.kind) == (kinds.SMALL, kinds.LOCAL, kinds.HOST_OP)
+    with dispatch.using("numpy"):
+        forced = router.decide(op_named("exp"), _inputs(x), (), {})
+    assert forced.kind is kinds.FORCED and forced.key.forced == "numpy"
+    key = small.key
+    assert isinstance(key, router.CallKey) and key.op == "exp" and key.bucket == (10).bit_length()
+    assert key.dtypes == (np.dtype("float64"),) and key.forced is None and key.layout is None
+    router.refused(op_named("exp"), _inputs(x), dispatch.targets.get("numpy"), "a test's refusal")
+    refused = router.cached(router.call_key(op_named("exp"), _inputs(x)))
+    assert refused.kind is kinds.FALLBACK and refused.reason == "fallback: a test's refusal"
 
 
 def test_a_seed_reason_names_where_the_call_went(isolated, monkeypatch):
