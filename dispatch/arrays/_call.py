@@ -55,7 +55,7 @@ def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any], h
     # The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/arrays/_fastpath.c),
     # told here what it reads: the router (its memo and epoch), the decisions' type and how often a
     # settled one is timed, the end of an elided operator's key, and the padding that unsizes a transform.
-    _compiled.bind_router(ROUTER, Decision, router.SETTLED_EVERY, _INTO, FFT_PADDED)
+    _compiled.bind_router(ROUTER, Decision, SETTLED_EVERY, _INTO, FFT_PADDED)
 
 
 _NOWHERE: frozenset = frozenset()
@@ -584,8 +584,8 @@ def under_floors(op: Op, args: tuple) -> tuple[list | None, int, bool]:
     n, arrays = found
     if not host_shortcut(op, n, *arrays):
         return None, 0, False
-    floor = op.floor
-    return _small_on_host(args, _ANY_SIZE), max(floor, router.trip_floor(op)) if n > floor else floor, n > floor
+    rootless = n > op.floor  # (held by the round-trip floor)
+    return _small_on_host(args, _ANY_SIZE), router.trip_floor(op) if rootless else op.floor, rootless
 
 
 def _host_extent(values: Any, found: list | None = None) -> tuple[int, list] | None:

@@ -83,7 +83,7 @@ def call_kind(key: tuple, target: str) -> tuple:
     """What a target's one-time costs are paid for: an op on some dtypes and layout (a
     reduction's dimensions and axis), at any size. A product's output size is no part of it:
     BLAS libraries compile nothing per shape."""
-    layout = key.layout if type(key) is CallKey else key[5] if len(key) > 5 else None
+    layout = key.layout if type(key) is CallKey else key[5] if len(key) > 5 else None  # (or a shorter tuple)
     if type(layout) is tuple and layout[:1] == ("product",):
         layout = None
     return (*key[:2], layout, target)

@@ -689,11 +689,11 @@ class Router:
         ever chose NumPy, and cost the router's time each call. The buckets between the floor and
         this one go with it unless another target was measured faster in one of them: a target
         that loses at a size loses at the smaller ones, where its fixed costs weigh more."""
-        name, _, bucket, devices, forced = key[:5]
+        name, bucket = key.op, key.bucket
         stats = self.history.stats
-        if (forced is not None or devices != HOST_ONLY or not _numpy_best(stats.get(key, {}))
+        if (key.forced is not None or key.devices != HOST_ONLY or not _numpy_best(stats.get(key, {}))
                 or self.history.p_send(key)  # its results go on to a device: the router must keep seeing them
-                or any(k[0] == name and k[3] == HOST_ONLY and k[2] <= bucket for k in self.pins)):  # (``pin``)
+                or any(k.op == name and k.devices == HOST_ONLY and k.bucket <= bucket for k in self.pins)):  # (``pin``)
             return
         try:
             op = op_named(name)
@@ -701,7 +701,8 @@ class Router:
             return
         low = (self.trip_floor(op) + 1).bit_length()
         if bucket < low or any(not _numpy_best(per, measured=False) for k, per in stats.items()
-                               if k[0] == name and low <= k[2] < bucket and k[3] == HOST_ONLY and k[4] is None):
+                               if k.op == name and low <= k.bucket < bucket and k.devices == HOST_ONLY
+                               and k.forced is None):
             return
         op.trip_floor = min((1 << bucket) - 1, cluster.LIVE_ELEMENTS - 1)
 
@@ -895,12 +896,12 @@ class Router:
         for key, moved in trial.moved.items():
             if moved.target is not device:
                 continue
-            if key[3] == HOST_ONLY:
-                op = op_named(key[0])
+            if key.devices == HOST_ONLY:
+                op = op_named(key.op)
                 floor, trip = self.host_floor(op), self.trip_floor(op)
-                if (1 << key[2]) - 1 <= trip:
+                if (1 << key.bucket) - 1 <= trip:
                     continue  # the side sent it only because it sent everything (``floors_down``)
-                under = (1 << (key[2] - 1)) - 1  # the largest size under this key's bucket
+                under = (1 << (key.bucket - 1)) - 1  # the largest size under this key's bucket
                 op.floor, op.trip_floor = min(floor, under), min(trip, under)
             self.pins[key] = self.decisions[key] = Decision(device, DecisionKind.TRIAL, trial.device.reason, key=key)
 
@@ -932,8 +933,7 @@ class Router:
         the program as the host would run it. ``None``: decide it as any other call."""
         running = self.trials.running
         for trial_key, trial in running.items():
-            # the same op, dtypes, size and layout; other devices
-            if trial_key[:3] != key[:3] or trial_key[4:] != key[4:] or trial_key == key:
+            if trial_key.elsewhere() != key.elsewhere() or trial_key == key:  # the same kind, other devices
                 continue
             decision = self._on_trial(trial_key, trial)
             if decision is trial.host and trial_key in running:  # the host side, not its verdict
