@@ -111,7 +111,7 @@ def _prepare(mode: str) -> None:
         return  # dispatch does not run: the history in place stays
     if not _histories:
         _histories["router"] = router.history
-    router.history = _histories.setdefault(mode, History())
+    router.ROUTER.history = _histories.setdefault(mode, History())
 
 
 def _runner(mode: str, workload: Any, data: dict[str, Any], port: Any) -> Callable[[], dict] | None:
@@ -262,10 +262,10 @@ def _interleaved(runners: dict[str, Callable[[], dict]], warmup: int, repeats: i
 def _learn_oracle(run: Callable[[], dict], limit: int = 12) -> int:
     """Run until every kind of call has tried every target (the oracle's measuring pass)."""
     for i in range(limit):
-        before = sum(len(v) for v in router._oracle.values())
+        before = sum(len(v) for v in router.ROUTER.policies["oracle"].tried.values())
         run()
         _synchronize()
-        if i and sum(len(v) for v in router._oracle.values()) == before:
+        if i and sum(len(v) for v in router.ROUTER.policies["oracle"].tried.values()) == before:
             return i + 1
     return limit
 
@@ -285,18 +285,18 @@ def _learn_router(run: Callable[[], dict], limit: int = 2000, budget_s: float = 
     # it decides the same
 
     def changed() -> bool:
-        now = {k: d.target.name for k, d in router._decisions.items()}
+        now = {k: d.target.name for k, d in router.ROUTER.decisions.items()}
         moved = any(known.get(k) != name for k, name in now.items())
         known.update(now)
         return moved
 
     changed()
     for i in range(limit):
-        idle, verdicts = not trials.running, len(trials.verdicts())
+        idle, verdicts = not trials.TRIALS.running, len(trials.verdicts())
         run()
         _synchronize()
         now = time.perf_counter()
-        if not changed() and idle and not trials.running and len(trials.verdicts()) == verdicts:
+        if not changed() and idle and not trials.TRIALS.running and len(trials.verdicts()) == verdicts:
             quiet += 1
             if quiet >= quiet_runs and now - quiet_since >= quiet_s:
                 return {"runs": i + 1, "seconds": now - start, "settled": True}
@@ -311,7 +311,7 @@ def _router_state() -> tuple[dict[tuple, str], int]:
     """The cost policy's decisions (key: target) and the trials' verdicts, now. Decisions for a
     forced target are left out: always-GPU runs under the cost policy, ``using`` the GPU, and its
     forced calls are cached there under keys of their own (the forced target is part of the key)."""
-    decisions = {k: d.target.name for k, d in router._caches["cost"].items() if k[4] is None}
+    decisions = {k: d.target.name for k, d in router.ROUTER.caches["cost"].items() if k[4] is None}
     return decisions, len(trials.verdicts())
 
 
@@ -322,7 +322,7 @@ def _router_changes(before: tuple[dict[tuple, str], int]) -> dict[str, int]:
     now, verdicts_now = _router_state()
     changed = sum(1 for k, name in now.items() if decisions.get(k, name) != name)
     return {"decisions_changed": changed, "decisions_new": len(now.keys() - decisions.keys()),
-            "verdicts": verdicts_now - verdicts, "trial_running": len(trials.running)}
+            "verdicts": verdicts_now - verdicts, "trial_running": len(trials.TRIALS.running)}
 
 
 def _verdicts_since(before: set[tuple]) -> dict[str, str]:

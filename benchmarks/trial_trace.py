@@ -23,7 +23,7 @@ import numpy
 from benchmarks import suite
 from benchmarks.workloads import get
 from dispatch.base.devices import HOST_ONLY
-from dispatch.routing import router, trials
+from dispatch.routing import router
 
 
 def _kind(key: tuple) -> str:
@@ -41,10 +41,11 @@ def _capture(ended: list[dict[str, Any]]) -> Callable[[], None]:
     """Keep each trial's periods as it ends (``trials.finish`` forgets them), and the decisions
     the router holds then for calls with inputs off the host: the neighbours a device side met.
     Returns what puts ``trials.finish`` back."""
-    finish = trials.finish
+    kept = router.ROUTER.trials  # the router's trials: the finish it calls is theirs
+    finish = kept.finish
 
     def keeping(key: tuple, chosen: Any = None) -> None:
-        trial = trials.running.get(key)
+        trial = kept.running.get(key)
         if trial is not None:
             ended.append({
                 "key": _kind(key),
@@ -53,12 +54,12 @@ def _capture(ended: list[dict[str, Any]]) -> Callable[[], None]:
                 "everything": trial.everything,
                 "periods_us": {side: [round(p * 1e6) for p in ps] for side, ps in trial.periods.items()},
                 "device_input_decisions": {_name(k): f"{d.target.name}: {d.reason[:60]}"
-                                           for k, d in router._decisions.items() if k[3] != HOST_ONLY},
+                                           for k, d in router.ROUTER.decisions.items() if k[3] != HOST_ONLY},
             })
         finish(key, chosen)
 
-    trials.finish = keeping
-    return lambda: setattr(trials, "finish", finish)
+    kept.finish = keeping
+    return lambda: vars(kept).pop("finish", None)
 
 
 def _ms(run: Callable[[], Any], times: int) -> list[float]:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dispatch.arrays import _call, scale_out
-from dispatch.arrays._array import ndarray
+from dispatch.arrays._array import held, ndarray
 from dispatch.arrays._compiled import fast, install_call, installed_in
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
 from dispatch.base.ops import op_for_ufunc_method, op_named
@@ -119,9 +119,7 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
     @functools.wraps(func)
     def wrapper(a: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         if type(a) is np.ndarray and not copy_default and dtype is None and not args and not kwargs and STATE.plain:
-            obj = object.__new__(ndarray)  # ``asarray`` of a NumPy array: the call path's answer, without the path
-            obj._data = a
-            return obj
+            return held(a)  # ``asarray`` of a NumPy array: the call path's answer, without the path
         copy = kwargs.get("copy", copy_default)
         if isinstance(a, ndarray) and not args and set(kwargs) <= {"copy"}:
             if dtype is not None and np.dtype(dtype) != a.dtype:

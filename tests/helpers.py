@@ -174,20 +174,21 @@ def router_restored(history: Any) -> Iterator[None]:
     from dispatch.routing import calibration, router
 
     calibration._loaded.clear()
-    saved = (router._policy, dict(router._models), router.history, router._calibration_checked)
-    router._calibration_checked = False
-    router._models.clear()
-    router._switch("seed")
-    router.history = history
+    routing = router.ROUTER
+    saved = (routing.policy.name, dict(routing.models), routing.history, routing.calibration_checked)
+    routing.calibration_checked = False
+    routing.models.clear()
+    routing.switch("seed")
+    routing.history = history
     router.clear_decisions()
     try:
         yield
     finally:
-        router.history, router._calibration_checked = saved[2], saved[3]
-        router._models.clear()
-        router._models.update(saved[1])
-        router._switch(saved[0])
-        router._refusals.clear()
+        routing.history, routing.calibration_checked = saved[2], saved[3]
+        routing.models.clear()
+        routing.models.update(saved[1])
+        routing.switch(saved[0])
+        routing.refusals.clear()
         router.clear_decisions()
         calibration._loaded.clear()
 

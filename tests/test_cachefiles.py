@@ -276,7 +276,7 @@ Path("prog.py").write_text("import numpy as np\\nx = np.ones(10**6)\\nprint(np.s
 a = numpy.linspace(0, 1, 2_000_000)
 for name, make in %s.items():
     calibration._loaded.clear()
-    router._calibration_checked = False
+    router.ROUTER.calibration_checked = False
     exec(make)
     row = {"name": name, "sum": float(np.sum(np.asarray(a))), "want": float(a.sum()), "policy": router.policy()}
     for command in (["info"], ["analyze", "prog.py"], ["calibrate", "--show"]):

@@ -54,7 +54,7 @@ def routed_on_host(tmp_path, monkeypatch):
     from dispatch.routing.history import History
 
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(_call, "_memo", {})
+    monkeypatch.setattr(router.ROUTER, "memo", {})
     with router_restored(History(explore_probability=0.0)):
         for op in all_ops():
             monkeypatch.setattr(op, "floor", 0)
@@ -126,11 +126,11 @@ def test_an_operator_numpy_runs_in_its_temporary_runs_from_the_memo_in_it(routed
     an, bn = rng.standard_normal((64, 1024)), rng.standard_normal((64, 1024))  # 512 KiB: elided
     a, b = dispatch.asarray(an), dispatch.asarray(bn)
     assert_same((a + b) * 2.0, (an + bn) * 2.0)  # decided by the router, and remembered
-    assert any(key[-1] == routed_on_host._INTO for key in routed_on_host._memo)
+    assert any(key[-1] == routed_on_host._INTO for key in router.ROUTER.memo)
     _router_off(monkeypatch, routed_on_host)
     assert_same((a + b) * 2.0, (an + bn) * 2.0)
     temporary = a + b
-    multiply = next(key[0] for key in routed_on_host._memo if key[-1] == routed_on_host._INTO)
+    multiply = next(key[0] for key in router.ROUTER.memo if key[-1] == routed_on_host._INTO)
     again = routed_on_host.call(multiply, (temporary, 2.0), {}, into=temporary)
     assert again is temporary
     assert_same(again, (an + bn) * 2.0)
@@ -148,15 +148,15 @@ def test_the_compiled_path_runs_an_elided_operator_from_the_memo_into_its_tempor
     an, bn = rng.standard_normal((64, 1024)), rng.standard_normal((64, 1024))  # 512 KiB: elided
     a, b = dispatch.asarray(an), dispatch.asarray(bn)
     (a + b) * 2.0  # decided by the router, and remembered
-    key = next(key for key in _call._memo if key[-1] == _call._INTO)
-    decision, target, run = _call._memo[key]
+    key = next(key for key in router.ROUTER.memo if key[-1] == _call._INTO)
+    decision, target, run, epoch = router.ROUTER.memo[key]
     outs = []
 
     def recorded(*args, **kwargs):
         outs.append(kwargs.get("out"))
         return run(*args, **kwargs)
 
-    _call._memo[key] = (decision, target, recorded)
+    router.ROUTER.memo[key] = (decision, target, recorded, epoch)
     named, kept = a + b, []
 
     def shared():  # a temporary whose data ``kept`` holds too
@@ -209,13 +209,13 @@ def test_a_memo_entry_serves_only_while_its_decision_holds_and_no_trial_runs(rou
     a + 1.0
     assert seen == ([] if _compiled.ACTIVE else ["add"])
     seen.clear()
-    monkeypatch.setitem(trials.running, ("another call",), object())
+    monkeypatch.setitem(trials.TRIALS.running, ("another call",), object())
     np.testing.assert_array_equal(np.asarray(a + 1.0), an + 1.0)
     assert seen == ["add"]
-    trials.running.clear()
+    trials.TRIALS.running.clear()
     seen.clear()
-    decision = next(entry[0] for entry in routed_on_host._memo.values() if entry[0].key[0] == "add")
-    monkeypatch.delitem(router._decisions, decision.key)  # decided again, as after a trial's verdict
+    decision = next(entry[0] for entry in router.ROUTER.memo.values() if entry[0].key[0] == "add")
+    monkeypatch.delitem(router.ROUTER.decisions, decision.key)  # decided again, as after a trial's verdict
     np.testing.assert_array_equal(np.asarray(a + 1.0), an + 1.0)
     assert seen == ["add"]
 
@@ -226,7 +226,7 @@ def test_a_settled_decision_that_learns_is_timed_once_in_settled_every_calls(rou
     an = np.random.default_rng(0).standard_normal((6, 5))
     a = dispatch.asarray(an)
     a + 1.0  # remembered
-    decision = next(entry[0] for entry in routed_on_host._memo.values() if entry[0].key[0] == "add")
+    decision = next(entry[0] for entry in router.ROUTER.memo.values() if entry[0].key[0] == "add")
     decision.sample, decision.settled, decision.calls = True, True, 0
     seen = _python_calls(monkeypatch, routed_on_host)
     timed = []
@@ -299,12 +299,12 @@ def test_host_calls_with_consequences_are_not_remembered(routed_on_host, monkeyp
         asked.clear()
         for _ in range(3):
             np.testing.assert_array_equal(np.asarray(plain + 1.0), an + 1.0)
-        assert len(asked) == 3 and key not in routed_on_host._memo, flag
+        assert len(asked) == 3 and key not in router.ROUTER.memo, flag
         for decision in flagged:  # (set on the router's cached decision)
             decision.placeable = decision.hosted = False
     monkeypatch.setattr(router, "decide", lambda *args: _with(decide(*args), "gain"))
     plain + 1.0
-    assert key in routed_on_host._memo  # remembered once nothing follows from it
+    assert key in router.ROUTER.memo  # remembered once nothing follows from it
     monkeypatch.setattr(router, "decide", decide)
     with dispatch.trace() as t:
         got = plain + 1.0
@@ -319,7 +319,7 @@ def test_a_temporary_numpy_would_write_into_is_written_into_with_a_memo_entry_be
     a, b = dispatch.asarray(an), dispatch.asarray(bn)
     a + b
     a + b  # remembered: (add, two rootless float64 arrays of this shape)
-    assert any(entry[1] is None for entry in routed_on_host._memo.values())
+    assert any(entry[1] is None for entry in router.ROUTER.memo.values())
     into = []
     run_into = routed_on_host._run_into
     monkeypatch.setattr(routed_on_host, "_run_into",

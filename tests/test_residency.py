@@ -68,7 +68,7 @@ def test_results_seen_to_stay_make_entering_cheaper():
     router.use_calibration(_slow_way_back())
     op = op_named("exp")
     inputs = Inputs([dispatch.asarray(numpy.linspace(0.0, 1.0, N))])
-    key = router._key(op, inputs)
+    key = router.call_key(op, inputs)
     assert router.history.p_return(key) == 1.0
     assert router.decide(op, inputs, (), {}).target.name == "numpy"
     for _ in range(8):
@@ -292,7 +292,7 @@ def test_arrays_from_two_roots_worked_on_together_are_both_made_on_the_device():
     u0, v0 = numpy.linspace(0.0, 1.0, N), numpy.linspace(1.0, 2.0, 2 * N).reshape(2, N)  # two kinds of copy
     made_on, total = _two_copies_program(u0, v0, steps=20)
     assert made_on == ("numpy", "numpy")
-    key = router._key(op_named("copy"), Inputs([dispatch.asarray(u0)]))
+    key = router.call_key(op_named("copy"), Inputs([dispatch.asarray(u0)]))
     assert router.history.placement_credit(key) > 0.01  # each credited what a device saves with both there
     made_on, total = _two_copies_program(u0, v0, steps=20)
     assert made_on == ("cupy", "cupy")
@@ -449,7 +449,7 @@ def test_a_device_new_to_a_kind_of_call_gets_host_data_only_where_it_saves_more_
     assert router.FIRST_USE_S == pytest.approx(1e-3)
     assert router.decide(op, small, (), {}).target.name == "numpy"
     assert router.decide(op, large, (), {}).target.name == "cupy"
-    router.history.ran.add(call_kind(router._key(op, small), "cupy"))  # it ran exp on float64 once (at any size)
+    router.history.ran.add(call_kind(router.call_key(op, small), "cupy"))  # it ran exp on float64 once (at any size)
     router.clear_decisions()
     assert router.decide(op, small, (), {}).target.name == "cupy"
     host = numpy.linspace(0.0, 1.0, 1 << 17)
@@ -461,7 +461,7 @@ def test_a_device_new_to_a_kind_of_call_gets_host_data_only_where_it_saves_more_
 
 
 def test_a_device_timing_read_later_re_decides_its_kind_of_call(monkeypatch):
-    monkeypatch.setattr(router, "history", History(explore_probability=0.0))  # one that learns
+    monkeypatch.setattr(router.ROUTER, "history", History(explore_probability=0.0))  # one that learns
     router.use_calibration(synthetic(gpu=True, torch_cpu=False))
     host = numpy.linspace(0.0, 1.0, N)
     x = dispatch.asarray(host).to("cupy")
@@ -482,7 +482,7 @@ def test_data_on_a_device_stays_there_for_an_op_the_device_never_ran():
     op = op_named("exp")
     host = numpy.linspace(0.0, 1.0, 1 << 14)
     x = dispatch.asarray(host).to("cupy")
-    assert call_kind(router._key(op, Inputs([x])), "cupy") not in router.history.ran
+    assert call_kind(router.call_key(op, Inputs([x])), "cupy") not in router.history.ran
     # Coming back to NumPy (0.14 ms with the copy) would be cheaper than a first call there
     # (21 µs plus 1 ms), but the op would then never run there: no library beside it ran it.
     assert router.decide(op, Inputs([x]), (), {}).target.name == "cupy"
@@ -635,7 +635,8 @@ def test_a_timed_call_leaving_the_device_is_not_charged_for_work_queued_before_i
     queued[0] = True
     op = op_named("exp")
     inputs = Inputs([held])
-    decision = router.Decision(dispatch.targets.get("numpy"), "test", key=router._key(op, inputs), sample=True)
+    decision = router.Decision(dispatch.targets.get("numpy"), router.DecisionKind.COST, "test",
+                               key=router.call_key(op, inputs), sample=True)
     target = dispatch.targets.get("cupy")
 
     def read_back_and_run():  # the copy back is ordered after the queue

@@ -202,7 +202,7 @@ def test_the_memo_follows_the_routers_decision(monkeypatch):
     monkeypatch.setattr(router, "decide", counting)
     a + b
     assert asked == []  # remembered
-    router._decisions.clear()  # the router drops its decision (it learned something)
+    router.ROUTER.decisions.clear()  # the router drops its decision (it learned something)
     assert_same(a + b, an + bn)
     assert asked == [1]  # asked again, since the remembered decision is no longer the router's
 
@@ -212,7 +212,7 @@ def test_a_settled_decision_still_times_one_call_in_every_few(monkeypatch):
     a, b = dispatch.asarray(an).to("cupy"), dispatch.asarray(bn).to("cupy")
     a + b
     a + b
-    decision = router.cached(_call._memo[_call._memo_key(op_named("add"), (a, b), {})][0].key)
+    decision = router.cached(router.ROUTER.memo[_call._memo_key(op_named("add"), (a, b), {})][0].key)
     decision.sample, decision.settled, decision.calls = True, True, 0
     timed = []
     execute = _call._execute

@@ -72,10 +72,30 @@ def test_cold_start_routes_by_the_seed_table(isolated):
     assert router.decide(op, small, (), {}).target.name == "numpy"
     assert router.policy() == "seed"
     decision = router.decide(op, big, (), {})
-    assert decision.reason.startswith("heuristic")
+    assert decision.reason.startswith("heuristic") and decision.kind is router.DecisionKind.SEED
     # SIMD tier: torch-cpu for sum where torch is installed, else numpy
     expected = "torch-cpu" if dispatch.targets.probe("torch-cpu") else "numpy"
     assert decision.target.name == expected
+
+
+def test_each_rule_names_its_decision_by_kind_and_the_key_by_its_fields(isolated):
+    """Code tells decisions apart by their kind, not their words: each rule's kind, and the
+    call key's fields by name."""
+    kinds = router.DecisionKind
+    x = dispatch.asarray(np.arange(1000.0))
+    small = router.decide(op_named("exp"), _inputs(dispatch.ones(10)), (), {})
+    local = router.decide(op_named("transpose"), _inputs(x), (), {})
+    host = router.decide(op_named("savetxt"), _inputs(x), (), {})
+    assert (small.kind, local.kind, host.kind) == (kinds.SMALL, kinds.LOCAL, kinds.HOST_OP)
+    with dispatch.using("numpy"):
+        forced = router.decide(op_named("exp"), _inputs(x), (), {})
+    assert forced.kind is kinds.FORCED and forced.key.forced == "numpy"
+    key = small.key
+    assert isinstance(key, router.CallKey) and key.op == "exp" and key.bucket == (10).bit_length()
+    assert key.dtypes == (np.dtype("float64"),) and key.forced is None and key.layout is None
+    router.refused(op_named("exp"), _inputs(x), dispatch.targets.get("numpy"), "a test's refusal")
+    refused = router.cached(router.call_key(op_named("exp"), _inputs(x)))
+    assert refused.kind is kinds.FALLBACK and refused.reason == "fallback: a test's refusal"
 
 
 def test_a_seed_reason_names_where_the_call_went(isolated, monkeypatch):
@@ -241,7 +261,7 @@ def test_lexsort_is_priced_by_its_own_curve_and_floor(isolated):
     for ops, line in ((numpy_ops, _linear(1e-6, 16 * 20e-9)), (torch_ops, _linear(5e-6, 40e-9))):
         ops["int64"] = {"sort": ops["float64"]["sort"], "lexsort": line}
     router.use_calibration(cal)
-    model = router._models["numpy"]
+    model = router.ROUTER.models["numpy"]
     assert model.seconds("lexsort", 50_000, "int64") == pytest.approx(1e-6 + 50_000 * 16 * 20e-9, rel=1e-3)
     assert model.seconds("lexsort", 50_000, "float64") is None  # float keys: NumPy alone lexsorts them
     floor, sort_floor = router.host_floor(lexsort_op), router.host_floor(sort_op)
@@ -290,10 +310,10 @@ def _assert_learned_of_one_decides_only_it(op, learned, other):
     """Calls of one op and size bucket, on two keys: what the history measured of ``learned``
     decides it, and not ``other``."""
     pytest.importorskip("torch")
-    assert router._key(op, learned) != router._key(op, other)
+    assert router.call_key(op, learned) != router.call_key(op, other)
     for _ in range(10):
-        router.history.observe(router._key(op, learned), "numpy", 1e-4)
-        router.history.observe(router._key(op, learned), "torch-cpu", 1e-2)
+        router.history.observe(router.call_key(op, learned), "numpy", 1e-4)
+        router.history.observe(router.call_key(op, learned), "torch-cpu", 1e-2)
     assert router.decide(op, learned, (), {}).reason.startswith("history")
     assert not router.decide(op, other, (), {}).reason.startswith("history")
 
@@ -335,7 +355,7 @@ def test_refusal_is_remembered_for_the_key(isolated):
     assert int(dispatch.sum(x)) == 1_000_000
     again = router.decide(op, as_called, (), {})
     assert again.target.name == "numpy"
-    assert "torch-cpu" in router._refusals[again.key]
+    assert "torch-cpu" in router.ROUTER.refusals[again.key]
 
 
 def test_history_corrects_a_wrong_model(isolated):
@@ -444,7 +464,7 @@ def test_saved_history_keys_are_the_keys_calls_look_up(isolated, tmp_path):
     op = op_named("max")
     full, rows = _inputs(dispatch.ones((400, 10))), _inputs(dispatch.ones((400, 10)))
     full.layout, rows.layout = (2, None), (2, 1)
-    key_full, key_rows = router._key(op, full), router._key(op, rows)
+    key_full, key_rows = router.call_key(op, full), router.call_key(op, rows)
     assert key_full != key_rows  # a full reduction and one over rows of ten are different kinds of call
     h = History()
     h.observe(key_full, "numpy", 2e-3)
@@ -1067,7 +1087,7 @@ def test_another_target_takes_a_call_from_numpy_only_when_clearly_cheaper(isolat
     op = op_named("sum")
     x = dispatch.ones(1_000_000)
     inputs = Inputs([x], _layout(op, (x,), {}))
-    key = router._key(op, inputs)
+    key = router.call_key(op, inputs)
     for _ in range(100):  # measured so often that the model hardly counts
         router.history.observe(key, "numpy", 1.0e-3)
         router.history.observe(key, "torch-cpu", 0.9e-3)
@@ -1088,8 +1108,8 @@ def test_a_devices_calls_keep_to_one_engine_unless_another_is_clearly_cheaper(is
     cal = synthetic(gpu=True)
     cal.targets["torch-cuda"] = copy.deepcopy(cal.targets["cupy"])
     router.use_calibration(cal)
-    device = router._models["cupy"].device
-    assert router._models["torch-cuda"].device == device and router._home(device) == "cupy"
+    device = router.ROUTER.models["cupy"].device
+    assert router.ROUTER.models["torch-cuda"].device == device and router.ROUTER.policies["cost"].home(device) == "cupy"
     fakes = {name: types.SimpleNamespace(name=name, device=device, supports=lambda op: True)
              for name in ("cupy", "torch-cuda")}
     real = dispatch.targets.probe
@@ -1097,7 +1117,7 @@ def test_a_devices_calls_keep_to_one_engine_unless_another_is_clearly_cheaper(is
     op = op_named("exp")
     x = dispatch.ones(400_000)  # its copy in: a third of the call
     inputs = Inputs([x], _layout(op, (x,), {}))
-    key = router._key(op, inputs)
+    key = router.call_key(op, inputs)
     assert router.ENGINE_MARGIN == pytest.approx(1.0)
     # with the copy in: 1.4x and 2.5x; then NumPy within 20% of CuPy, not of torch: the home is
     # weighed only once the keeper, NumPy, lost to the cheapest
@@ -1107,7 +1127,7 @@ def test_a_devices_calls_keep_to_one_engine_unless_another_is_clearly_cheaper(is
             router.history.observe(key, "torch-cpu", 50e-3)
             router.history.observe(key, "cupy", 1e-3)
             router.history.observe(key, "torch-cuda", share * 1e-3)
-        decision, _ = router._decide_cost(op, inputs, key)
+        decision = router.ROUTER.policies["cost"].decide(op, inputs, key)
         assert decision.target.name == chosen, decision
 
 
@@ -1117,7 +1137,7 @@ def _multiply_over_the_floor() -> tuple:
     router.use_calibration(synthetic())
     op = op_named("multiply")
     x = dispatch.ones(4 * (router.trip_floor(op) + 1))
-    return op, x, router._key(op, Inputs([x, x]))
+    return op, x, router.call_key(op, Inputs([x, x]))
 
 
 def test_a_floor_is_learned_where_numpy_keeps_the_calls_within_the_margin(isolated):
@@ -1125,7 +1145,7 @@ def test_a_floor_is_learned_where_numpy_keeps_the_calls_within_the_margin(isolat
     for _ in range(8):
         router.history.observe(key, "numpy", 1.0e-3)
         router.history.observe(key, "torch-cpu", 0.9e-3)  # 10% faster: within the margin, NumPy keeps it
-    router._learn_floor(key)
+    router.ROUTER.learn_floor(key)
     assert router.trip_floor(op) == (1 << x.size.bit_length()) - 1
     out = x * x
     assert out.target == "numpy" and out.dtype == np.float64 and float(out.sum()) == x.size
@@ -1135,7 +1155,7 @@ def test_a_learned_floor_survives_switching_policies_and_back(isolated):
     op, x, key = _multiply_over_the_floor()
     for _ in range(8):
         router.history.observe(key, "numpy", 1.0e-3)
-    router._learn_floor(key)
+    router.ROUTER.learn_floor(key)
     learned = router.trip_floor(op)
     assert learned == (1 << x.size.bit_length()) - 1
     router.set_policy("seed")

@@ -20,8 +20,8 @@ class _Side:
 
 @pytest.fixture
 def restored(monkeypatch):
-    monkeypatch.setattr(trials, "finish", trials.finish)
     yield
+    vars(trials.TRIALS).pop("finish", None)  # (where a test left its capture on)
     trials.clear()
 
 
@@ -35,14 +35,14 @@ def test_an_ended_trial_is_kept_with_its_periods_per_side(restored, monkeypatch)
     here.reason = "small"
     there = _Side("cupy")
     there.reason = "cost model"
-    monkeypatch.setattr(router, "_decisions", {
+    monkeypatch.setattr(router.ROUTER, "decisions", {
         ("exp", ("float64",), 19, frozenset({HOST}), None, None): here,  # host inputs: not kept
         ("exp", ("float64",), 19, frozenset({HOST, Device("cuda", 0)}), None, None): there})
     assert trials.start(key, device, host)
-    trials.running[key].periods["device"] = [2.5e-3, 2.75e-3]
-    trials.running[key].periods["host"] = [4e-3]
+    trials.TRIALS.running[key].periods["device"] = [2.5e-3, 2.75e-3]
+    trials.TRIALS.running[key].periods["host"] = [4e-3]
     trials.finish(key, device)
-    assert trials.verdict(key) is device and not trials.running  # the real finish ran
+    assert trials.verdict(key) is device and not trials.TRIALS.running  # the real finish ran
     assert ended == [{"key": "tanh float64 under 2^19", "verdict": "cupy", "reason": "cupy", "everything": False,
                       "periods_us": {"device": [2500, 2750], "numpy": [], "all-device": [], "host": [4000]},
                       "device_input_decisions": {"exp float64 under 2^19 on cpu+cuda:0": "cupy: cost model"}}]

@@ -125,7 +125,7 @@ def test_numpy_alone_lasts_until_the_call_comes_again_or_its_limit():
     clock = [0.0]
     real = trials.time.perf_counter
     trials.time.perf_counter = lambda: clock[0]
-    trials.running[("k",)] = trial
+    trials.TRIALS.running[("k",)] = trial
     try:
         for _ in range(2 * trials.BLOCK):  # the device's blocks, 1 ms a period
             assert trials.alone() is None
@@ -181,7 +181,7 @@ def test_a_pause_is_left_out_and_a_policy_switch_times_no_period():
     chosen, _ = _run(trial, {"device": 2e-3, "host": 1e-3}, pause_at=2 * trials.BLOCK + 1)
     assert chosen is trial.host
     trial = trials.Trial(_Side("cupy"), _Side("numpy"))
-    trials.running[("k",)] = trial
+    trials.TRIALS.running[("k",)] = trial
     for _ in range(2 * trials.BLOCK + 1):  # paused before every call: no period timed when the host's turn comes
         trials.pause()
         assert not trial.next()[1]
@@ -332,9 +332,9 @@ def test_a_forced_target_and_the_other_policies_are_never_on_trial(fake_gpu):
     with dispatch.using("cupy"):
         for _ in range(3 * trials.BLOCK):
             assert dispatch.exp(x).target == "cupy"
-    assert not trials.running
+    assert not trials.TRIALS.running
     dispatch.exp(x)  # the cost policy's trial of exp starts
-    assert len(trials.running) == 1
+    assert len(trials.TRIALS.running) == 1
     router.set_policy("seed")
     try:
         with dispatch.trace() as t:
@@ -426,7 +426,7 @@ def test_while_numpy_alone_is_timed_every_call_runs_on_numpy(fake_gpu):
     for _ in range(STEPS):
         with dispatch.trace() as t:
             dispatch.exp(x)  # on trial
-            trial = next(iter(trials.running.values()), None)
+            trial = next(iter(trials.TRIALS.running.values()), None)
             side = trial.last[1] if trial is not None and trial.last is not None else None
             got = {"sqrt": dispatch.sqrt(d)}
             with dispatch.using("cupy"):
@@ -488,7 +488,7 @@ def test_while_the_device_alone_is_timed_every_call_it_can_run_goes_there(fake_g
     x, s = dispatch.asarray(big), dispatch.asarray(small)
     sqrt_op = dispatch.base.ops.op_named("sqrt")
     dispatch.exp(x)  # the cost policy's trial of exp starts
-    trial = next(iter(trials.running.values()))
+    trial = next(iter(trials.TRIALS.running.values()))
     with dispatch.trace() as t:
         dispatch.sqrt(s)
     assert t.records[0].target == "numpy" and t.records[0].reason.startswith("floor")  # as the router has it
@@ -514,9 +514,9 @@ def test_while_the_device_alone_is_timed_every_call_it_can_run_goes_there(fake_g
     trial.everything = True
     sin_op = dispatch.base.ops.op_named("sin")
     assert router.trip_floor(sin_op) < big.size
-    router._pin(trial)
-    trials.finish(next(iter(trials.running)), trial.device)
-    router._decisions.clear()  # dropped, as the router does now and then
+    router.ROUTER.pin(trial)
+    trials.finish(next(iter(trials.TRIALS.running)), trial.device)
+    router.ROUTER.decisions.clear()  # dropped, as the router does now and then
     with dispatch.trace() as t:
         got = {"sqrt": dispatch.sqrt(s), "sin": dispatch.sin(x)}
     records = {r.op: r for r in t.records}
@@ -535,13 +535,13 @@ def test_no_call_is_timed_on_its_own_while_the_device_alone_is_timed(fake_gpu):
     times a new kind of call) would cost that side what its verdict's program does not pay."""
     x = dispatch.asarray(numpy.linspace(0.0, 1.0, N))
     dispatch.exp(x)
-    trial = next(iter(trials.running.values()))
+    trial = next(iter(trials.TRIALS.running.values()))
     _to_side(trial, "all-device")
     dispatch.exp(x)
     on_device = dispatch.sin(x)  # moved there, or the cost model's choice already
     inputs = dispatch.arrays._call.Inputs([on_device])
-    key = router._key(dispatch.base.ops.op_named("sqrt"), inputs)
-    assert router._decide(dispatch.base.ops.op_named("sqrt"), inputs, key)[0].sample  # the router would time it
+    key = router.call_key(dispatch.base.ops.op_named("sqrt"), inputs)
+    assert router.ROUTER.rules(dispatch.base.ops.op_named("sqrt"), inputs, key)[0].sample  # the router would time it
     got = dispatch.sqrt(on_device)
     assert key in trial.moved and trial.moved[key].target.name == "cupy"
     assert not any(d.sample or d.explored for d in trial.moved.values())
@@ -555,7 +555,7 @@ def test_the_floors_come_back_when_the_device_alone_ends_away_from_its_call(fake
     x = dispatch.asarray(numpy.linspace(0.0, 1.0, N))
     sqrt_op = dispatch.base.ops.op_named("sqrt")
     dispatch.exp(x)
-    trial = next(iter(trials.running.values()))
+    trial = next(iter(trials.TRIALS.running.values()))
     floors = (router.host_floor(sqrt_op), router.trip_floor(sqrt_op))
     _to_side(trial, "all-device")
     dispatch.exp(x)
@@ -585,7 +585,7 @@ def test_an_all_device_verdict_keeps_the_calls_it_moved_over_their_floors_on_the
         x, s = dispatch.asarray(big), dispatch.asarray(small)
         with dispatch.trace() as t:
             got = {"exp": dispatch.exp(x), "sqrt": dispatch.sqrt(s)}
-        trial = next(iter(trials.running.values()), None)
+        trial = next(iter(trials.TRIALS.running.values()), None)
         side = trial.last[1] if trial is not None and trial.last is not None else None
         clock[0] += 1e-3 if side == "all-device" else 3e-3
         seen.append({r.op: (r.target, r.reason) for r in t.records})

@@ -587,23 +587,23 @@ def test_the_suite_lets_the_router_learn_until_it_settles(monkeypatch):
     def run():
         running, judged, decided = next(script)
         runs.append(running)
-        trials.running.clear()
+        trials.TRIALS.running.clear()
         if running:
-            trials.running[(running,)] = object()
+            trials.TRIALS.running[(running,)] = object()
         if judged:
-            trials._verdicts[("a",)] = object()
+            trials.TRIALS.judged[("a",)] = object()
         if decided == "drop":
-            router._decisions.pop(("b",))
+            router.ROUTER.decisions.pop(("b",))
         elif decided:
-            router._decisions[("b",)] = types.SimpleNamespace(target=types.SimpleNamespace(name=decided))
+            router.ROUTER.decisions[("b",)] = types.SimpleNamespace(target=types.SimpleNamespace(name=decided))
 
-    monkeypatch.setattr(trials, "running", {})
-    monkeypatch.setattr(trials, "_verdicts", {})
-    monkeypatch.setattr(router, "_decisions", {})
+    monkeypatch.setattr(trials.TRIALS, "running", {})
+    monkeypatch.setattr(trials.TRIALS, "judged", {})
+    monkeypatch.setattr(router.ROUTER, "decisions", {})
     learned = suite._learn_router(run, quiet_runs=3, quiet_s=0.0)
     assert learned["settled"] and learned["runs"] == 10  # quiet: the 4th; the 6th; the 8th to 10th
     assert runs == ["a", "a"] + [None] * 8
-    assert suite._learn_router(lambda: trials.running.update({("b",): object()}), limit=3) == {
+    assert suite._learn_router(lambda: trials.TRIALS.running.update({("b",): object()}), limit=3) == {
         "runs": 3, "seconds": pytest.approx(0.0, abs=5.0), "settled": False}
     case = {"workload": "pca", "size": "small", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
             "seconds": {"numpy": 0.002, "router": 0.002}, "learning": {"router": dict(learned, seconds=0.3)}}
@@ -622,7 +622,7 @@ def test_each_dispatch_mode_of_the_suite_keeps_its_own_history(monkeypatch):
 
     loaded = router.history
     monkeypatch.setattr(suite, "_histories", {})
-    monkeypatch.setattr(router, "history", loaded)
+    monkeypatch.setattr(router.ROUTER, "history", loaded)
     policies = []
     monkeypatch.setattr(router, "set_policy", policies.append)  # (no calibration here: the policy is not the point)
     seen = {}
@@ -645,19 +645,19 @@ def test_the_suite_reports_what_the_routers_decisions_did_while_timed(monkeypatc
     def key(name: str, forced: str | None = None) -> tuple:  # the router's: op, dtypes, size, devices, forced, layout
         return (name, (), 1, "host", forced, None)
 
-    monkeypatch.setitem(router._caches, "cost", {key("a"): target(target=target(name="numpy")),
+    monkeypatch.setitem(router.ROUTER.caches, "cost", {key("a"): target(target=target(name="numpy")),
                                                  key("b"): target(target=target(name="cupy"))})
-    monkeypatch.setattr(trials, "running", {})
-    monkeypatch.setattr(trials, "_verdicts", {})
+    monkeypatch.setattr(trials.TRIALS, "running", {})
+    monkeypatch.setattr(trials.TRIALS, "judged", {})
     before = suite._router_state()
     assert suite._router_changes(before) == {"decisions_changed": 0, "decisions_new": 0, "verdicts": 0,
                                              "trial_running": 0}
-    router._caches["cost"][key("a")] = target(target=target(name="cupy"))
-    router._caches["cost"][key("c")] = target(target=target(name="numpy"))
-    router._caches["cost"][key("d", "cupy")] = target(target=target(name="cupy"))  # forced: not the router's
-    del router._caches["cost"][key("b")]
-    trials._verdicts[key("a")] = object()
-    trials.running[key("c")] = object()
+    router.ROUTER.caches["cost"][key("a")] = target(target=target(name="cupy"))
+    router.ROUTER.caches["cost"][key("c")] = target(target=target(name="numpy"))
+    router.ROUTER.caches["cost"][key("d", "cupy")] = target(target=target(name="cupy"))  # forced: not the router's
+    del router.ROUTER.caches["cost"][key("b")]
+    trials.TRIALS.judged[key("a")] = object()
+    trials.TRIALS.running[key("c")] = object()
     timing = suite._router_changes(before)
     assert timing == {"decisions_changed": 1, "decisions_new": 1, "verdicts": 1, "trial_running": 1}
     case = {"workload": "pca", "size": "small", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
@@ -723,9 +723,9 @@ def test_the_suite_keeps_each_cases_trial_verdicts(monkeypatch):
 
     f64 = numpy.dtype("float64")
     verdict = types.SimpleNamespace
-    monkeypatch.setattr(trials, "_verdicts", {("exp", (f64,), 20, "host", None, None): verdict(reason="old")})
+    monkeypatch.setattr(trials.TRIALS, "judged", {("exp", (f64,), 20, "host", None, None): verdict(reason="old")})
     before = set(trials.verdicts())
-    trials._verdicts[("matmul", (f64, f64), 18, "host", None, None)] = verdict(reason="trial: the program ran ...")
+    trials.TRIALS.judged[("matmul", (f64, f64), 18, "host", None, None)] = verdict(reason="trial: the program ran ...")
     assert suite._verdicts_since(before) == {"matmul (float64, float64) under 2^18": "trial: the program ran ..."}
 
 

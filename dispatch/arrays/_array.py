@@ -19,6 +19,7 @@ import numpy as np
 
 from dispatch import cluster, targets
 from dispatch.arrays import _call, _compiled
+from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
 from dispatch.base import blas_spin, box
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
@@ -26,7 +27,7 @@ from dispatch.base.ops import GETITEM, POWER_OPERATOR, SETITEM, Op, op_for_funct
 from dispatch.base.state import STATE
 from dispatch.routing.cost import FFT_1D
 
-__all__ = ["device_scalar", "ndarray", "wrap", "wrap_host"]
+__all__ = ["device_scalar", "held", "ndarray", "wrap", "wrap_host"]
 
 
 class ndarray:
@@ -59,9 +60,7 @@ class ndarray:
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
                 strides: Any = None, order: Any = None) -> ndarray:
-        obj = object.__new__(cls)
-        obj._data = np.ndarray(shape, dtype, buffer, offset, strides, order)
-        return obj
+        return held(np.ndarray(shape, dtype, buffer, offset, strides, order), cls)
 
     # ---- construction from native arrays -----------------------------------------------------
 
@@ -74,9 +73,7 @@ class ndarray:
                 native = _torch_cpu_to_numpy(native)
             elif not (module.startswith("cupy") or module.startswith("torch") or module.startswith("dask.array")):
                 native = np.asarray(native)
-        obj = object.__new__(ndarray)
-        obj._data = native
-        return obj
+        return held(native)
 
     # ---- where the data is ----------------------------------------------------------------------
 
@@ -368,9 +365,7 @@ class ndarray:
             return self
         client = cluster.client()
         data = client.persist(self._data) if client is not None else self._data.persist()
-        out = object.__new__(type(self))
-        out._data = data
-        return out
+        return held(data, type(self))
 
     def copy(self, order: str = "C") -> ndarray:
         data = self._data
@@ -546,9 +541,7 @@ class _Flat:
 
 def device_scalar(native: Any) -> ndarray:
     """Wrap a 0-d device array that stands for a NumPy scalar."""
-    obj = object.__new__(_DeviceScalar)
-    obj._data = native
-    return obj
+    return held(native, _DeviceScalar)
 
 
 def _handled(x: Any) -> bool:
@@ -561,13 +554,21 @@ _HANDLED_TYPES = (ndarray, np.ndarray)
 
 # ---- wrapping results -------------------------------------------------------------------------
 
+_new = object.__new__
+
+
+def held(data: Any, cls: type | None = None) -> ndarray:
+    """A ``dispatch.ndarray`` (or ``cls``) holding ``data``, an engine's array, as it is: no check
+    and no conversion (the one place arrays are made around data already known to fit)."""
+    obj = _new(ndarray if cls is None else cls)
+    obj._data = data
+    return obj
+
 
 def wrap_host(result: Any) -> Any:
     """A NumPy result as ``dispatch.ndarray``; NumPy scalars stay scalars, like NumPy's."""
     if type(result) is np.ndarray:
-        obj = object.__new__(ndarray)
-        obj._data = result
-        return obj
+        return held(result)
     return result
 
 
@@ -593,9 +594,7 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
                 return tuple(o if isinstance(o, ndarray) else wrap(r) for o, r in zip(outs, result, strict=True))
     kind = type(result)
     if kind is np.ndarray:
-        obj = object.__new__(ndarray)
-        obj._data = result
-        return obj
+        return held(result)
     if isinstance(result, np.generic):
         return result
     if kind is tuple or kind is list:
@@ -733,7 +732,6 @@ def _c_contiguous(data: Any) -> bool:
 def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
     op = POWER_OPERATOR if ufunc_name == "power" else op_named(ufunc_name)
     func, ufunc, blas = op.func, op.ufunc, op.blas
-    new = object.__new__
 
     def forward(self: ndarray, other: Any) -> Any:
         # The hot path, inlined: host data under the op's floor goes straight to NumPy.
@@ -756,7 +754,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
             else:
                 return _call.call_fast_ufunc(op, self, other)
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, odata, True)
-            if n > op.floor and not _call.numpy_takes(op, n, self, other):
+            if n > op.floor and not host_shortcut(op, n, self, other):  # (the rule's first test inlined)
                 return _call.call(op, (self, other), {}, into=self if elide else None)
             if blas:
                 blas_spin.ran()
@@ -765,9 +763,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
                 return self
             result = func(data, odata)
             if type(result) is _ND:
-                obj = new(ndarray)
-                obj._data = result
-                return obj
+                return held(result)
             return wrap(result)  # a scalar, or divmod's pair
         return _call.call_fast_ufunc(op, self, other)
 
@@ -776,16 +772,14 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
         if type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND:  # ``alpha * x``: forward's hot path
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, other, False)
             n = data.size
-            if n > op.floor and not _call.numpy_takes(op, n, self, other):
+            if n > op.floor and not host_shortcut(op, n, self, other):
                 return _call.call(op, (other, self), {}, into=self if elide else None)
             if elide:
                 func(other, data, out=data)  # ``2.0 * (a + b)``: in the temporary, as NumPy would
                 return self
             result = func(other, data)
             if type(result) is _ND:
-                obj = new(ndarray)
-                obj._data = result
-                return obj
+                return held(result)
             return wrap(result)
         if not _handled(other):
             return NotImplemented
@@ -807,7 +801,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
             okind = type(odata)
             if okind is _ND or okind in _PY_SCALARS:
                 n = odata.size if okind is _ND and odata.size > data.size else data.size
-                if n <= op.floor or _call.numpy_takes(op, n, self, other):
+                if n <= op.floor or host_shortcut(op, n, self, other):
                     if blas:
                         blas_spin.ran()
                     func(data, odata, out=data)
@@ -988,7 +982,7 @@ for _name in ("shape", "dtype", "ndim", "size"):
     setattr(ndarray, _name, _compiled.attr(_name, vars(ndarray)[_name]))
 del _name
 ndarray.__module__ = "dispatch"
-_call.bind(ndarray, _DeviceScalar, wrap)
+_call.bind(ndarray, _DeviceScalar, wrap, held)
 box.register(ndarray, device_scalar)
 
 _COPY = op_named("copy")

@@ -29,10 +29,12 @@ from dispatch.base.ops import GETITEM, Op
 from dispatch.base.state import STATE
 from dispatch.routing import router
 from dispatch.routing.cost import FFT_1D
+from dispatch.routing.decisions import Decision, DecisionKind
+from dispatch.routing.router import ROUTER, SETTLED_EVERY
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["Inputs", "call"]
+__all__ = ["Inputs", "call", "host_shortcut"]
 
 _SCALARS = (int, float, complex, bool, np.generic)
 
@@ -42,15 +44,18 @@ _SCALARS = (int, float, complex, bool, np.generic)
 ndarray: type = type(None)
 _DeviceScalar: type = type(None)
 wrap: Callable[..., Any] = None  # type: ignore[assignment]
+held: Callable[[Any], Any] = None  # type: ignore[assignment]  # ``_array.held``: an array around data as it is
 _engine_of = targets.engine_of
 
 
-def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any]) -> None:
+def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any], hold: Callable[[Any], Any]) -> None:
     """Called once by ``dispatch.arrays._array`` as it loads, once it has set up the compiled path."""
-    global ndarray, _DeviceScalar, wrap
-    ndarray, _DeviceScalar, wrap = array_type, scalar_type, wrap_result
-    # The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/arrays/_fastpath.c).
-    _compiled.setup_memo(globals(), vars(router), vars(router.trials), router.Decision)
+    global ndarray, _DeviceScalar, wrap, held
+    ndarray, _DeviceScalar, wrap, held = array_type, scalar_type, wrap_result, hold
+    # The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/arrays/_fastpath.c),
+    # told here what it reads: the router (its memo and epoch), the decisions' type and how often a
+    # settled one is timed, the end of an elided operator's key, and the padding that unsizes a transform.
+    _compiled.bind_router(ROUTER, Decision, SETTLED_EVERY, _INTO, FFT_PADDED)
 
 
 _NOWHERE: frozenset = frozenset()
@@ -544,27 +549,74 @@ def _small_kwargs(kwargs: dict, floor: int, rootless: bool = False) -> dict | No
     return kwargs
 
 
-def under_floors(op: Op, args: tuple) -> tuple[list | None, int, bool]:
-    """``args`` unwrapped if they run on NumPy without asking the router (host arrays under the
-    op's floor; larger, up to its round-trip floor, where no lineage reaches them), else
-    ``None``; with the floor that held and whether it asked for arrays without a root."""
+def host_shortcut(op: Op, n: int, a: Any = None, b: Any = None, *more: Any) -> bool:
+    """The host shortcut: whether a call of ``op`` whose arrays all hold host data, the largest
+    of ``n`` elements (``a``, ``b``, ``more``: its dispatch arrays, for their roots), runs
+    straight on NumPy without asking the router.
+
+    It does where no target is forced and no hook observes calls (``STATE.floored``; the
+    compiled path, which records nothing, also wants no trace open: ``STATE.plain``) and ``n`` is
+    at most the op's floor (``router.host_floor``), or at most its round-trip floor
+    (``router.trip_floor``) where no array carries a root (``ndarray._root``: a fresh array whose
+    lineage the router follows). Strict mode changes nothing here: NumPy runs these calls. The
+    compiled path (``takes`` and ``run_op`` in dispatch/arrays/_fastpath.c) implements exactly
+    this, deferring to Python where a floor is not computed yet."""
     floor = op.floor
     if floor < 0:
         floor = router.host_floor(op)
-    hargs = _small_on_host(args, floor)
-    if hargs is None:
-        trip = router.trip_floor(op)
-        if trip > floor:
-            return _small_on_host(args, trip, True), trip, True
-    return hargs, floor, False
+    if n <= floor:
+        return True
+    if n > router.trip_floor(op):
+        return False
+    for x in (a, b, *more):
+        if getattr(x, "_root", None) is not None:
+            return False
+    return True
 
 
-def numpy_takes(op: Op, n: int, a: Any, b: Any = None) -> bool:
-    """Whether host operands of ``n`` elements run on NumPy without routing (``under_floors``'
-    rule, for one or two operands): under the op's floor, or under its round-trip floor if
-    neither carries a root."""
-    return n <= router.host_floor(op) or (
-        n <= router.trip_floor(op) and getattr(a, "_root", None) is None and getattr(b, "_root", None) is None)
+def under_floors(op: Op, args: tuple) -> tuple[list | None, int, bool]:
+    """``args`` unwrapped if they run on NumPy without asking the router (``host_shortcut``),
+    else ``None``; with the largest floor that may hold and whether it asks for arrays without
+    a root (what ``_small_kwargs`` checks the keywords against)."""
+    found = _host_extent(args)
+    if found is None:
+        return None, 0, False
+    n, arrays = found
+    if not host_shortcut(op, n, *arrays):
+        return None, 0, False
+    rootless = n > op.floor  # (held by the round-trip floor)
+    return _small_on_host(args, _ANY_SIZE), router.trip_floor(op) if rootless else op.floor, rootless
+
+
+def _host_extent(values: Any, found: list | None = None) -> tuple[int, list] | None:
+    """The largest element count of the arrays among ``values`` (lists and tuples looked into)
+    and the dispatch arrays among them, if every array is host data; ``None`` otherwise."""
+    n = 0
+    arrays = [] if found is None else found
+    for v in values:
+        kind = type(v)
+        if kind in _PLAIN:
+            continue
+        if kind is ndarray:
+            data = v._data
+            if type(data) is not np.ndarray:
+                return None
+            arrays.append(v)
+            size = data.size
+        elif kind is np.ndarray:
+            size = v.size
+        elif kind is list or kind is tuple:
+            inner = _host_extent(v, arrays)
+            if inner is None:
+                return None
+            size = inner[0]
+        elif isinstance(v, ndarray) or _is_array(v):
+            return None
+        else:
+            continue
+        if size > n:
+            n = size
+    return n, arrays
 
 
 # ---- the resident lane ------------------------------------------------------------------------------
@@ -627,9 +679,7 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
         if native is result and type(a) is ndarray:
             return a  # handed back as it is (a view op with nothing to do)
     if target.owns(result):  # an array on the target's device: wrapped as it is (``wrap``'s answer)
-        obj = object.__new__(ndarray)
-        obj._data = result
-        return obj
+        return held(result)
     return wrap(result)
 
 
@@ -650,7 +700,8 @@ _INEXACT_SCALARS = (np.floating, np.complexfloating)  # NumPy's scalars keyed, a
 _SEQUENCES = (list, tuple)  # of host arrays (``concatenate``'s), keyed by their arrays
 _MEMO_MAX = 1024  # signatures kept; a program that makes more (an int scalar changing in a loop) starts over
 _INTO = "into"  # ends the key of an operator's call that NumPy's elision runs into a temporary
-_memo: dict[tuple, tuple] = {}
+# The memo itself is the router's (``ROUTER.memo``): an entry is (decision, target, run, epoch), served
+# while the router's epoch is the entry's; at another epoch, ``_memo_run`` checks it again.
 
 
 def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
@@ -708,7 +759,7 @@ def _remember_host(memo_key: tuple, op: Op, args: tuple, decision: Any) -> None:
     arrays = [a for v in args for a in (v if type(v) in _SEQUENCES else (v,)) if type(a) is ndarray]
     if (not arrays or any(type(a._data) is not np.ndarray or a._root is not None for a in arrays)
             or op.work == "random" or decision.placeable or decision.hosted or decision.live
-            or decision.reason.startswith(router.FALLBACK) or router.cached(decision.key) is not decision):
+            or decision.kind is DecisionKind.FALLBACK or router.cached(decision.key) is not decision):
         return
     run = op.func  # no target: NumPy's function, called as ``_run_numpy`` does
     if op.blas:
@@ -737,10 +788,14 @@ def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: A
 
 
 def _keep(memo_key: tuple, decision: Any, target: Any, run: Any) -> None:
-    """Store a memo entry; a full memo starts over."""
-    if len(_memo) >= _MEMO_MAX:
-        _memo.clear()
-    _memo[memo_key] = (decision, target, run)
+    """Store a memo entry, at the router's epoch; a full memo starts over. None while a trial
+    runs: it times the program as the router runs it, call by call."""
+    if ROUTER.trials.running:
+        return
+    memo = ROUTER.memo
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[memo_key] = (decision, target, run, ROUTER.epoch)
 
 
 def _native_items(v: list | tuple) -> list | tuple:
@@ -748,17 +803,21 @@ def _native_items(v: list | tuple) -> list | tuple:
     return type(v)(a._data for a in v)
 
 
-def _memo_run(entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
+def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
     """Run a remembered lane call, if its decision still holds, is not to be timed now and no
     trace or trial watches; else ``_MISS`` (the general lane path runs it). ``into``: a host
     temporary the result is written into (``call``'s)."""
-    decision, target, run = entry
-    if router.cached(decision.key) is not decision or STATE.tracing or router.trials.running:
+    decision, target, run, epoch = entry
+    if epoch != ROUTER.epoch:  # the decisions or the trials changed since: is this one still the router's?
+        if router.cached(decision.key) is not decision or ROUTER.trials.running:
+            return _MISS
+        ROUTER.memo[memo_key] = (decision, target, run, ROUTER.epoch)
+    if STATE.tracing:
         return _MISS
     if into is not None and target is not None:
         return _MISS
     if decision.sample:  # as ``_execute`` counts: a settled decision times one call in SETTLED_EVERY
-        if not decision.settled or (decision.calls + 1) % router.SETTLED_EVERY == 0:
+        if not decision.settled or (decision.calls + 1) % SETTLED_EVERY == 0:
             return _MISS
         decision.calls += 1
     if target is None:  # a host call kept on NumPy
@@ -771,9 +830,7 @@ def _memo_run(entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = No
             for a in args:
                 if type(a) is ndarray and a._data is result:
                     return a
-            obj = object.__new__(ndarray)
-            obj._data = result
-            return obj
+            return held(result)
         return wrap(result)
     natives = []
     for a in args:
@@ -792,9 +849,7 @@ def _memo_run(entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = No
         if native is result and type(a) is ndarray:
             return a
     if target.owns(result):
-        obj = object.__new__(ndarray)
-        obj._data = result
-        return obj
+        return held(result)
     return wrap(result)
 
 
@@ -816,9 +871,7 @@ def device_view(x: ndarray, key: Any) -> Any:
         view = data[key] if library == "cupy" else _engine_of(data).run(GETITEM, (data, key), {})
     except Exception:  # a refusal: the general path runs it and records why
         return _MISS
-    obj = object.__new__(ndarray)
-    obj._data = view
-    return obj
+    return held(view)
 
 
 _VIEW_PARTS = frozenset({slice, type(None), type(Ellipsis)})
@@ -839,13 +892,13 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     into, as NumPy's own temporary elision would (``_array._elides`` checked it may).
     ``sized``: the arrays' sizes tell the call's work (not an FFT padded to ``n`` points), so
     small host arrays may skip the router."""
-    if STATE.floored and sized:
+    if STATE.floored and sized:  # the host shortcut's mode (``host_shortcut``)
         if not op.local:
             hargs, floor, rootless = under_floors(op, args)
         elif op.name not in router.PLACED_COPIES:  # views and casts of host data no root reaches: NumPy's
             hargs, floor, rootless = _small_on_host(args, _ANY_SIZE, True), _ANY_SIZE, True
         else:
-            hargs = None
+            hargs = None  # a copy the router may make on a device
         hkwargs = _small_kwargs(kwargs, floor, rootless) if hargs is not None else None
         if hkwargs is not None:
             if STATE.tracing:  # a trace records the call where the program runs it untraced
@@ -855,9 +908,9 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     if memo_key is not None and into is not None:
         memo_key += (_INTO,)  # NumPy's elision asked for: an entry of its own, run into the temporary
     if memo_key is not None:
-        entry = _memo.get(memo_key)
+        entry = ROUTER.memo.get(memo_key)
         if entry is not None:
-            result = _memo_run(entry, args, kwargs, into)
+            result = _memo_run(memo_key, entry, args, kwargs, into)
             if result is not _MISS:
                 return result
     lane = _resident_args(op, args, kwargs) if sized else None
@@ -880,8 +933,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         decision = router.decide(op, inputs, args, kwargs)
     target = decision.target
     if target is NUMPY:
-        if decision.reason.startswith(router.FALLBACK):  # a refusal remembered for this kind of call: still counted
-            tracing.fallback(op, decision.reason[len(router.FALLBACK):])
+        if decision.kind is DecisionKind.FALLBACK:  # a refusal remembered for this kind of call: still counted
+            tracing.fallback(op, decision.reason.removeprefix(router.FALLBACK))
         run = (lambda: _run_numpy(op, args, kwargs)) if into is None else (lambda: _run_into(op, args, into))
         result = _execute(op, inputs, decision, run)
         if decision.hosted and type(result) is ndarray:
@@ -908,7 +961,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         why = f"{target.name} failed: {type(exc).__name__}: {_first_line(exc)}"
         router.failed(op, inputs, target, why)
     tracing.fallback(op, why)
-    fallback = router.Decision(NUMPY, router.FALLBACK + why, key=decision.key)
+    fallback = Decision(NUMPY, DecisionKind.FALLBACK, router.FALLBACK + why, key=decision.key)
     return _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
 
 
@@ -920,9 +973,7 @@ def _under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) 
     if op.local or kwargs.get("out") is not None:
         return wrap(result, out_of=(args, kwargs))
     if type(result) is np.ndarray:
-        obj = object.__new__(ndarray)
-        obj._data = result
-        return obj
+        return held(result)
     return wrap(result)
 
 
@@ -930,12 +981,12 @@ def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs:
     """``_under_floor``, recorded in the open trace with why it ran on NumPy."""
     inputs = Inputs(_collect(args, kwargs))
     if op.local:
-        reason = router.LOCAL_REASON
+        kind, reason = DecisionKind.LOCAL, router.LOCAL_REASON
     elif inputs.size <= router.SMALL:
-        reason = router.SMALL_REASON
+        kind, reason = DecisionKind.SMALL, router.SMALL_REASON
     else:
-        reason = router.FLOOR_REASON
-    decision = router.Decision(router.NUMPY, reason)
+        kind, reason = DecisionKind.FLOOR, router.FLOOR_REASON
+    decision = Decision(NUMPY, kind, reason)
     return _execute(op, inputs, decision, lambda: _under_floor(op, args, kwargs, hargs, hkwargs))
 
 
@@ -991,11 +1042,11 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
 
     Device work is timed with device events read later (no sync); the oracle policy, which
     must compare targets exactly, synchronises."""
-    tracing_on = STATE.tracing and not router.history.count(op.name)
+    tracing_on = STATE.tracing and not ROUTER.history.count(op.name)
     sample = decision.sample
     if sample and decision.settled:
         decision.calls += 1
-        sample = decision.calls % router.SETTLED_EVERY == 0
+        sample = decision.calls % SETTLED_EVERY == 0
     if not (sample or tracing_on):
         return run()
     target = decision.target
@@ -1052,17 +1103,15 @@ def _first_line(exc: BaseException) -> str:
 
 def call_fast_unary(op: Op, a: Any) -> Any:
     """``f(a)`` for a one-operand ufunc (``np.abs(x)`` in a loop): NumPy straight away for a
-    host array under the floors (``under_floors``' rule), else the full call path."""
+    host array the host shortcut takes (``host_shortcut``), else the full call path."""
     if STATE.plain and type(a) is ndarray:
         data = a._data
         if type(data) is np.ndarray:
             n = data.size
-            if n <= op.floor or numpy_takes(op, n, a):
+            if n <= op.floor or host_shortcut(op, n, a):
                 result = op.func(data)
                 if type(result) is np.ndarray:
-                    obj = object.__new__(ndarray)
-                    obj._data = result
-                    return obj
+                    return held(result)
                 return wrap(result)  # a scalar, or modf's pair
     return call(op, (a,), {})
 
@@ -1075,17 +1124,15 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
         bd = b._data if type(b) is ndarray else b
         if ((type(ad) is np.ndarray or isinstance(ad, _SCALARS))
                 and (type(bd) is np.ndarray or isinstance(bd, _SCALARS))):  # (a NumPy scalar: ``x / x.sum()``)
-            floor = op.floor if op.floor >= 0 else router.host_floor(op)
             # (sizes read without getattr's default: a Python scalar would raise inside it)
             na = ad.size if type(ad) is np.ndarray else 1
-            if na <= floor and (bd.size if type(bd) is np.ndarray else 1) <= floor:
+            nb = bd.size if type(bd) is np.ndarray else 1
+            if host_shortcut(op, na if na >= nb else nb, a, b):
                 if op.blas:
                     blas_spin.ran()
                 result = op.func(ad, bd)
                 if type(result) is np.ndarray:
-                    obj = object.__new__(ndarray)
-                    obj._data = result
-                    return obj
+                    return held(result)
                 return wrap(result)  # a scalar, or divmod's pair
     return call(op, (a, b), {})
 

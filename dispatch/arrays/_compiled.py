@@ -31,8 +31,23 @@ ACTIVE = _fastpath is not None
 # dispatch.ndarray's marks for the router: compiled, slots that read None until set (``setup``)
 MARKS = ("_origin", "_root", "_hosted")
 
-__all__ = ["ACTIVE", "MARKS", "STATUS", "attr", "fast", "from_interpreter", "install_call", "install_slots",
-           "python_path", "refs_seen", "set_temporary_refs", "setup", "setup_creation", "setup_memo"]
+__all__ = [
+    "ACTIVE",
+    "MARKS",
+    "STATUS",
+    "attr",
+    "bind_router",
+    "fast",
+    "from_interpreter",
+    "install_call",
+    "install_slots",
+    "memo_served",
+    "python_path",
+    "refs_seen",
+    "set_temporary_refs",
+    "setup",
+    "setup_creation",
+]
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
@@ -95,11 +110,19 @@ def setup_creation(cluster_ns: dict) -> None:
         _fastpath.setup_creation(cluster_ns)
 
 
-def setup_memo(call_ns: dict, router_ns: dict, trials_ns: dict, decision: type) -> None:
-    """Tell the compiled path where the memo of host calls kept on NumPy is, and what its
-    entries' validity reads (the modules' namespaces: their values are read at each call)."""
+def bind_router(router: Any, decision: type, settled_every: int, into: Any, fft_padded: int) -> None:
+    """Hand the compiled path what serving the memo reads: the router (whose ``memo`` and
+    ``epoch`` it reads at each call, from their slots), the decisions' type (whose ``key``,
+    ``sample``, ``settled`` and ``calls`` it reads), how often a settled decision is timed, the
+    end of the key of an operator run into its temporary, and how many times a transform's ``n``
+    pads its input before its work no longer follows its size. A name missing raises here."""
     if _fastpath is not None:
-        _fastpath.setup_memo(call_ns, router_ns, trials_ns, decision)
+        _fastpath.bind_router(router, decision, settled_every, into, fft_padded)
+
+
+def memo_served() -> int:
+    """How many calls the compiled path has served from the memo (-1: no compiled path)."""
+    return _fastpath.memo_served() if _fastpath is not None else -1
 
 
 def fast(kind: str, op: Any, fallback: Any, func: Any = None, bound: bool = True) -> Any:

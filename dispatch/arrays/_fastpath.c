@@ -11,8 +11,9 @@
  * of dispatch.ndarray, and slots (operators, indexing) call it without making a bound method.
  *
  * What it takes is a subset of the Python fast path's cases, decided the same way. "Under the
- * floors" is dispatch.arrays._call's rule: at most op.floor elements, or at most op.trip_floor where no
- * operand carries a root (no fresh array's lineage the router follows).
+ * floors" is the host shortcut, dispatch.arrays._call.host_shortcut: at most op.floor elements, or
+ * at most op.trip_floor where no operand carries a root (no fresh array's lineage the router
+ * follows); tests/test_host_shortcut.py drives both paths on the same calls.
  *   forward    a <op> b          a's data and b (array or Python scalar) on the host, the larger
  *                                size under the floors; where a is a temporary NumPy would reuse
  *                                (256 KiB or more, its data held by it alone), into a, as NumPy's
@@ -44,11 +45,13 @@
  *
  * Over the floors, a forward, reflected, method, function, ufunc, protocol or transform call of host
  * arrays no root reaches (or of a list of them: concatenate's) is looked up in dispatch.arrays._call's
- * memo, as `_memo_key` and `_memo_run` do: a repeat of a call the router keeps on NumPy, decided
- * and settled, runs NumPy's function without asking again; an operator on a temporary NumPy
- * would elide, into that temporary, where the memo holds such an entry. Anything else the memo's
- * Python path would check (a trial running, a call due to be timed, a decision changed) hands
- * the call to the Python path.
+ * memo (the router's: dispatch.routing.router.Router.memo), as `_memo_key` and `_memo_run` do: a
+ * repeat of a call the router keeps on NumPy, decided and settled, runs NumPy's function without
+ * asking again; an operator on a temporary NumPy would elide, into that temporary, where the memo
+ * holds such an entry. An entry serves only at the router's epoch it was checked at (the router
+ * bumps it whenever a decision or a trial changes) and when the call is not due to be timed;
+ * anything else hands the call to the Python path, which checks the entry again. What this reads
+ * of the router it is handed at import (bind_router), never looked up by name.
  *
  * Besides the calls: the array type's operator and index slots, and dispatch.ufunc's call slot,
  * call the Fast callables directly (install_slots, install_call); the array's shape, dtype, ndim
@@ -91,13 +94,16 @@ static Py_ssize_t temporary_refs = -1, refs_seen = -1;
 static PyObject *str_floor, *str_trip, *str_func, *str_op, *str_out, *str_fields,
     *out_names;
 
-/* Set by setup_memo(): the namespaces of dispatch.arrays._call, dispatch.routing.router and dispatch.routing.trials (their
- * values are read at each call: a policy switch or a test replaces them), the Decision type and
- * where its slots and Op's `mutates` are. */
-static PyObject *call_ns, *router_ns, *trials_ns;
+/* Set by bind_router(): the router (whose memo and epoch are read from their slots at each call), the
+ * Decision type and where its slots and Op's `mutates` are, how often a settled decision is timed,
+ * the end of an elided operator's memo key, and the padding that unsizes a transform. Nothing is
+ * looked up by name after that: a renamed slot fails bind_router() at import. */
+static PyObject *router_obj, *into_marker;
 static PyTypeObject *decision_type;
-static Py_ssize_t mutates_off = -1, dkey_off = -1, dsample_off = -1, dsettled_off = -1, dcalls_off = -1;
-static PyObject *str_memo, *str_into, *str_decisions, *str_settled_every, *str_running, *str_fft_padded;
+static Py_ssize_t mutates_off = -1, dsample_off = -1, dsettled_off = -1, dcalls_off = -1,
+                  memo_off = -1, epoch_off = -1;
+static long long settled_every = 0, fft_padded = 0;
+static unsigned long long memo_hits = 0;  /* calls served from the memo here (memo_served()) */
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))  /* a __slots__ member at that offset */
 #define DATA(o) SLOT(o, data_off)
@@ -185,7 +191,9 @@ static int note_blas(PyObject *op) {
     return failed;
 }
 
-/* dispatch.arrays._call.numpy_takes: operands a and b (or NULL) of n elements run on NumPy. */
+/* dispatch.arrays._call.host_shortcut: host operands a and b (or NULL), the larger of n elements, run
+ * on NumPy: n at most op.floor, or at most op.trip_floor where neither carries a root. 0 where the
+ * floor is not computed yet (the Python path computes it, and decides). */
 static int takes(PyObject *op, npy_intp n, PyObject *a, PyObject *b) {
     npy_intp floor = op_floor(op, str_floor);
     if (floor < 0) return 0;  /* not computed yet: the Python path computes it */
@@ -464,28 +472,34 @@ static PyObject *memo_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     return key;
 }
 
-/* Whether `_memo_run` would run this memo entry on NumPy now: a host entry whose decision is
- * still the router's, no trial running, and (for a decision that learns) settled and not this
- * call's turn to be timed, counted as `_memo_run` counts it. */
+/* Whether `_memo_run` would run this memo entry on NumPy now: a host entry made at the router's
+ * epoch (no decision or trial changed since it was checked: dispatch.routing.router.Router.epoch),
+ * and (for a decision that learns) settled and not this call's turn to be timed, counted as
+ * `_memo_run` counts it. At another epoch the Python path checks the entry again. */
 static int memo_serves(PyObject *entry) {
-    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3 || PyTuple_GET_ITEM(entry, 1) != Py_None)
+    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 4 || PyTuple_GET_ITEM(entry, 1) != Py_None)
         return 0;
-    PyObject *decision = PyTuple_GET_ITEM(entry, 0);
-    if (Py_TYPE(decision) != decision_type) return 0;
-    PyObject *decisions = PyDict_GetItemWithError(router_ns, str_decisions), *dkey = SLOT(decision, dkey_off);
-    if (decisions == NULL || !PyDict_CheckExact(decisions) || dkey == NULL ||
-        PyDict_GetItemWithError(decisions, dkey) != decision)
-        return 0;
-    PyObject *running = PyDict_GetItemWithError(trials_ns, str_running);
-    if (running == NULL || PyObject_IsTrue(running) != 0) return 0;
+    PyObject *decision = PyTuple_GET_ITEM(entry, 0), *made = PyTuple_GET_ITEM(entry, 3);
+    PyObject *epoch = SLOT(router_obj, epoch_off);
+    if (Py_TYPE(decision) != decision_type || epoch == NULL) return 0;
+    if (made != epoch) {  /* (the same int object until the router bumps it) */
+        if (!PyLong_CheckExact(made) || !PyLong_CheckExact(epoch)) return 0;
+        int overflow = 0;
+        long long a = PyLong_AsLongLongAndOverflow(made, &overflow), b = PyLong_AsLongLongAndOverflow(epoch, &overflow);
+        if (overflow || a != b || (a == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
     PyObject *sample = SLOT(decision, dsample_off);
     if (sample == NULL || (sample != Py_False && PyObject_IsTrue(sample) != 0)) {
         PyObject *settled = SLOT(decision, dsettled_off), *calls = SLOT(decision, dcalls_off);
-        PyObject *every = PyDict_GetItemWithError(router_ns, str_settled_every);
-        if (sample == NULL || settled == NULL || calls == NULL || every == NULL || PyObject_IsTrue(settled) != 1)
+        if (sample == NULL || settled == NULL || calls == NULL || PyObject_IsTrue(settled) != 1) return 0;
+        long long n = PyLong_AsLongLong(calls);
+        if (n < 0 || settled_every <= 0 || (n + 1) % settled_every == 0) {
+            PyErr_Clear();
             return 0;
-        long long n = PyLong_AsLongLong(calls), e = PyLong_AsLongLong(every);
-        if (n < 0 || e <= 0 || (n + 1) % e == 0) return 0;
+        }
         PyObject *next = PyLong_FromLongLong(n + 1);
         if (next == NULL) return 0;
         Py_SETREF(SLOT(decision, dcalls_off), next);
@@ -517,15 +531,10 @@ static PyObject *memo_native(PyObject *v) {
 static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *into,
                           int *taken) {
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    if (call_ns == NULL || nargs + nkw + 1 > MAX_ARGS || (into != NULL && nkw)) return NULL;
-    PyObject *tail = NULL;
-    if (into != NULL && (tail = PyDict_GetItemWithError(call_ns, str_into)) == NULL) {
-        PyErr_Clear();
-        return NULL;
-    }
-    PyObject *key = memo_key(op, args, nargs, kwnames, tail);
+    if (router_obj == NULL || nargs + nkw + 1 > MAX_ARGS || (into != NULL && nkw)) return NULL;
+    PyObject *key = memo_key(op, args, nargs, kwnames, into != NULL ? into_marker : NULL);
     if (key == NULL) return NULL;
-    PyObject *memo = PyDict_GetItemWithError(call_ns, str_memo), *entry = NULL;
+    PyObject *memo = SLOT(router_obj, memo_off), *entry = NULL;
     if (memo != NULL && PyDict_CheckExact(memo)) entry = PyDict_GetItemWithError(memo, key);
     Py_DECREF(key);
     if (entry == NULL || !memo_serves(Py_NewRef(entry))) {
@@ -535,6 +544,7 @@ static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     }
     PyObject *run = Py_NewRef(PyTuple_GET_ITEM(entry, 2)), *hosted[MAX_ARGS];
     Py_DECREF(entry);
+    memo_hits++;
     Py_ssize_t made = 0;
     for (; made < nargs + nkw; made++) {  /* (memo_key took host arrays alone, and lists of them) */
         if ((hosted[made] = memo_native(args[made])) == NULL) break;
@@ -573,14 +583,10 @@ static int transform_sized(PyObject *const *args, Py_ssize_t nargs, PyObject *kw
     }
     if (Py_TYPE(a) == nd_type && (a = host_data(a)) == NULL) return -1;
     if (!PyArray_CheckExact(a) || !PyLong_CheckExact(n) || (axis != NULL && !PyLong_CheckExact(axis))) return 1;
-    PyObject *padded = call_ns == NULL ? NULL : PyDict_GetItemWithError(call_ns, str_fft_padded);
-    if (padded == NULL || !PyLong_CheckExact(padded)) {
-        PyErr_Clear();
-        return -1;
-    }
+    if (fft_padded <= 0) return -1;
     int ndim = PyArray_NDIM((PyArrayObject *)a);
     long ax = axis == NULL ? -1 : PyLong_AsLong(axis);
-    long long points = PyLong_AsLongLong(n), times = PyLong_AsLongLong(padded);
+    long long points = PyLong_AsLongLong(n), times = fft_padded;
     if (PyErr_Occurred()) {
         PyErr_Clear();
         return -1;
@@ -737,8 +743,9 @@ static PyObject *call_hosted(PyObject *func, npy_intp floor, int bare, PyObject 
     return result;
 }
 
-/* `op` on these arguments under the floors (dispatch.arrays._call.under_floors): at most op.floor
- * elements, or at most op.trip_floor where no dispatch array among them carries a root. */
+/* `op` on these arguments where the host shortcut takes them (dispatch.arrays._call.host_shortcut,
+ * as under_floors applies it to a call's arguments): at most op.floor elements, or at most
+ * op.trip_floor where no dispatch array among them carries a root. */
 static PyObject *run_op(PyObject *op, PyObject *func, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                         int *taken) {
     npy_intp floor = op_floor(op, str_floor), trip;
@@ -1596,26 +1603,34 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *setup_memo(PyObject *module, PyObject *args) {
-    PyObject *c, *r, *t, *decision;
+static PyObject *bind_router(PyObject *module, PyObject *args) {
+    PyObject *r, *decision, *into;
+    long long every, padded;
     if (op_type == NULL) return PyErr_Format(PyExc_RuntimeError, "dispatch.arrays._fastpath.setup() has not been called");
-    if (!PyArg_ParseTuple(args, "O!O!O!O!:setup_memo", &PyDict_Type, &c, &PyDict_Type, &r, &PyDict_Type, &t,
-                          &PyType_Type, &decision))
+    if (!PyArg_ParseTuple(args, "OO!LOL:bind_router", &r, &PyType_Type, &decision, &every, &into, &padded)) return NULL;
+    if (every <= 0 || padded <= 0) return PyErr_Format(PyExc_ValueError, "settled_every and fft_padded must be positive");
+    PyObject *rtype = (PyObject *)Py_TYPE(r);
+    Py_ssize_t moff, soff, stoff, coff, memoff, eoff;  /* each checked at once: a missing one raises */
+    if ((moff = slot_offset((PyObject *)op_type, "mutates")) < 0 || (soff = slot_offset(decision, "sample")) < 0 ||
+        (stoff = slot_offset(decision, "settled")) < 0 || (coff = slot_offset(decision, "calls")) < 0 ||
+        (memoff = slot_offset(rtype, "memo")) < 0 || (eoff = slot_offset(rtype, "epoch")) < 0)
         return NULL;
-    Py_ssize_t moff = slot_offset((PyObject *)op_type, "mutates"), koff = slot_offset(decision, "key"),
-               soff = slot_offset(decision, "sample"), stoff = slot_offset(decision, "settled"),
-               coff = slot_offset(decision, "calls");
-    if (moff < 0 || koff < 0 || soff < 0 || stoff < 0 || coff < 0) return NULL;
-    Py_XSETREF(call_ns, Py_NewRef(c));
-    Py_XSETREF(router_ns, Py_NewRef(r));
-    Py_XSETREF(trials_ns, Py_NewRef(t));
+    Py_XSETREF(router_obj, Py_NewRef(r));
     Py_XSETREF(decision_type, (PyTypeObject *)Py_NewRef(decision));
+    Py_XSETREF(into_marker, Py_NewRef(into));
     mutates_off = moff;
-    dkey_off = koff;
     dsample_off = soff;
     dsettled_off = stoff;
     dcalls_off = coff;
+    memo_off = memoff;
+    epoch_off = eoff;
+    settled_every = every;
+    fft_padded = padded;
     Py_RETURN_NONE;
+}
+
+static PyObject *get_memo_served(PyObject *module, PyObject *unused) {
+    return PyLong_FromUnsignedLongLong(memo_hits);
 }
 
 static PyObject *setup_creation(PyObject *module, PyObject *ns) {
@@ -1658,8 +1673,10 @@ static PyMethodDef module_methods[] = {
      "installed_slots(): how many of dispatch.ndarray's slots call its Fast callables directly"},
     {"setup_creation", setup_creation, METH_O,
      "setup_creation(vars(dispatch.cluster)): where the creation functions' LIVE_ELEMENTS is"},
-    {"setup_memo", setup_memo, METH_VARARGS,
-     "setup_memo(vars(dispatch.arrays._call), vars(dispatch.routing.router), vars(dispatch.routing.trials), Decision): where the memo is"},
+    {"bind_router", bind_router, METH_VARARGS,
+     "bind_router(router, Decision, settled_every, into, fft_padded): what serving the memo reads"},
+    {"memo_served", get_memo_served, METH_NOARGS,
+     "memo_served(): how many calls were served from the memo here"},
     {NULL},
 };
 
@@ -1690,15 +1707,8 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     perf_counter = PyObject_GetAttrString(time, "perf_counter");
     Py_DECREF(time);
     if (perf_counter == NULL || str_last == NULL) return NULL;
-    str_memo = PyUnicode_InternFromString("_memo");
-    str_into = PyUnicode_InternFromString("_INTO");
-    str_decisions = PyUnicode_InternFromString("_decisions");
-    str_settled_every = PyUnicode_InternFromString("SETTLED_EVERY");
-    str_running = PyUnicode_InternFromString("running");
-    str_fft_padded = PyUnicode_InternFromString("FFT_PADDED");
     str_live = PyUnicode_InternFromString("LIVE_ELEMENTS");
-    if (!str_memo || !str_into || !str_decisions || !str_settled_every || !str_running || !str_fft_padded || !str_live)
-        return NULL;
+    if (!str_live) return NULL;
     if (!str_floor || !str_trip || !str_func || !str_op || !str_fields ||
         !out_names)
         return NULL;

@@ -17,7 +17,7 @@ from dispatch.arrays._array import _DeviceScalar, device_scalar, ndarray, wrap
 from dispatch.base.devices import DASK
 from dispatch.base.ops import op_named
 from dispatch.base.state import STATE
-from dispatch.routing.router import Decision
+from dispatch.routing.router import Decision, DecisionKind
 from dispatch.targets import Unsupported
 from dispatch.targets._dask_create import elements, itemsize
 
@@ -55,7 +55,7 @@ def persist(x: Any) -> Any:
 def run_on_dask(op: Any, reason: str, run: Any) -> Any:
     """Run ``run()`` (which builds a Dask array) as ``op`` decided for Dask: timed and traced
     like any routed call."""
-    return _call._execute(op, _call.Inputs([]), Decision(targets.get("dask"), reason), run)
+    return _call._execute(op, _call.Inputs([]), Decision(targets.get("dask"), DecisionKind.SCALE_OUT, reason), run)
 
 
 def creation(name: str, plain: Any) -> Any:

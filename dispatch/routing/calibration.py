@@ -74,8 +74,8 @@ REPRESENTATIVES = (
     ("exp", _VECTOR, _VECTOR_QUICK),
     ("sum", _VECTOR, _VECTOR_QUICK),
     ("cumsum", _VECTOR, (1_000, 1_000_000)),
-    # A quick calibration sorts 262,144 elements at most: its sorts and lexsorts of a million took
-    # 0.8 of its 2.8 s on a 2-core machine (larger sorts are priced from there by n log n).
+    # A quick calibration sorts 262,144 elements at most: larger sorts would take most of its time
+    # (they are priced from there by n log n).
     ("sort", _VECTOR, (1_000, 262_144)),
     ("lexsort", (1_000, 100_000, 1_000_000), (1_000, 262_144)),  # three sizes: a full calibration stays short
     ("fft.fft", (1_024, 16_384, 262_144, 1_048_576), (1_024, 262_144)),
@@ -89,56 +89,46 @@ REPRESENTATIVES = (
 SQUARE_OPS = frozenset({"matmul", "linalg.solve", "linalg.svd", "linalg.lstsq"})
 # ...but for these a tall operand, TALL times as many rows as its n columns, and the size stored
 # is the side of the same work, (TALL n · n · n)^(1/3): a factorisation of a tall matrix starts
-# with a QR of it, which a square SVD prices badly (NumPy's lstsq of 200000 x 100 took 0.5-0.7 s
-# on a 16-core machine, 4-5x under the square curve's extrapolation; CuPy's, 29 ms, 120x under).
+# with a QR of it, which a square curve extrapolated prices several times (on a GPU, a hundred
+# times) too slow.
 TALL_OPS = frozenset({"linalg.lstsq"})
 TALL = 64
-# Ops measured on integers too, whose keys group-bys sort: sorting 4M int64 on a 2-core machine
-# took NumPy 235 ms and torch 48 ms, 4M float64 258 and 438 ms. ``lexsort`` is measured on its
-# own, two keys of half the size: it is a stable sort per key, which NumPy runs far slower than
-# its sort (on a 2-core machine with numpy 2.4, 400,000 int64 took 1.7 ms to sort and 28.2 to
-# lexsort as 2 x 200,000, torch-cpu's lexsort 6.0), and priced from the sort's curve it stayed
-# on NumPy under the sorts' floor.
+# Ops measured on integers too, whose keys group-bys sort: torch and CuPy sort integers by radix
+# sorts, far faster than their float sorts. ``lexsort`` is measured on its own, two keys of half
+# the size: a stable sort per key, which NumPy runs far slower than its sort, so that priced from
+# the sort's curve it would stay on NumPy where another target wins.
 INTEGER_OPS = ("sort", "lexsort")
 # Ops measured on integers alone: torch and CuPy lexsort integer keys only (float keys run on
-# NumPy, which the router keeps them on: none else is priced for them), so their float points timed
-# NumPy's through a round trip, 0.3-0.5 s a target of an H100 machine's calibration.
+# NumPy, which the router keeps them on), so their float points would only time NumPy's through a
+# round trip.
 INTEGER_ONLY = ("lexsort",)
 
 # Seconds spent measuring one size of one op (about), full and quick; a size that would take
 # over _SLOW_POINT_S, by its work shape from the size below it, or that took it, ends the op's
 # size ladder (larger sizes are extrapolated the same way). Longer budgets bought no steadier
-# points: two full calibrations of one H100 machine with the same budgets differed by 11-24 %
-# a point (the median, by target), two quick ones by up to 40 % as a whole (the GPU's clocks,
-# the host's memory); one with these budgets differed from ones with 0.04 s, 0.01 s and 0.2 s a
-# transfer by 6-40 %, and took 17.8 s where they took 22.2 (its quick one 0.4 s less).
+# points: a point moves more between two calibrations (the GPU's clocks, the host's memory) than
+# between budgets.
 _POINT_BUDGET_S = {False: 0.025, True: 0.005}
 _SLOW_POINT_S = 0.3
 # A product or factorisation at a larger side runs at about the rate of the side below it, or a
-# higher one: in 50 stored calibrations of H100 and H200 machines, 3787 of 3817 points took at most
-# 1.41 times the time per unit of work of the point below. The other 30 took 1.5-15 times: one busy
-# core stalls a multi-threaded BLAS at every barrier (NumPy's float32 matmul of 256 took 4 ms a call
-# beside one spinning process on 16 cores, 0.07 alone; priced at 2.7-15.8 ms, it ended NumPy's ladder
-# in six calibrations, pricing its larger products 50-200x too slow). So a point over _OFF_CURVE
-# times is measured again after each pause, and the least kept.
+# higher one; a point far slower per unit of work was disturbed (one busy core stalls a
+# multi-threaded BLAS at every barrier), and would end the ladder and price the larger sizes far
+# too slow. So a point over _OFF_CURVE times is measured again after each pause, and the least kept.
 _OFF_CURVE = 1.5
 _RETRY_PAUSES_S = (0.1, 0.3)
 # A slow point is the least of this many calls, its warm-up among them (``_timer``), full and quick.
 _SLOW_CALLS = {False: 3, True: 2}
-# Quick calibrations measure float64 (float32 is priced from it) and the integer sorts on int64.
-# Priced from float64's, torch-cpu's integer sorts looked slower than NumPy's on a 2-core machine,
-# and dataprep large stayed on NumPy after a quick calibration (1.03x NumPy's time; 0.51x after a
-# full one). They time each transfer for a tenth of a full one's time, and the overheads for a
-# quarter (five batches of a few hundred calls still): 0.1 s less on a GPU target, of a quick
-# calibration's 4-5 s on an H100 machine.
+# Quick calibrations measure float64 (float32 is priced from it) and the integer sorts on int64
+# (priced from float64's, torch-cpu's integer sorts would look slower than NumPy's). They time each
+# transfer for a tenth of a full one's time, and the overheads for a quarter (five batches of a few
+# hundred calls still).
 _QUICK_DTYPES = ("float64", "int64")
 _TRANSFER_BUDGET_S = {False: 0.1, True: 0.01}
 _OVERHEAD_BUDGET_S = {False: 0.02, True: 0.005}
 # What a calibration measures, and how: a stored one made to another plan (by an older dispatch)
-# is measured again rather than priced from (a calibration from before lstsq was measured on tall
-# operands priced an H100's CuPy lstsq of 200000 x 100 at 5.4 s, NumPy's at 2.1; they take 20 ms
-# and 0.5 s, and the router kept NumPy). MEASURING is raised when the way something is measured
-# changes; a change to the tables above changes the plan by itself.
+# is measured again rather than priced from: its points may mean something else (lstsq measured
+# on square operands priced tall ones wrongly). MEASURING is raised when the way something is
+# measured changes; a change to the tables above changes the plan by itself.
 MEASURING = 3
 PLAN = hashlib.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE_OPS), sorted(TALL_OPS), TALL,
                             INTEGER_OPS, INTEGER_ONLY, _QUICK_DTYPES)).encode()).hexdigest()[:12]
@@ -442,8 +432,8 @@ def _timer(run: Callable[[], Any], sync: Callable[[], None], budget: float, slow
     first = one_call()  # the warm-up: a first call may compile or allocate...
     once = one_call()
     if once > budget / 3:  # a slow op: the least of up to slow_calls calls within _SLOW_POINT_S, the
-        # warm-up among them (...which makes it slower, never faster). One call is not enough:
-        # CuPy's lstsq of 8192 x 128 measured 60 ms on one H100 machine, 15 on another.
+        # warm-up among them (...which makes it slower, never faster). One call is not enough: a
+        # slow GPU call varies severalfold from one call to the next.
         more = slow_calls - 2 if slow_calls * once <= _SLOW_POINT_S else 0
         return min([first, once, *(one_call() for _ in range(more))])
     calls = max(1, min(1000, int(budget / 5 / max(once, 1e-7))))  # five batches in the budget
@@ -600,17 +590,12 @@ def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:
 
 
 # The targets whose first calls on a machine wait for the GPU driver, or the library, to compile
-# their kernels (once per machine: both cache them on disk). On fresh H200 machines CuPy's first
-# solve of each size class (16, 64, 1024) and first lstsq took 3.5-5.5 s each, half of a full
-# calibration, whichever dtype came first; its element-wise kernels, reductions and scans,
-# compiled per dtype, made its measurements 1.5-3.5 s longer than torch-cuda's on fresh H100 and
-# H200 machines, and as long on one calibrated before. Child processes make those first calls
-# while the other devices are measured, so that the compiles overlap (one process's do not: from
-# 8 threads they took longer than one by one); these targets are measured next, their solvers
-# and the host targets once the children are done, undisturbed. The children make the solvers'
-# calls in both dtypes, one size and dtype a child: on a fresh H100 machine, where they made
-# float64's alone, the parent's first float32 lstsq still took 1.1 s (0.1 after both); the
-# children were done in 14.2-15.8 s (17.7 for float64 alone), one per op in 19.0, one in all 26.5.
+# their kernels (once per machine: both cache them on disk), which can take seconds a solver and
+# would be charged to the measurements. Child processes make those first calls while the other
+# devices are measured, so that the compiles overlap (one process's do not, even from several
+# threads); these targets are measured next, their solvers and the host targets once the children
+# are done, undisturbed. The children make the solvers' calls in both dtypes, one size and dtype a
+# child: each dtype compiles its own kernels.
 # ---- Dask: the chunk size that hides a cluster's per-task overhead ------------------------------------
 
 # A chunk's element-wise work should take at least this many times the per-task overhead (5 %).

@@ -44,6 +44,7 @@ from typing import Any
 
 from dispatch.base import cachefiles
 from dispatch.base.devices import parse_device
+from dispatch.routing.decisions import CallKey
 
 __all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
 
@@ -60,8 +61,8 @@ HISTORY_VERSION = 3  # 2: keys carry the forced target and the layout; 3: produc
 # array are two kernels) and cuSOLVER builds its handle; on the host a thread pool starts, once.
 # Until a target has this many samples of a kind of call, its estimate is the fastest it took,
 # and a target the model says should win is measured again (``retry``). A host target keeps
-# two, its one-time cost coming once: with three, monte_carlo small's torch-cpu calls were
-# judged by their fastest sample, and it ran at 1.6x NumPy's time on the H100 machine.
+# two, its one-time cost coming once: with three, a host target's steady cost would be judged by
+# an unrepresentative fastest sample.
 FIRST_SAMPLES = 3
 _HOST_FIRST_SAMPLES = 2
 HOST_TARGETS = ("numpy", "torch-cpu")  # the targets computing in host memory
@@ -69,9 +70,8 @@ HOST_TARGETS = ("numpy", "torch-cpu")  # the targets computing in host memory
 
 # A sample over this many times a kind of call's average counts as this many times it: one slow
 # call (a storm of page faults, another process's burst) moves the average by at most alpha x 0.5,
-# while a real slow-down is still followed, 15 % a call. On the 2-core machine NumPy's product
-# of 200000 x 32 by 32 x 32 took 13-17 ms, with one call in ten at 54-85 ms: unclipped, two such
-# calls priced it at 43 ms and sent it to torch-cpu, where it took 37.
+# while a real slow-down is still followed, 15 % a call. Unclipped, two such calls could price
+# a call at several times its usual time and send it to a slower target.
 OUTLIER_RATIO = 1.5
 
 
@@ -83,7 +83,7 @@ def call_kind(key: tuple, target: str) -> tuple:
     """What a target's one-time costs are paid for: an op on some dtypes and layout (a
     reduction's dimensions and axis), at any size. A product's output size is no part of it:
     BLAS libraries compile nothing per shape."""
-    layout = key[5] if len(key) > 5 else None
+    layout = key.layout if type(key) is CallKey else key[5] if len(key) > 5 else None  # (or a shorter tuple)
     if type(layout) is tuple and layout[:1] == ("product",):
         layout = None
     return (*key[:2], layout, target)
@@ -153,16 +153,13 @@ class History:
         """A plausible, little-measured alternative to try instead of the best, or ``None``.
 
         An exploration is paid from the time this kind of call has taken so far: an alternative
-        priced over ``explore_budget`` of it waits (on the H100 machine, fft_filter large's one
-        ``x ** 2`` a run, 6.5 ms on CuPy, explored torch-cpu for 51 ms, priced at 1.7 ms, in
-        a program of 130 ms), as it does while all explorations took over that share of all the
-        time measured.
+        priced over ``explore_budget`` of it waits (an exploration priced wrongly can cost a
+        program many times the call it explores), as it does while all explorations took over
+        that share of all the time measured.
 
         Only a host target or one that has run this kind of call (op, dtypes, layout) at some
-        size is explored: a device's first such call pays a one-time cost that a few explored
-        calls cannot repay. On the H100 machine CuPy compiled a kernel in 100-220 ms and torch's
-        first calls of a kind took 20-280 ms, where pca medium's explored calls take 0.01-1 ms
-        and the whole program 11-78 ms."""
+        size is explored: a device's first such call pays a one-time cost (a kernel compiled, a
+        module loaded) that a few explored calls cannot repay."""
         if len(ranked) < 2 or self.explored_s > self.explore_budget * self.measured_s:
             return None
         best = ranked[0][0]
@@ -185,8 +182,8 @@ class History:
         measure once more (each call so far may have paid a one-time cost and lost on it).
         Outside the exploration budget: it is at most a few calls per key and target, and the
         costly explorations of other kinds of call must not keep the fastest target from its
-        next call (cuSOLVER's lstsq of 200000 x 100 on an H100 lost its first call to NumPy's
-        480 ms, and takes 29-40 ms after it)."""
+        next call (a GPU solver can lose its first call, paying its setup, and win every one
+        after it)."""
         per = self.stats.get(key, {})
         return next((name for name in names if name in per and per[name].samples < _first_samples(name)), None)
 
@@ -413,8 +410,9 @@ def _from_jsonable(raw: list) -> tuple:
 
 
     op, dtypes, bucket, devices, *rest = raw
-    return (op, tuple(np.dtype(d) for d in dtypes), bucket, frozenset(parse_device(d) for d in devices),
-            *(_tupled(r) for r in rest))  # JSON made the layout's tuples lists
+    key = (op, tuple(np.dtype(d) for d in dtypes), bucket, frozenset(parse_device(d) for d in devices),
+           *(_tupled(r) for r in rest))  # JSON made the layout's tuples lists
+    return CallKey(*key) if len(key) == len(CallKey._fields) else key
 
 
 def _tupled(value: Any) -> Any:

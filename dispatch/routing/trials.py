@@ -52,9 +52,10 @@ import time
 from typing import Any
 
 from dispatch import targets
+from dispatch.routing.decisions import DecisionKind, Watched
 
-__all__ = ["Trial", "active", "all_device", "alone", "clear", "finish", "pause", "running", "start", "verdict",
-           "verdicts"]
+__all__ = ["TRIALS", "Trial", "Trials", "active", "all_device", "alone", "clear", "finish", "pause", "start",
+           "verdict", "verdicts"]
 
 # Calls of a kind per block: the block's first period is left out (it runs on what the other
 # side left), so three periods are timed.
@@ -143,6 +144,7 @@ class Trial:
             if self.last[1] in ("device", "all-device"):
                 self.hopeless = 0
             elif steady and self._host_hopeless(period):
+                self.device.kind = DecisionKind.TRIAL
                 return self.device, True
         side = self.side()
         found = self.outcome(side)
@@ -157,6 +159,12 @@ class Trial:
         return (self.device if side in ("device", "all-device") else self.host), False
 
     def outcome(self, side: str | None) -> Any:
+        found = self._outcome(side)
+        if found is not None:
+            found.kind = DecisionKind.TRIAL  # a verdict, whatever rule first made the decision
+        return found
+
+    def _outcome(self, side: str | None) -> Any:
         means = self._means()
         device = means["device"]
         if (device is not None and means["numpy"] is None and self.seen == _FIRST_TIMED_AT
@@ -250,73 +258,122 @@ def _in_us(means: dict[str, float]) -> dict[str, str]:
     return {k: f"{v * 1e6:.0f} µs" for k, v in means.items()}
 
 
-running: dict[tuple, Trial] = {}  # at most one entry
-_verdicts: dict[tuple, Any] = {}
+class Trials:
+    """The trial running (at most one) and the verdicts of those that ended: the router's
+    (``Router.trials``). ``changed`` is called whenever a trial starts or ends."""
+
+    def __init__(self, changed: Any = None) -> None:
+        self.running: Watched = Watched(changed or _nothing, added=True)  # at most one entry
+        self.judged: dict[tuple, Any] = {}
+
+    def active(self, key: tuple) -> Trial | None:
+        return self.running.get(key)
+
+    def verdict(self, key: tuple) -> Any:
+        """The decision a finished trial of this kind of call chose, or ``None``."""
+        return self.judged.get(key)
+
+    def verdicts(self) -> dict[tuple, Any]:
+        """Every finished trial's verdict, by the router's key of its kind of call."""
+        return dict(self.judged)
+
+    def alone(self) -> Trial | None:
+        """The running trial, if it times the program on NumPy alone or on the device alone now:
+        every call, of any kind, runs there until the trial's kind of call comes again
+        (``router.decide``). A period there longer than the trial's ``limit`` (the loop ended, or
+        that side is hopeless there) stops it, timed at that limit (a bound: the device wins by
+        more), so that a program that moved on does not stay there."""
+        for trial in self.running.values():
+            if trial.last is None or trial.last[1] not in ALONE:
+                return None
+            now = time.perf_counter()
+            if now - trial.last[0] <= trial.limit:
+                return trial
+            trial._count(trial.limit)
+            trial.last = None
+        return None
+
+    def all_device(self) -> Trial | None:
+        """The running trial, if every call the device can run runs there now (``alone``)."""
+        trial = self.alone()
+        return trial if trial is not None and trial.last[1] == "all-device" else None
+
+    def start(self, key: tuple, device: Any, host: Any) -> bool:
+        """Put a device decision on trial, unless another trial runs; ``True`` if it started."""
+        running = self.running
+        for other, trial in list(running.items()):
+            if other == key:
+                continue
+            trial.passed_over += 1
+            if trial.passed_over >= PASSED_OVER or time.perf_counter() - trial.touched > STALE_S:
+                del running[other]  # its loop ended before its verdict: tried again if it comes back
+        if not running and key not in self.judged:
+            running[key] = Trial(device, host)
+        return key in running
+
+    def finish(self, key: tuple, chosen: Any = None) -> None:
+        """End a trial with its verdict (``None``: dropped, the device refused the call)."""
+        if chosen is not None:
+            self.judged[key] = chosen
+        if key in self.running:
+            del self.running[key]
+
+    def pause(self) -> None:
+        """The program stops being timed for a while (a policy switch): no period spans it."""
+        for trial in self.running.values():
+            trial.last = None
+
+    def clear(self) -> None:
+        self.running.clear()
+        self.judged.clear()
+
+
+def _nothing() -> None:
+    pass
+
+
+# The process's trials (the router's), and this module's functions as its methods, for the
+# code that names them here.
+TRIALS = Trials()
 
 
 def active(key: tuple) -> Trial | None:
-    return running.get(key)
+    return TRIALS.active(key)
 
 
 def verdict(key: tuple) -> Any:
     """The decision a finished trial of this kind of call chose, or ``None``."""
-    return _verdicts.get(key)
+    return TRIALS.verdict(key)
 
 
 def verdicts() -> dict[tuple, Any]:
     """Every finished trial's verdict, by the router's key of its kind of call."""
-    return dict(_verdicts)
+    return TRIALS.verdicts()
 
 
 def alone() -> Trial | None:
-    """The running trial, if it times the program on NumPy alone or on the device alone now:
-    every call, of any kind, runs there until the trial's kind of call comes again
-    (``router.decide``). A period there longer than the trial's ``limit`` (the loop ended, or
-    that side is hopeless there) stops it, timed at that limit (a bound: the device wins by
-    more), so that a program that moved on does not stay there."""
-    for trial in running.values():
-        if trial.last is None or trial.last[1] not in ALONE:
-            return None
-        now = time.perf_counter()
-        if now - trial.last[0] <= trial.limit:
-            return trial
-        trial._count(trial.limit)
-        trial.last = None
-    return None
+    """``Trials.alone`` of the process's trials."""
+    return TRIALS.alone()
 
 
 def all_device() -> Trial | None:
-    """The running trial, if every call the device can run runs there now (``alone``)."""
-    trial = alone()
-    return trial if trial is not None and trial.last[1] == "all-device" else None
+    """``Trials.all_device`` of the process's trials."""
+    return TRIALS.all_device()
 
 
 def start(key: tuple, device: Any, host: Any) -> bool:
-    """Put a device decision on trial, unless another trial runs; ``True`` if it started."""
-    for other, trial in list(running.items()):
-        if other == key:
-            continue
-        trial.passed_over += 1
-        if trial.passed_over >= PASSED_OVER or time.perf_counter() - trial.touched > STALE_S:
-            del running[other]  # its loop ended before its verdict: tried again if it comes back
-    if not running and key not in _verdicts:
-        running[key] = Trial(device, host)
-    return key in running
+    """``Trials.start`` of the process's trials."""
+    return TRIALS.start(key, device, host)
 
 
 def finish(key: tuple, chosen: Any = None) -> None:
-    """End a trial with its verdict (``None``: dropped, the device refused the call)."""
-    if chosen is not None:
-        _verdicts[key] = chosen
-    running.pop(key, None)
+    """``Trials.finish`` of the process's trials."""
+    TRIALS.finish(key, chosen)
 
 
 def pause() -> None:
-    """The program stops being timed for a while (a policy switch): no period spans it."""
-    for trial in running.values():
-        trial.last = None
+    TRIALS.pause()
 
 
 def clear() -> None:
-    running.clear()
-    _verdicts.clear()
+    TRIALS.clear()

@@ -1,0 +1,128 @@
+"""What the router hands the call path: the key of a kind of call, and a decision about it.
+
+A decision's ``kind`` says which rule made it (``DecisionKind``); its ``reason`` says why in
+words, for the trace. Code tests the kind, never the words.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, NamedTuple
+
+__all__ = ["CallKey", "Decision", "DecisionKind", "Watched"]
+
+
+class CallKey(NamedTuple):
+    """A kind of call, as the router caches its decisions and the history its timings."""
+
+    op: str  # the op's name
+    dtypes: tuple  # the arrays' dtypes, in order
+    bucket: int  # the bit length of the largest array's element count
+    devices: frozenset  # the devices holding the arrays
+    forced: str | None  # the target forced where it was made (``using``, ``set_backend``)
+    layout: Any  # what else tells calls of one size apart (a reduction's axis, a product's output)
+
+    def elsewhere(self) -> tuple:
+        """The key but for the devices: the same kind of call wherever its inputs are."""
+        return (self.op, self.dtypes, self.bucket, self.forced, self.layout)
+
+
+class DecisionKind(enum.Enum):
+    """Which rule of the router made a decision (its reason says the rest)."""
+
+    EXACT = "exact"  # strict mode keeps an op that may differ from NumPy's last bits on NumPy
+    FORCED = "forced"  # a target forced by ``set_backend``, ``using`` or ``DISPATCH_BACKEND``
+    LOCAL = "local"  # views, casts, indexing: where the data is
+    HOST_OP = "host op"  # I/O, printing, random streams, functions outside the catalog: NumPy
+    SMALL = "small"  # host data too small for any engine's call overhead: NumPy
+    FLOOR = "floor"  # host data under the op's floor (the host shortcut, as a trace records it)
+    SCALE_OUT = "scale-out"  # data in Dask, or work too large for the device holding it
+    INDEXING = "indexing"  # a host array indexed by a device's index array goes to that device
+    SEED = "seed"  # the seed policy's table
+    COST = "cost"  # the cost policy, on its models
+    HISTORY = "history"  # the cost policy, on what such calls measured
+    PLACEMENT = "placement"  # the cost policy: later calls on the result run there
+    EXPLORING = "exploring"  # the cost policy measures an alternative (not cached)
+    TRIAL = "trial"  # a trial times the program with the call on one side, or its verdict
+    ORACLE = "oracle"  # the oracle policy (benchmarks)
+    FALLBACK = "fallback"  # a target refused such a call (or a forced one is unavailable): NumPy
+
+
+# The kinds the cost policy prices (a trial's all-device side moves those it may).
+PRICED_KINDS = frozenset({DecisionKind.COST, DecisionKind.HISTORY, DecisionKind.EXPLORING})
+
+
+class Decision:
+    """Where one kind of call runs, which rule said so (``kind``), why in words (``reason``), and
+    what it is expected to take."""
+
+    __slots__ = ("calls", "explored", "gain", "hosted", "key", "kind", "live", "placeable", "predicted", "reason",
+                 "sample", "settled", "target")
+
+    def __init__(self, target: Any, kind: DecisionKind, reason: str, predicted: float | None = None,
+                 key: tuple = (), sample: bool = False, explored: bool = False) -> None:
+        self.target = target
+        self.kind = kind
+        self.reason = reason
+        self.predicted = predicted
+        self.key = key
+        self.sample = sample  # time this call and learn from it
+        self.explored = explored  # a measurement of an alternative: decided for this call alone
+        self.gain = 0.0  # seconds a device holding the inputs would save on this call (placement credit)
+        self.settled = False  # measured often enough: only one call in SETTLED_EVERY is timed
+        self.calls = 0
+        self.placeable = False  # its result, made from host data, could have been made on a device
+        self.hosted = False  # a host target runs it where a device was priced: see if its result is sent there
+        self.live = False  # decided for data large enough to need Dask: whether it still fits is asked each call
+
+    def __repr__(self) -> str:
+        p = f", predicted {self.predicted:.3g} s" if self.predicted is not None else ""
+        return f"<decision {self.target.name}: {self.reason}{p}>"
+
+
+class Watched(dict):
+    """A dict that calls ``changed()`` whenever an entry is removed or replaced (and, with
+    ``added``, set afresh): the router's caches and running trials, whose changes end what the
+    memo served under them (the router's epoch). A new decision changes no other's standing; a
+    new trial does (none is served while one runs)."""
+
+    __slots__ = ("added", "changed")
+
+    def __init__(self, changed: Any, added: bool = False) -> None:
+        super().__init__()
+        self.changed = changed
+        self.added = added
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        replaced = self.added or key in self
+        super().__setitem__(key, value)
+        if replaced:
+            self.changed()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self.changed()
+
+    def pop(self, *args: Any) -> Any:
+        value = super().pop(*args)
+        self.changed()
+        return value
+
+    def popitem(self) -> tuple:
+        item = super().popitem()
+        self.changed()
+        return item
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key in self:
+            return self[key]
+        self[key] = default
+        return default
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        super().update(*args, **kwargs)
+        self.changed()
+
+    def clear(self) -> None:
+        super().clear()
+        self.changed()
