@@ -44,6 +44,7 @@ from typing import Any
 
 from dispatch.base import cachefiles
 from dispatch.base.devices import parse_device
+from dispatch.targets import registry
 
 __all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
 
@@ -64,7 +65,7 @@ HISTORY_VERSION = 3  # 2: keys carry the forced target and the layout; 3: produc
 # judged by their fastest sample, and it ran at 1.6x NumPy's time on the H100 machine.
 FIRST_SAMPLES = 3
 _HOST_FIRST_SAMPLES = 2
-HOST_TARGETS = ("numpy", "torch-cpu")  # the targets computing in host memory
+HOST_TARGETS = registry.host_names()  # the targets computing in host memory (a live view)
 
 
 # A sample over this many times a kind of call's average counts as this many times it: one slow
