@@ -13,7 +13,7 @@ unavailable, with the reason kept for ``dispatch info``; it never breaks a call.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,37 +78,23 @@ class TargetSpec:
         return HOST_KIND if self.device == "cpu" else CLUSTER_KIND if self.device == "dask" else GPU_KIND
 
 
-class Names(Sequence[str]):
+class Names(list):
     """A live, read-only list of the registered targets' names (or libraries) that pass a test,
-    in rank order: it follows ``register`` and ``unregister``."""
+    in rank order: it follows ``register`` and ``unregister``. A list underneath, so that ``in``
+    and iteration cost what a list's do on the call path."""
 
     def __init__(self, test: Callable[[TargetSpec], bool], what: Callable[[TargetSpec], str] = lambda s: s.name):
+        super().__init__()
         self._test, self._what = test, what
-        self._items: tuple[str, ...] = ()
 
     def _refresh(self, ranked: list[TargetSpec]) -> None:
-        self._items = tuple(dict.fromkeys(self._what(s) for s in ranked if self._test(s)))
+        list.__setitem__(self, slice(None), dict.fromkeys(self._what(s) for s in ranked if self._test(s)))
 
-    def __getitem__(self, index: Any) -> Any:
-        return self._items[index]
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a view of the target registry: register or unregister a target instead")
 
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._items
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __eq__(self, other: object) -> bool:
-        return tuple(self) == (tuple(other) if isinstance(other, (Names, tuple, list)) else other)
-
-    def __hash__(self) -> int:
-        return hash(self._items)
-
-    def __repr__(self) -> str:
-        return repr(self._items)
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
 
 
 _specs: dict[str, TargetSpec] = {}
