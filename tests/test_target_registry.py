@@ -180,3 +180,17 @@ def test_the_protocol_is_abstract():
     with pytest.raises(TypeError, match="abstract"):
         Partial()
     assert {"run", "from_host", "to_host", "adopt", "owns", "dtype_of", "assign", "view"} == Target.__abstractmethods__
+
+
+def test_an_arrays_engine_is_its_librarys_first_target_on_its_device(twin):
+    assert targets.engine_of(numpy.ones(3)).name == "numpy"  # ranked before the twin, same library and device
+    torch = pytest.importorskip("torch")
+    if targets.probe("torch-cpu") is None:
+        pytest.skip(targets.unavailable()["torch-cpu"])
+    assert targets.engine_of(torch.ones(3)).name == "torch-cpu"
+    registry.disable("torch-cpu", "turned off for the test")
+    try:
+        with pytest.raises(RuntimeError, match="target 'torch-cpu' is not available here: turned off for the test"):
+            targets.engine_of(torch.ones(3))
+    finally:
+        registry.reset("torch-cpu")

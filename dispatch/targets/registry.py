@@ -252,7 +252,10 @@ def engine_of(native: Any) -> Target:
     (NumPy's for a ``numpy.ndarray``)."""
     library = library_of(type(native)) or "numpy"
     place = "cpu" if library == "numpy" else device_of(native).kind
-    return get(_owners[library, place])
+    name = _owners.get((library, place))
+    if name is None:
+        raise RuntimeError(f"no registered target holds {library} arrays on {place}")
+    return get(name)
 
 
 def host_array(native: Any) -> Any:
