@@ -63,8 +63,8 @@ def _check(name: str) -> str:
         raise TypeError(f"a backend is named by a string, not {type(name).__name__}")
     if name == "auto":
         return name
-    if name not in targets.TARGET_NAMES:
-        raise ValueError(f"unknown backend {name!r}; choose one of: auto, {', '.join(targets.TARGET_NAMES)}")
+    if name not in targets.names():
+        raise ValueError(f"unknown backend {name!r}; choose one of: auto, {', '.join(targets.names())}")
     if name not in forksafe.turned_off:  # a forked child runs those on NumPy (dispatch.forksafe)
         targets.get(name)  # RuntimeError naming why, if it is not available here
     return name
@@ -72,7 +72,8 @@ def _check(name: str) -> str:
 
 def set_backend(name: str) -> None:
     """Force every call onto the target ``name`` (``"numpy"``, ``"torch-cpu"``, ``"cupy"``,
-    ``"torch-cuda"``, ``"torch-mps"``, ``"dask"``), or ``"auto"`` to route again."""
+    ``"torch-cuda"``, ``"torch-mps"``, ``"dask"``, any registered one: ``dispatch.targets.names()``),
+    or ``"auto"`` to route again."""
     STATE.set_global(_check(name))
 
 

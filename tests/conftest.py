@@ -1,6 +1,6 @@
 """One test-parameter factory across backends (autoray's ``tests/conftest.py`` style).
 
-Every target dispatch knows (``dispatch.targets.TARGET_NAMES``) is a parameter id: ``numpy``,
+Every target dispatch knows (``dispatch.targets.names()``) is a parameter id: ``numpy``,
 ``torch-cpu``, ``cupy``, ``torch-cuda``, ``torch-mps``. Device targets carry the ``gpu``
 marker, and a target this machine lacks is skipped with the reason probing found, so the
 same suite runs here and on a GPU machine. NumPy itself is always the reference.
@@ -24,8 +24,8 @@ import pytest
 import dispatch
 import dispatch.targets
 
-BACKENDS = tuple(dispatch.targets.TARGET_NAMES)
-DEVICE_BACKENDS = frozenset({"cupy", "torch-cuda", "torch-mps"})
+BACKENDS = tuple(dispatch.targets.names())
+DEVICE_BACKENDS = frozenset(dispatch.targets.registry.gpu_names())
 
 
 def backend_param(name: str) -> object:

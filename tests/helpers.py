@@ -17,8 +17,8 @@ import pytest
 import dispatch
 from dispatch.arrays._array import _DeviceScalar
 
-__all__ = ["RTOL", "Outcomes", "assert_same", "fake_cupy_router", "host", "on_backend", "router_restored",
-           "rtol_for"]
+__all__ = ["RTOL", "Outcomes", "assert_same", "fake_cupy_router", "host", "on_backend", "patch_targets",
+           "router_restored", "rtol_for"]
 
 # Relative tolerance by the precision of the result: a few units in the last place, because a
 # backend may evaluate transcendental functions with another library (SLEEF, cuda libm) and
@@ -165,6 +165,15 @@ class Outcomes:
 
 def _clip(text: str, limit: int = 1500) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def patch_targets(monkeypatch: Any, **functions: Any) -> None:
+    """Replace the registry's functions (``probe=...``, ``available=...``) for a test, in
+    ``dispatch.targets.registry`` (its own calls: ``get`` probes) and in the package that
+    re-exports them (the router's calls)."""
+    for name, function in functions.items():
+        monkeypatch.setattr(dispatch.targets.registry, name, function)
+        monkeypatch.setattr(dispatch.targets, name, function)
 
 
 @contextlib.contextmanager

@@ -51,7 +51,7 @@ def test_info_uncalibrated(cache):
     assert (done.returncode, done.stderr) == (0, "")
     out = done.stdout
     assert out.startswith("CPU:          ")
-    for name in targets.TARGET_NAMES:
+    for name in targets.names():
         assert f"\n  {name} " in out
     assert "  numpy       available    SCALAR on cpu\n" in out
     for name, reason in targets.unavailable().items():

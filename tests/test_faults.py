@@ -226,8 +226,8 @@ def test_float64_on_mps_runs_on_numpy_with_the_reason(monkeypatch):
     with pytest.raises(dispatch.targets.Unsupported, match="MPS cannot hold float64"):
         fake.torch_dtype(numpy.float64)
     assert fake.torch_dtype(numpy.float32) is torch.float32
-    monkeypatch.setitem(dispatch.targets._targets, "torch-mps", fake)
-    monkeypatch.delitem(dispatch.targets._unavailable, "torch-mps", raising=False)
+    monkeypatch.setitem(dispatch.targets.registry._targets, "torch-mps", fake)
+    monkeypatch.delitem(dispatch.targets.registry._unavailable, "torch-mps", raising=False)
     router.clear_decisions()
     try:
         x = numpy.linspace(0, 1, 7)
@@ -245,7 +245,7 @@ def test_float64_on_mps_runs_on_numpy_with_the_reason(monkeypatch):
 
 
 def _an_unavailable_backend() -> str:
-    missing = [n for n in dispatch.targets.TARGET_NAMES if n not in dispatch.targets.available()]
+    missing = [n for n in dispatch.targets.names() if n not in dispatch.targets.available()]
     if not missing:
         pytest.skip("every backend is available here")
     return "cupy" if "cupy" in missing else missing[0]

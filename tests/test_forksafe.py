@@ -90,7 +90,7 @@ def test_a_forked_child_turns_off_what_the_parent_loaded(parent_ran_torch_cpu):
             a = dispatch.arange(N, dtype=dispatch.float64)
             assert numpy.asarray(dispatch.sum(a)) == numpy.arange(N, dtype=numpy.float64).sum()
     finally:
-        for name in forksafe.LIBRARY_OF:
+        for name in list(forksafe.turned_off):
             targets.reset(name)
         forksafe.turned_off.clear()
     assert targets.probe("torch-cpu") is not None

@@ -26,7 +26,7 @@ from tests.conftest import backend_params, require
 
 NAMES = [pytest.param(n, id=n) for n in programs.NAMES]
 # Dask forced for every call computes each small array as a graph: minutes a program, even tiny.
-FORCED = backend_params(tuple(t for t in dispatch.targets.TARGET_NAMES if t != "dask"))
+FORCED = backend_params(tuple(t for t in dispatch.targets.names() if t != "dask"))
 
 
 def _output(module, np_module, force: str | None = None) -> str:

@@ -12,7 +12,7 @@ from importlib.util import find_spec
 
 import numpy as np
 import pytest
-from helpers import assert_same, router_restored
+from helpers import assert_same, patch_targets, router_restored
 
 import dispatch
 from dispatch import Backend, BackendSelector, OpComplexity, measure
@@ -515,7 +515,7 @@ def test_a_calibration_looks_only_for_the_targets_the_router_prices(isolated, mo
     quick calibration's 8.8 on an H100 machine)."""
     looked_for = []
     probe = dispatch.targets.probe
-    monkeypatch.setattr(dispatch.targets, "probe", lambda name: looked_for.append(name) or probe(name))
+    patch_targets(monkeypatch, probe=lambda name: looked_for.append(name) or probe(name))
     monkeypatch.setattr(measure, "_measure_target", lambda target, *args, **kwargs: {"ops": {}})
     cal = measure.calibrate(quick=True, progress=False, save=False)
     assert set(looked_for) == set(router.PRICED) and "dask" not in looked_for
@@ -667,8 +667,8 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
     monkeypatch.setattr(calibration, "machine", lambda: info)
     monkeypatch.setattr(measure.subprocess, "Popen", Child)
     monkeypatch.setattr(measure.os, "cpu_count", lambda: 7)  # three children, four cores left
-    monkeypatch.setattr(dispatch.targets, "available", lambda: found)
-    monkeypatch.setattr(dispatch.targets, "probe", lambda name: events.append(("probe", name)) or found.get(name))
+    patch_targets(monkeypatch, available=lambda: found)
+    patch_targets(monkeypatch, probe=lambda name: events.append(("probe", name)) or found.get(name))
     monkeypatch.setattr(measure, "_likely", lambda name: True)
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [  # the progress bar's steps, the children's ops
         ("float32", [("add", (1_000, 2_000), (1_000,)), ("linalg.solve", (16,), (16,))])])
@@ -742,7 +742,7 @@ def test_a_device_point_still_off_its_curve_beside_the_children_is_measured_agai
     monkeypatch.setattr(calibration, "machine", lambda: info)
     monkeypatch.setattr(measure.subprocess, "Popen", Child)
     monkeypatch.setattr(measure.os, "cpu_count", lambda: 7)
-    monkeypatch.setattr(dispatch.targets, "probe", found.get)
+    patch_targets(monkeypatch, probe=found.get)
     monkeypatch.setattr(measure, "_likely", lambda name: True)
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [])  # the progress bar's steps
 
@@ -781,7 +781,7 @@ def test_a_host_product_still_off_its_curve_is_measured_again_once_every_target_
     calm = [[64, 6e-6], [256, 3.8e-4], [1_024, 2.2e-2]]
     monkeypatch.setattr(measure, "_likely", lambda name: False)  # no children
     monkeypatch.setattr(measure, "_start_aside", lambda names, quick: {})
-    monkeypatch.setattr(dispatch.targets, "probe", found.get)
+    patch_targets(monkeypatch, probe=found.get)
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [])
 
     def measure_target(target, quick, inputs, tick, which=lambda op: True):
@@ -830,7 +830,7 @@ def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports
     monkeypatch.setattr(measure.os, "cpu_count", lambda: 16)
     monkeypatch.setattr(measure, "_likely", lambda name: True)
     monkeypatch.setattr(measure, "_torch_to_import", lambda: True)
-    monkeypatch.setattr(dispatch.targets, "probe", lambda name: events.append(("probe", name)) or found.get(name))
+    patch_targets(monkeypatch, probe=lambda name: events.append(("probe", name)) or found.get(name))
     monkeypatch.setattr(calibration, "_plan", lambda target, quick: [("float64", [("add", (1_000,), (1_000,))])])
     monkeypatch.setattr(measure, "_measure_target", lambda target, quick, inputs, tick, which=lambda op: True:
                         events.append(("measure", target.name)) or tick(target.name) or {"ops": {}})
@@ -1113,7 +1113,7 @@ def test_a_devices_calls_keep_to_one_engine_unless_another_is_clearly_cheaper(is
     fakes = {name: types.SimpleNamespace(name=name, device=device, supports=lambda op: True)
              for name in ("cupy", "torch-cuda")}
     real = dispatch.targets.probe
-    monkeypatch.setattr(dispatch.targets, "probe", lambda name: fakes.get(name) or real(name))
+    patch_targets(monkeypatch, probe=lambda name: fakes.get(name) or real(name))
     op = op_named("exp")
     x = dispatch.ones(400_000)  # its copy in: a third of the call
     inputs = Inputs([x], _layout(op, (x,), {}))

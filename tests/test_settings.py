@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import dispatch
-from dispatch import cluster, config
+from dispatch import cluster, config, targets
 from dispatch.base import settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,8 +70,11 @@ def test_chunk_bytes_variable_refuses_what_is_not_a_count_of_bytes(raw):
 
 
 def test_backend_variable_refuses_what_names_no_target():
+    """Read at import, checked against the registered targets' names once they have registered."""
+    assert settings.read({"DISPATCH_BACKEND": "cuda"}).backend == "cuda"
     with pytest.raises(ValueError, match=r"^DISPATCH_BACKEND='cuda' is not a backend; choose one of: auto, numpy"):
-        settings.read({"DISPATCH_BACKEND": "cuda"})
+        settings.check_backend("cuda", "DISPATCH_BACKEND", targets.names())
+    assert settings.check_backend("numpy", "DISPATCH_BACKEND", targets.names()) == "numpy"
 
 
 def test_cache_dir_variable_is_read_at_each_use(tmp_path):

@@ -29,7 +29,7 @@ from dispatch.targets import _staging
 
 pytestmark = pytest.mark.gpu
 
-GPU_TARGETS = ("cupy", "torch-cuda", "torch-mps")
+GPU_TARGETS = tuple(targets.registry.gpu_names())
 
 
 @pytest.fixture(params=GPU_TARGETS)

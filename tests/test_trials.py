@@ -198,11 +198,11 @@ def test_a_period_in_which_a_kernel_was_compiled_is_left_out(monkeypatch):
     """Every other device period pays for a later call's kernel, compiled (or loaded) there once
     in the process: a cost the program's later periods never pay. Left out, the device's steady
     periods win; counted, they average to the host's loss."""
-    monkeypatch.setattr(targets, "first_calls", 0)
+    monkeypatch.setattr(targets.protocol, "first_calls", 0)
 
     def device(n: int) -> float:
         if n % 2:
-            targets.first_calls += 1
+            targets.protocol.first_calls += 1
             return 4e-3
         return 1e-3
 
@@ -215,12 +215,12 @@ def test_a_period_in_which_a_kernel_was_compiled_is_left_out(monkeypatch):
 
 def test_a_kind_of_call_new_to_cupy_is_a_first_call(fake_gpu):
     x = dispatch.asarray(numpy.linspace(0.0, 1.0, N))
-    before = targets.first_calls
+    before = targets.protocol.first_calls
     with dispatch.using("cupy"):
         for _ in range(3):
             y = x * 2.0  # one kind of call: its plan (and its kernel) made once
         z = x * numpy.float32(3.0)  # another signature: another kernel
-    assert targets.first_calls == before + 2
+    assert targets.protocol.first_calls == before + 2
     numpy.testing.assert_array_equal(numpy.asarray(y), numpy.linspace(0.0, 1.0, N) * 2.0)
     numpy.testing.assert_array_equal(numpy.asarray(z), numpy.linspace(0.0, 1.0, N) * numpy.float32(3.0))
 
@@ -398,12 +398,12 @@ def test_host_periods_in_which_a_kernel_was_compiled_do_not_cut_the_host_short(m
     which meet host data there: monte_carlo small kept `negative` on torch-cuda by two such
     periods of 160 ms on an H100 machine (CuPy compiling), and ran at 1.28x NumPy's time. Left out,
     the host's steady periods win."""
-    monkeypatch.setattr(targets, "first_calls", 0)
+    monkeypatch.setattr(targets.protocol, "first_calls", 0)
     compiling = trials.CUT_RATIO * 1e-3 + 2 * trials.MAX_PERIOD_S
 
     def host(n: int) -> float:  # NumPy alone, then the host: each side's first two periods compile
         if n <= 2:
-            targets.first_calls += 1
+            targets.protocol.first_calls += 1
             return compiling
         return 0.5e-3
 

@@ -91,7 +91,7 @@ class ndarray:
     def to(self, where: str | Device) -> ndarray:
         """A copy on ``where``: a device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``) or a
         target name (``"cupy"``, ``"torch-cuda"``). Returns ``self`` if it is already there."""
-        if isinstance(where, str) and where in targets.TARGET_NAMES:
+        if isinstance(where, str) and where in targets.names():
             target = targets.get(where)
         else:
             target = _target_for_device(parse_device(where))
@@ -660,7 +660,7 @@ _engine_of = targets.engine_of
 def _target_for_device(device: Device) -> Any:
     if device.is_host:
         return targets.get("numpy")
-    names = ("cupy", "torch-cuda") if device.kind == "cuda" else ("torch-mps",)
+    names = targets.registry.names_on(device.kind)
     for name in names:
         target = targets.probe(name)
         if target is not None and target.device == device:

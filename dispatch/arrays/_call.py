@@ -626,7 +626,7 @@ def _host_extent(values: Any, found: list | None = None) -> tuple[int, list] | N
 # device has no root), no placement, no out= to check.
 
 _MISS = object()  # the lane does not take this call: the general path does
-_LANE_LIBRARIES = frozenset({"cupy", "torch"})
+_LANE_LIBRARIES = targets.registry.gpu_libraries()  # CuPy, torch: the libraries of the GPU targets
 
 
 def _resident_args(op: Op, args: tuple, kwargs: dict) -> tuple[list, tuple] | None:

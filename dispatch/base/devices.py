@@ -12,7 +12,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DASK", "HOST", "HOST_ONLY", "Device", "device_of", "is_backend_type", "library_of", "parse_device"]
+__all__ = ["DASK", "HOST", "HOST_ONLY", "Device", "add_library", "device_of", "is_backend_type", "library_of",
+           "parse_device"]
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,9 @@ def parse_device(spec: str | Device) -> Device:
 
 
 def is_backend_type(t: type) -> bool:
-    """Whether ``t`` is a CuPy, torch or Dask array type: told apart by its library, since a
-    device array type may subclass ``numpy.ndarray``."""
-    module = t.__module__
-    return module.startswith("cupy") or module.startswith("torch") or module.startswith("dask.array")
+    """Whether ``t`` is the array type of a target's library other than NumPy (CuPy, torch,
+    Dask): told apart by its library, since a device array type may subclass ``numpy.ndarray``."""
+    return library_of(t) != ""
 
 
 def device_of(native: object) -> Device:
@@ -93,8 +93,8 @@ def device_of(native: object) -> Device:
 
 
 def library_of(kind: type) -> str:
-    """``"cupy"``, ``"dask"``, ``"torch"`` or ``""`` (anything else) for an array type, read
-    from its module once per type."""
+    """The library of an array type whose module a target registered (``"cupy"``, ``"dask"``,
+    ``"torch"``), or ``""`` (NumPy's, anything else); read from its module once per type."""
     library = _libraries.get(kind)
     if library is None:
         module = kind.__module__
@@ -102,8 +102,18 @@ def library_of(kind: type) -> str:
     return library
 
 
-# An array type's library, read from its module once per type; the Device of each place seen.
-_PREFIXES = (("cupy", "cupy"), ("dask.array", "dask"), ("torch", "torch"))
+def add_library(prefix: str, library: str) -> None:
+    """Tell the array types whose module starts with ``prefix`` to be ``library``'s (the
+    target registry calls it for each target's array module)."""
+    global _PREFIXES
+    if (prefix, library) not in _PREFIXES:
+        _PREFIXES = (*_PREFIXES, (prefix, library))
+        _libraries.clear()
+
+
+# (module prefix, library) for each registered array module; an array type's library, read from
+# its module once per type; the Device of each place seen.
+_PREFIXES: tuple[tuple[str, str], ...] = ()
 _libraries: dict[type, str] = {}
 _known: dict = {}
 

@@ -5,7 +5,8 @@ a CUDA context, CuPy's memory pools and a Dask client's connection do not surviv
 and a call that touches them may never return (a torch-cpu sum of 2M elements hung every child
 forked after the parent ran one). So in a forked child:
 
-- the targets of each library the parent had loaded (torch, CuPy) are unavailable, with the
+- the targets not fork-safe (their registration says so: torch's, CuPy's) whose library the
+  parent had loaded are unavailable, with the
   reason kept for ``dispatch info``: their calls run on NumPy, forced ones included (``using``
   and ``set_backend`` accept them, as in the parent). An engine
   whose library the parent never loaded comes up in the child on first use, as in any process;
@@ -23,24 +24,22 @@ import os
 import sys
 import threading
 
-__all__ = ["INHERITED", "LIBRARY_OF", "turned_off"]
+__all__ = ["INHERITED", "turned_off"]
 
-# target -> the library whose process-wide state it runs on
-LIBRARY_OF = {"torch-cpu": "torch", "torch-cuda": "torch", "torch-mps": "torch", "cupy": "cupy"}
 INHERITED = ("its library was loaded by the parent process before fork(); its threads and device state do not "
              "survive in a child")
 turned_off: set[str] = set()  # the targets this process turned off as a forked child
 
 
 def _in_child() -> None:
-    targets = sys.modules.get("dispatch.targets")
-    if targets is None:
+    registry = sys.modules.get("dispatch.targets.registry")
+    if registry is None:
         return  # no engine was ever looked for: nothing inherited
-    targets._lock = threading.Lock()
-    for name, library in LIBRARY_OF.items():
-        if library in sys.modules:
-            targets.disable(name, INHERITED)
-            turned_off.add(name)
+    registry._lock = threading.RLock()
+    for spec in registry.specs():
+        if not spec.fork_safe and spec.library in sys.modules:
+            registry.disable(spec.name, INHERITED)
+            turned_off.add(spec.name)
     if (staging := sys.modules.get("dispatch.targets._staging")) is not None:
         staging._lock, staging._counts_lock = threading.RLock(), threading.Lock()
     if (tracing := sys.modules.get("dispatch.tracing")) is not None:

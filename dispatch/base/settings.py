@@ -5,7 +5,7 @@ nowhere else; ``dispatch.config`` is the public side (``get_config``, ``set_conf
 =========================== ============ ===============================================
 variable                    read         accepted values
 =========================== ============ ===============================================
-``DISPATCH_BACKEND``        at import    ``auto`` or a target name (``TARGET_NAMES``)
+``DISPATCH_BACKEND``        at import    ``auto`` or a registered target's name
 ``DISPATCH_TRACE``          at import    ``0`` / ``1`` (also ``false`` / ``true``, empty)
 ``DISPATCH_PURE_PYTHON``    at import    ``0`` / ``1``: the compiled fast path off
 ``DISPATCH_HEAP``           at import    ``keep`` (default) or ``system``
@@ -17,23 +17,22 @@ variable                    read         accepted values
 =========================== ============ ===============================================
 
 A bad value raises ``ValueError`` naming the variable and what it accepts: at ``import
-dispatch`` for those read then, at first use for the others. The same checks serve the setters
-(``dispatch.set_memory_fraction``...), which name the setting instead.
+dispatch`` for those read then, at first use for the others (``DISPATCH_BACKEND`` is checked
+against the targets' names once they have registered: ``dispatch.targets``). The same checks
+serve the setters (``dispatch.set_memory_fraction``...), which name the setting instead.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ENV", "TARGET_NAMES", "Env", "cache_dir", "check_backend", "check_chunk_bytes", "check_exact",
+__all__ = ["ENV", "Env", "cache_dir", "check_backend", "check_chunk_bytes", "check_exact",
            "check_memory_fraction", "dask_scheduler", "read"]
 
-# Every target's name (``dispatch.targets`` makes them)
-TARGET_NAMES = ("numpy", "torch-cpu", "cupy", "torch-cuda", "torch-mps", "dask")
 BOOLEANS = {"": False, "0": False, "false": False, "no": False, "off": False,
             "1": True, "true": True, "yes": True, "on": True}
 HEAPS = ("keep", "system")
@@ -53,12 +52,13 @@ class Env:
     exact: bool = False
 
 
-def check_backend(value: object, what: str = "backend") -> str:
-    """``value`` if it names a target or ``auto``; ``ValueError`` naming ``what`` otherwise."""
+def check_backend(value: object, what: str = "backend", known: Sequence[str] | None = None) -> str:
+    """``value`` if it is ``auto`` or one of the target names ``known`` (any string while they
+    are not known yet); ``TypeError`` or ``ValueError`` naming ``what`` otherwise."""
     if not isinstance(value, str):
         raise TypeError(f"a backend is named by a string, not {type(value).__name__}")
-    if value != "auto" and value not in TARGET_NAMES:
-        raise ValueError(f"{what}={value!r} is not a backend; choose one of: auto, {', '.join(TARGET_NAMES)}")
+    if known is not None and value != "auto" and value not in known:
+        raise ValueError(f"{what}={value!r} is not a backend; choose one of: auto, {', '.join(known)}")
     return value
 
 

@@ -117,9 +117,11 @@ def roofline_by_target(op: str, shapes: list[list[int]], available: list[str]) -
     n = max((math.prod(s) for s in shapes), default=1)
     by_tier = estimate_seconds(name, entry.complexity, int(n))
     names = {Backend.SCALAR: "numpy"}
-    if "torch-cpu" in available:
-        names[Backend.SIMD] = "torch-cpu"
-    gpu = next((t for t in ("cupy", "torch-cuda", "torch-mps") if t in available), None)
+    simd = next((t for t in targets.registry.host_names() if t in available and targets.get(t).tier is Backend.SIMD),
+                None)
+    if simd is not None:
+        names[Backend.SIMD] = simd
+    gpu = next((t for t in targets.registry.gpu_names() if t in available), None)
     if gpu is not None:
         names[Backend.GPU] = gpu
     return {names[tier]: seconds for tier, seconds in by_tier.items() if tier in names}

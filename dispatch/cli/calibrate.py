@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         cal = measure.calibrate(quick=args.quick, progress=sys.stderr.isatty(), save=False, only=only)
         if kept is not None:
             merged = {**kept.targets, **cal.targets}  # in the registry's order
-            cal.targets = {name: merged[name] for name in [*targets.TARGET_NAMES, *sorted(merged)] if name in merged}
+            cal.targets = {name: merged[name] for name in [*targets.names(), *sorted(merged)] if name in merged}
             cal.quick = cal.quick or kept.quick
         try:
             where = cal.save()
@@ -96,9 +96,9 @@ def _check_targets(names: list[str] | None) -> tuple[str, ...] | None:
     if not names:
         return None
     for name in names:
-        if name in targets.TARGET_NAMES and name not in router.PRICED:
+        if name in targets.names() and name not in router.PRICED:
             raise CommandError(f"target {name} is reached by size, never priced: there is nothing to calibrate", 2)
-        if name not in targets.TARGET_NAMES:
+        if name not in targets.names():
             raise CommandError(f"unknown target {name!r}; known: {', '.join(router.PRICED)}", 2)
         if targets.probe(name) is None:
             raise CommandError(f"target {name} is not available here: {targets.unavailable()[name]}")

@@ -148,7 +148,8 @@ def _print_trace(t: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     found = targets.available()
     print(f"dispatch demo: targets here: {', '.join(found)}")
-    if set(found) <= {"numpy", "dask"}:
+    if all(targets.registry.spec(n).library == "numpy" or targets.registry.spec(n).device_kind == "cluster"
+           for n in found):  # NumPy's own, or reached by size only
         print("only NumPy can run these calls here, so every call stays on NumPy: install torch "
               "(the CPU build is enough, see the README) or CuPy to give the router a choice")
     if calibration.load() is None and not args.no_calibrate:

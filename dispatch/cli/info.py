@@ -68,7 +68,7 @@ def collect() -> dict[str, Any]:
     available = targets.available()
     reasons = targets.unavailable()
     table: dict[str, dict[str, Any]] = {}
-    for name in targets.TARGET_NAMES:
+    for name in targets.names():
         if name in available:
             target = available[name]
             table[name] = {"available": True, "device": str(target.device), "tier": target.tier.name}

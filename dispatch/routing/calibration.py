@@ -352,7 +352,7 @@ def machine() -> dict[str, Any]:
     """The fingerprint's parts, and the GPUs as their libraries describe them (probes the targets)."""
 
     gpus = []
-    for name in ("cupy", "torch-cuda", "torch-mps"):
+    for name in targets.registry.gpu_names():
         target = targets.probe(name)
         if target is None:
             continue

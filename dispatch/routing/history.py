@@ -45,6 +45,7 @@ from typing import Any
 from dispatch.base import cachefiles
 from dispatch.base.devices import parse_device
 from dispatch.routing.decisions import CallKey
+from dispatch.targets import registry
 
 __all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
 
@@ -65,7 +66,7 @@ HISTORY_VERSION = 3  # 2: keys carry the forced target and the layout; 3: produc
 # an unrepresentative fastest sample.
 FIRST_SAMPLES = 3
 _HOST_FIRST_SAMPLES = 2
-HOST_TARGETS = ("numpy", "torch-cpu")  # the targets computing in host memory
+HOST_TARGETS = registry.host_names()  # the targets computing in host memory (a live view)
 
 
 # A sample over this many times a kind of call's average counts as this many times it: one slow

@@ -82,9 +82,9 @@ __all__ = ["ROUTER", "CallKey", "CostPolicy", "Decision", "DecisionKind", "Oracl
 # (reductions from about 1e4 elements; it loses at sorting): the seed policy's SIMD tier uses it
 # for these only, and a calibration measures the machine at hand instead.
 TORCH_CPU_FASTER = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "add.reduce"})
-GPU_TARGETS = ("cupy", "torch-cuda", "torch-mps")
-PRICED = (*HOST_TARGETS, *GPU_TARGETS)  # the targets the cost policy weighs: those a calibration measures
-_PRICED = frozenset(PRICED)
+GPU_TARGETS = targets.registry.gpu_names()  # each device's home first (live views of the registry)
+PRICED = targets.registry.priced_names()  # the targets the cost policy weighs: those a calibration measures
+_PRICED = PRICED
 # Host calls of at most this many elements run on NumPy under every policy, without probing any
 # other target (which would import torch or CuPy): no engine's call overhead (microseconds for
 # torch, a launch and a transfer for a GPU) is repaid on so little data.

@@ -39,7 +39,7 @@ kind of call stopped coming (its loop ended) gives way: once another kind of cal
 for it ``PASSED_OVER`` times since its last call, or after ``STALE_S``. A period much
 longer than the others (the program paused, or a benchmark switched policies between its
 samples) is left out, as is one in which a target ran a kind of call for the first time in the
-process (``targets.first_calls``): CuPy compiled its kernel then, or loaded it, and the
+process (``targets.protocol.first_calls``): CuPy compiled its kernel then, or loaded it, and the
 program's later periods pay neither. A host side far slower than the device (``CUT_RATIO``) is
 cut short, by periods of neither kind.
 """
@@ -119,7 +119,7 @@ class Trial:
         self.host = host
         self.seen = 0
         self.last: tuple[float, str] | None = None  # the previous call's time and side
-        self.first_calls = 0  # ``targets.first_calls`` at the previous call
+        self.first_calls = 0  # ``targets.protocol.first_calls`` at the previous call
         self.touched = time.perf_counter()
         self.passed_over = 0  # calls of other kinds that waited for it since its own last call
         self.periods: dict[str, list[float]] = {side: [] for side in SIDES}
@@ -138,7 +138,7 @@ class Trial:
         now = time.perf_counter()
         if self.last is not None:
             period = now - self.last[0]
-            steady = targets.first_calls == self.first_calls  # no kernel compiled or loaded in it
+            steady = targets.protocol.first_calls == self.first_calls  # no kernel compiled or loaded in it
             if steady:
                 self._count(period)
             if self.last[1] in ("device", "all-device"):
@@ -153,7 +153,7 @@ class Trial:
         if side in ALONE and self.periods["device"]:
             self.limit = CUT_RATIO * statistics.fmean(self.periods["device"]) + MAX_PERIOD_S
         self.seen += 1
-        self.last, self.first_calls = (now, side), targets.first_calls
+        self.last, self.first_calls = (now, side), targets.protocol.first_calls
         self.touched = now
         self.passed_over = 0
         return (self.device if side in ("device", "all-device") else self.host), False

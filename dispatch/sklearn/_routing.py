@@ -53,7 +53,7 @@ from dispatch.targets import Unsupported
 
 __all__ = ["LEARN_MIN", "Choice", "choose", "forget", "measured", "observe", "remember_unsupported", "unsupported"]
 
-GPU_ORDER = ("cupy", "torch-cuda", "torch-mps")
+GPU_ORDER = targets.registry.gpu_names()  # each device's home first (a live view of the registry)
 # From this many elements (n_samples x n_features) a call is worth timing on both sides once.
 LEARN_MIN = 1 << 20
 

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster
-from dispatch.targets import Unsupported
 from dispatch.targets import _dask_blocks as blocks
+from dispatch.targets.protocol import Unsupported
 
 __all__ = ["CHAINED", "CREATORS", "chunked_draw", "create", "elements", "itemsize", "random_plan"]
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.targets import Unsupported
+from dispatch.targets.protocol import Unsupported
 
 __all__ = ["Expected", "expected", "indexing_gives_scalar", "rejects", "signature", "unique_inverse_shape"]
 

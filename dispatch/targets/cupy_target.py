@@ -29,11 +29,20 @@ import numpy as np
 from dispatch.base.box import device_scalar
 from dispatch.base.devices import Device, device_of
 from dispatch.base.tiers import Backend
-from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite, first_call
 from dispatch.targets import _cupy_fixes as fixes
-from dispatch.targets import host_array as _host
+from dispatch.targets import registry
 from dispatch.targets._oracle import expected, indexing_gives_scalar, signature, unique_inverse_shape
 from dispatch.targets._staging import to_device_cupy, to_host_cupy
+from dispatch.targets.protocol import (
+    FINITE_INPUTS,
+    Target,
+    Unavailable,
+    Unsupported,
+    check_finite,
+    dtypes_of_kinds,
+    first_call,
+)
+from dispatch.targets.registry import host_array as _host
 
 __all__ = ["CupyTarget"]
 
@@ -103,6 +112,8 @@ _UFUNC_FIXED = {
 }
 
 class CupyTarget(Target):
+    """CuPy on the current CUDA device: ``cupy.<the op's name>``, with the refusals and fixes above."""
+
     name = "cupy"
     tier = Backend.GPU
     library = "cupy"
@@ -577,3 +588,9 @@ def _match(cupy: Any, result: Any, want: Any) -> Any:
             item = item.astype(dtype)
         items[i] = device_scalar(item) if scalar else item
     return want.build(items)
+
+
+# CuPy's pools and CUDA context do not survive fork(): not fork-safe (dispatch.base.forksafe)
+registry.register(registry.TargetSpec("cupy", library="cupy", device="cuda", make=CupyTarget, rank=20,
+                                      dtypes=dtypes_of_kinds(_KINDS), counterparts=_FIXES, array_module="cupy",
+                                      fork_safe=False))

@@ -53,10 +53,11 @@ from dispatch.base import box
 from dispatch.base.box import device_scalar
 from dispatch.base.devices import DASK
 from dispatch.base.tiers import Backend
-from dispatch.targets import Target, Unavailable, Unsupported, _dask_create
+from dispatch.targets import _dask_create, registry
 from dispatch.targets._dask_blocks import to_gpu
 from dispatch.targets._dask_print import text
 from dispatch.targets._oracle import expected, rejects
+from dispatch.targets.protocol import Target, Unavailable, Unsupported, dtypes_of_kinds
 
 __all__ = ["DaskTarget"]
 
@@ -105,6 +106,8 @@ _INEXACT_REFUSED = {
 
 
 class DaskTarget(Target):
+    """Dask arrays: ``dask.array.<the op's name>`` (or its alias), refused where Dask differs."""
+
     name = "dask"
     device = DASK
     tier = Backend.SIMD
@@ -792,3 +795,9 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
     if want.container is tuple:
         return tuple(items)
     return want.container(*items)
+
+
+# the cluster's chunks, reached by size rather than priced; a forked child drops its client
+# (dispatch.base.forksafe) and may connect its own
+registry.register(registry.TargetSpec("dask", library="dask", device="dask", make=DaskTarget, rank=50,
+                                      dtypes=dtypes_of_kinds(_KINDS), counterparts=_ALIASES, array_module="dask.array"))

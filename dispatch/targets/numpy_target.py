@@ -1,5 +1,5 @@
 """The ``numpy`` target: NumPy itself on the host. It runs everything, so it is where every
-refused or failed call lands."""
+refused or failed call lands. Its counterpart of each op is the NumPy function itself."""
 
 from __future__ import annotations
 
@@ -9,13 +9,16 @@ import numpy as np
 
 from dispatch.base.devices import HOST, is_backend_type
 from dispatch.base.tiers import Backend
-from dispatch.targets import Target
-from dispatch.targets import engine_of as _engine_of
+from dispatch.targets import registry
+from dispatch.targets.protocol import Target
+from dispatch.targets.registry import engine_of as _engine_of
 
 __all__ = ["NUMPY", "NumpyTarget"]
 
 
 class NumpyTarget(Target):
+    """NumPy on the host: ``op.func`` on the arguments."""
+
     name = "numpy"
     device = HOST
     tier = Backend.SCALAR
@@ -55,3 +58,5 @@ class NumpyTarget(Target):
 
 
 NUMPY = NumpyTarget()
+
+registry.register(registry.TargetSpec("numpy", library="numpy", device="cpu", make=lambda: NUMPY, rank=0))

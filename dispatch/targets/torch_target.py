@@ -34,16 +34,19 @@ from dispatch.base.devices import HOST, Device
 from dispatch.base.devices import torch_cpu_to_numpy as _torch_cpu_to_numpy
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
 from dispatch.base.tiers import Backend
-from dispatch.targets import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
-from dispatch.targets import host_array as _host
+from dispatch.targets import registry
 from dispatch.targets._oracle import expected, indexing_gives_scalar, unique_inverse_shape
 from dispatch.targets._staging import to_device_torch, to_host_torch
+from dispatch.targets.protocol import FINITE_INPUTS, Target, Unavailable, Unsupported, check_finite
+from dispatch.targets.registry import host_array as _host
 
 __all__ = ["TorchTarget", "torch_cpu", "torch_cuda", "torch_mps"]
 
-_SUPPORTED_KINDS = "biufc"
-_REFUSED_DTYPES = frozenset(np.dtype(t) for t in ("uint16", "uint32", "uint64"))
-_MPS_REFUSED = frozenset(np.dtype(t) for t in ("float64", "complex128"))
+# The dtypes torch computes exactly as NumPy does (its unsigned integers wider than 8 bits are
+# partial); MPS holds neither float64 nor complex128.
+_DTYPES = frozenset(np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32",
+                                          "float64", "complex64", "complex128"))
+_MPS_DTYPES = _DTYPES - {np.dtype("float64"), np.dtype("complex128")}
 
 # ufuncs whose torch counterpart differs from NumPy for some dtype kinds: name -> kinds refused.
 _UFUNC_REFUSED_KINDS = {
@@ -107,10 +110,10 @@ class TorchTarget(Target):
 
     def torch_dtype(self, dtype: Any) -> Any:
         dtype = np.dtype(dtype)
-        if dtype in _REFUSED_DTYPES or dtype.kind not in _SUPPORTED_KINDS:
+        if dtype not in (_MPS_DTYPES if self.kind == "mps" else _DTYPES):
+            if dtype in _DTYPES:
+                raise Unsupported(f"MPS cannot hold {dtype}")
             raise Unsupported(f"dtype {dtype} is not one torch computes exactly as NumPy does")
-        if self.kind == "mps" and dtype in _MPS_REFUSED:
-            raise Unsupported(f"MPS cannot hold {dtype}")
         return self._to_torch[dtype]
 
     def from_host(self, array: np.ndarray) -> Any:
@@ -935,4 +938,13 @@ def torch_cuda() -> TorchTarget:
 
 def torch_mps() -> TorchTarget:
     return TorchTarget("mps")
+
+
+# torch's threads and device state do not survive fork(): not fork-safe (dispatch.base.forksafe)
+for _name, _device, _make, _rank, _dtypes in (("torch-cpu", "cpu", torch_cpu, 10, _DTYPES),
+                                              ("torch-cuda", "cuda", torch_cuda, 30, _DTYPES),
+                                              ("torch-mps", "mps", torch_mps, 40, _MPS_DTYPES)):
+    registry.register(registry.TargetSpec(_name, library="torch", device=_device, make=_make, rank=_rank,
+                                          dtypes=_dtypes, counterparts=_IMPLS, array_module="torch",
+                                          fork_safe=False))
 
