@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ("examples/numpy_workload.py", "examples/numpy_program.py", "examples/sklearn_pipeline.py")
+EXAMPLES = ("examples/least_squares.py", "examples/numpy_workload.py", "examples/numpy_program.py",
+            "examples/sklearn_pipeline.py")
 WITHIN = 3.0
 
 

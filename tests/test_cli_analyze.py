@@ -582,3 +582,15 @@ def test_tiers_here_are_those_of_the_available_targets():
     tiers = TIERS_HERE()  # the real one: the other tests fake a machine with every tier
     assert tiers == {Backend.SCALAR} | {t.tier for t in found.values()}
     assert (Backend.GPU in tiers) == any(t.tier is Backend.GPU for t in found.values())
+
+
+def test_a_disturbed_large_product_does_not_slow_larger_ones():
+    from _synthetic import synthetic
+
+    from dispatch.cli._pricing import price_call
+
+    cal = synthetic(gpu=False, fingerprint="feedfacefeedface")
+    numpy_curve = cal.targets["numpy"]["ops"]["float64"]["matmul"]
+    numpy_curve[-1][1] *= 10  # 1024: another process had the cores
+    priced = price_call("matmul", [[2048, 2048], [2048, 2048]], ["float64"] * 2, cal)["numpy"]
+    assert priced == pytest.approx(1e-6 + 2 * 2048**3 / 1e10)  # the rate measured at 256

@@ -104,6 +104,8 @@ REPRESENTATIVE: dict[str, tuple[str, Any]] = {
     "reduce": ("sum", lambda x: x),
     "scan": ("cumsum", lambda x: x),
 }
+# Blocked BLAS and LAPACK work runs at least as fast per flop on larger operands.
+_BLOCKED = frozenset({"gemm", "lu", "svd", "tall"})
 # A kind the calibration did not measure is priced as the next one here.
 _FALLBACK = {"tall": "svd", "svd": "lu", "lu": "gemm", "exp": "map", "scan": "map", "reduce": "map",
              "sort": "map", "fft": "map"}  # fmt: skip
@@ -295,7 +297,10 @@ class Throughput:
             # the rate of the op itself: its time less the call's overhead, which is added once
             found = [(flops_at(x), flops_at(x) / max(t - overhead, 0.1 * t)) for x, t in points if t > 0]
             if found:
-                rates[kind] = sorted(found)
+                found.sort()
+                if kind in _BLOCKED:  # a disturbed larger point must not make a larger product slower per flop
+                    found = [(f, max(r for _, r in found[: i + 1])) for i, (f, _) in enumerate(found)]
+                rates[kind] = found
         if not rates:
             return None
         bandwidth = float(data.get("memory_bandwidth") or SEED_HOST_BANDWIDTH)
