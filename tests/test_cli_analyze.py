@@ -113,6 +113,8 @@ def test_a_shape_in_the_source_prices_a_tall_matrix_as_tall():
     assert tall[Backend.SCALAR] < square[Backend.SCALAR] / 3
     product = estimate_seconds("matmul", OpComplexity.HIGH, 3_600_000, (300_000, 12))  # (300000, 12) @ (12, 12)
     assert product[Backend.SCALAR] == pytest.approx(max(8 * (2 * 3.6e6 + 144) / 10e9, 2 * 300_000 * 144 / 50e9))
+    gram = estimate_seconds("matmul", OpComplexity.HIGH, 3_600_000, (12, 300_000))  # Z.T @ Z: (12, 12) out
+    assert gram[Backend.SCALAR] == pytest.approx(max(8 * (2 * 3.6e6 + 144) / 10e9, 2 * 144 * 300_000 / 50e9))
     assert estimate_seconds("add", OpComplexity.LOW, 3_600_000, (300_000, 12)) == estimate_seconds(
         "add", OpComplexity.LOW, 3_600_000)  # element-wise work: the shape changes nothing
 

@@ -158,8 +158,9 @@ def _product(op: str, shapes: Sequence[Sequence[int]], item: int) -> Work:
         b = shapes[1]
         n = 1 if len(b) == 1 else int(b[-1])
         b_elements = math.prod(b)
-    else:  # a static site that shows one operand: the other a square one
-        n, b_elements = k, k * k
+    else:  # a static site that shows one operand: the other (k, min(m, k)), so Z.T @ Z is a Gram matrix
+        n = min(m, k)
+        b_elements = k * n
     batch = max(_batch(a, 2), _batch(shapes[1], 2) if len(shapes) > 1 else 1)
     flops = 2.0 * batch * m * k * n
     out = batch * m * n
@@ -396,7 +397,7 @@ def estimate_seconds(op_name: str, complexity: OpComplexity, n: int,
         Elements the call works on.
     shape : sequence of int, optional
         The first operand's shape where the source shows it: a matrix ``(m, k)`` prices a
-        product as ``(m, k) @ (k, k)`` and a factorisation of ``(m, k)``, not square ones.
+        product as ``(m, k) @ (k, min(m, k))`` and a factorisation of ``(m, k)``, not square ones.
 
     Returns
     -------
