@@ -298,7 +298,7 @@ def compare_on(target: str, case: tuple[str, dict], data_name: str, dtype: Any =
         if r.target != target:
             assert expected is not None and expected in r.reason, f"{r.op} ran on {r.target}: {r.reason}"
         else:
-            assert r.reason == f"forced {target}"
+            assert r.reason == f"{target}: forced"
     unexpected = {k: n for k, n in t.fallbacks.items() if tuple(k[0].split(".")) not in EXPECTED_FALLBACKS}
     assert not unexpected
 

@@ -1,7 +1,7 @@
 """``dispatch analyze --html``: the page's sort, clicked in a real headless Chromium.
 
-Needs Debian's ``chromium`` and the ``playwright`` package; skipped where either is missing
-(``apt-get install chromium && pip install playwright`` to run it)."""
+Needs Debian's ``chromium`` (CI installs it) and the ``playwright`` package (a test tool);
+skipped where either is missing (``apt-get install chromium`` to run it)."""
 
 from __future__ import annotations
 

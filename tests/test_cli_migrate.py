@@ -240,17 +240,18 @@ def test_write_rewrites_and_a_second_run_changes_nothing(tmp_path, monkeypatch, 
     err = capsys.readouterr().err.splitlines()
     assert err == [
         f"rewrote {os.path.join('examples', 'analysis.ipynb')}",
+        f"rewrote {os.path.join('examples', 'least_squares.py')}",
         f"rewrote {os.path.join('examples', 'numpy_program.py')}",
         f"rewrote {os.path.join('examples', 'numpy_workload.py')}",
         f"rewrote {os.path.join('examples', 'sklearn_pipeline.py')}",
-        "4 files rewritten, 1 unchanged, 0 refused",
+        "5 files rewritten, 1 unchanged, 0 refused",
     ]
     assert (
         "import dispatch as np\nfrom dispatch.linalg import solve\n" in Path("examples/numpy_workload.py").read_text()
     )
     assert main(["migrate", "examples"]) == 0
     out, err = capsys.readouterr()
-    assert (out, err) == ("", "0 files to rewrite, 5 unchanged, 0 refused\n")
+    assert (out, err) == ("", "0 files to rewrite, 6 unchanged, 0 refused\n")
 
 
 def test_unparseable_files_are_refused_and_the_others_processed(tmp_path, monkeypatch, capsys):

@@ -323,6 +323,25 @@ def test_profile_estimates_every_calibrated_target(project):
     assert numpy_total == pytest.approx(5 * (1e-6 + 2e-10 * 300**3), rel=0.02)
 
 
+def test_calibrate_measures_a_quick_calibration_first_where_there_is_none(project, capsys, monkeypatch):
+    from dispatch import measure
+
+    asked = []
+
+    def quick(quick: bool = False, progress: bool = True, **_: object):
+        asked.append(quick)
+        return synthetic(gpu=False)
+
+    monkeypatch.setattr(measure, "calibrate", quick)
+    write(project / "app.py", "import numpy as np\nx = np.ones((50, 50))\nprint(float((x @ x)[0, 0]))\n")
+    assert main(["run", "--no-sklearn", "--calibrate", "--profile", "out.json", "app.py"]) == 0
+    captured = capsys.readouterr()
+    assert asked == [True] and captured.out == "50.0\n"
+    assert "measuring a quick calibration first" in captured.err
+    machine = json.loads(Path("out.json").read_text())["machine"]
+    assert (machine["calibrated"], machine["estimates"]) == (True, "calibration")
+
+
 def test_profile_written_when_the_script_fails(project, capsys):
     write(project / "app.py", "import numpy as np\nnp.ones(3).sum()\nraise SystemExit(5)\n")
     assert main(["run", "--no-sklearn", "--profile", "out.json", "app.py"]) == 5

@@ -109,7 +109,7 @@ def test_default_route_small_data_is_stock_with_the_reason():
         got = PCA(2).fit(X).transform(X)
     np.testing.assert_array_equal(got, want)  # stock scikit-learn itself
     assert [r.target for r in t.records] == ["numpy", "numpy"]
-    assert all(r.reason == "MoE: HIGH on 600 elements -> SCALAR: stock scikit-learn" for r in t.records)
+    assert all(r.reason == "stock scikit-learn: MoE: HIGH on 600 elements -> SCALAR" for r in t.records)
     assert not t.fallbacks
 
 
@@ -135,7 +135,7 @@ def test_gpu_tier_goes_to_the_gpu_target_and_small_batches_stay_on_numpy(monkeyp
     est = Ridge()
     big = np.zeros((10_000, 100))
     small = np.zeros((32, 100))
-    want = _routing.Choice("torch-cpu", "MoE: MEDIUM on 1,000,000 elements -> GPU")
+    want = _routing.Choice("torch-cpu", "torch-cpu: MoE: MEDIUM on 1,000,000 elements -> GPU")
     assert _routing.choose(est, "predict", big) == want
     choice = _routing.choose(est, "predict", small)
     assert choice.target is None and "SCALAR" in choice.reason
@@ -159,7 +159,8 @@ def test_forced_numpy_is_stock():
     from sklearn.linear_model import Ridge
 
     with dispatch.using("numpy"):
-        assert _routing.choose(Ridge(), "fit", np.zeros((10**6, 10))) == _routing.Choice(None, "forced numpy")
+        choice = _routing.choose(Ridge(), "fit", np.zeros((10**6, 10)))
+    assert choice == _routing.Choice(None, "stock scikit-learn: forced numpy")
 
 
 def test_estimators_outside_the_catalog_are_stock():
@@ -221,8 +222,9 @@ def test_unsupported_hyperparameter_learned_by_trying():
     np.testing.assert_allclose(got, want)
     np.testing.assert_allclose(est.coef_, est2.coef_)
     first, second, predict, other = t.records
-    assert first.target == "numpy" and first.reason.startswith("fallback: torch-cpu failed: ValueError")
-    assert second.target == "numpy" and second.reason.startswith("remembered: torch-cpu failed")
+    assert first.target == "numpy"
+    assert first.reason.startswith("stock scikit-learn: fallback: torch-cpu failed: ValueError")
+    assert second.target == "numpy" and second.reason.startswith("stock scikit-learn: remembered: torch-cpu failed")
     assert predict.target == "torch-cpu"  # predict is another method: it runs there
     assert other.target == "torch-cpu"
     assert len(ds.unsupported()) == 1
@@ -551,14 +553,16 @@ def test_large_calls_are_measured_both_ways_then_routed_by_the_measurements(monk
         np.testing.assert_allclose(est.coef_, reference.coef_, rtol=1e-9, atol=1e-12)
         assert type(est.coef_) is np.ndarray and est.coef_.dtype == reference.coef_.dtype
     # first the table's choice (MEDIUM on the CPU tier: stock), then the other side, then the faster
-    assert ran[0][0] == "numpy" and ran[0][1].endswith("measuring: stock scikit-learn")
-    assert ran[1] == ("torch-cpu", "measuring the alternative")
+    assert ran[0][0] == "numpy" and ran[0][1].startswith("stock scikit-learn: MoE: MEDIUM")
+    assert ran[0][1].endswith("measured first, then torch-cpu")
+    assert ran[1] == ("torch-cpu", "torch-cpu: measuring the alternative")
     # a loss of the alternative is measured once more (its first call pays one-time costs)
-    assert ran[2][1].startswith(("measured: torch-cpu ", "measuring torch-cpu again"))
+    assert ran[2][1].split(": ", 1)[1].startswith(("measured torch-cpu ", "measuring torch-cpu again"))
     seen = _routing.measured()[key]
     assert set(seen) == {None, "torch-cpu"} and all(s > 0 for s in seen.values())
     faster = min(seen, key=seen.get)
-    assert ran[3][0] == (faster or "numpy") and ran[3][1].startswith("measured: torch-cpu ")
+    assert ran[3][0] == (faster or "numpy")
+    assert ran[3][1].startswith(f"{faster or 'stock scikit-learn'}: measured torch-cpu ")
     # the measurements decide: change them and the route follows
     _routing.observe(key, "torch-cpu", 1e-9)
     assert _routing.choose(Ridge(), "fit", X, (y,)).target == "torch-cpu"
@@ -576,11 +580,11 @@ def test_a_first_loss_of_the_alternative_is_measured_once_more(monkeypatch):
     _routing.observe(key, None, 1.0)
     _routing.observe(key, "torch-cpu", 5.0)  # its first call: compiled kernels, a new pool...
     again = _routing.choose(Ridge(), "fit", X, (y,))
-    assert again.target == "torch-cpu" and again.reason.startswith("measuring torch-cpu again")
+    assert again.target == "torch-cpu" and again.reason.startswith("torch-cpu: measuring torch-cpu again")
     assert again.learn == key
     _routing.observe(key, "torch-cpu", 0.5)  # the second try replaces the first
     settled = _routing.choose(Ridge(), "fit", X, (y,))
-    assert settled.target == "torch-cpu" and settled.reason.startswith("measured: torch-cpu ")
+    assert settled.target == "torch-cpu" and settled.reason.startswith("torch-cpu: measured torch-cpu ")
     assert settled.learn is None
     _routing.forget()
     _routing.observe(key, None, 1.0)
@@ -604,3 +608,57 @@ def test_a_large_call_the_other_side_cannot_run_is_not_measured_again(monkeypatc
     est.fit(X)  # runs stock, not measured
     np.testing.assert_array_equal(est.labels_, KMeans(n_clusters=3, n_init=1, random_state=0).fit(X).labels_)
     assert _routing.measured() == {}
+
+
+# ---- reasons say where the call ran, and why ---------------------------------------------------------------
+
+
+def _states_its_outcome(target: str, reason: str) -> bool:
+    """A reason opens with where the call ran ("stock scikit-learn" is NumPy); where it names a
+    table's tier that did not run, it says why the call did not move."""
+    if target == "numpy":
+        if not reason.startswith("stock scikit-learn: "):
+            return False
+        wanted_elsewhere = "-> GPU" in reason or "-> SIMD" in reason
+        return not wanted_elsewhere or any(why in reason for why in (
+            "but no GPU here", "threaded NumPy runs", "measured", "measuring", "no Array API support"))
+    return reason.startswith(f"{target}: ") or reason == f"data is on {target}"
+
+
+def test_every_reason_names_the_target_that_ran_or_why_it_did_not_move(monkeypatch):
+    from sklearn.cross_decomposition import CCA
+    from sklearn.decomposition import PCA
+    from sklearn.linear_model import Ridge
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    small, medium = rng.standard_normal((60, 10)), rng.standard_normal((2_000, 10))
+    y = rng.standard_normal(2_000)
+    records = []
+
+    def run(calls) -> None:
+        with dispatch.trace() as t:
+            calls()
+        records.extend(t.records)
+
+    run(lambda: PCA(2).fit(small).transform(small))  # SCALAR
+    run(lambda: PCA(2).fit(medium))  # the table's GPU tier, on a machine without one (or with)
+    run(lambda: StandardScaler().fit(medium))  # LOW
+    run(lambda: CCA().fit(medium, medium[:, :2]))  # not in the catalog
+    with dispatch.using("numpy"):
+        run(lambda: Ridge().fit(medium, y))
+    if HAVE_TORCH:
+        with dispatch.using("torch-cpu"):
+            run(lambda: Ridge().fit(medium, y).predict(medium))
+            run(lambda: PCA(2, svd_solver="arpack").fit(medium))  # no Array API support with arpack
+            run(lambda: Ridge(solver="lsqr").fit(medium, y))  # fails in Array API mode: stock
+        monkeypatch.setattr(_routing, "LEARN_MIN", 10_000)  # measured both ways, then routed
+        monkeypatch.setattr(_routing, "first_gpu", lambda: None)
+        for _ in range(4):
+            run(lambda: Ridge(alpha=2.0).fit(medium, y))
+        monkeypatch.setattr(_routing, "first_gpu", lambda: "torch-cpu")  # stands in for a GPU
+        run(lambda: PCA(2).fit(rng.standard_normal((400, 10))))  # SIMD tier: stock
+    contradictions = [(r.op, r.target, r.reason) for r in records if not _states_its_outcome(r.target, r.reason)]
+    assert records and not contradictions
+    ran = {r.target for r in records}
+    assert ran == ({"numpy", "torch-cpu"} if HAVE_TORCH else {"numpy"})

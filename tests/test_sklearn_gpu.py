@@ -133,7 +133,7 @@ def test_default_route_sends_large_work_to_the_gpu_and_small_batches_to_numpy():
         pca = PCA(8).fit(X)
         pca.transform(X[:32])
     big, small = t.records
-    assert big.target == first and big.reason.startswith("MoE: HIGH on 1,280,000 elements -> GPU")
+    assert big.target == first and big.reason.startswith(f"{first}: MoE: HIGH on 1,280,000 elements -> GPU")
     assert small.target == "numpy" and "SIMD" in small.reason
 
 

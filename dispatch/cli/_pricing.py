@@ -1,6 +1,7 @@
-"""Pricing calls for the command line: with a calibration (this machine's, or one saved on
-another machine) through ``dispatch.routing.cost.estimate_call``, or with the seed roofline of
-``dispatch.cli.estimate`` where there is none (the cold start, labelled as such).
+"""Pricing calls for the command line: each call's work (flops and bytes, from its shapes) over
+the throughputs of a calibration (this machine's, or one saved on another machine), or over the
+seed's defaults where there is none (the cold start, labelled as such); ``dispatch.cli.estimate``
+has the model.
 
 Two shapes of answer:
 
@@ -15,16 +16,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from converters import NUMPY_CATALOG, SKLEARN_CATALOG
 from dispatch import targets
 from dispatch.base.tiers import Backend
-from dispatch.cli.estimate import estimate_seconds
+from dispatch.cli.estimate import Throughput, Work, estimate_seconds, shapes_for, static_work, work_of
 from dispatch.routing import calibration
 from dispatch.routing.calibration import Calibration
-from dispatch.routing.cost import estimate_call
 
 __all__ = [
     "CalibratedEstimator",
@@ -67,13 +70,38 @@ def calibration_label(cal: Calibration, path: str | Path | None = None) -> dict[
     }
 
 
+def _itemsize(dtypes: Sequence[str]) -> tuple[int, float]:
+    """The widest element's bytes, and a factor on the flops for complex numbers (a complex
+    multiply is about four real ones)."""
+    found = [np.dtype(d) for d in dtypes] or [np.dtype("float64")]
+    widest = max(d.itemsize for d in found)
+    return widest, 4.0 if any(d.kind == "c" for d in found) else 1.0
+
+
+def _price(work: Work, cal: Calibration, dtype: str, factor: float) -> dict[str, float]:
+    priced = {}
+    for name, data in cal.targets.items():
+        if work.host and name != "numpy":
+            continue
+        throughput = Throughput.calibrated(data, dtype)
+        seconds = throughput.seconds(replace(work, flops=work.flops * factor)) if throughput else None
+        if seconds is not None:
+            priced[name] = seconds
+    return priced
+
+
 def price_call(op: str, shapes: list[list[int]], dtypes: list[str], cal: Calibration) -> dict[str, float]:
-    """Seconds per call on every target of ``cal`` (inputs on the host), or ``{}`` where the
-    op is outside the NumPy catalog (ufunc methods, functions dispatch does not route)."""
+    """Seconds per call on every target of ``cal`` (inputs on the host): the call's work over
+    each target's calibrated throughput (``dispatch.cli.estimate``). ``{}`` where the op is
+    outside the NumPy catalog (ufunc methods, indexing, functions dispatch does not route)."""
     try:
-        return estimate_call(op, shapes, dtypes, cal, resident="cpu")
-    except (KeyError, AttributeError, TypeError, ValueError):
+        itemsize, factor = _itemsize(dtypes)
+    except TypeError:
+        itemsize, factor = 8, 1.0
+    work = work_of(op, shapes, itemsize)
+    if work is None:
         return {}
+    return _price(work, cal, "float32" if itemsize * (1 if factor == 1 else 0.5) <= 4 else "float64", factor)
 
 
 def tiers_here() -> set[Backend]:
@@ -114,25 +142,29 @@ def roofline_by_target(op: str, shapes: list[list[int]], available: list[str]) -
     if found is None:
         return {}
     name, entry = found
-    n = max((math.prod(s) for s in shapes), default=1)
-    by_tier = estimate_seconds(name, entry.complexity, int(n))
+    if name in NUMPY_CATALOG:
+        work = work_of(name, shapes)
+    else:
+        work = static_work(name, entry.complexity, int(max((math.prod(s) for s in shapes), default=1)))
+    if work is None:
+        return {}
     names = {Backend.SCALAR: "numpy"}
     simd = next((t for t in targets.registry.host_names() if t in available and targets.get(t).tier is Backend.SIMD),
                 None)
-    if simd is not None:
+    if simd is not None and not work.host:
         names[Backend.SIMD] = simd
     gpu = next((t for t in targets.registry.gpu_names() if t in available), None)
-    if gpu is not None:
+    if gpu is not None and not work.host:
         names[Backend.GPU] = gpu
-    return {names[tier]: seconds for tier, seconds in by_tier.items() if tier in names}
+    return {target: Throughput.seed(tier).seconds(work) or 0.0 for tier, target in names.items()}
 
 
 class CalibratedEstimator:
     """The ``analyze`` estimator priced with a calibration: per tier, its best target's time
-    for one call on ``n`` float64 elements with the data on the host (two square operands for
-    a matrix product, one square operand for a factorisation, one vector otherwise). Ops the
-    calibration cannot price (scikit-learn, PyTorch, ops outside the NumPy catalog) fall back
-    to the seed roofline; ``source_of(op)`` says which model priced an op."""
+    for one call on ``n`` float64 elements with the data on the host (the operands
+    ``dispatch.cli.estimate.shapes_for`` gives: the matrix the source shows, else square ones).
+    Ops outside the NumPy catalog (scikit-learn, PyTorch) fall back to the seed roofline;
+    ``source_of(op)`` says which model priced an op."""
 
     def __init__(self, cal: Calibration, path: str | Path | None = None) -> None:
         self.cal = cal
@@ -140,38 +172,22 @@ class CalibratedEstimator:
         self.model = {
             "name": "calibration",
             "kind": "model estimate",
-            "note": "this machine's calibration, data on the host; the seed roofline where it cannot price an op",
+            "note": "the call's flops and bytes over this machine's calibrated throughputs, data on the host; "
+                    "the seed roofline where the calibration cannot price an op",
             "calibration": calibration_label(cal, path),
             "fallback": ROOFLINE,
         }
         self._sources: dict[str, str] = {}
 
-    def _shapes(self, op: str, n: int, shape: Sequence[int] | None = None) -> list[list[int]]:
-        entry = NUMPY_CATALOG.get(op)
-        work = entry.work if entry is not None else "map"
-        if shape is not None and len(shape) == 2 and work in ("matmul", "cubic"):
-            m, k = (int(d) for d in shape)  # the source shows the matrix: a tall one is not a square one
-            return [[m, k], [k, k]] if work == "matmul" else [[m, k]]
-        side = max(1, round(math.sqrt(n)))
-        if work == "matmul":
-            return [[side, side], [side, side]]
-        if work == "cubic":
-            return [[side, side]]
-        return [[n]]
-
     def __call__(self, op: str, complexity: Any, n: int, shape: Sequence[int] | None = None) -> dict[Backend, float]:
-        entry = NUMPY_CATALOG.get(op)
-        if entry is None:
-            self._sources[op] = ROOFLINE
-            return estimate_seconds(op, complexity, n, shape)
-        shapes = self._shapes(op, n, shape)
-        priced = price_call(op, shapes, ["float64"] * len(shapes), self.cal)
+        priced = {}
+        if op in NUMPY_CATALOG:
+            work = work_of(op, shapes_for(op, n, shape))
+            priced = _price(work, self.cal, "float64", 1.0) if work is not None else {}
         if not priced:
             self._sources[op] = ROOFLINE
             return estimate_seconds(op, complexity, n, shape)
         self._sources[op] = "calibration"
-        if entry.work in ("host", "random"):  # runs on NumPy by definition, as in the roofline
-            priced = {name: s for name, s in priced.items() if name == "numpy"} or priced
         best: dict[Backend, float] = {}
         for name, seconds in priced.items():
             tier = self.tiers.get(name, Backend.SIMD)

@@ -66,7 +66,6 @@ def run(args: argparse.Namespace) -> int:
     if not (args.report or args.profile):
         return run_script(code, argv, redirect)
 
-
     available = list(targets.available()) if profile_path is not None else []
     saved = (tracing.SITES, tracing.SITE_FILTER, router.history.hot_calls_per_s)
     tracing.SITES = args.profile is not None
@@ -86,19 +85,18 @@ def run(args: argparse.Namespace) -> int:
         if args.report:
             trace.summary(file=sys.stderr)
         if profile_path is not None:
-
             profile = build_profile(trace, cal, cal_path, available, args.script, argv, status, round(wall, 6),
                                     start_dir)
             status = _write_profile(profile_path, args.profile, profile, status)
     return status
 
 
-def _calibration(measure: bool) -> tuple[Any, str | None]:
-    """This machine's calibration (measured first with ``measure`` if there is none) and its file."""
+def _calibration(measure_first: bool) -> tuple[Any, str | None]:
+    """This machine's calibration (measured first with ``measure_first`` if there is none) and its file."""
+    from dispatch import measure  # lazy: only a run that calibrates imports the measuring code
 
     cal = this_machine_calibration()
-    if cal is None and measure:
-
+    if cal is None and measure_first:
         print("dispatch run: this machine is not calibrated: measuring a quick calibration first", file=sys.stderr)
         cal = measure.calibrate(quick=True, progress=sys.stderr.isatty())
     return cal, (str(stored_calibration_path()) if cal is not None else None)

@@ -78,7 +78,7 @@ def choose(estimator: Any, method: str, X: Any, others: Iterable = ()) -> Choice
     if forced is not None and forced != "auto":
         if forced == "numpy":
             return _FORCED_NUMPY
-        name, why = forced, f"forced {forced}"
+        name, why = forced, f"{forced}: forced"
     else:
         name = resident_target(X)
         if name is not None:
@@ -92,7 +92,7 @@ def choose(estimator: Any, method: str, X: Any, others: Iterable = ()) -> Choice
                 return known
             complexity = complexity_of(type(estimator))
             if complexity is None:
-                return _remember_host(key, f"{type(estimator).__name__} is not in the catalog: stock scikit-learn")
+                return _remember_host(key, f"{STOCK}: {type(estimator).__name__} is not in the catalog")
             tier = selector.select_with_moe(complexity, n)
             if n >= LEARN_MIN:
                 other = _other_target()
@@ -100,21 +100,26 @@ def choose(estimator: Any, method: str, X: Any, others: Iterable = ()) -> Choice
                     return _measuring(estimator, method, X, tuple(others), n, f"MoE: {complexity.name} on "
                                       f"{n:,} elements -> {tier.name}", tier is Backend.GPU and other in GPU_ORDER,
                                       other)
+            table = f"MoE: {complexity.name} on {n:,} elements -> {tier.name}"
             if tier is not Backend.GPU:
-                return _remember_host(key, f"MoE: {complexity.name} on {n:,} elements -> {tier.name}: "
-                                           "stock scikit-learn")
+                return _remember_host(key, f"{STOCK}: {table}{_HOST_TIER[tier]}")
             name = first_gpu()
             if name is None:
-                return _remember_host(key, f"MoE: {complexity.name} on {n:,} elements -> GPU, but no GPU here: "
-                                           "stock scikit-learn")
-            why = f"MoE: {complexity.name} on {n:,} elements -> GPU"
+                return _remember_host(key, f"{STOCK}: {table}, but no GPU here")
+            why = f"{name}: {table}"
     refusal = _refusal(estimator, method, name, X, tuple(others))
     if refusal is not None:
-        return Choice(None, refusal, fallback=True)
+        return Choice(None, f"{STOCK}: {refusal}", fallback=True)
     return Choice(name, why)
 
 
-_FORCED_NUMPY = Choice(None, "forced numpy")
+# Every reason opens with where the call ran, then says why: "stock scikit-learn: ..." (NumPy)
+# or "<target>: ...", or "data is on <target>".
+STOCK = "stock scikit-learn"
+_FORCED_NUMPY = Choice(None, f"{STOCK}: forced numpy")
+# Why a host tier of the table keeps stock scikit-learn: NumPy's threaded BLAS is the SIMD tier
+# for estimators (torch-cpu runs one only when forced, or once it measured faster).
+_HOST_TIER = {Backend.SCALAR: "", Backend.SIMD: ", which stock scikit-learn's threaded NumPy runs"}
 
 
 # ---- measuring large calls ------------------------------------------------------------------------
@@ -136,25 +141,24 @@ def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table
                other: str) -> Choice:
     refusal = _refusal(estimator, method, other, X, others)  # nothing to measure against
     if refusal is not None:
-        return Choice(None, refusal, fallback=table_wants_other)
+        return Choice(None, f"{STOCK}: {refusal}", fallback=table_wants_other)
     key = (type(estimator), method, n.bit_length())
     seen = _measured.get(key, {})
     # The alternative's first call pays one-time costs (kernels compiled on first use, memory
     # pools, a CUDA context): a loss is measured once more before it counts.
     again = len(seen) == 2 and seen.get(other, 0.0) > seen.get(None, 0.0) and _tries.get(key, 0) < 2
     if not seen:
-        name, why = (other if table_wants_other else None), f"{table}, measuring"
+        name = other if table_wants_other else None
+        why = f"{table}; measured first, then {STOCK if name else other}"
     elif len(seen) == 1:
         name, why = (other if None in seen else None), "measuring the alternative"
     elif again:
         name, why = other, f"measuring {other} again (lost {_ms(seen.get(other))} vs stock {_ms(seen.get(None))})"
     else:
         name = min(seen, key=lambda k: seen[k])
-        why = f"measured: {other} {_ms(seen.get(other))} vs stock {_ms(seen.get(None))}"
+        why = f"measured {other} {_ms(seen.get(other))} vs stock {_ms(seen.get(None))}"
     learn = key if len(seen) < 2 or again else None
-    if name is None:
-        return Choice(None, f"{why}: stock scikit-learn", learn=learn)
-    return Choice(name, why, learn=learn)
+    return Choice(name, f"{name or STOCK}: {why}", learn=learn)
 
 
 def _ms(seconds: float | None) -> str:

@@ -33,6 +33,7 @@ from dispatch.arrays._array import ndarray, wrap_host
 from dispatch.base.state import STATE
 from dispatch.routing import router
 from dispatch.sklearn._routing import (
+    STOCK,
     Choice,
     _stock_calls,
     array_kind,
@@ -200,8 +201,8 @@ def _execute(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict, X: An
     token = _scope.set(_LEAF)
     try:
         if choice.target is None:
-            if choice.fallback:
-                tracing.fallback(_op(est, spec), choice.reason)
+            if choice.fallback:  # the trace's fallbacks list why, under the calls that ran stock
+                tracing.fallback(_op(est, spec), choice.reason.removeprefix(f"{STOCK}: "))
             return _stock(est, invoke, args, kwargs, caller, X), "numpy", choice.reason
         keep = spec.keeps_device and isinstance(outer, CompositeScope) and outer.closed()
         learn = False
@@ -217,7 +218,7 @@ def _execute(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict, X: An
         if learn:
             remember_unsupported(est, spec.method, why)
         tracing.fallback(_op(est, spec), why)
-        return result, "numpy", f"fallback: {why}"
+        return result, "numpy", f"{STOCK}: fallback: {why}"
     finally:
         _scope.reset(token)
 
