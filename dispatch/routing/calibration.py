@@ -39,6 +39,7 @@ scale-out, not priced, so it has no entry under ``targets``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -310,6 +311,7 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@functools.cache  # read once a process: each lookup scans the installed distributions (10-20 ms)
 def _versions() -> dict[str, str]:
     from importlib import metadata
 
@@ -329,7 +331,7 @@ def _identity() -> dict[str, Any]:
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "gpu_hardware": _gpu_hardware(),
-        "libraries": _versions(),
+        "libraries": dict(_versions()),
     }
 
 

@@ -58,7 +58,7 @@ from dispatch.base.devices import DASK, HOST_ONLY
 from dispatch.base.ops import all_ops, op_named
 from dispatch.base.state import STATE
 from dispatch.base.tiers import Backend
-from dispatch.routing import calibration, cost, trials
+from dispatch.routing import calibration, cost, startup, trials
 from dispatch.routing.calibration import INTEGER_OPS
 from dispatch.routing.history import HOST_TARGETS, History, call_kind
 from dispatch.routing.selector import BackendSelector
@@ -254,6 +254,7 @@ def use_calibration(cal: Any) -> None:
         if not model.device.is_host and model.transfer:
             devices.setdefault(model.device, model)
     cost.set_device_models(devices)
+    startup.use_calibration(cal)  # start-up hook: the calibration's start-up prices (dispatch.routing.startup)
     global _machine_selector
     _machine_selector = BackendSelector.from_calibration(cal)
     clear_decisions()
@@ -288,6 +289,7 @@ def _ensure_calibration() -> None:
                               "calls are routed by the seed's table", RuntimeWarning, stacklevel=2)
         else:
             _say_when_a_calibration_no_longer_applies()
+        startup.begin(history)  # start-up hook: what earlier runs learned; background bring-up
 
 
 def _say_when_a_calibration_no_longer_applies() -> None:
@@ -441,6 +443,7 @@ def decide(op: Any, inputs: Any, args: tuple, kwargs: dict) -> Decision:
     if trial is not None:
         return _on_trial(key, trial)
     decision, cacheable = _decide(op, inputs, key)
+    cacheable = startup.after_decide(key, cacheable)  # start-up hook: not cached while a target starts
     if cacheable and _trial_worthy(decision, inputs, key):
         chosen = trials.verdict(key)
         if chosen is not None:
@@ -648,15 +651,22 @@ def _decide_seed(op: Any, inputs: Any, key: tuple) -> Decision:
 def _for_tier(tier: Backend, op: Any) -> Any:
     if tier is Backend.GPU:
         for name in GPU_TARGETS:
-            target = targets.probe(name)
+            target = _reach(name, None)
             if target is not None and target.supports(op):
                 return target
         tier = Backend.SIMD
     if tier is Backend.SIMD and op.name in TORCH_CPU_FASTER:
-        target = targets.probe("torch-cpu")
+        target = _reach("torch-cpu", None)
         if target is not None:
             return target
     return NUMPY
+
+
+def _reach(name: str, saving_s: float | None, key: tuple | None = None) -> Any:
+    """``targets.probe(name)`` where the target is up, or may be brought up for a call priced to save
+    ``saving_s`` there (``None``: not priced; only a library the program loaded may serve), else
+    ``None``: the start-up pricing (``dispatch.routing.startup``)."""
+    return targets.probe(name) if startup.admit(name, saving_s, key) else None
 
 
 def candidates(op: Any, key: tuple) -> list[Any]:
@@ -732,10 +742,11 @@ def _decide_cost(op: Any, inputs: Any, key: tuple) -> tuple[Decision, bool]:
     # Probed cheapest first, and only the best and the alternatives close enough to be explored:
     # a library that cannot win this call is not imported for it.
     ranked = []
+    numpy_s = next((s for s, n, _ in priced if n == "numpy"), None)
     for seconds, name, samples in priced:
         if ranked and seconds > history.explore_ratio * ranked[0][0]:
             break
-        target = targets.probe(name)
+        target = _reach(name, numpy_s - seconds if numpy_s is not None else None, key)
         if target is not None and target.supports(op):
             ranked.append((seconds, name, samples))
     if not ranked:
@@ -825,7 +836,7 @@ def _decide_placement(op: Any, inputs: Any, key: tuple) -> Decision:
                 continue
             there = model.to_device_seconds(inputs.nbytes) + history.p_return(key) * cost.return_seconds(
                 model, op, inputs) - credit
-            target = targets.probe(name) if there < here else None
+            target = _reach(name, here - there, key) if there < here else None
             if target is not None and target.supports(op):
                 decision = Decision(target, "placement: later calls on this copy run there", there, key=key)
                 break
