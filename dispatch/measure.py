@@ -21,7 +21,7 @@ import numpy as np
 
 import dispatch
 from dispatch import cluster, targets
-from dispatch.routing import calibration, router
+from dispatch.routing import calibration, router, startup
 
 __all__ = ["calibrate", "load_or_measure"]
 
@@ -338,6 +338,11 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
             with contextlib.suppress(StopIteration):
                 next(ticker)
     aside_names = [t.name for t in found if t.name in measured_aside]
+    began = time.perf_counter()
+    # each target's start-up (import, context, first call), in fresh processes: what the router
+    # charges the first call that would bring it up (dispatch.routing.startup)
+    started = startup.measure([t.name for t in found if t.name != "numpy"])
+    phases["timing start-up"] = time.perf_counter() - began
     cal = calibration.Calibration(
         fingerprint=calibration.fingerprint(info),
         machine=info,
@@ -347,7 +352,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         seconds=round(time.perf_counter() - start, 2),
         extra={"phases": {k: round(v, 2) for k, v in phases.items()},
                **({"measured_aside": aside_names} if aside_names else {}), **_dask_extra(result),
-               "disturbed": list(calibration._SPREAD)},
+               "disturbed": list(calibration._SPREAD), "startup": started},
     )
     if (note := calibration.busy_note()) is not None:
         logging.getLogger("dispatch").warning(note)

@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "demo": "demo",
     "analyze": "analyze",
     "migrate": "migrate",
+    "forget": "forget",
 }
 
 

@@ -76,6 +76,8 @@ def _this_script() -> tuple[str, str] | None:
     if not file or not file.endswith(".py"):
         return None
     path = os.path.realpath(file)
+    if path.startswith(_PACKAGE):  # ``python -m dispatch info``: a command of dispatch's, not a program
+        return None
     try:
         with open(path, "rb") as handle:
             digest = hashlib.sha256(handle.read()).hexdigest()
@@ -213,6 +215,10 @@ def entry() -> dict[str, Any] | None:
     from dispatch import targets  # (loaded: the router uses it)
 
     sites = []
+    # Calls are counted from the timed ones, and a run times fewer where a target came up (its
+    # calls are decided afresh while it starts, and settled kinds are timed one call in eight):
+    # a kind's count is the larger of this run's and the last one's.
+    before = {json.dumps(s.get("key")): s for s in (_previous or {}).get("sites", []) if isinstance(s, dict)}
     for key in {*_history.stats, *_saves}:
         per = _history.stats.get(key, {})
         calls = _calls(key, per) if per else 0.0
@@ -222,8 +228,14 @@ def entry() -> dict[str, Any] | None:
             raw = _jsonable(key)
         except (TypeError, ValueError):
             continue
-        sites.append({"site": _sites.get(key, "?"), "key": raw, "calls": calls,
-                      "seconds": {t: s.seconds for t, s in per.items()}, "saves": _saves.get(key, {})})
+        last = before.get(json.dumps(raw), {})
+        try:
+            calls = max(calls, float(last.get("calls", 0.0)))
+            saves = {**{t: float(v) for t, v in last.get("saves", {}).items()}, **_saves.get(key, {})}
+        except (TypeError, ValueError, AttributeError):
+            saves = _saves.get(key, {})
+        sites.append({"site": _sites.get(key, last.get("site", "?")), "key": raw, "calls": calls,
+                      "seconds": {t: s.seconds for t, s in per.items()}, "saves": saves})
     sites.sort(key=lambda s: -s["calls"] * max(s["seconds"].values(), default=0.0))
     previous_runs = int((_previous or {}).get("runs", 0))
     try:

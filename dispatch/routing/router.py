@@ -1037,6 +1037,7 @@ def _learn_floor(key: tuple) -> None:
     name, _, bucket, devices, forced = key[:5]
     if (forced is not None or devices != HOST_ONLY or not _numpy_best(history.stats.get(key, {}))
             or history.p_send(key)  # its results go on to a device: the router must keep seeing them
+            or startup.priced_out(key)  # start-up hook: a target priced cheaper may come up later in the run
             or any(k[0] == name and k[3] == HOST_ONLY and k[2] <= bucket for k in _pins)):  # (``_pin``)
         return
     try:

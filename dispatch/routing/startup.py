@@ -33,7 +33,8 @@ from dispatch import targets
 from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
-__all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "measure", "seconds", "up", "use_calibration"]
+__all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "measure", "priced_out", "seconds", "up",
+           "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: torch's
 # import took 1.5 s on an H200 machine and 1.9-2.0 s on a 2-core one; its CUDA context 0.6 s;
@@ -47,6 +48,7 @@ SEED_S: dict[str, tuple[float, float, float]] = {
 }
 
 _measured: dict[str, tuple[float, float, float]] = {}  # from the calibration in use
+_priced_out: set[tuple] = set()
 _deferred = False  # a decision made while a target was starting: not to be cached
 _begun = False
 
@@ -107,7 +109,18 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
         return False
     if saving_s is None:
         return LIBRARY.get(name) in sys.modules
-    return saving_s > seconds(name)
+    if saving_s > seconds(name):
+        return True
+    if key is not None and saving_s > 0.0:
+        _priced_out.add(key)
+    return False
+
+
+def priced_out(key: tuple) -> bool:
+    """Whether a target priced cheaper than NumPy for calls of kind ``key`` was left down for its
+    start-up: NumPy's decision for them is not final (no floor is learned over them), as the
+    target may come up later in the run."""
+    return key in _priced_out
 
 
 def after_decide(key: tuple, cacheable: bool) -> bool:
