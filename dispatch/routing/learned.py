@@ -40,8 +40,8 @@ from dispatch.base import cachefiles, settings
 from dispatch.routing import calibration
 from dispatch.routing.history import _jsonable
 
-__all__ = ["FOLDER", "MAX_FILES", "MAX_SITES", "begin", "describe", "folder", "forget", "path_for", "predicted",
-           "priced", "site", "wanted"]
+__all__ = ["FOLDER", "MAX_FILES", "MAX_SITES", "begin", "describe", "earlier", "folder", "forget", "keep", "path_for",
+           "predicted", "priced", "site", "wanted"]
 
 VERSION = 1
 FOLDER = f"learned-v{VERSION}"
@@ -62,6 +62,7 @@ _sites: dict[tuple, str] = {}
 _saves: dict[tuple, dict[str, float]] = {}
 _started = 0.0
 _warned = False
+_sections: dict[str, Any] = {}  # name -> what makes it at the run's end (``keep``)
 
 
 def folder() -> Path:
@@ -160,6 +161,17 @@ def priced(key: tuple, target: str, saving_s: float) -> None:
         _saves.setdefault(key, {})[target] = saving_s
 
 
+def keep(section: str, make: Any) -> None:
+    """Keep ``make()`` (JSON) under ``section`` at the run's end: what another part learned
+    (``dispatch.sklearn``: the large calls it measured); ``earlier(section)`` reads it back."""
+    _sections[section] = make
+
+
+def earlier(section: str) -> Any:
+    """What the script's earlier runs kept under ``section`` (``keep``), or ``None``."""
+    return (_previous or {}).get(section)
+
+
 # ---- what the earlier runs predict ------------------------------------------------------------------
 
 
@@ -245,7 +257,17 @@ def entry() -> dict[str, Any] | None:
     return {"version": VERSION, "script": _script[0], "sha256": _script[1], "runs": previous_runs + 1,
             "run_s": round(time.perf_counter() - _started, 6), "ended": time.time(),
             "targets": sorted(n for n in targets._targets if n != "numpy"), "sites": sites[:MAX_SITES],
-            "history": history}
+            "history": history, **_made_sections()}
+
+
+def _made_sections() -> dict[str, Any]:
+    made = {}
+    for name, make in _sections.items():
+        try:
+            made[name] = make()
+        except Exception:  # one part's failure must not lose the rest
+            continue
+    return made
 
 
 def record() -> None:
