@@ -291,7 +291,7 @@ def record() -> None:
 
 def _prune(where: Path) -> None:
     try:
-        files = sorted(where.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        files = sorted((where / n for n in os.listdir(where) if n.endswith(".json")), key=lambda p: p.stat().st_mtime)
     except OSError:
         return
     for old in files[:-MAX_FILES]:
