@@ -34,6 +34,7 @@ _lock = threading.Lock()
 
 def start(name: str) -> bool:
     """Start bringing ``name`` up in the background; whether a thread was started for it now."""
+    targets.probe("numpy")  # registered now: the program's own calls never wait on the registry's lock for it
     with _lock:
         if name in _states:
             return False
@@ -56,7 +57,8 @@ def _bring_up(name: str, library: str | None) -> None:
                 from dispatch.base import tuning
 
                 tuning.torch_starts()  # as ``TorchTarget`` would, before torch loads
-            importlib.import_module(library)
+            module = importlib.import_module(library)
+            _context(name, module)
         target = targets.probe(name)
         if target is not None:
             import numpy as np
@@ -71,6 +73,18 @@ def _bring_up(name: str, library: str | None) -> None:
         ok = False
     _taken[name] = time.perf_counter() - began
     _states[name] = "ready" if ok else "failed"
+
+
+def _context(name: str, module: object) -> None:
+    """The device's context made before ``targets.probe`` holds the registry's lock (0.2-0.6 s)."""
+    try:
+        if name == "torch-cuda":
+            module.cuda.init()  # type: ignore[attr-defined]
+        elif name == "cupy":
+            module.cuda.runtime.getDeviceCount()  # type: ignore[attr-defined]
+            module.zeros(1)  # type: ignore[attr-defined]
+    except Exception:  # no device: the probe says so, and keeps the reason
+        pass
 
 
 def state(name: str) -> str | None:
