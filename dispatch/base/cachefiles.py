@@ -24,7 +24,6 @@ import errno
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +68,8 @@ def private_dir(folder: str | Path) -> Path:
 
 def write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` atomically (see the module docstring); returns ``path``."""
+    import tempfile  # (only where a file is written: not with ``import dispatch``)
+
     path = Path(path)
     folder = private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)

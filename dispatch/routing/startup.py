@@ -15,7 +15,8 @@ does not force it (``router._reach``). A target comes up when:
   first routed call, NumPy serving meanwhile, and taken once it is ready;
 - or, with no such prediction, this one call is priced to save more than the start-up.
 
-The start-up's price is this machine's calibration's (``measure`` times it in fresh processes)
+The start-up's price is this machine's calibration's (``dispatch.measure.startup_seconds`` times
+it in fresh processes)
 or, without one, ``SEED_S``: figures on the high side of what was measured, so that a script
 is never made slower by an engine it did not need. A forced target is brought up at once,
 whatever it costs (``router._decide``): the user asked for it.
@@ -23,18 +24,14 @@ whatever it costs (``router._decide``): the user asked for it.
 
 from __future__ import annotations
 
-import json
 import sys
-import time
-from subprocess import PIPE, Popen, TimeoutExpired  # bound here: a test's stand-in for the module's Popen is not ours
 from typing import Any
 
 from dispatch import targets
 from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
-__all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "measure", "priced_out", "seconds", "up",
-           "use_calibration"]
+__all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "priced_out", "seconds", "up", "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: torch's
 # import took 1.5 s on an H200 machine and 1.9-2.0 s on a 2-core one; its CUDA context 0.6 s;
@@ -132,58 +129,3 @@ def after_decide(key: tuple, cacheable: bool) -> bool:
         _deferred = False
         return False
     return cacheable
-
-
-# ---- measuring it ---------------------------------------------------------------------------------
-
-_CHILD = """
-import json, sys, time
-import numpy as np
-name, library = sys.argv[1], sys.argv[2]
-start = time.perf_counter()
-try:
-    __import__(library)
-except Exception as exc:
-    print(json.dumps({"error": f"{type(exc).__name__}: {exc}"})); sys.exit()
-imported = time.perf_counter()
-from dispatch import targets
-from dispatch.base.ops import op_named
-target = targets.probe(name)
-if target is None:
-    print(json.dumps({"error": targets._unavailable.get(name, "unavailable")})); sys.exit()
-x = target.from_host(np.ones(4))
-target.synchronize()
-context = time.perf_counter()
-target.run(op_named("add"), (x, x), {})
-target.synchronize()
-first = time.perf_counter()
-print(json.dumps({"import_s": imported - start, "context_s": context - imported, "first_call_s": first - context}))
-"""
-
-
-def measure(names: list[str], timeout: float = 120.0) -> dict[str, dict[str, float]]:
-    """Each target's start-up, timed in a fresh process of its own (the library's import, the
-    device's context with a first copy, and a first call): ``{name: {"import_s", "context_s",
-    "first_call_s"}}``; a target that fails to start is left out."""
-    found = {}
-    for name in names:
-        if name not in LIBRARY:
-            continue
-        start = time.perf_counter()
-        try:
-            child = Popen([sys.executable, "-c", _CHILD, name, LIBRARY[name]], stdout=PIPE, stderr=PIPE, text=True)
-        except OSError:
-            continue
-        try:
-            out, _ = child.communicate(timeout=timeout)
-            data = json.loads(out.strip().splitlines()[-1])
-        except TimeoutExpired:
-            child.kill()
-            child.communicate()
-            continue
-        except (ValueError, IndexError):
-            continue
-        if "error" not in data:
-            found[name] = {k: round(float(v), 4) for k, v in data.items()}
-            found[name]["process_s"] = round(time.perf_counter() - start, 4)
-    return found
