@@ -259,3 +259,22 @@ def test_a_later_run_brings_up_what_earlier_runs_predict(tmp_path, script):
     assert [float(x) for x in second.stdout.split()] == pytest.approx([float(x) for x in reference.split()],
                                                                       rel=1e-12)
     assert _kept(cache, script)["targets"] == ["torch-cpu"]
+
+
+def test_what_large_scikit_learn_calls_measured_is_kept_for_the_next_run(monkeypatch):
+    pytest.importorskip("sklearn")
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    from dispatch.sklearn import _routing
+
+    key = (LinearDiscriminantAnalysis, "fit", 21)
+    monkeypatch.setattr(_routing, "_measured", {key: {None: 12.5, "cupy": 0.24}})
+    kept = _routing._kept()
+    assert kept == [{"estimator": "sklearn.discriminant_analysis.LinearDiscriminantAnalysis", "method": "fit",
+                     "bucket": 21, "seconds": {"stock": 12.5, "cupy": 0.24}}]
+    # the next run: nothing measured yet in the process, the entry read back from the file
+    monkeypatch.setattr(_routing, "_measured", {})
+    monkeypatch.setattr(_routing, "_tries", {})
+    monkeypatch.setattr(learned, "_previous", {"sklearn": json.loads(json.dumps(kept))})
+    assert _routing._earlier(key) == {None: 12.5, "cupy": 0.24}
+    assert _routing._earlier((LinearDiscriminantAnalysis, "predict", 21)) == {}
