@@ -293,7 +293,7 @@ def record() -> None:
             data["history"] = None
             text = json.dumps(data)
         path = path_for(data["script"])
-        cachefiles.write_text(path, text)
+        cachefiles.write_text(path, text, sync=False)  # at the script's end: no fsync (see write_text)
         _prune(path.parent)
     except Exception:  # a full disk, a read-only cache: the next run starts afresh
         pass
