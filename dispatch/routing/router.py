@@ -40,7 +40,9 @@ Decisions are cached by (op, dtypes, size bucket, devices of the inputs, forced 
 reduction's axis); a cache hit is one dict lookup. For calls of ``cluster.LIVE_ELEMENTS``
 elements or more the scale-out rule is asked again at each hit (free memory changes). A target
 that refused a kind of call is remembered for that key (at once for a lasting refusal, after
-two for one that depends on the arguments). The router never synchronises a device to decide.
+two for one that depends on the arguments). The router never synchronises a device to decide,
+nor brings a target up whose start-up the call, or the script's earlier runs, cannot repay
+(``dispatch.routing.startup``; a forced target always comes up).
 """
 
 from __future__ import annotations
