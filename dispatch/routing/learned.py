@@ -315,8 +315,20 @@ def _prune(where: Path) -> None:
 
 
 def describe(script: str) -> dict[str, Any] | None:
-    """What is kept for ``script``: its entry, or ``None``; ``"current"`` says whether it was
-    kept for the script's text as it is now."""
+    """What is kept for ``script`` (``python -m dispatch info --script``).
+
+    Parameters
+    ----------
+    script : str
+        The script file.
+
+    Returns
+    -------
+    dict or None
+        Its entry (see the module docstring), with ``"current"`` (kept for the script's text as
+        it is now), ``"file"`` and ``"predicted"`` (seconds a run is predicted to save on each
+        target); ``None`` where nothing is kept.
+    """
     path = path_for(script)
     data = _read(path)
     if data is None:
@@ -332,7 +344,18 @@ def describe(script: str) -> dict[str, Any] | None:
 
 
 def forget(script: str | None = None) -> int:
-    """Delete what was kept: for ``script`` only, or for every script. Returns the files deleted."""
+    """Delete what scripts' earlier runs learned and kept (``dispatch.forget()``).
+
+    Parameters
+    ----------
+    script : str, optional
+        The script file whose entry to delete; every script's by default.
+
+    Returns
+    -------
+    int
+        How many files were deleted. The script's next run starts as its first did.
+    """
     where = folder()
     paths = [path_for(script)] if script is not None else list(where.glob("*.json")) if where.is_dir() else []
     removed = 0
