@@ -44,6 +44,7 @@ _OWN = {
     "tune": "dispatch.config",
     "use_cluster": "dispatch.cluster",
     "compute": "dispatch.arrays.scale_out",
+    "forget": "dispatch.routing.learned",
 }
 _SUBMODULES = ("fft", "linalg", "random", "config", "cluster", "sklearn")  # sklearn imports scikit-learn only when used
 _MISSING = object()

@@ -21,7 +21,11 @@ import numpy as np
 
 import dispatch
 from dispatch import cluster, targets
-from dispatch.routing import calibration, router
+from dispatch.routing import calibration, router, startup
+
+# Bound at import: the start-up children are started by this, not by a stand-in a caller may have
+# put on the module since (tests replace ``subprocess.Popen`` to watch the calibration's children).
+_Popen = subprocess.Popen
 
 __all__ = ["calibrate", "load_or_measure"]
 
@@ -338,6 +342,11 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
             with contextlib.suppress(StopIteration):
                 next(ticker)
     aside_names = [t.name for t in found if t.name in measured_aside]
+    began = time.perf_counter()
+    # each target's start-up (import, context, first call), in fresh processes: what the router
+    # charges the first call that would bring it up (dispatch.routing.startup)
+    started = startup_seconds([t.name for t in found if t.name != "numpy"])
+    phases["timing start-up"] = time.perf_counter() - began
     cal = calibration.Calibration(
         fingerprint=calibration.fingerprint(info),
         machine=info,
@@ -347,7 +356,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         seconds=round(time.perf_counter() - start, 2),
         extra={"phases": {k: round(v, 2) for k, v in phases.items()},
                **({"measured_aside": aside_names} if aside_names else {}), **_dask_extra(result),
-               "disturbed": list(calibration._SPREAD)},
+               "disturbed": list(calibration._SPREAD), "startup": started},
     )
     if (note := calibration.busy_note()) is not None:
         logging.getLogger("dispatch").warning(note)
@@ -370,3 +379,59 @@ def _dask_extra(measured: dict[str, Any]) -> dict[str, Any]:
     where = cluster.address() or ""
     cluster._measured_chunk[where] = chunk
     return {"dask": {"scheduler": where, "task_overhead_s": overhead, "chunk_bytes": chunk}}
+
+
+# ---- each target's start-up, in fresh processes ----------------------------------------------------
+
+_CHILD = """
+import json, sys, time
+import numpy as np
+name, library = sys.argv[1], sys.argv[2]
+start = time.perf_counter()
+try:
+    __import__(library)
+except Exception as exc:
+    print(json.dumps({"error": f"{type(exc).__name__}: {exc}"})); sys.exit()
+imported = time.perf_counter()
+from dispatch import targets
+from dispatch.base.ops import op_named
+target = targets.probe(name)
+if target is None:
+    print(json.dumps({"error": targets._unavailable.get(name, "unavailable")})); sys.exit()
+x = target.from_host(np.ones(4))
+target.synchronize()
+context = time.perf_counter()
+target.run(op_named("add"), (x, x), {})
+target.synchronize()
+first = time.perf_counter()
+print(json.dumps({"import_s": imported - start, "context_s": context - imported, "first_call_s": first - context}))
+"""
+
+
+def startup_seconds(names: list[str], timeout: float = 120.0) -> dict[str, dict[str, float]]:
+    """Each target's start-up, timed in a fresh process of its own (the library's import, the
+    device's context with a first copy, and a first call): ``{name: {"import_s", "context_s",
+    "first_call_s"}}``; a target that fails to start is left out."""
+    found = {}
+    for name in names:
+        if name not in startup.LIBRARY:
+            continue
+        start = time.perf_counter()
+        try:
+            child = _Popen([sys.executable, "-c", _CHILD, name, startup.LIBRARY[name]], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        except OSError:
+            continue
+        try:
+            out, _ = child.communicate(timeout=timeout)
+            data = json.loads(out.strip().splitlines()[-1])
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            continue
+        except (ValueError, IndexError):
+            continue
+        if "error" not in data:
+            found[name] = {k: round(float(v), 4) for k, v in data.items()}
+            found[name]["process_s"] = round(time.perf_counter() - start, 4)
+    return found

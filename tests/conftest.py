@@ -18,6 +18,8 @@ from collections.abc import Iterator
 # The tests route by the seed's table or by calibrations they make: never by one this machine
 # stored for its user (set before dispatch loads anything).
 os.environ["DISPATCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="dispatch-tests-")
+# ...nor by what earlier runs of a script learned (tests/test_startup.py turns it on where it tests it)
+os.environ["DISPATCH_LEARN"] = "0"
 
 import pytest
 

@@ -61,7 +61,9 @@ def test_info_uncalibrated(cache):
     assert "\nprocess tuning:\n  OMP_WAIT_POLICY " in out
 
     info = json.loads(dispatch_cli("info", "--json").stdout)
-    assert set(info) == {"version", "machine", "gpus", "targets", "calibration", "routing", "fast_path", "tuning"}
+    assert set(info) == {"version", "machine", "gpus", "targets", "calibration", "routing", "fast_path", "tuning",
+                         "learned"}
+    assert info["learned"]["script"] is None and info["learned"]["folder"].startswith(str(cache))
     assert {"OMP_WAIT_POLICY", "THP_MEM_ALLOC_ENABLE", "glibc heap thresholds"} <= set(info["tuning"])
     assert set(info["machine"]["libraries"]) == {"numpy", "torch", "cupy", "scikit-learn"}
     assert info["machine"]["libraries"]["numpy"] == __import__("numpy").__version__

@@ -699,7 +699,7 @@ def test_a_calibration_makes_a_gpus_first_solver_calls_in_children_while_it_meas
         ("measure", "torch-cuda", "all"), ("measure", "cupy", "all but solvers"),  # torch compiles nothing
         ("wait", "linalg.solve:256:float64"), ("wait", "linalg.svd:128:float64"), ("wait", "others:quick"),
         ("measure", "numpy", "all"), ("measure", "cupy", "solvers")]
-    assert set(cal.extra["phases"]) == {"finding the targets", "waiting for the first calls"}
+    assert set(cal.extra["phases"]) == {"finding the targets", "waiting for the first calls", "timing start-up"}
     for env, cores in ((None, 5), (("CUDA_CACHE_DISABLE", "1"), 16)):  # no cores to spare; no cache to warm
         if env:
             monkeypatch.setenv(*env)

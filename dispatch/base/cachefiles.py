@@ -24,7 +24,6 @@ import errno
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +66,15 @@ def private_dir(folder: str | Path) -> Path:
     return folder
 
 
-def write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (see the module docstring); returns ``path``."""
+def write_text(path: str | Path, text: str, sync: bool = True) -> Path:
+    """Write ``text`` to ``path`` atomically (see the module docstring); returns ``path``.
+
+    ``sync=False`` leaves out the ``fsync`` before the rename: after a power loss the file may be
+    empty or torn (its reader then ignores it), never half of an old and half of a new one while
+    the machine runs. For files worth less than the 20-80 ms an ``fsync`` took at a script's end
+    on a shared disk (what a script's runs learned)."""
+    import tempfile  # (only where a file is written: not with ``import dispatch``)
+
     path = Path(path)
     folder = private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
@@ -76,7 +82,8 @@ def write_text(path: str | Path, text: str) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())  # the rename must not land before the contents
+            if sync:
+                os.fsync(handle.fileno())  # the rename must not land before the contents
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 from types import ModuleType
@@ -25,7 +24,9 @@ _TESTING_UTILS = "numpy.testing._private.utils"
 _HOSTED_ASSERTS = ("assert_equal", "assert_almost_equal")  # the two that fall back on bool(a == b)
 
 
-class _NumpyMirror(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+# A finder and loader by protocol: ``importlib.abc`` would import ``importlib.resources`` and
+# ``tempfile`` with ``import dispatch`` (8 ms), for default methods these classes define themselves.
+class _NumpyMirror:
     """Finds ``dispatch.X`` as ``numpy.X`` where dispatch has no ``X`` of its own, and patches
     NumPy's testing helpers as they load."""
 
@@ -78,7 +79,7 @@ def _numpy_module(dotted: str) -> ModuleType | None:
     return obj if isinstance(obj, ModuleType) else None
 
 
-class _Patching(importlib.abc.Loader):
+class _Patching:
     """A loader that runs ``loader`` and then patches the testing helpers it defined."""
 
     def __init__(self, loader: Any) -> None:

@@ -559,7 +559,16 @@ NUMPY_CATALOG = parse_table(_TABLE, ("cupy", "torch"), WORKS)
 # NumPy lacks one, ``dispatch`` has no such attribute either, as NumPy has not.
 REMOVED_IN_NUMPY = {"row_stack": "2.5"}
 
-NumPyOp = make_enum("NumPyOp", __name__, NUMPY_CATALOG)
+
+def __getattr__(name: str) -> object:
+    # ``NumPyOp`` (an enum of every entry, the converters' vocabulary) is built when first asked
+    # for: routing reads the table, and an enum of 500 members took a noticeable share of a
+    # script's start
+    if name == "NumPyOp":
+        made = globals()["NumPyOp"] = make_enum("NumPyOp", __name__, NUMPY_CATALOG)
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # ---- the equality contract (docs/equality.md) ----------------------------------------------------
 # Ops whose float results another target may round otherwise than NumPy in the last bits: strict

@@ -14,6 +14,7 @@ variable                    read         accepted values
 ``DISPATCH_DASK_CHUNK_BYTES`` at import  a whole number of bytes >= 1
 ``DISPATCH_CACHE_DIR``      at each use  a directory (the calibration cache)
 ``DISPATCH_DASK_SCHEDULER`` at each use  a Dask scheduler's address
+``DISPATCH_LEARN``          at each use  ``0`` / ``1`` (default): keep what a script's runs learned
 =========================== ============ ===============================================
 
 A bad value raises ``ValueError`` naming the variable and what it accepts: at ``import
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ENV", "Env", "cache_dir", "check_backend", "check_chunk_bytes", "check_exact",
-           "check_memory_fraction", "dask_scheduler", "read"]
+           "check_memory_fraction", "dask_scheduler", "learn", "read"]
 
 BOOLEANS = {"": False, "0": False, "false": False, "no": False, "off": False,
             "1": True, "true": True, "yes": True, "on": True}
@@ -143,3 +144,11 @@ def dask_scheduler(environ: Mapping[str, str] = os.environ) -> str | None:
         raise ValueError(f"DISPATCH_DASK_SCHEDULER={raw!r}: expected a Dask scheduler address "
                          "(such as tcp://host:8786)")
     return raw
+
+
+def learn(environ: Mapping[str, str] = os.environ) -> bool:
+    """``DISPATCH_LEARN`` (read at each use): whether what a script's runs learned is kept between
+    them (``dispatch.routing.learned``); on unless set to ``0``."""
+    if not environ.get("DISPATCH_LEARN", "").strip():
+        return True
+    return _boolean(environ, "DISPATCH_LEARN")

@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "demo": "demo",
     "analyze": "analyze",
     "migrate": "migrate",
+    "forget": "forget",
 }
 
 
@@ -55,14 +56,19 @@ def writable(path: str, option: str) -> str:
     return path
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the command line, only its subcommand's module is imported (a script run
+    by ``dispatch run`` does not wait for the other commands' imports), else every one."""
     parser = argparse.ArgumentParser(
         prog="dispatch",
         description="Run NumPy, scikit-learn and PyTorch code on the fastest backend for each call.",
     )
     parser.add_argument("--version", action="version", version=f"dispatch {dispatch.__dispatch_version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     for name, module_name in SUBCOMMANDS.items():
+        if chosen is not None and name != chosen:
+            continue
         module = importlib.import_module(f"dispatch.cli.{module_name}")
         command = sub.add_parser(name, help=module.HELP, description=module.__doc__)
         module.add_arguments(command)
@@ -71,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if getattr(args, "_run", None) is None:
         parser.print_help()

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import importlib.util
 import os
 import sys
 import sysconfig
@@ -62,8 +63,10 @@ class ScriptError(Exception):
 
 
 def _package_dir(name: str) -> str | None:
-    module = sys.modules.get(name) or importlib.import_module(name)
-    file = getattr(module, "__file__", None)
+    module = sys.modules.get(name)
+    # found, not imported: the script's run does not wait for a package it may never use
+    file = getattr(module, "__file__", None) if module is not None else getattr(
+        importlib.util.find_spec(name), "origin", None)
     return os.path.dirname(os.path.realpath(file)) + os.sep if file else None
 
 

@@ -14,6 +14,8 @@ calibrated, which routing policy is in effect, and the process tuning dispatch a
                      "created": null, "quick": null, "seconds": null, "targets": [], "others": []},
      "routing": {"policy": "seed", "forced": null, "note": "..."},
      "fast_path": "compiled",
+     "learned": {"enabled": true, "folder": "...", "files": 3,
+                 "script": null},   # with --script: what is kept for it (dispatch.routing.learned)
      "tuning": {"OMP_WAIT_POLICY": "PASSIVE (set by dispatch)", "THP_MEM_ALLOC_ENABLE": "...",
                 "glibc heap thresholds": "...", "blas pool": "openblas, 16 threads", ...}}
 """
@@ -30,7 +32,7 @@ from typing import Any
 from dispatch import config, targets
 from dispatch.arrays import _compiled
 from dispatch.base import tuning
-from dispatch.routing import calibration, router
+from dispatch.routing import calibration, learned, router
 
 HELP = "show the machine, its targets, and the calibration and routing policy in effect"
 
@@ -47,10 +49,11 @@ COLD_START = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the text")
+    parser.add_argument("--script", metavar="SCRIPT", help="also show what earlier runs of SCRIPT learned and kept")
 
 
 def run(args: argparse.Namespace) -> int:
-    info = collect()
+    info = collect(args.script)
     if args.json:
         json.dump(info, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def collect() -> dict[str, Any]:
+def collect(script: str | None = None) -> dict[str, Any]:
     """Everything ``info`` shows, as the JSON object of the module docstring."""
 
     machine = calibration.machine()
@@ -116,7 +119,20 @@ def collect() -> dict[str, Any]:
         "fast_path": _compiled.STATUS,
         # process tuning: what dispatch sets (when routing first needs it) and the thread pools
         "tuning": dict(tuning.describe()),
+        "learned": _learned(script),
     }
+
+
+def _learned(script: str | None) -> dict[str, Any]:
+    """Where what scripts' runs learned is kept, and (for ``script``) what is kept for it."""
+    from dispatch.base import settings
+
+    where = learned.folder()
+    files = len(list(where.glob("*.json"))) if where.is_dir() else 0
+    kept = learned.describe(script) if script is not None else None
+    if kept is not None:
+        kept.pop("history", None)  # the router's measured history: long, and in the file
+    return {"enabled": settings.learn(), "folder": str(where), "files": files, "script": kept}
 
 
 def _memory(nbytes: Any) -> str:
@@ -170,4 +186,22 @@ def render(info: dict[str, Any]) -> str:
         lines += ["", "process tuning:"]
         width = max(len(name) for name in tuned)
         lines += [f"  {name:<{width}}  {state}" for name, state in tuned.items()]
+    lines += ["", *_render_learned(info.get("learned", {}))]
     return "\n".join(lines) + "\n"
+
+
+def _render_learned(kept: dict[str, Any]) -> list[str]:
+    state = "on" if kept.get("enabled") else "off (DISPATCH_LEARN=0)"
+    lines = [f"learned:      {state}; {kept.get('files', 0)} script(s) kept in {kept.get('folder')}"]
+    entry = kept.get("script")
+    if entry:
+        current = "" if entry.get("current") else " (for an earlier version of the script: not used)"
+        lines.append(f"  {entry['script']}: {entry['runs']} run(s), the last {entry['run_s']:.3f} s from its first "
+                     f"routed call, targets {', '.join(entry['targets']) or 'numpy only'}{current}")
+        for target, seconds in sorted(entry.get("predicted", {}).items()):
+            lines.append(f"  predicted saving on {target}: {seconds:.3f} s a run")
+        for site in entry["sites"][:10]:
+            times = ", ".join(f"{t} {s * 1e3:.3g} ms" for t, s in site["seconds"].items())
+            lines.append(f"  {site['site']}: {site['key'][0]}, about {site['calls']:.0f} calls" +
+                         (f"; one took {times}" if times else ""))
+    return lines

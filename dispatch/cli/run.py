@@ -27,12 +27,8 @@ import sys
 import time
 from typing import Any
 
-from dispatch import targets, tracing
 from dispatch.cli import CommandError, writable
-from dispatch.cli._pricing import stored_calibration_path, this_machine_calibration
-from dispatch.cli._record import build_profile
 from dispatch.cli._script import ImportRedirect, ScriptError, compile_script, run_script
-from dispatch.routing import router
 
 HELP = "run a script with its NumPy calls routed through dispatch (and report or profile them)"
 
@@ -65,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not (args.report or args.profile):
         return run_script(code, argv, redirect)
+    # the tracing and profiling machinery, imported only where asked for: a plain run starts sooner
+    from dispatch import targets, tracing
+    from dispatch.cli._record import build_profile
+    from dispatch.routing import router
 
     available = list(targets.available()) if profile_path is not None else []
     saved = (tracing.SITES, tracing.SITE_FILTER, router.history.hot_calls_per_s)
@@ -91,14 +91,16 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _calibration(measure_first: bool) -> tuple[Any, str | None]:
-    """This machine's calibration (measured first with ``measure_first`` if there is none) and its file."""
-    from dispatch import measure  # lazy: only a run that calibrates imports the measuring code
+def _calibration(measure: bool) -> tuple[Any, str | None]:
+    """This machine's calibration (measured first with ``measure`` if there is none) and its file."""
+    from dispatch.cli._pricing import stored_calibration_path, this_machine_calibration
 
     cal = this_machine_calibration()
-    if cal is None and measure_first:
+    if cal is None and measure:
+        from dispatch.measure import calibrate
+
         print("dispatch run: this machine is not calibrated: measuring a quick calibration first", file=sys.stderr)
-        cal = measure.calibrate(quick=True, progress=sys.stderr.isatty())
+        cal = calibrate(quick=True, progress=sys.stderr.isatty())
     return cal, (str(stored_calibration_path()) if cal is not None else None)
 
 

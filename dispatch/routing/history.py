@@ -338,7 +338,10 @@ class History:
         """Add what a saved history measured (one saved by another version of dispatch is ignored:
         its keys would match no call). A damaged file raises ``ValueError`` (``OSError`` where it
         is no regular file) and adds nothing: every row is read before any is used."""
-        data = cachefiles.read_json(path)
+        self.load_data(cachefiles.read_json(path), str(path))
+
+    def load_data(self, data: Any, path: str = "a saved history") -> None:
+        """``load`` for a decoded JSON value (``to_json``'s, as ``dispatch.routing.learned`` keeps it)."""
         if not isinstance(data, dict):
             raise ValueError(f"{path}: not a saved history (a JSON {type(data).__name__})")
         if data.get("version") != HISTORY_VERSION:

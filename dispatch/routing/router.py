@@ -40,7 +40,9 @@ Decisions are cached by (op, dtypes, size bucket, devices of the inputs, forced 
 reduction's axis); a cache hit is one dict lookup. For calls of ``cluster.LIVE_ELEMENTS``
 elements or more the scale-out rule is asked again at each hit (free memory changes). A target
 that refused a kind of call is remembered for that key (at once for a lasting refusal, after
-two for one that depends on the arguments). The router never synchronises a device to decide.
+two for one that depends on the arguments). The router never synchronises a device to decide,
+nor brings a target up whose start-up the call, or the script's earlier runs, cannot repay
+(``dispatch.routing.startup``; a forced target always comes up).
 
 All of this state lives on one ``Router`` object, the process's ``ROUTER``: its decision caches
 and the call path's memo, pins, refusals, trials, history, policy (a ``Policy``: ``SeedPolicy``,
@@ -56,6 +58,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -66,7 +69,7 @@ from dispatch.base.devices import DASK, HOST_ONLY
 from dispatch.base.ops import all_ops, op_named
 from dispatch.base.state import STATE
 from dispatch.base.tiers import Backend
-from dispatch.routing import calibration, cost, trials
+from dispatch.routing import calibration, cost, startup, trials
 from dispatch.routing.calibration import INTEGER_OPS
 from dispatch.routing.decisions import PRICED_KINDS, CallKey, Decision, DecisionKind, Watched
 from dispatch.routing.history import HOST_TARGETS, History, call_kind
@@ -166,6 +169,13 @@ def call_key(op: Any, inputs: Any) -> CallKey:
 
 
 
+def _reach(name: str, saving_s: float | None, key: CallKey | None = None) -> Any:
+    """``targets.probe(name)`` where the target is up, or may be brought up for a call priced to save
+    ``saving_s`` there (``None``: not priced; only a library the program loaded may serve), else
+    ``None``: the start-up pricing (``dispatch.routing.startup``)."""
+    return targets.probe(name) if startup.admit(name, saving_s, key) else None
+
+
 def _engine_holding(a: Any) -> Any:
     engine = targets.engine_of(box.native(a))
     return NUMPY if engine.name == "torch-cpu" else engine
@@ -222,12 +232,12 @@ class SeedPolicy(Policy):
     def _for_tier(tier: Backend, op: Any) -> Any:
         if tier is Backend.GPU:
             for name in GPU_TARGETS:
-                target = targets.probe(name)
+                target = _reach(name, None)
                 if target is not None and target.supports(op):
                     return target
             tier = Backend.SIMD
         if tier is Backend.SIMD and op.name in TORCH_CPU_FASTER:
-            target = targets.probe("torch-cpu")
+            target = _reach("torch-cpu", None)
             if target is not None:
                 return target
         return NUMPY
@@ -307,10 +317,11 @@ class CostPolicy(Policy):
         # Probed cheapest first, and only the best and the alternatives close enough to be explored:
         # a library that cannot win this call is not imported for it.
         ranked = []
+        numpy_s = next((s for s, n, _ in priced if n == "numpy"), None)
         for seconds, name, samples in priced:
             if ranked and seconds > history.explore_ratio * ranked[0][0]:
                 break
-            target = targets.probe(name)
+            target = _reach(name, numpy_s - seconds if numpy_s is not None else None, key)
             if target is not None and target.supports(op):
                 ranked.append((seconds, name, samples))
         if not ranked:
@@ -391,7 +402,7 @@ class CostPolicy(Policy):
                     continue
                 there = model.to_device_seconds(inputs.nbytes) + history.p_return(key) * cost.return_seconds(
                     model, op, inputs) - credit
-                target = targets.probe(name) if there < here else None
+                target = _reach(name, here - there, key) if there < here else None
                 if target is not None and target.supports(op):
                     decision = Decision(target, DecisionKind.PLACEMENT,
                                         "placement: later calls on this copy run there", there, key=key)
@@ -621,6 +632,7 @@ class Router:
             if not model.device.is_host and model.transfer:
                 devices.setdefault(model.device, model)
         cost.set_device_models(devices)
+        startup.use_calibration(cal)  # start-up hook: the calibration's start-up prices (dispatch.routing.startup)
         self.machine_selector = BackendSelector.from_calibration(cal)
         self.clear_decisions()
         self.switch("cost")
@@ -637,7 +649,12 @@ class Router:
             found = None
         if found is None:
             _say_when_a_calibration_no_longer_applies()
-            return
+        else:
+            self._route_by(found)
+        startup.begin(self.history)  # start-up hook: what earlier runs learned; background bring-up
+
+    def _route_by(self, found: Any) -> None:
+        """Route by a loaded calibration, or warn and keep the seed's table where it cannot serve."""
         try:
             use_calibration(found)  # (the module's name: what a caller replaced it with)
         except Exception as exc:  # checked on load; whatever still fails it leaves the seed's table serving
@@ -648,7 +665,7 @@ class Router:
             import warnings
 
             warnings.warn(f"dispatch could not route by the stored calibration ({type(exc).__name__}: {exc}); "
-                          "calls are routed by the seed's table", RuntimeWarning, stacklevel=3)
+                          "calls are routed by the seed's table", RuntimeWarning, stacklevel=4)
 
     def set_exact(self, on: bool) -> None:
         """Strict mode on or off (see the module's ``set_exact``)."""
@@ -693,6 +710,7 @@ class Router:
         stats = self.history.stats
         if (key.forced is not None or key.devices != HOST_ONLY or not _numpy_best(stats.get(key, {}))
                 or self.history.p_send(key)  # its results go on to a device: the router must keep seeing them
+                or startup.priced_out(key)  # start-up hook: a target priced cheaper may come up later in the run
                 or any(k.op == name and k.devices == HOST_ONLY and k.bucket <= bucket for k in self.pins)):  # (``pin``)
             return
         try:
@@ -745,6 +763,7 @@ class Router:
         if trial is not None:
             return self._on_trial(key, trial)
         decision, cacheable = self.rules(op, inputs, key)
+        cacheable = startup.after_decide(key, cacheable)  # start-up hook: not cached while a target starts
         if cacheable and self._trial_worthy(decision, inputs, key):
             chosen = trials_.verdict(key)
             if chosen is not None:
@@ -1049,8 +1068,9 @@ def _say_when_a_calibration_no_longer_applies() -> None:
     hardware or dispatch is not used: say so once, naming the command, rather than route by
     the seed's table without a word."""
     here = calibration._default_path(calibration.fingerprint())  # (a bad file here was warned of by load)
-    try:
-        stale = any(path != here for path in calibration.cache_dir().glob("calibration-*.json"))
+    try:  # names listed, not globbed: pathlib compiles a pattern, 10-40 ms of a script's first routed call
+        stale = any(name.startswith("calibration-") and name.endswith(".json") and name != here.name
+                    for name in os.listdir(calibration.cache_dir()))
     except OSError:
         return
     if stale:

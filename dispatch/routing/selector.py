@@ -14,8 +14,6 @@ import math
 import numbers
 
 from dispatch.base.tiers import Backend, MoeThresholds, OpComplexity, _check_complexity, _check_count
-from dispatch.routing import calibration as calibration_module
-from dispatch.routing.cost import derive_selector
 
 __all__ = ["Backend", "BackendSelector", "MoeThresholds", "OpComplexity"]
 
@@ -103,6 +101,10 @@ class BackendSelector:
         host data, beats every CPU engine. A tier that never wins is ``None``. The PCIe bandwidth
         and GPU rate become the measured ones.
         """
+
+        # imported here: ``import dispatch`` loads this module, and a calibration is read only when asked for
+        from dispatch.routing import calibration as calibration_module
+        from dispatch.routing.cost import derive_selector
 
         cal = calibration if calibration is not None else calibration_module.load()
         if cal is None:

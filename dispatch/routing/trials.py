@@ -47,7 +47,6 @@ cut short, by periods of neither kind.
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from typing import Any
 
@@ -56,6 +55,17 @@ from dispatch.routing.decisions import DecisionKind, Watched
 
 __all__ = ["TRIALS", "Trial", "Trials", "active", "all_device", "alone", "clear", "finish", "pause", "start",
            "verdict", "verdicts"]
+
+
+def _fmean(values: list[float]) -> float:
+    return math.fsum(values) / len(values)  # (``statistics`` loads ``decimal`` and ``fractions``: a script's start)
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
 
 # Calls of a kind per block: the block's first period is left out (it runs on what the other
 # side left), so three periods are timed.
@@ -151,7 +161,7 @@ class Trial:
         if found is not None:
             return found, True
         if side in ALONE and self.periods["device"]:
-            self.limit = CUT_RATIO * statistics.fmean(self.periods["device"]) + MAX_PERIOD_S
+            self.limit = CUT_RATIO * _fmean(self.periods["device"]) + MAX_PERIOD_S
         self.seen += 1
         self.last, self.first_calls = (now, side), targets.protocol.first_calls
         self.touched = now
@@ -228,7 +238,7 @@ class Trial:
         schedule would only cost the program: the device wins at once (one alone may be a pause)."""
         if not self.periods["device"]:
             return False
-        device = statistics.fmean(self.periods["device"])
+        device = _fmean(self.periods["device"])
         if period <= CUT_RATIO * device or period - device <= MAX_PERIOD_S:
             self.hopeless = 0
             return False
@@ -245,11 +255,11 @@ class Trial:
         """Each side's mean period, pauses left out (a side whose every period is one is
         ``inf``); ``None`` for a side with no period yet."""
         timed = [p for periods in self.periods.values() for p in periods]
-        bound = PAUSE_RATIO * statistics.median(timed) if timed else math.inf
+        bound = PAUSE_RATIO * _median(timed) if timed else math.inf
         means: dict[str, float | None] = {}
         for side, periods in self.periods.items():
             kept = [p for p in periods if p <= bound]
-            means[side] = statistics.fmean(kept) if kept else (math.inf if periods else None)
+            means[side] = _fmean(kept) if kept else (math.inf if periods else None)
         return means
 
 

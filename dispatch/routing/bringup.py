@@ -1,0 +1,105 @@
+"""Bringing a target up on a background thread while NumPy serves the program's calls.
+
+``start(name)`` imports the target's library, makes the target (``targets.probe``: the device's
+context) and runs one small call on it (its first kernel), on a daemon thread; ``state(name)``
+says ``"starting"``, ``"ready"`` or ``"failed"`` (``None`` if never started). The router never
+waits for it (``dispatch.routing.startup``): calls of a kind that could run there go to NumPy
+and are decided again until it is ready.
+
+The library is imported before ``targets.probe`` takes the registry's lock, so that the program's
+own calls, which may probe other targets, never wait on an import. The import holds the GIL for
+much of its time (Python code runs it): the program's thread shares the interpreter with it
+meanwhile (``benchmarks/cold_start.py --gil`` measures how much that costs).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+
+from dispatch import targets
+
+__all__ = ["LIBRARY", "seconds_taken", "start", "state", "wait"]
+
+# The library each target imports: once a library is loaded (by the program, or for another
+# target), its import is paid.
+LIBRARY = {"torch-cpu": "torch", "torch-cuda": "torch", "torch-mps": "torch", "cupy": "cupy", "dask": "dask"}
+
+_states: dict[str, str] = {}
+_threads: dict[str, threading.Thread] = {}
+_taken: dict[str, float] = {}  # seconds each bring-up took (``python -m dispatch info``, the benchmark)
+_lock = threading.Lock()
+
+
+def start(name: str) -> bool:
+    """Start bringing ``name`` up in the background; whether a thread was started for it now."""
+    targets.probe("numpy")  # registered now: the program's own calls never wait on the registry's lock for it
+    with _lock:
+        if name in _states:
+            return False
+        if name in targets._targets or name in targets._unavailable:
+            _states[name] = "ready" if name in targets._targets else "failed"
+            return False
+        _states[name] = "starting"
+        thread = threading.Thread(target=_bring_up, args=(name, LIBRARY.get(name)), name=f"dispatch-bringup-{name}",
+                                  daemon=True)
+        _threads[name] = thread
+    thread.start()
+    return True
+
+
+def _bring_up(name: str, library: str | None) -> None:
+    began = time.perf_counter()
+    try:
+        if library is not None:
+            if library == "torch":
+                from dispatch.base import tuning
+
+                tuning.torch_starts()  # as ``TorchTarget`` would, before torch loads
+            module = importlib.import_module(library)
+            _context(name, module)
+        target = targets.probe(name)
+        if target is not None:
+            import numpy as np
+
+            from dispatch.base.ops import op_named
+
+            x = target.from_host(np.ones(16))
+            target.run(op_named("add"), (x, x), {})
+            target.synchronize()
+        ok = target is not None
+    except Exception:  # a failed bring-up leaves the target to the router's own probing, which keeps the reason
+        ok = False
+    _taken[name] = time.perf_counter() - began
+    _states[name] = "ready" if ok else "failed"
+
+
+def _context(name: str, module: object) -> None:
+    """The device's context made before ``targets.probe`` holds the registry's lock (0.2-0.6 s)."""
+    try:
+        if name == "torch-cuda":
+            module.cuda.init()  # type: ignore[attr-defined]
+        elif name == "cupy":
+            module.cuda.runtime.getDeviceCount()  # type: ignore[attr-defined]
+            module.zeros(1)  # type: ignore[attr-defined]
+    except Exception:  # no device: the probe says so, and keeps the reason
+        pass
+
+
+def state(name: str) -> str | None:
+    """``"starting"``, ``"ready"``, ``"failed"``, or ``None`` where no bring-up was started."""
+    return _states.get(name)
+
+
+def wait(name: str, timeout: float | None = None) -> str | None:
+    """Wait for ``name``'s bring-up to end (tests, benchmarks); its state then."""
+    thread = _threads.get(name)
+    if thread is not None:
+        thread.join(timeout)
+    return state(name)
+
+
+def seconds_taken() -> dict[str, float]:
+    """Seconds each finished bring-up took, by target."""
+    return dict(_taken)

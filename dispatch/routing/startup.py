@@ -1,0 +1,131 @@
+"""Start-up: what bringing a target up costs, once per process, and whether a call may pay it.
+
+A target other than NumPy costs something before its first call: its library's import, the
+device's context, the first kernel (CuPy compiles it or reads its cache; torch loads its
+module). On a 2-core machine ``import torch`` alone took about 2 s; on an H200 machine torch
+took 1.5 s to import and 0.6 s for the CUDA context, CuPy 0.3 s and 0.5 s for its first
+kernel: more than many scripts run.
+
+The router asks ``admit(name, saving_s, key)`` before it brings a target up for a call that
+does not force it (``router._reach``). A target comes up when:
+
+- it is up already (or its library failed: then nothing is left to pay);
+- this program's earlier runs (``dispatch.routing.learned``) predict that this run saves more
+  on it than its start-up costs: it is brought up on a background thread (``bringup``) at the
+  first routed call, NumPy serving meanwhile, and taken once it is ready;
+- or, with no such prediction, this one call is priced to save more than the start-up.
+
+The start-up's price is this machine's calibration's (``dispatch.measure.startup_seconds`` times
+it in fresh processes)
+or, without one, ``SEED_S``: figures on the high side of what was measured, so that a script
+is never made slower by an engine it did not need. A forced target is brought up at once,
+whatever it costs (``Router.decide``): the user asked for it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from dispatch import targets
+from dispatch.routing import bringup, learned
+from dispatch.routing.bringup import LIBRARY
+
+__all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "priced_out", "seconds", "up", "use_calibration"]
+
+# (import, device context, first call) in seconds, where no calibration measured them: torch's
+# import took 1.5 s on an H200 machine and 1.9-2.0 s on a 2-core one; its CUDA context 0.6 s;
+# CuPy's import 0.3 s and its first kernel 0.5 s (compiled, or read from its cache).
+SEED_S: dict[str, tuple[float, float, float]] = {
+    "torch-cpu": (2.0, 0.0, 0.05),
+    "torch-cuda": (2.0, 0.6, 0.1),
+    "torch-mps": (2.0, 0.3, 0.1),
+    "cupy": (0.3, 0.5, 0.5),
+    "dask": (1.0, 0.0, 0.1),
+}
+
+_measured: dict[str, tuple[float, float, float]] = {}  # from the calibration in use
+_priced_out: set[tuple] = set()
+_deferred = False  # a decision made while a target was starting: not to be cached
+_begun = False
+
+
+def use_calibration(cal: Any) -> None:
+    """Price start-up by what ``cal`` measured (its ``startup`` entry), else by ``SEED_S``."""
+    _measured.clear()
+    found = getattr(cal, "extra", {}).get("startup", {}) if cal is not None else {}
+    for name, parts in found.items() if isinstance(found, dict) else ():
+        try:
+            _measured[name] = (float(parts["import_s"]), float(parts["context_s"]), float(parts["first_call_s"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+
+
+def up(name: str) -> bool:
+    """Whether ``name`` has nothing left to pay: NumPy, or probed already (working or not)."""
+    return name == "numpy" or name in targets._targets or name in targets._unavailable
+
+
+def seconds(name: str) -> float:
+    """What bringing ``name`` up would cost now: 0 once it is up; its library's import is left out
+    where the library is loaded already."""
+    if up(name) or name == "numpy":
+        return 0.0
+    imported, context, first = _measured.get(name) or SEED_S.get(name, (1.0, 0.0, 0.0))
+    if LIBRARY.get(name) in sys.modules:
+        imported = 0.0
+    return imported + context + first
+
+
+def begin(history: Any) -> None:
+    """At the first routed call: read what this program's earlier runs learned into ``history``,
+    and start bringing up, in the background, the target they predict this run will repay."""
+    global _begun
+    if _begun:
+        return
+    _begun = True
+    learned.begin(history)
+    for name in learned.wanted(seconds):
+        bringup.start(name)
+
+
+def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
+    """Whether the router may bring ``name`` up for a call priced to save ``saving_s`` there
+    (``None``: a policy that prices no call, the seed's table; then only a target whose library
+    the program has loaded itself)."""
+    global _deferred
+    if up(name):
+        return True
+    if key is not None and saving_s is not None:
+        learned.priced(key, name, saving_s)
+    state = bringup.state(name)
+    if state == "ready":
+        return True
+    if state == "starting":
+        _deferred = True  # NumPy serves this call; the next of its kind is decided again
+        return False
+    if saving_s is None:
+        return LIBRARY.get(name) in sys.modules
+    if saving_s > seconds(name):
+        return True
+    if key is not None and saving_s > 0.0:
+        _priced_out.add(key)
+    return False
+
+
+def priced_out(key: tuple) -> bool:
+    """Whether a target priced cheaper than NumPy for calls of kind ``key`` was left down for its
+    start-up: NumPy's decision for them is not final (no floor is learned over them), as the
+    target may come up later in the run."""
+    return key in _priced_out
+
+
+def after_decide(key: tuple, cacheable: bool) -> bool:
+    """Whether the decision just made for ``key`` may be cached: not while a target it could have
+    taken was starting (once ready, the call is decided again). Notes the call site once per key."""
+    global _deferred
+    learned.site(key)
+    if _deferred:
+        _deferred = False
+        return False
+    return cacheable

@@ -1,0 +1,280 @@
+"""Start-up priced, targets brought up in the background, what a script's runs learned kept.
+
+NumPy is the reference: every result is compared with NumPy's, and the tests that run scripts
+compare their printed output with the script run under NumPy."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy
+import pytest
+from _synthetic import synthetic
+from helpers import router_restored
+
+import dispatch
+from dispatch import targets
+from dispatch.base import settings
+from dispatch.routing import bringup, learned, router, startup
+from dispatch.routing.history import History
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+N = 1_000_000  # a sum of 1e6 float64: NumPy 501 µs, torch-cpu 130 µs in the synthetic calibration
+
+
+def _calibrated(startup_s: dict[str, tuple[float, float, float]]):
+    cal = synthetic()
+    cal.extra["startup"] = {name: {"import_s": i, "context_s": c, "first_call_s": f}
+                            for name, (i, c, f) in startup_s.items()}
+    return cal
+
+
+@pytest.fixture
+def calibrated(tmp_path, monkeypatch):
+    """The synthetic calibration in use; torch-cpu not brought up yet (as in a fresh process)."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    targets.probe("torch-cpu")
+    monkeypatch.delitem(targets._targets, "torch-cpu")  # restored afterwards
+    monkeypatch.setattr(bringup, "_states", {})
+    monkeypatch.setattr(bringup, "_threads", {})
+    with router_restored(History(trials=False)):
+        yield
+    startup.use_calibration(None)
+
+
+def _sum(a):
+    got = dispatch.sum(a)
+    want = numpy.sum(numpy.asarray(a))
+    assert numpy.asarray(got).dtype == want.dtype and numpy.asarray(got).shape == want.shape
+    assert numpy.allclose(numpy.asarray(got), want, rtol=1e-12)
+    return got
+
+
+# ---- start-up pricing -------------------------------------------------------------------------------
+
+
+def test_a_target_is_not_brought_up_for_a_call_that_cannot_pay(calibrated):
+    router.use_calibration(_calibrated({"torch-cpu": (2.0, 0.5, 0.05)}))  # its context alone: 0.55 s
+    a = dispatch.asarray(numpy.random.default_rng(0).random(N))
+    with dispatch.trace() as t:
+        _sum(a)
+    assert "torch-cpu" not in targets._targets  # not even probed
+    assert [r.target for r in t.records if r.op == "sum"] == ["numpy"]
+
+
+def test_a_call_that_saves_more_than_the_start_up_brings_it_up(calibrated):
+    router.use_calibration(_calibrated({"torch-cpu": (0.0, 0.0, 1e-5)}))  # 10 µs: one call repays it
+    a = dispatch.asarray(numpy.random.default_rng(0).random(N))
+    with dispatch.trace() as t:
+        _sum(a)
+    assert "torch-cpu" in targets._targets
+    assert [r.target for r in t.records if r.op == "sum"] == ["torch-cpu"]
+
+
+def test_start_up_prices_where_no_calibration_measured_them():
+    startup.use_calibration(None)
+    assert startup.seconds("numpy") == 0.0
+    imported, context, first = startup.SEED_S["torch-cuda"]
+    expected = (0.0 if "torch" in sys.modules else imported) + context + first
+    assert startup.seconds("torch-cuda") == pytest.approx(expected) or startup.up("torch-cuda")
+    assert startup.SEED_S["torch-cpu"][0] >= 1.0  # torch's import: about 1.5-2 s
+
+
+# ---- the background bring-up ------------------------------------------------------------------------
+
+
+def test_calls_run_on_numpy_while_a_target_starts_then_switch(calibrated, monkeypatch):
+    router.use_calibration(_calibrated({"torch-cpu": (1.0, 0.0, 0.0)}))
+    go = threading.Event()
+    original = bringup._bring_up
+
+    def slow(name, library):
+        go.wait(30)
+        original(name, library)
+
+    monkeypatch.setattr(bringup, "_bring_up", slow)
+    assert bringup.start("torch-cpu")
+    rng = numpy.random.default_rng(1)
+    with dispatch.trace() as t:
+        for _ in range(5):
+            _sum(dispatch.asarray(rng.random(N)))
+    assert {r.target for r in t.records if r.op == "sum"} == {"numpy"}
+    assert bringup.state("torch-cpu") == "starting"
+    go.set()
+    assert bringup.wait("torch-cpu", 60) == "ready"
+    with dispatch.trace() as t:
+        for _ in range(3):
+            _sum(dispatch.asarray(rng.random(N)))
+    # the next call takes it (later ones may measure NumPy again: the router's own exploration)
+    assert next(r.target for r in t.records if r.op == "sum") == "torch-cpu"
+
+
+def test_earlier_runs_predict_the_target_to_bring_up():
+    entry = {"sites": [{"site": "a.py:3", "key": ["sum"], "calls": 1000,
+                        "seconds": {"numpy": 2e-3, "torch-cpu": 0.5e-3}, "saves": {}},
+                       {"site": "a.py:4", "key": ["add"], "calls": 10, "seconds": {"numpy": 1e-3},
+                        "saves": {"cupy": 0.5e-3}}]}
+    predicted = learned.predicted(entry)
+    assert predicted["torch-cpu"] == pytest.approx(1.5)
+    assert predicted["cupy"] == pytest.approx(5e-3)
+
+
+# ---- what is kept between runs ------------------------------------------------------------------------
+
+SCRIPT = """
+import dispatch as np
+rng = np.random.default_rng(0)
+total = 0.0
+for _ in range(40):
+    total += float(np.sum(rng.random(1_000_000)))
+print(f"{total:.6f}")
+"""
+
+
+def _env(cache, **more):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DISPATCH_")}
+    env.update({"DISPATCH_CACHE_DIR": str(cache), "DISPATCH_LEARN": "1", "PYTHONPATH": REPO, **more})
+    return env
+
+
+def _run(script, cache, **more):
+    return subprocess.run([sys.executable, "-W", "default", str(script)], env=_env(cache, **more), cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "sums.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def _kept(cache, script):
+    path = cache / learned.FOLDER / learned.path_for(str(script)).name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def test_a_run_keeps_what_it_learned_and_the_next_adds_to_it(tmp_path, script):
+    cache = tmp_path / "cache"
+    first = _run(script, cache)
+    assert first.returncode == 0, first.stderr
+    kept = _kept(cache, script)
+    assert kept["version"] == learned.VERSION and kept["runs"] == 1
+    assert kept["script"] == os.path.realpath(script) and kept["run_s"] > 0
+    second = _run(script, cache)
+    assert second.stdout == first.stdout  # what the program prints does not depend on what was kept
+    assert _kept(cache, script)["runs"] == 2
+
+
+def test_concurrent_runs_leave_one_whole_file(tmp_path, script):
+    cache = tmp_path / "cache"
+    runs = [subprocess.Popen([sys.executable, str(script)], env=_env(cache), cwd=REPO, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outputs = [p.communicate(timeout=300) for p in runs]
+    assert all(p.returncode == 0 for p in runs), [e for _, e in outputs]
+    assert len({out for out, _ in outputs}) == 1
+    folder = cache / learned.FOLDER
+    assert [p.name for p in folder.iterdir()] == [learned.path_for(str(script)).name]  # no temporary file left
+    assert _kept(cache, script)["runs"] >= 1
+
+
+def test_a_corrupt_file_is_ignored_with_one_warning(tmp_path, script):
+    cache = tmp_path / "cache"
+    path = cache / learned.FOLDER / learned.path_for(str(script)).name
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 1, "sites": [')
+    done = _run(script, cache)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("ignoring what earlier runs of this script learned") == 1
+    assert _kept(cache, script)["runs"] == 1  # written afresh
+
+
+def test_learning_off_keeps_nothing(tmp_path, script):
+    cache = tmp_path / "cache"
+    done = _run(script, cache, DISPATCH_LEARN="0")
+    assert done.returncode == 0, done.stderr
+    assert not (cache / learned.FOLDER).exists()
+
+
+def test_forget_deletes_what_was_kept(tmp_path, script, monkeypatch):
+    cache = tmp_path / "cache"
+    assert _run(script, cache).returncode == 0
+    assert _kept(cache, script) is not None
+    env = _env(cache)
+    shown = subprocess.run([sys.executable, "-m", "dispatch", "info", "--script", str(script)], env=env, cwd=REPO,
+                           capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0 and "1 run(s)" in shown.stdout, shown.stderr
+    done = subprocess.run([sys.executable, "-m", "dispatch", "forget"], env=env, cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and "1 file(s) deleted" in done.stdout
+    assert _kept(cache, script) is None
+    assert _run(script, cache).returncode == 0
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(cache))
+    assert dispatch.forget(str(script)) == 1 and _kept(cache, script) is None
+
+
+def test_learn_setting_is_checked():
+    assert settings.learn({}) is True
+    assert settings.learn({"DISPATCH_LEARN": "0"}) is False
+    with pytest.raises(ValueError, match="DISPATCH_LEARN"):
+        settings.learn({"DISPATCH_LEARN": "maybe"})
+
+
+# (the real torch takes seconds to import, more than the sums: the script waits for it, then sums again)
+WAIT = """
+from dispatch.routing import bringup
+bringup.wait("torch-cpu", 120)
+"""
+WAIT_THEN_SUM = WAIT + """
+for _ in range(5):
+    total += float(np.sum(rng.random(1_000_000)))
+print(f"{total:.6f}")
+"""
+
+
+def test_a_later_run_brings_up_what_earlier_runs_predict(tmp_path, script):
+    """Run 1 stays on NumPy (no call repays torch's start-up on its own); it keeps what each
+    sum was priced to save there, which over the run exceeds the start-up: run 2 brings torch-cpu
+    up in the background and runs sums there once it is ready. Both print NumPy's result."""
+    pytest.importorskip("torch")
+    script.write_text(SCRIPT + WAIT_THEN_SUM)
+    cache = tmp_path / "cache"
+    cal = _calibrated({"torch-cpu": (0.004, 0.0, 0.0)})  # more than one sum saves (375 µs), less than 40
+    cal.save(cache / f"calibration-{cal.fingerprint}.json")
+    reference = subprocess.run([sys.executable, "-c", (SCRIPT + WAIT_THEN_SUM).replace(
+                                "import dispatch as np", "import numpy as np").replace(WAIT, "")],
+                               capture_output=True, text=True, timeout=300).stdout
+    first = _run(script, cache)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == reference
+    kept = _kept(cache, script)
+    assert kept["targets"] == [] and learned.predicted(kept)["torch-cpu"] > 0.004
+    second = _run(script, cache)
+    assert second.returncode == 0, second.stderr
+    assert [float(x) for x in second.stdout.split()] == pytest.approx([float(x) for x in reference.split()],
+                                                                      rel=1e-12)
+    assert _kept(cache, script)["targets"] == ["torch-cpu"]
+
+
+def test_what_large_scikit_learn_calls_measured_is_kept_for_the_next_run(monkeypatch):
+    pytest.importorskip("sklearn")
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    from dispatch.sklearn import _routing
+
+    key = (LinearDiscriminantAnalysis, "fit", 21)
+    monkeypatch.setattr(_routing, "_measured", {key: {None: 12.5, "cupy": 0.24}})
+    kept = _routing._kept()
+    assert kept == [{"estimator": "sklearn.discriminant_analysis.LinearDiscriminantAnalysis", "method": "fit",
+                     "bucket": 21, "seconds": {"stock": 12.5, "cupy": 0.24}}]
+    # the next run: nothing measured yet in the process, the entry read back from the file
+    monkeypatch.setattr(_routing, "_measured", {})
+    monkeypatch.setattr(_routing, "_tries", {})
+    monkeypatch.setattr(learned, "_previous", {"sklearn": json.loads(json.dumps(kept))})
+    assert _routing._earlier(key) == {None: 12.5, "cupy": 0.24}
+    assert _routing._earlier((LinearDiscriminantAnalysis, "predict", 21)) == {}
