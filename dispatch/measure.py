@@ -397,7 +397,7 @@ from dispatch import targets
 from dispatch.base.ops import op_named
 target = targets.probe(name)
 if target is None:
-    print(json.dumps({"error": targets._unavailable.get(name, "unavailable")})); sys.exit()
+    print(json.dumps({"error": targets.unavailable().get(name, "unavailable")})); sys.exit()
 x = target.from_host(np.ones(4))
 target.synchronize()
 context = time.perf_counter()

@@ -39,7 +39,7 @@ def calibrated(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
     targets.probe("torch-cpu")
-    monkeypatch.delitem(targets._targets, "torch-cpu")  # restored afterwards
+    monkeypatch.delitem(targets.registry._targets, "torch-cpu")  # restored afterwards
     monkeypatch.setattr(bringup, "_states", {})
     monkeypatch.setattr(bringup, "_threads", {})
     with router_restored(History(trials=False)):
@@ -63,7 +63,7 @@ def test_a_target_is_not_brought_up_for_a_call_that_cannot_pay(calibrated):
     a = dispatch.asarray(numpy.random.default_rng(0).random(N))
     with dispatch.trace() as t:
         _sum(a)
-    assert "torch-cpu" not in targets._targets  # not even probed
+    assert "torch-cpu" not in targets.registry.up()  # not even probed
     assert [r.target for r in t.records if r.op == "sum"] == ["numpy"]
 
 
@@ -72,7 +72,7 @@ def test_a_call_that_saves_more_than_the_start_up_brings_it_up(calibrated):
     a = dispatch.asarray(numpy.random.default_rng(0).random(N))
     with dispatch.trace() as t:
         _sum(a)
-    assert "torch-cpu" in targets._targets
+    assert "torch-cpu" in targets.registry.up()
     assert [r.target for r in t.records if r.op == "sum"] == ["torch-cpu"]
 
 

@@ -38,8 +38,8 @@ def start(name: str) -> bool:
     with _lock:
         if name in _states:
             return False
-        if name in targets._targets or name in targets._unavailable:
-            _states[name] = "ready" if name in targets._targets else "failed"
+        if targets.registry.tried(name):
+            _states[name] = "ready" if name in targets.registry.up() else "failed"
             return False
         _states[name] = "starting"
         thread = threading.Thread(target=_bring_up, args=(name, LIBRARY.get(name)), name=f"dispatch-bringup-{name}",

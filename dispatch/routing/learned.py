@@ -266,7 +266,7 @@ def entry() -> dict[str, Any] | None:
         history = None
     return {"version": VERSION, "script": _script[0], "sha256": _script[1], "runs": previous_runs + 1,
             "run_s": round(time.perf_counter() - _started, 6), "ended": time.time(),
-            "targets": sorted(n for n in targets._targets if n != "numpy"), "sites": sites[:MAX_SITES],
+            "targets": sorted(n for n in targets.registry.up() if n != "numpy"), "sites": sites[:MAX_SITES],
             "history": history, **_made_sections()}
 
 

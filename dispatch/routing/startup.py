@@ -63,7 +63,7 @@ def use_calibration(cal: Any) -> None:
 
 def up(name: str) -> bool:
     """Whether ``name`` has nothing left to pay: NumPy, or probed already (working or not)."""
-    return name == "numpy" or name in targets._targets or name in targets._unavailable
+    return name == "numpy" or targets.registry.tried(name)
 
 
 def seconds(name: str) -> float:

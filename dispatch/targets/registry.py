@@ -24,9 +24,30 @@ from dispatch.base.devices import device_of, library_of
 from dispatch.base.state import STATE
 from dispatch.targets.protocol import Target, Unavailable
 
-__all__ = ["TargetSpec", "available", "disable", "engine_of", "forced", "get", "gpu_libraries", "gpu_names",
-           "host_array", "host_names", "names", "names_on", "priced_names", "probe", "register", "reset", "spec",
-           "specs", "unavailable", "unregister"]
+__all__ = [
+    "TargetSpec",
+    "available",
+    "disable",
+    "engine_of",
+    "forced",
+    "get",
+    "gpu_libraries",
+    "gpu_names",
+    "host_array",
+    "host_names",
+    "names",
+    "names_on",
+    "priced_names",
+    "probe",
+    "register",
+    "reset",
+    "spec",
+    "specs",
+    "tried",
+    "unavailable",
+    "unregister",
+    "up",
+]
 
 # A target's device kind, from the Device kind it computes on.
 HOST_KIND, GPU_KIND, CLUSTER_KIND = "host", "gpu", "cluster"
@@ -208,6 +229,16 @@ def probe(name: str) -> Target | None:
         except Exception as exc:  # a broken install must not break a call
             _unavailable[name] = f"{type(exc).__name__}: {exc}"
         return _targets.get(name)
+
+
+def up() -> list[str]:
+    """The targets brought up so far (probed and working), without probing any other."""
+    return list(_targets)
+
+
+def tried(name: str) -> bool:
+    """Whether ``name`` was probed already (it works, or why not is kept): asking costs nothing."""
+    return name in _targets or name in _unavailable
 
 
 def get(name: str) -> Target:
