@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.arrays import _call, scale_out
+from dispatch.arrays import _call, mirrors, scale_out
 from dispatch.arrays._array import ndarray
 from dispatch.arrays._compiled import fast, install_call, installed_in
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
@@ -121,8 +121,11 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
         if type(a) is np.ndarray and not copy_default and dtype is None and not args and not kwargs and STATE.plain:
             obj = object.__new__(ndarray)  # ``asarray`` of a NumPy array: the call path's answer, without the path
             obj._data = a
+            mirrors.escape(a)  # (mirrors) wrapped as it is: the caller may still write it
             return obj
         copy = kwargs.get("copy", copy_default)
+        if not copy and isinstance(a, np.ndarray):
+            mirrors.escape(a)  # (mirrors)
         if isinstance(a, ndarray) and not args and set(kwargs) <= {"copy"}:
             if dtype is not None and np.dtype(dtype) != a.dtype:
                 return a.astype(dtype)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster, targets
-from dispatch.arrays import _call, _compiled
+from dispatch.arrays import _call, _compiled, mirrors
 from dispatch.arrays._compiled import fast
 from dispatch.base import blas_spin, box
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
@@ -61,6 +61,8 @@ class ndarray:
                 strides: Any = None, order: Any = None) -> ndarray:
         obj = object.__new__(cls)
         obj._data = np.ndarray(shape, dtype, buffer, offset, strides, order)
+        if buffer is not None:
+            mirrors.escape(obj._data)  # (mirrors) the caller's memory: never copied to a device and kept
         return obj
 
     # ---- construction from native arrays -----------------------------------------------------
@@ -113,6 +115,8 @@ class ndarray:
         data = self._data
         if type(data) is np.ndarray:
             host = data
+            if not copy and (dtype is None or data.dtype == dtype):
+                mirrors.escape(data)  # (mirrors) handed out as it is: the caller may write it unseen
         else:
             _call.settle(self, False)
             host = _host(data)
@@ -151,6 +155,7 @@ class ndarray:
 
     def _exporter(self) -> Any:
         data = self._data
+        mirrors.escape(data)  # (mirrors) host memory shared through DLPack may be written unseen
         if not hasattr(data, "__dlpack__"):  # a lazy array (Dask) has no memory yet
             raise BufferError(f"an array held by {self.device} has no memory to share through DLPack: "
                               "compute it first (dispatch.compute)")
@@ -286,6 +291,7 @@ class ndarray:
     def __setitem__(self, key: Any, value: Any) -> None:
         data = self._data
         if type(data) is np.ndarray:
+            mirrors.wrote(data)  # (mirrors)
             data[_host_key(key)] = _host_value(value)
             return
         _call.call(SETITEM, (self, key, value), {})
@@ -403,6 +409,7 @@ class ndarray:
     def fill(self, value: Any) -> None:
         data = self._data
         if type(data) is np.ndarray:
+            mirrors.wrote(data)  # (mirrors)
             data.fill(_host_value(value))
         else:
             self[...] = value
@@ -445,6 +452,7 @@ class ndarray:
             if sys.getrefcount(self) > _ONE_NAME:  # another name holds this array: NumPy refuses
                 raise ValueError("cannot resize an array that references or is referenced\nby another object in "
                                  "this way.\nUse the np.resize function or refcheck=False")
+            mirrors.wrote(self._data)  # (mirrors)
             self._data.resize(new_shape, refcheck=True)  # NumPy's own check: views of the data, data not its own
             return
         self._mutate_host(lambda h: h.resize(new_shape, refcheck=False))
@@ -476,6 +484,7 @@ class ndarray:
         data = self._data
         if type(data) is np.ndarray:
             src = value if type(value) is np.ndarray else _host(value)  # _host knows device arrays by library
+            mirrors.wrote(data)  # (mirrors)
             np.copyto(data, src, casting="unsafe")
         else:
             _engine_of(data).assign(data, value)
@@ -484,6 +493,7 @@ class ndarray:
         """Apply an in-place NumPy change; device data makes a round trip through the host."""
         data = self._data
         if type(data) is np.ndarray:
+            mirrors.wrote(data)  # (mirrors)
             change(data)
             return
         host = _host(data)
@@ -810,6 +820,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
                 if n <= op.floor or _call.numpy_takes(op, n, self, other):
                     if blas:
                         blas_spin.ran()
+                    mirrors.wrote(data)  # (mirrors)
                     func(data, odata, out=data)
                     return self
         return _call.call(op, (self, other), {"out": (self,)})

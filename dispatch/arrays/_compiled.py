@@ -32,7 +32,7 @@ ACTIVE = _fastpath is not None
 MARKS = ("_origin", "_root", "_hosted")
 
 __all__ = ["ACTIVE", "MARKS", "STATUS", "attr", "fast", "from_interpreter", "install_call", "install_slots",
-           "python_path", "refs_seen", "set_temporary_refs", "setup", "setup_creation", "setup_memo"]
+           "python_path", "refs_seen", "set_mirrors", "set_temporary_refs", "setup", "setup_creation", "setup_memo"]
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
@@ -51,6 +51,14 @@ def from_interpreter() -> bool:
     a temporary's count): read from the C stack, as NumPy's own elision does. False where the
     extension was not built: then no operand counts as a temporary."""
     return _built is not None and _built.from_interpreter()
+
+
+def set_mirrors(live: bool, min_bytes: int) -> None:
+    """Whether device copies of host data are kept (writes then take the Python path, which sees
+    them), and the smallest memory mirrored (larger memory handed out or coming in as a NumPy
+    array always takes it): ``dispatch.arrays.mirrors``."""
+    if _fastpath is not None:
+        _fastpath.set_mirrors(live, min_bytes)
 
 
 def refs_seen() -> int:
