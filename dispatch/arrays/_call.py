@@ -27,7 +27,7 @@ from dispatch.base import blas_spin
 from dispatch.base.devices import HOST, HOST_ONLY, Device, device_of, library_of
 from dispatch.base.ops import GETITEM, Op
 from dispatch.base.state import STATE
-from dispatch.routing import router
+from dispatch.routing import regions, router
 from dispatch.routing.cost import FFT_1D
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
@@ -1026,6 +1026,8 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
 
     Device work is timed with device events read later (no sync); the oracle policy, which
     must compare targets exactly, synchronises."""
+    if regions.RECORDING:  # (regions) a region being recorded for the planner times each call on its own
+        return regions.observe(op, inputs, decision.target, run)
     tracing_on = STATE.tracing and not router.history.count(op.name)
     sample = decision.sample
     if sample and decision.settled:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+
 import numpy as np
 
 __all__ = ["HOST", "Plan", "Planner", "Region", "cost_of", "describe", "plan"]
