@@ -11,8 +11,13 @@ device and refinement for more) gives the cheapest placement of that graph.
 
 The oracle's time is the forced-NumPy run's time with its calls' recorded seconds replaced by
 the plan's total: what the program spends outside the calls (its Python, printing) is kept as
-NumPy's. On a machine without a device every place is the host, and the oracle is the program
-with each call on the fastest host target.
+NumPy's. Where the recorded calls sum to more than the whole run (timing each call on its own,
+the device waited for, costs a few microseconds a call), the plan's total is scaled down by
+that ratio instead. Runs under other targets make a few calls more or fewer (a scalar's
+division becomes a device call); they are matched to NumPy's call by call
+(``regions.align``), and a call one target's run did not make is not priced there. On a
+machine without a device every place is the host, and the oracle is the program with each call
+on the fastest host target.
 """
 
 from __future__ import annotations
@@ -102,16 +107,20 @@ def oracle(recordings: dict[str, Any], transfer: Callable[[str, str, int], float
     """The oracle's plan over the recorded graph, and its time (see the module's doc)."""
     if "numpy" not in recordings:
         return {"error": "no NumPy recording"}
-    usable = {n: r for n, r in recordings.items() if [c.op for c in r.calls] == [c.op for c in
-                                                                                recordings["numpy"].calls]}
+    reference = [c.op for c in recordings["numpy"].calls]
+    usable = {n: r for n, r in recordings.items()
+              if n == "numpy" or 2 * len(regions.align(reference, [c.op for c in r.calls])) >= len(reference)}
     region = regions.region_of(usable, transfer, reference="numpy")
     made = planner.plan(region)
-    numpy_calls = recordings["numpy"].seconds()
-    outside = max((numpy_run_seconds or numpy_calls) - numpy_calls, 0.0)
-    on = {}
+    calls = recordings["numpy"].seconds()
+    run = numpy_run_seconds or calls
+    # what the program spends outside its calls is NumPy's; where timing each call on its own
+    # made the calls' sum exceed the whole run, the plan is scaled down by as much
+    seconds = run - calls + made.seconds if calls <= run else made.seconds * run / calls
+    on: dict[str, int] = {}
     for i, place in enumerate(made.placement):
         if i not in region.fixed:
             on[place] = on.get(place, 0) + 1
-    return {"seconds": outside + made.seconds, "plan_seconds": made.seconds, "calls": len(region.prices),
-            "method": made.method, "placed": on, "targets": sorted(usable), "numpy_calls_seconds": numpy_calls,
+    return {"seconds": seconds, "plan_seconds": made.seconds, "calls": len(region.prices),
+            "method": made.method, "placed": on, "targets": sorted(usable), "numpy_calls_seconds": calls,
             "left_out": sorted(set(recordings) - set(usable))}

@@ -56,7 +56,7 @@ def test_the_region_of_two_host_targets_takes_each_calls_fastest():
     assert made.seconds <= min(r.seconds() for r in recs.values()) + 1e-12
 
 
-def test_recordings_of_other_calls_make_no_region():
+def test_recordings_of_another_program_make_no_region():
     a, b = regions.Recording(), regions.Recording()
     a.calls.append(regions.Call("add", "numpy", HOST, 1e-3, 0, 8, []))
     b.calls.append(regions.Call("exp", "numpy", HOST, 1e-3, 0, 8, []))
@@ -80,3 +80,10 @@ def test_a_device_call_is_priced_without_the_copies_it_made():
     made = planner.plan(region)  # 1 ms there + 1 ms in + 1 ms back (its result is read on the host) < 4 ms
     assert made.placement[1] == "cuda:0"
     assert made.seconds == pytest.approx(3e-3)
+
+
+def test_runs_that_differ_by_a_few_calls_are_matched_call_by_call():
+    ref = ["multiply", "exp", "sum", "add", "sum", "sqrt"]
+    other = ["multiply", "true_divide", "exp", "sum", "add", "sqrt"]  # one call more, one fewer
+    assert regions.align(ref, other) == {0: 0, 1: 2, 2: 3, 3: 4, 5: 5}
+    assert regions.align(ref, ref) == {i: i for i in range(len(ref))}

@@ -154,16 +154,52 @@ def aligned(recordings: dict[str, Recording]) -> bool:
     return all(o == ops[0] for o in ops)
 
 
+LOOKAHEAD = 8  # calls skipped at most, on either side, to find the two runs in step again
+
+
+def align(reference: list[str], other: list[str]) -> dict[int, int]:
+    """Which call of ``other`` is each call of ``reference`` (by op, in order): the same program
+    under another target makes a few calls more or fewer (a scalar's division made an array
+    call on a device, a copy before a write), so the runs are matched greedily, skipping the
+    fewest calls on either side that puts them in step again (linear in their length)."""
+    matched: dict[int, int] = {}
+    i = j = 0
+    while i < len(reference) and j < len(other):
+        if reference[i] == other[j]:
+            matched[i] = j
+            i, j = i + 1, j + 1
+            continue
+        for k in range(1, LOOKAHEAD + 1):
+            if j + k < len(other) and other[j + k] == reference[i]:
+                j += k
+                break
+            if i + k < len(reference) and reference[i + k] == other[j]:
+                i += k
+                break
+        else:
+            i, j = i + 1, j + 1
+    return matched
+
+
 def region_of(recordings: dict[str, Recording], transfer: Callable[[str, str, int], float],
               reference: str | None = None) -> Region:
-    """The region of a program recorded once per target (``{target name: recording}``, the
-    same calls in the same order): each call priced on each place at the fastest target
-    measured there, less the copies it made (priced by ``transfer``); the data flow, the
-    sources (fixed where they lived) and the reads on the host at the end (each result no call
-    read) from ``reference``'s recording (the first one's by default)."""
-    if not recordings or not aligned(recordings):
-        raise ValueError("the recordings differ: a region needs the same calls from each")
+    """The region of a program recorded once per target (``{target name: recording}``, its
+    calls matched to the reference's by ``align``): each call priced on each place at the
+    fastest target measured there, less the copies it made (priced by ``transfer``); a call
+    another target's run did not make is not priced there. The data flow, the sources (fixed
+    where they lived) and the reads on the host at the end (each result no call read) are
+    ``reference``'s recording's (the first one's by default). A recording matching under half
+    of the reference's calls is another program: ``ValueError``."""
+    if not recordings:
+        raise ValueError("no recording to make a region of")
     ref = recordings[reference] if reference is not None else next(iter(recordings.values()))
+    ref_ops = [c.op for c in ref.calls]
+    matches = {}
+    for name, rec in recordings.items():
+        matches[name] = align(ref_ops, [c.op for c in rec.calls]) if rec is not ref else None
+        if matches[name] is not None and 2 * len(matches[name]) < len(ref_ops):
+            raise ValueError(f"the recordings differ: {name}'s run matches {len(matches[name])} of "
+                             f"{len(ref_ops)} calls")
     n = len(ref.calls)
     nsrc = len(ref.sources)
     prices: list[dict[str, float]] = [{} for _ in range(nsrc + n)]
@@ -171,8 +207,12 @@ def region_of(recordings: dict[str, Recording], transfer: Callable[[str, str, in
     for s, (place, _) in enumerate(ref.sources):
         fixed[s] = place
         prices[s] = {place: 0.0}
-    for rec in recordings.values():
-        for i, c in enumerate(rec.calls):
+    for name, rec in recordings.items():
+        match = matches[name]
+        for i in range(n):
+            if match is not None and i not in match:
+                continue
+            c = rec.calls[i if match is None else match[i]]
             copies = transfer(HOST, c.place, c.moved) if c.moved and c.place != HOST else 0.0
             own = max(c.seconds - copies, 0.0)
             mine = prices[nsrc + i]
