@@ -850,8 +850,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     into, as NumPy's own temporary elision would (``_array._elides`` checked it may).
     ``sized``: the arrays' sizes tell the call's work (not an FFT padded to ``n`` points), so
     small host arrays may skip the router."""
-    if op.local or op.mutates is not None or kwargs or len(args) > 2:  # (mirrors) what the call may write
-        _writes(op, args, kwargs)
+    if op.local or (mirrors.counted() and (op.mutates is not None or kwargs or len(args) > 2)):  # (mirrors)
+        _writes(op, args, kwargs)  # what the call may write, or wrap as it is
     if STATE.floored and sized:
         if not op.local:
             hargs, floor, rootless = under_floors(op, args)

@@ -118,6 +118,12 @@ def keep(data: np.ndarray, target: Any, copy: Any) -> None:
     _live()
 
 
+def counted() -> bool:
+    """Whether any host memory has copies, or had (its write counter kept while it lives): where
+    none has, a write needs no bookkeeping."""
+    return bool(_versions)
+
+
 def wrote(data: Any) -> None:
     """Host memory is about to be written (through ``data``, any array or view of it): its copies go."""
     if not _versions or type(data) is not np.ndarray:
