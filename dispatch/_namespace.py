@@ -46,7 +46,7 @@ class ufunc:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
-            if len(args) == 2:
+            if len(args) == 2 and self._ufunc.nin == 2:  # (a one-operand ufunc's second is its out)
                 return _call.call_fast_ufunc(self._op, args[0], args[1])
             if len(args) == 1:
                 return _call.call_fast_unary(self._op, args[0])

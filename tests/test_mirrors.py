@@ -133,7 +133,22 @@ def _flat(x, ref):
     ref.flat[7] = -7.0
 
 
-WRITES = [_setitem, _setitem_slice, _iadd, _imul_array, _out, _numpy_out, _view_setitem, _view_iadd, _fill,
+def _method_positional_out(x, ref):
+    dispatch.asarray(numpy.full(N, 0.25)).clip(0.0, 1.0, x)
+    numpy.full(N, 0.25).clip(0.0, 1.0, ref)
+
+
+def _function_positional_out(x, ref):
+    dispatch.clip(dispatch.array(ref), 0.0, 10.0, x)
+    numpy.clip(ref.copy(), 0.0, 10.0, ref)
+
+
+def _ufunc_positional_out(x, ref):
+    dispatch.negative(x, x)
+    numpy.negative(ref, ref)
+
+
+WRITES = [_method_positional_out, _function_positional_out, _ufunc_positional_out, _setitem, _setitem_slice, _iadd, _imul_array, _out, _numpy_out, _view_setitem, _view_iadd, _fill,
           _sort, _copyto, _put, _ufunc_at, _flat]
 
 

@@ -922,6 +922,8 @@ _METHODS = {
 def _method(method: str, op: Any, numpy_method: Any) -> Any:
     def bound(self: ndarray, *args: Any, **kwargs: Any) -> Any:
         data = self._data
+        if args and mirrors.counted():  # (mirrors) an ``out`` given by position: ``a.clip(0, 1, b)``
+            _call._writes(op, (self, *args), kwargs)
         if type(data) is np.ndarray and STATE.plain and not kwargs.get("out"):
             # NumPy's method, cheaper than the function, where ``_call.call`` would run NumPy
             if not args and data.size <= op.floor:  # the common case, without the general rule's cost

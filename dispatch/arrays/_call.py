@@ -850,7 +850,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     into, as NumPy's own temporary elision would (``_array._elides`` checked it may).
     ``sized``: the arrays' sizes tell the call's work (not an FFT padded to ``n`` points), so
     small host arrays may skip the router."""
-    if op.local or (mirrors.counted() and (op.mutates is not None or kwargs or len(args) > 2)):  # (mirrors)
+    if op.local or (mirrors.counted() and (op.mutates is not None or kwargs or len(args) > 1)):  # (mirrors)
         _writes(op, args, kwargs)  # what the call may write, or wrap as it is
     if STATE.floored and sized:
         if not op.local:
@@ -937,14 +937,37 @@ def _writes(op: Op, args: tuple, kwargs: dict) -> None:
     if op.mutates is not None and len(args) > op.mutates:
         a = args[op.mutates]
         mirrors.wrote(a._data if isinstance(a, ndarray) else a)
-    nin = getattr(op.func, "nin", None)
-    if nin is not None and len(args) > nin:
-        for a in args[nin:]:
+    at = _out_position(op)
+    if at is not None and len(args) > at:
+        for a in args[at:] if isinstance(op.func, np.ufunc) else args[at:at + 1]:
             mirrors.wrote(a._data if isinstance(a, ndarray) else a)
     if op.local:
         for a in args:
             if type(a) is np.ndarray:
                 mirrors.escape(a)
+
+
+_OUT_AT: dict[Any, int | None] = {}
+
+
+def _out_position(op: Op) -> int | None:
+    """Where ``out`` may be passed by position to the op's function (a ufunc's outputs follow
+    its inputs; ``clip(a, lo, hi, out)``, ``sum(a, axis, dtype, out)``), or ``None``."""
+    func = op.func
+    if func in _OUT_AT:
+        return _OUT_AT[func]
+    at = getattr(func, "nin", None) if isinstance(func, np.ufunc) else None
+    if at is None:
+        import inspect
+
+        try:
+            names = [p.name for p in inspect.signature(func).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            names = []
+        at = names.index("out") if "out" in names else None
+    _OUT_AT[func] = at
+    return at
 
 
 def _under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) -> Any:
