@@ -148,7 +148,8 @@ def _ufunc_positional_out(x, ref):
     numpy.negative(ref, ref)
 
 
-WRITES = [_method_positional_out, _function_positional_out, _ufunc_positional_out, _setitem, _setitem_slice, _iadd, _imul_array, _out, _numpy_out, _view_setitem, _view_iadd, _fill,
+WRITES = [_method_positional_out, _function_positional_out, _ufunc_positional_out,
+          _setitem, _setitem_slice, _iadd, _imul_array, _out, _numpy_out, _view_setitem, _view_iadd, _fill,
           _sort, _copyto, _put, _ufunc_at, _flat]
 
 
