@@ -9,15 +9,15 @@ the copies it made; each array it makes an edge to the calls that read it, price
 measured here (``transfer_model``). The planner's exact cut (host against one device; a cut per
 device and refinement for more) gives the cheapest placement of that graph.
 
-The oracle's time is the forced-NumPy run's time with its calls' recorded seconds replaced by
-the plan's total: what the program spends outside the calls (its Python, printing) is kept as
-NumPy's. Where the recorded calls sum to more than the whole run (timing each call on its own,
-the device waited for, costs a few microseconds a call), the plan's total is scaled down by
-that ratio instead. Runs under other targets make a few calls more or fewer (a scalar's
-division becomes a device call); they are matched to NumPy's call by call
-(``regions.align``), and a call one target's run did not make is not priced there. On a
-machine without a device every place is the host, and the oracle is the program with each call
-on the fastest host target.
+The oracle's time is the plan's total plus what the program spends outside its calls (its own
+Python, printing), taken as plain NumPy's run less its recorded calls (none, where the recorded
+calls sum to more: timing each call on its own costs a few microseconds a call). It is an
+optimistic bound: each call's price is the least of single recorded runs, and reads of device
+results that are not calls (``float(x)``, printing) are priced only at the end of the program.
+Runs under other targets make a few calls more or fewer (a scalar's division becomes a device
+call); they are matched to NumPy's call by call (``regions.align``), and a call one target's run
+did not make is not priced there. On a machine without a device every place is the host, and
+the oracle is the program with each call on the fastest host target.
 """
 
 from __future__ import annotations
@@ -113,14 +113,14 @@ def oracle(recordings: dict[str, Any], transfer: Callable[[str, str, int], float
     region = regions.region_of(usable, transfer, reference="numpy")
     made = planner.plan(region)
     calls = recordings["numpy"].seconds()
-    run = numpy_run_seconds or calls
-    # what the program spends outside its calls is NumPy's; where timing each call on its own
-    # made the calls' sum exceed the whole run, the plan is scaled down by as much
-    seconds = run - calls + made.seconds if calls <= run else made.seconds * run / calls
+    # what the program spends outside its calls (its own Python, printing): NumPy's run less its calls
+    outside = max((numpy_run_seconds or calls) - calls, 0.0)
+    seconds = outside + made.seconds
     on: dict[str, int] = {}
     for i, place in enumerate(made.placement):
         if i not in region.fixed:
             on[place] = on.get(place, 0) + 1
     return {"seconds": seconds, "plan_seconds": made.seconds, "calls": len(region.prices),
             "method": made.method, "placed": on, "targets": sorted(usable), "numpy_calls_seconds": calls,
-            "left_out": sorted(set(recordings) - set(usable))}
+            "left_out": sorted(set(recordings) - set(usable)),
+            "recorded_seconds": {n: r.seconds() for n, r in recordings.items()}}

@@ -268,7 +268,7 @@ def warm_program(name: str, targets: list[str], repeats: int, size: list[str],
             runs[contender].append({"seconds": time.perf_counter() - start, "rc": rc, "stdout": out, "stderr": err})
     result = _summarise(name, runs, log)
     if oracle_of is not None:
-        result["oracle"] = oracle_of(routed, result["best"].get("forced:numpy", result["best"].get("numpy")), size)
+        result["oracle"] = oracle_of(routed, result["best"].get("numpy"), size)
         seconds = result["oracle"].get("seconds")
         if seconds is not None:
             result["best"]["oracle"] = seconds
