@@ -31,8 +31,9 @@ ACTIVE = _fastpath is not None
 # dispatch.ndarray's marks for the router: compiled, slots that read None until set (``setup``)
 MARKS = ("_origin", "_root", "_hosted")
 
-__all__ = ["ACTIVE", "MARKS", "STATUS", "attr", "fast", "from_interpreter", "install_call", "install_slots",
-           "python_path", "refs_seen", "set_mirrors", "set_temporary_refs", "setup", "setup_creation", "setup_memo"]
+__all__ = ["ACTIVE", "MARKS", "MIRRORS_SAFE", "STATUS", "attr", "fast", "from_interpreter", "install_call",
+           "install_slots", "python_path", "refs_seen", "set_mirrors", "set_temporary_refs", "setup", "setup_creation",
+           "setup_memo"]
 
 
 def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
@@ -53,11 +54,15 @@ def from_interpreter() -> bool:
     return _built is not None and _built.from_interpreter()
 
 
+# A compiled path built from an older source cannot hand writes to Python: no copies are kept then.
+MIRRORS_SAFE = _fastpath is None or hasattr(_fastpath, "set_mirrors")
+
+
 def set_mirrors(live: bool, min_bytes: int) -> None:
     """Whether device copies of host data are kept (writes then take the Python path, which sees
     them), and the smallest memory mirrored (larger memory handed out or coming in as a NumPy
     array always takes it): ``dispatch.arrays.mirrors``."""
-    if _fastpath is not None:
+    if _fastpath is not None and MIRRORS_SAFE:
         _fastpath.set_mirrors(live, min_bytes)
 
 

@@ -103,7 +103,7 @@ def keep(data: np.ndarray, target: Any, copy: Any) -> None:
     """Keep ``copy`` (``data`` copied to ``target``) for later calls, where ``data`` is large
     enough and dispatch's own (not handed out or wrapped without a copy)."""
     owner = _owner(data)
-    if owner.nbytes < MIN_BYTES or id(owner) in _escaped or target.device.is_host:
+    if owner.nbytes < MIN_BYTES or id(owner) in _escaped or target.device.is_host or not _compiled.MIRRORS_SAFE:
         return
     state = _versions.get(id(owner))
     if state is None or state[1]() is not owner:
