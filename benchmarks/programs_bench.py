@@ -27,7 +27,10 @@ by median.
 ``--mode warm``: one process for everything: the program's ``main`` imported with ``np``
 bound to NumPy, or to dispatch (routing, or ``dispatch.using(TARGET)`` for the whole run),
 one warm-up run of every contender, then ``--repeats`` rounds (3) in rotating order; best of
-the rounds. The router keeps what it learns over the whole process, as a notebook would.
+the rounds. The router keeps what it learns over the whole process, as a notebook would. Beside
+the best single forced target, each program gets a true oracle (``benchmarks.oracle``): the
+placement minimising its total time over its recorded call graph, from measured per-call costs
+and transfers (``--no-oracle`` leaves it out).
 
 Outputs: every run's printed summary is compared with NumPy's: ``exact`` (the same text),
 ``close`` (the same text but for numbers within the stated tolerance: a number with a decimal
@@ -232,7 +235,7 @@ def _call(main: Callable[..., None], size: list[str]) -> str:
 
 
 def warm_program(name: str, targets: list[str], repeats: int, size: list[str],
-                 log: Callable[[str], None]) -> dict[str, Any]:
+                 log: Callable[[str], None], oracle_of: Callable[..., dict[str, Any]] | None = None) -> dict[str, Any]:
     import numpy
 
     import dispatch
@@ -263,7 +266,31 @@ def warm_program(name: str, targets: list[str], repeats: int, size: list[str],
             except Exception as exc:
                 out, rc, err = "", 1, f"{type(exc).__name__}: {exc}"
             runs[contender].append({"seconds": time.perf_counter() - start, "rc": rc, "stdout": out, "stderr": err})
-    return _summarise(name, runs, log)
+    result = _summarise(name, runs, log)
+    if oracle_of is not None:
+        result["oracle"] = oracle_of(routed, result["best"].get("numpy"), size)
+        seconds = result["oracle"].get("seconds")
+        if seconds is not None:
+            result["best"]["oracle"] = seconds
+            log(f"    oracle {seconds:.3f} s ({result['oracle']['method']}, {result['oracle']['placed']})")
+    return result
+
+
+def _oracle_of(targets: list[str]) -> Callable[..., dict[str, Any]]:
+    """The warm table's oracle (``benchmarks.oracle``): each target's recorded run of the program,
+    the bus measured once, the cheapest placement of the recorded graph."""
+    from benchmarks import oracle
+
+    names = list(dict.fromkeys(["numpy", *targets]))
+    transfer = oracle.transfer_model(names)
+
+    def of(routed: Callable[..., None], numpy_seconds: float | None, size: list[str]) -> dict[str, Any]:
+        try:
+            return oracle.oracle(oracle.record(routed, size, names), transfer, numpy_seconds)
+        except Exception as exc:  # reported in the table as a missing oracle
+            return {"error": f"{type(exc).__name__}: {exc}"}
+
+    return of
 
 
 # ---- the tables -------------------------------------------------------------------------------------
@@ -286,8 +313,10 @@ def table(results: list[dict[str, Any]], half: str, mode: str) -> list[str]:
     forced = sorted({c for r in rows for c in r["seconds"] if c.startswith("forced:")})
     autos = [c for c in ("auto", *AUTO_RUNS) if any(c in r["seconds"] for r in rows)]
     last = autos[-1]
+    oracle = any("oracle" in r["best"] for r in rows)
     head = ["program", "NumPy s", *(f"forced {c[7:]} / NumPy" for c in forced), *(f"{a} / NumPy" for a in autos),
-            *(f"{a} / best forced" for a in dict.fromkeys((autos[0], last))), "output"]
+            *(f"{a} / best forced" for a in dict.fromkeys((autos[0], last))),
+            *(("oracle / NumPy", f"{last} / oracle") if oracle else ()), "output"]
     lines = [f"**{half} half** ({len(rows)} programs, {mode})", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -299,6 +328,7 @@ def table(results: list[dict[str, Any]], half: str, mode: str) -> list[str]:
                  *(_ratio(b.get(c), numpy_s) for c in forced), *(_ratio(b.get(a), numpy_s) for a in autos),
                  *(_ratio(b.get(a), bf[1] if bf else None) + (f" ({bf[0][7:]})" if bf and a == last else "")
                    for a in dict.fromkeys((autos[0], last))),
+                 *((_ratio(b.get("oracle"), numpy_s), _ratio(b.get(last), b.get("oracle"))) if oracle else ()),
                  worst(matches)]
         lines.append("| " + " | ".join(cells) + " |")
     for stat in ("best", "median"):
@@ -307,10 +337,15 @@ def table(results: list[dict[str, Any]], half: str, mode: str) -> list[str]:
             continue
         total = {c: sum(r[stat][c] for r in common) for c in ("numpy", *autos, *forced)}
         bf_total = sum(_best_forced(r[stat])[1] for r in common) if forced else None
+        with_oracle = [r for r in common if "oracle" in r["best"]]
+        oracle_total = sum(r["best"]["oracle"] for r in with_oracle)
         cells = [f"total ({stat}, {len(common)})", f"{total['numpy']:.3f}",
                  *(_ratio(total[c], total["numpy"]) for c in forced),
                  *(_ratio(total[a], total["numpy"]) for a in autos),
-                 *(_ratio(total[a], bf_total) for a in dict.fromkeys((autos[0], last))), ""]
+                 *(_ratio(total[a], bf_total) for a in dict.fromkeys((autos[0], last))),
+                 *((_ratio(oracle_total, sum(r[stat]["numpy"] for r in with_oracle)),
+                    _ratio(sum(r[stat][last] for r in with_oracle), oracle_total)) if oracle and stat == "best"
+                   else ("", "") if oracle else ()), ""]
         lines.append("| " + " | ".join(cells) + " |")
     bad = [(r["program"], c, m) for r in rows for c, m in r["match"].items() if m in ("DIFFERS", "ERROR")]
     lines.append("")
@@ -350,6 +385,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="each program's SIZE (default) or TINY (a quick check of the harness)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a fresh-process run may take")
     parser.add_argument("--json", metavar="FILE", help="write every time and output match to FILE")
+    parser.add_argument("--no-oracle", action="store_true", help="warm mode: leave out the oracle (benchmarks.oracle)")
     parser.add_argument("--report", metavar="FILE", help="print the tables of a --json FILE (measure nothing)")
     args = parser.parse_args(argv)
     if args.report:
@@ -378,6 +414,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         out["modes"][mode] = {"programs": results}
         contenders = ["numpy", *AUTO_RUNS, *(f"forced:{t}" for t in targets)]
+        oracle_of = None
         if mode == "cold":
             prime(names[0], targets, base_cache, args.timeout)
         for name in names:
@@ -385,7 +422,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if mode == "cold":
                 results.append(cold_program(name, contenders, args.repeats, base_cache, size, args.timeout, log))
             else:
-                results.append(warm_program(name, targets, args.repeats, size, log))
+                if oracle_of is None and not args.no_oracle:
+                    oracle_of = _oracle_of(targets)
+                results.append(warm_program(name, targets, args.repeats, size, log, oracle_of))
             if args.json:  # program by program, so that a run cut short keeps what it measured
                 with open(args.json, "w") as f:
                     json.dump(out, f, indent=1)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.arrays import _call, scale_out
+from dispatch.arrays import _call, mirrors, scale_out
 from dispatch.arrays._array import held, ndarray
 from dispatch.arrays._compiled import fast, install_call, installed_in
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
@@ -46,7 +46,7 @@ class ufunc:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
-            if len(args) == 2:
+            if len(args) == 2 and self._ufunc.nin == 2:  # (a one-operand ufunc's second is its out)
                 return _call.call_fast_ufunc(self._op, args[0], args[1])
             if len(args) == 1:
                 return _call.call_fast_unary(self._op, args[0])
@@ -119,8 +119,11 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
     @functools.wraps(func)
     def wrapper(a: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         if type(a) is np.ndarray and not copy_default and dtype is None and not args and not kwargs and STATE.plain:
+            mirrors.escape(a)  # (mirrors) wrapped as it is: the caller may still write it
             return held(a)  # ``asarray`` of a NumPy array: the call path's answer, without the path
         copy = kwargs.get("copy", copy_default)
+        if not copy and isinstance(a, np.ndarray):
+            mirrors.escape(a)  # (mirrors)
         if isinstance(a, ndarray) and not args and set(kwargs) <= {"copy"}:
             if dtype is not None and np.dtype(dtype) != a.dtype:
                 return a.astype(dtype)

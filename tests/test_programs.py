@@ -127,8 +127,11 @@ def test_warm_harness_times_and_checks_each_contender(capsys):
     out = programs_bench.main(["--mode", "warm", "--size", "tiny", "--repeats", "1", "--only", "spectrogram",
                                "--targets", "numpy"])
     (result,) = out["modes"]["warm"]["programs"]
-    assert set(result["best"]) == {"numpy", "auto", "forced:numpy"}
+    assert set(result["best"]) == {"numpy", "auto", "forced:numpy", "oracle"}
     assert result["match"] == {"numpy": "exact", "auto": "exact", "forced:numpy": "exact"}
     assert result["half"] == "validation"
+    # the oracle: NumPy's recorded run planned on the host alone (no other target here)
+    assert result["oracle"]["method"] == "host only" and result["oracle"]["targets"] == ["numpy"]
+    assert 0.0 < result["best"]["oracle"] <= result["best"]["numpy"] + result["oracle"]["plan_seconds"]
     printed = capsys.readouterr().out
-    assert "| spectrogram |" in printed and "validation half" in printed
+    assert "| spectrogram |" in printed and "validation half" in printed and "auto / oracle" in printed

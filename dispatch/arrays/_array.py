@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster, targets
-from dispatch.arrays import _call, _compiled
+from dispatch.arrays import _call, _compiled, mirrors
 from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
 from dispatch.base import blas_spin, box
@@ -60,7 +60,10 @@ class ndarray:
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
                 strides: Any = None, order: Any = None) -> ndarray:
-        return held(np.ndarray(shape, dtype, buffer, offset, strides, order), cls)
+        data = np.ndarray(shape, dtype, buffer, offset, strides, order)
+        if buffer is not None:
+            mirrors.escape(data)  # (mirrors) the caller's memory: never copied to a device and kept
+        return held(data, cls)
 
     # ---- construction from native arrays -----------------------------------------------------
 
@@ -110,6 +113,8 @@ class ndarray:
         data = self._data
         if type(data) is np.ndarray:
             host = data
+            if not copy and (dtype is None or data.dtype == dtype):
+                mirrors.escape(data)  # (mirrors) handed out as it is: the caller may write it unseen
         else:
             _call.settle(self, False)
             host = _host(data)
@@ -148,6 +153,7 @@ class ndarray:
 
     def _exporter(self) -> Any:
         data = self._data
+        mirrors.escape(data)  # (mirrors) host memory shared through DLPack may be written unseen
         if not hasattr(data, "__dlpack__"):  # a lazy array (Dask) has no memory yet
             raise BufferError(f"an array held by {self.device} has no memory to share through DLPack: "
                               "compute it first (dispatch.compute)")
@@ -283,6 +289,7 @@ class ndarray:
     def __setitem__(self, key: Any, value: Any) -> None:
         data = self._data
         if type(data) is np.ndarray:
+            mirrors.wrote(data)  # (mirrors)
             data[_host_key(key)] = _host_value(value)
             return
         _call.call(SETITEM, (self, key, value), {})
@@ -398,6 +405,7 @@ class ndarray:
     def fill(self, value: Any) -> None:
         data = self._data
         if type(data) is np.ndarray:
+            mirrors.wrote(data)  # (mirrors)
             data.fill(_host_value(value))
         else:
             self[...] = value
@@ -440,6 +448,7 @@ class ndarray:
             if sys.getrefcount(self) > _ONE_NAME:  # another name holds this array: NumPy refuses
                 raise ValueError("cannot resize an array that references or is referenced\nby another object in "
                                  "this way.\nUse the np.resize function or refcheck=False")
+            mirrors.wrote(self._data)  # (mirrors)
             self._data.resize(new_shape, refcheck=True)  # NumPy's own check: views of the data, data not its own
             return
         self._mutate_host(lambda h: h.resize(new_shape, refcheck=False))
@@ -471,6 +480,7 @@ class ndarray:
         data = self._data
         if type(data) is np.ndarray:
             src = value if type(value) is np.ndarray else _host(value)  # _host knows device arrays by library
+            mirrors.wrote(data)  # (mirrors)
             np.copyto(data, src, casting="unsafe")
         else:
             _engine_of(data).assign(data, value)
@@ -479,6 +489,7 @@ class ndarray:
         """Apply an in-place NumPy change; device data makes a round trip through the host."""
         data = self._data
         if type(data) is np.ndarray:
+            mirrors.wrote(data)  # (mirrors)
             change(data)
             return
         host = _host(data)
@@ -804,6 +815,7 @@ def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
                 if n <= op.floor or host_shortcut(op, n, self, other):
                     if blas:
                         blas_spin.ran()
+                    mirrors.wrote(data)  # (mirrors)
                     func(data, odata, out=data)
                     return self
         return _call.call(op, (self, other), {"out": (self,)})
@@ -905,6 +917,8 @@ _METHODS = {
 def _method(method: str, op: Any, numpy_method: Any) -> Any:
     def bound(self: ndarray, *args: Any, **kwargs: Any) -> Any:
         data = self._data
+        if args and mirrors.counted():  # (mirrors) an ``out`` given by position: ``a.clip(0, 1, b)``
+            _call._writes(op, (self, *args), kwargs)
         if type(data) is np.ndarray and STATE.plain and not kwargs.get("out"):
             # NumPy's method, cheaper than the function, where ``_call.call`` would run NumPy
             if not args and data.size <= op.floor:  # the common case, without the general rule's cost

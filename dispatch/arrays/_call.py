@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from dispatch import targets, tracing
-from dispatch.arrays import _compiled
+from dispatch.arrays import _compiled, mirrors
 from dispatch.base import blas_spin
 from dispatch.base.devices import HOST, HOST_ONLY, Device, device_of, library_of
 from dispatch.base.ops import GETITEM, Op
 from dispatch.base.state import STATE
-from dispatch.routing import router
+from dispatch.routing import regions, router
 from dispatch.routing.cost import FFT_1D
 from dispatch.routing.decisions import Decision, DecisionKind
 from dispatch.routing.router import ROUTER, SETTLED_EVERY
@@ -362,11 +362,13 @@ def to_forced_device(result: Any) -> Any:
         return result
 
 
-def _native_for(target: Target, counted: bool = True):
+def _native_for(target: Target, counted: bool = True, handed: list | None = None):
     """Arrays as ``target``'s own; ``counted``: a host result sent there is learned from
     (``sent``), which an explored call's is not (a measurement, not where the program goes).
     One call sends a host array to a device once: passed twice (``x * x``), or with its
-    transpose (``A.T @ A``), the later one is the copy already made, or its transpose."""
+    transpose (``A.T @ A``), the later one is the copy already made, or its transpose.
+    ``handed``: where given, host arrays already copied there and not written since are read
+    from that copy (``mirrors``), and copies made are kept; the copies served are listed in it."""
     copies: list[tuple[np.ndarray, Any]] = []  # (host array, its copy on the device) made by this call
 
     def from_host(data: np.ndarray) -> Any:
@@ -377,7 +379,13 @@ def _native_for(target: Target, counted: bool = True):
                 return copy
             if _transposed(data, host):
                 return copy.T
-        copy = target.from_host(data)
+        copy = mirrors.lookup(data, target) if handed is not None else None  # (mirrors)
+        if copy is None:
+            copy = target.from_host(data)
+            if handed is not None:
+                mirrors.keep(data, target, copy)
+        if handed is not None:
+            handed.append(copy)
         copies.append((data, copy))
         return copy
 
@@ -471,11 +479,14 @@ def _run_on(target: Target, op: Op, args: tuple, kwargs: dict, explored: bool = 
         written = args[op.mutates] if len(args) > op.mutates else None
         if not (isinstance(written, ndarray) and written.device == target.device):
             raise Unsupported("it writes into an array that lives on another device")
-    convert = _native_for(target, not explored)
+    handed: list | None = [] if op.mutates is None else None  # (mirrors) none for a call that writes its input
+    convert = _native_for(target, not explored, handed)
     kwargs, out = _split_out(op, kwargs)
     native_args = tuple(_convert(a, convert) for a in args)
     native_kwargs = {k: _convert(v, convert) for k, v in kwargs.items()}
     result = target.run(op, native_args, native_kwargs)
+    if handed:
+        mirrors.released(result, handed)  # (mirrors) a copy handed back as the result is the program's now
     if op.mutates is not None:
         return result
     if out is not None:
@@ -892,6 +903,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     into, as NumPy's own temporary elision would (``_array._elides`` checked it may).
     ``sized``: the arrays' sizes tell the call's work (not an FFT padded to ``n`` points), so
     small host arrays may skip the router."""
+    if op.local or (mirrors.counted() and (op.mutates is not None or kwargs or len(args) > 1)):  # (mirrors)
+        _writes(op, args, kwargs)  # what the call may write, or wrap as it is
     if STATE.floored and sized:  # the host shortcut's mode (``host_shortcut``)
         if not op.local:
             hargs, floor, rootless = under_floors(op, args)
@@ -959,10 +972,55 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
             router.refused_this_call(op, inputs, target, why)
     except Exception as exc:  # out of memory, driver errors, a backend bug: NumPy decides
         why = f"{target.name} failed: {type(exc).__name__}: {_first_line(exc)}"
+        if "out of memory" in why.lower():
+            mirrors.evict(target.device)  # (mirrors) the first memory given back under pressure
         router.failed(op, inputs, target, why)
     tracing.fallback(op, why)
     fallback = Decision(NUMPY, DecisionKind.FALLBACK, router.FALLBACK + why, key=decision.key)
     return _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
+
+
+def _writes(op: Op, args: tuple, kwargs: dict) -> None:
+    """Before a call: host memory it writes loses its device copies (``out=``, a ufunc's
+    positional outputs, the array an op writes into); NumPy arrays it wraps as they are (a
+    view of the caller's array, ``asarray``) are the caller's (``mirrors.escape``)."""
+    out = kwargs.get("out")
+    for o in (out if isinstance(out, tuple) else (out,)) if out is not None else ():
+        mirrors.wrote(o._data if isinstance(o, ndarray) else o)
+    if op.mutates is not None and len(args) > op.mutates:
+        a = args[op.mutates]
+        mirrors.wrote(a._data if isinstance(a, ndarray) else a)
+    at = _out_position(op)
+    if at is not None and len(args) > at:
+        for a in args[at:] if isinstance(op.func, np.ufunc) else args[at:at + 1]:
+            mirrors.wrote(a._data if isinstance(a, ndarray) else a)
+    if op.local:
+        for a in args:
+            if type(a) is np.ndarray:
+                mirrors.escape(a)
+
+
+_OUT_AT: dict[Any, int | None] = {}
+
+
+def _out_position(op: Op) -> int | None:
+    """Where ``out`` may be passed by position to the op's function (a ufunc's outputs follow
+    its inputs; ``clip(a, lo, hi, out)``, ``sum(a, axis, dtype, out)``), or ``None``."""
+    func = op.func
+    if func in _OUT_AT:
+        return _OUT_AT[func]
+    at = getattr(func, "nin", None) if isinstance(func, np.ufunc) else None
+    if at is None:
+        import inspect
+
+        try:
+            names = [p.name for p in inspect.signature(func).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            names = []
+        at = names.index("out") if "out" in names else None
+    _OUT_AT[func] = at
+    return at
 
 
 def _under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) -> Any:
@@ -1042,6 +1100,8 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
 
     Device work is timed with device events read later (no sync); the oracle policy, which
     must compare targets exactly, synchronises."""
+    if regions.RECORDING:  # (regions) a region being recorded for the planner times each call on its own
+        return regions.observe(op, inputs, decision.target, run)
     tracing_on = STATE.tracing and not ROUTER.history.count(op.name)
     sample = decision.sample
     if sample and decision.settled:

@@ -34,6 +34,7 @@ MARKS = ("_origin", "_root", "_hosted")
 __all__ = [
     "ACTIVE",
     "MARKS",
+    "MIRRORS_SAFE",
     "STATUS",
     "attr",
     "bind_router",
@@ -44,6 +45,7 @@ __all__ = [
     "memo_served",
     "python_path",
     "refs_seen",
+    "set_mirrors",
     "set_temporary_refs",
     "setup",
     "setup_creation",
@@ -66,6 +68,18 @@ def from_interpreter() -> bool:
     a temporary's count): read from the C stack, as NumPy's own elision does. False where the
     extension was not built: then no operand counts as a temporary."""
     return _built is not None and _built.from_interpreter()
+
+
+# A compiled path built from an older source cannot hand writes to Python: no copies are kept then.
+MIRRORS_SAFE = _fastpath is None or hasattr(_fastpath, "set_mirrors")
+
+
+def set_mirrors(live: bool, min_bytes: int) -> None:
+    """Whether device copies of host data are kept (writes then take the Python path, which sees
+    them), and the smallest memory mirrored (larger memory handed out or coming in as a NumPy
+    array always takes it): ``dispatch.arrays.mirrors``."""
+    if _fastpath is not None and MIRRORS_SAFE:
+        _fastpath.set_mirrors(live, min_bytes)
 
 
 def refs_seen() -> int:

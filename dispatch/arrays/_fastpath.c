@@ -126,6 +126,26 @@ static inline int plain(void) {
     return SLOT(state, plain_off) == Py_True;
 }
 
+/* Device copies of host data (dispatch.arrays.mirrors), told by set_mirrors(): while any is kept,
+ * writes take the Python path, which invalidates the copies of what they write; host arrays of
+ * mirror_min bytes or more that are handed out (numpy.asarray) or come in as NumPy arrays (asarray,
+ * views) always do, so that dispatch knows them as the caller's. */
+static int mirrors_live = 0;
+static npy_intp mirror_min = NPY_MAX_INTP;
+
+/* Whether the memory a NumPy array views (its last NumPy base's) holds mirror_min bytes or more. */
+static int large_memory(PyObject *a) {
+    PyObject *base;
+    while ((base = PyArray_BASE((PyArrayObject *)a)) != NULL && PyArray_Check(base)) a = base;
+    return PyArray_NBYTES((PyArrayObject *)a) >= mirror_min;
+}
+
+static int large_numpy_arg(PyObject *const *args, Py_ssize_t nargs) {
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (PyArray_CheckExact(args[i]) && large_memory(args[i])) return 1;
+    return 0;
+}
+
 /* The host data of a dispatch array, or NULL (a device array, another type). */
 static inline PyObject *host_data(PyObject *x) {
     if (Py_TYPE(x) != nd_type) return NULL;
@@ -827,6 +847,12 @@ static PyObject *ufunc_op(PyObject *proxy) {
 
 static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (mirrors_live) {  /* (mirrors) calls that may write host data: the Python path sees the write */
+        switch (self->kind) {
+        case INPLACE: case SETITEM: case FUNCTION: case UFUNC: case ARRAY_FUNCTION: case ARRAY_UFUNC: goto fall_back;
+        default: break;
+        }
+    }
     switch (self->kind) {
     case FORWARD:
     case REFLECTED:
@@ -943,7 +969,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         break;
     }
     case LOCAL: {  /* a view or a cast (diagonal, reshape...) of host arrays no root reaches, at any size */
-        if (!plain()) break;
+        if (!plain() || large_numpy_arg(args, nargs)) break;  /* (mirrors) a large NumPy array comes in */
         int taken = 0;
         PyObject *r = call_hosted(self->func, NPY_MAX_INTP, 1, args, nargs, kwnames, &taken);
         if (!taken) break;
@@ -951,7 +977,10 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
     }
     case ASARRAY: {  /* asarray(a) alone: a NumPy array wrapped as it is, a dispatch array itself */
         if (nargs != 1 || kwnames != NULL || !plain()) break;
-        if (PyArray_CheckExact(args[0])) return new_array(Py_NewRef(args[0]));
+        if (PyArray_CheckExact(args[0])) {
+            if (large_memory(args[0])) break;  /* (mirrors) the caller's array */
+            return new_array(Py_NewRef(args[0]));
+        }
         if (Py_TYPE(args[0]) == nd_type) return Py_NewRef(args[0]);
         break;
     }
@@ -1041,6 +1070,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             else goto fall_back;
         }
         if (d == NULL || dtype != Py_None || (copy != Py_None && copy != Py_False)) break;
+        if (large_memory(d)) break;  /* (mirrors) handed out: the Python path */
         return Py_NewRef(d);
     }
     case COPY: {  /* a.copy(): under copy's floor, NumPy's method; over it, data in C order from the memo,
@@ -1654,7 +1684,18 @@ static PyObject *set_temporary_refs(PyObject *module, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *set_mirrors(PyObject *module, PyObject *args) {
+    int live;
+    Py_ssize_t min_bytes;
+    if (!PyArg_ParseTuple(args, "pn", &live, &min_bytes)) return NULL;
+    mirrors_live = live;
+    mirror_min = min_bytes;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"set_mirrors", set_mirrors, METH_VARARGS,
+     "set_mirrors(live, min_bytes): whether device copies of host data are kept, and the smallest array mirrored"},
     {"from_interpreter", py_from_interpreter, METH_NOARGS,
      "from_interpreter(): whether no frame of NumPy's extension is on the C stack (no object loop holds the operand)"},
     {"refs_seen", get_refs_seen, METH_NOARGS,
