@@ -419,12 +419,16 @@ class ndarray:
         return _call.call(op_named("reshape"), (self, shape), {"order": order} if order != "C" else {})
 
     def transpose(self, *axes: Any) -> ndarray:
-        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
+        if not axes:
+            axes = None
+        elif len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list, ndarray, np.ndarray))):
+            axes = axes[0]  # one sequence of axes (an array of them too), or None
+        if isinstance(axes, ndarray):
+            axes = _host_value(axes)
         data = self._data
         if type(data) is np.ndarray:
-            return _viewed(self, wrap_host(data.transpose(axes or None)))
-        return _call.call(op_named("transpose"), (self, tuple(axes) if axes else None), {})
+            return _viewed(self, wrap_host(data.transpose(axes)))
+        return _call.call(op_named("transpose"), (self, axes), {})
 
     def ravel(self, order: str = "C") -> ndarray:
         return _call.call(op_named("ravel"), (self, order), {}) if order != "C" else self.reshape(-1)

@@ -1,0 +1,60 @@
+"""Causes NumPy's own test suite found under ``import dispatch as np``: each case runs on NumPy
+and on dispatch and must give the same outcome (value, dtype, shape, identity, or the same
+exception type and first line)."""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+
+import dispatch
+
+
+def _outcome(xp, run):
+    """What ``run(xp)`` gives, or the type and first line of what it raises."""
+    try:
+        return run(xp)
+    except Exception as exc:  # the exception itself is the outcome compared
+        return (type(exc), str(exc).split("\n")[0])
+
+
+def _agree(run):
+    """``run`` on NumPy and on dispatch: the same exception, or equal results of NumPy's kind."""
+    want, got = _outcome(numpy, run), _outcome(dispatch, run)
+    if isinstance(want, tuple) and want and isinstance(want[0], type) and issubclass(want[0], Exception):
+        assert got == want
+    elif type(want) is numpy.ndarray:
+        assert type(got) is dispatch.ndarray, type(got)
+        host = numpy.asarray(got)
+        assert (host.dtype, host.shape) == (want.dtype, want.shape)
+        numpy.testing.assert_array_equal(host, want)
+    else:
+        assert type(got) is type(want), (type(got), type(want))
+        assert got == want
+
+
+# ---- transpose with its axes in an array ------------------------------------------------------------
+
+@pytest.mark.parametrize("axes", [
+    pytest.param(lambda xp: (xp.array([3, 1, 2, 0]),), id="dispatch-array"),
+    pytest.param(lambda xp: (numpy.array([3, 1, 2, 0]),), id="numpy-array"),
+    pytest.param(lambda xp: ([3, 1, 2, 0],), id="list"),
+    pytest.param(lambda xp: (3, 1, 2, 0), id="varargs"),
+    pytest.param(lambda xp: (None,), id="None"),
+    pytest.param(lambda xp: ((),), id="empty-refused"),
+    pytest.param(lambda xp: (xp.array(0),), id="0-d-refused"),
+])
+def test_transpose_takes_axes_as_numpy_does(axes):
+    _agree(lambda xp: xp.arange(120).reshape(2, 3, 4, 5).transpose(*axes(xp)).shape)
+
+
+# ---- NumPy's private names that tests and libraries use ----------------------------------------------
+
+@pytest.mark.parametrize("name", ["_core", "_NoValue", "_CopyMode"])
+def test_numpys_private_names_are_numpys_objects(name):
+    assert getattr(dispatch, name) is getattr(numpy, name)
+
+
+def test_other_private_names_stay_missing():
+    with pytest.raises(AttributeError):
+        dispatch._not_a_numpy_name  # noqa: B018 - the lookup is the test
