@@ -58,3 +58,22 @@ def test_numpys_private_names_are_numpys_objects(name):
 def test_other_private_names_stay_missing():
     with pytest.raises(AttributeError):
         dispatch._not_a_numpy_name  # noqa: B018 - the lookup is the test
+
+
+# ---- comparisons of void and structured arrays --------------------------------------------------------
+
+def _records(xp, n):
+    a = xp.zeros(n, dtype="i4,f8")
+    a[n // 2] = (1, 2.0)
+    return a
+
+
+@pytest.mark.parametrize("n", [3, 100_000])
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp, n: xp.zeros(n, "V4") == xp.zeros(n, "V4"), id="V4=="),
+    pytest.param(lambda xp, n: xp.zeros(n, "V4") != xp.zeros(n, "V4"), id="V4!="),
+    pytest.param(lambda xp, n: _records(xp, n) == xp.zeros(n, dtype="i4,f8"), id="records=="),
+    pytest.param(lambda xp, n: _records(xp, n) != _records(xp, n)[n // 2], id="records!=scalar"),
+])
+def test_void_and_structured_arrays_compare_as_numpys(run, n):
+    _agree(lambda xp: run(xp, n))

@@ -734,12 +734,17 @@ def _c_contiguous(data: Any) -> bool:
     return bool(is_contiguous()) if callable(is_contiguous) else True
 
 
-def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
+def _binary(ufunc_name: str, compare: Any = None) -> tuple[Any, Any, Any, Any]:
+    """The operator's forward, reflected and in-place methods; ``compare`` is NumPy's own
+    comparison operator (``operator.eq``), which also compares void and structured arrays
+    (their ufunc has no loop for them)."""
     op = POWER_OPERATOR if ufunc_name == "power" else op_named(ufunc_name)
-    func, ufunc, blas = op.func, op.ufunc, op.blas
+    func, ufunc, blas = compare or op.func, op.ufunc, op.blas
     new = object.__new__
 
     def forward(self: ndarray, other: Any) -> Any:
+        if compare is not None and type(self._data) is _ND and self._data.dtype.kind == "V":
+            return wrap(compare(self._data, _host_value(other)))  # records compare on NumPy, field by field
         # The hot path, inlined: host data under the op's floor goes straight to NumPy.
         kind = type(other)
         if kind is ndarray:
@@ -883,8 +888,9 @@ def _install_operators() -> None:
         if short != "divmod":
             setattr(ndarray, f"__i{short}__", fast("inplace", op, inplace))
     for short, name in _COMPARE.items():
-        op, forward = _binary(name)[:2]
-        setattr(ndarray, f"__{short}__", fast("forward", op, forward))
+        compare = getattr(operator, short)
+        op, forward = _binary(name, compare)[:2]
+        setattr(ndarray, f"__{short}__", fast("forward", op, forward, compare))
     for short, name in _UNARY.items():
         op = op_named(name)
         setattr(ndarray, f"__{short}__", fast("method", op, _unary(op)))
