@@ -77,3 +77,57 @@ def _records(xp, n):
 ])
 def test_void_and_structured_arrays_compare_as_numpys(run, n):
     _agree(lambda xp: run(xp, n))
+
+
+# ---- out= returns the very array it was given ---------------------------------------------------------
+
+@pytest.mark.parametrize("n", [3, 300_000])
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda xp, a, o: xp.add(a, 1.0, out=o), id="ufunc"),
+    pytest.param(lambda xp, a, o: xp.add(a, 1.0, out=(o,)), id="ufunc-tuple"),
+    pytest.param(lambda xp, a, o: xp.multiply(a, a, out=o), id="ufunc-same"),
+    pytest.param(lambda xp, a, o: xp.clip(a, 1.0, 2.0, out=o), id="clip"),
+    pytest.param(lambda xp, a, o: xp.cumsum(a, out=o), id="cumsum"),
+    pytest.param(lambda xp, a, o: a.clip(1.0, 2.0, out=o), id="method-clip"),
+])
+@pytest.mark.parametrize("out_kind", ["numpy", "dispatch"])
+def test_out_is_the_array_given(call, n, out_kind):
+    want_out = numpy.empty(n)
+    want = call(numpy, numpy.arange(float(n)), want_out)
+    out = numpy.empty(n) if out_kind == "numpy" else dispatch.empty(n)
+    got = call(dispatch, dispatch.arange(float(n)), out)
+    assert want is want_out and got is out
+    numpy.testing.assert_array_equal(numpy.asarray(out), want_out)
+
+
+def test_a_reduction_method_into_a_numpy_out_returns_it():
+    want_out, out = numpy.empty(3), numpy.empty(3)
+    assert numpy.ones((4, 3)).sum(axis=0, out=want_out) is want_out
+    assert dispatch.ones((4, 3)).sum(axis=0, out=out) is out
+    numpy.testing.assert_array_equal(out, want_out)
+
+
+# ---- random: out=, and seeds given as arrays ------------------------------------------------------------
+
+@pytest.mark.parametrize("draw", [
+    pytest.param(lambda g, out: g.random(out=out), id="random"),
+    pytest.param(lambda g, out: g.standard_normal(out=out), id="standard_normal"),
+    pytest.param(lambda g, out: g.standard_exponential(out=out), id="standard_exponential"),
+    pytest.param(lambda g, out: g.standard_gamma(2.0, out=out), id="standard_gamma"),
+])
+def test_generator_draws_into_out_and_returns_it(draw):
+    want_out, out = numpy.empty((4, 5)), dispatch.empty((4, 5))
+    assert draw(numpy.random.Generator(numpy.random.PCG64(7)), want_out) is want_out
+    assert draw(dispatch.random.Generator(dispatch.random.PCG64(7)), out) is out
+    numpy.testing.assert_array_equal(numpy.asarray(out), want_out)
+
+
+@pytest.mark.parametrize("name", ["SeedSequence", "MT19937", "PCG64", "PCG64DXSM", "Philox", "SFC64"])
+def test_seeds_given_as_dispatch_arrays_are_numpys_seeds(name):
+    want = getattr(numpy.random, name)(numpy.array([1, 2, 3]))
+    got = getattr(dispatch.random, name)(dispatch.array([1, 2, 3]))
+    assert isinstance(got, getattr(numpy.random, name))
+    if name == "SeedSequence":
+        numpy.testing.assert_array_equal(got.generate_state(4), want.generate_state(4))
+    else:
+        numpy.testing.assert_array_equal(got.random_raw(4), want.random_raw(4))

@@ -591,10 +591,11 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
         if out is not None:
             outs = out if isinstance(out, tuple) else (out,)
             for o in outs:
-                if isinstance(o, ndarray) and o._data is result:
+                if o is result or (isinstance(o, ndarray) and o._data is result):  # a NumPy out= comes back itself
                     return o
             if isinstance(result, tuple) and len(result) == len(outs):
-                return tuple(o if isinstance(o, ndarray) else wrap(r) for o, r in zip(outs, result, strict=True))
+                return tuple(o if isinstance(o, (ndarray, np.ndarray)) else wrap(r)
+                             for o, r in zip(outs, result, strict=True))
     kind = type(result)
     if kind is np.ndarray:
         obj = object.__new__(ndarray)
@@ -921,7 +922,7 @@ _METHODS = {
 def _method(method: str, op: Any, numpy_method: Any) -> Any:
     def bound(self: ndarray, *args: Any, **kwargs: Any) -> Any:
         data = self._data
-        if type(data) is np.ndarray and STATE.plain and not kwargs.get("out"):
+        if type(data) is np.ndarray and STATE.plain and kwargs.get("out") is None:
             # NumPy's method, cheaper than the function, where ``_call.call`` would run NumPy
             if not args and data.size <= op.floor:  # the common case, without the general rule's cost
                 return wrap(numpy_method(data, **kwargs))
