@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dispatch.arrays import _call, scale_out
-from dispatch.arrays._array import ndarray
+from dispatch.arrays._array import ndarray, wrap_host
 from dispatch.arrays._compiled import fast, install_call, installed_in
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
 from dispatch.base.ops import op_for_ufunc_method, op_named
@@ -125,6 +125,12 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
         copy = kwargs.get("copy", copy_default)
         if isinstance(a, ndarray) and not args and set(kwargs) <= {"copy"}:
             if dtype is not None and np.dtype(dtype) != a.dtype:
+                if copy is False:  # NumPy's answer: a view where the cast needs no copy, else its ValueError
+                    data = a._data
+                    if type(data) is np.ndarray:
+                        return wrap_host(np.asarray(data, dtype, copy=False))
+                    np.asarray(np.empty(0, a.dtype), dtype, copy=False)  # raises where the cast needs a copy
+                    return a.astype(dtype, copy=False)
                 return a.astype(dtype)
             if copy:
                 return a.copy()

@@ -131,3 +131,21 @@ def test_seeds_given_as_dispatch_arrays_are_numpys_seeds(name):
         numpy.testing.assert_array_equal(got.generate_state(4), want.generate_state(4))
     else:
         numpy.testing.assert_array_equal(got.random_raw(4), want.random_raw(4))
+
+
+# ---- copy=False, and sizes no memory holds ---------------------------------------------------------------
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.array(xp.arange(3), dtype=float, copy=False), id="cast-refused"),
+    pytest.param(lambda xp: xp.asarray(xp.arange(3), dtype=xp.int8, copy=False), id="asarray-cast-refused"),
+    pytest.param(lambda xp: xp.array([1, 2], copy=False), id="list-refused"),
+    pytest.param(lambda xp: (lambda a: xp.array(a, copy=False) is a)(xp.arange(3)), id="same-object"),
+    pytest.param(lambda xp: (lambda a: xp.shares_memory(xp.array(a, dtype=a.dtype, copy=False), a))(xp.arange(3)),
+                 id="same-dtype-no-copy"),
+    pytest.param(lambda xp: xp.array(xp.arange(3, dtype="<i8"), dtype="=i8", copy=False), id="equal-dtype"),
+    pytest.param(lambda xp: xp.zeros([975] * 7, xp.int8), id="zeros-too-big"),
+    pytest.param(lambda xp: xp.empty(2**64), id="empty-2**64"),
+    pytest.param(lambda xp: xp.empty((2**20, 2**20)), id="empty-8TiB"),
+])
+def test_copies_and_sizes_as_numpy(run):
+    _agree(run)
