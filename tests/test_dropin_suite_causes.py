@@ -149,3 +149,56 @@ def test_seeds_given_as_dispatch_arrays_are_numpys_seeds(name):
 ])
 def test_copies_and_sizes_as_numpy(run):
     _agree(run)
+
+
+# ---- the buffer protocol and the array interfaces --------------------------------------------------------
+
+_DTYPES = ["f8", "f2", ">i4", "c16", "?", "U3", "S2", "O", "M8[D]", "m8[s]", "V4", "i1,f8",
+           numpy.dtype([("a", "i1"), ("b", "f8")], align=True)]
+
+
+@pytest.mark.parametrize("dtype", _DTYPES, ids=str)
+def test_numpy_reads_every_dtype_back_exactly(dtype):
+    host = numpy.arange(6).astype(dtype).reshape(2, 3) if numpy.dtype(dtype).kind != "V" else numpy.zeros((2, 3), dtype)
+    got = numpy.asarray(dispatch.asarray(host))
+    assert got.dtype == host.dtype and got.dtype.isalignedstruct == host.dtype.isalignedstruct
+    assert got.shape == host.shape and got.tobytes() == host.tobytes()
+    assert numpy.shares_memory(got, host)  # the data itself, not a copy
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f2", ">i4", "c16", "?", "U3", "S2", "i1"])
+def test_memoryview_and_interfaces_are_numpys(dtype):
+    host = numpy.arange(6).astype(dtype).reshape(2, 3)
+    x = dispatch.asarray(host.copy())
+    view, want = memoryview(x), memoryview(host)
+    assert (view.format, view.shape, view.strides, view.readonly) == (want.format, want.shape, want.strides, False)
+    assert bytes(x) == bytes(host) and view.tobytes() == want.tobytes()
+    mine, theirs = x.__array_interface__, host.__array_interface__
+    assert {k: v for k, v in mine.items() if k != "data"} == {k: v for k, v in theirs.items() if k != "data"}
+    assert mine["data"][0] == numpy.asarray(x).__array_interface__["data"][0]
+    assert type(x.__array_struct__).__name__ == "PyCapsule"
+
+
+def test_writes_through_a_memoryview_reach_the_array():
+    x = dispatch.zeros(4)
+    memoryview(x)[2] = 5.0
+    numpy.testing.assert_array_equal(numpy.asarray(x), [0.0, 0.0, 5.0, 0.0])
+
+
+@pytest.mark.parametrize("dtype", ["M8[D]", "V4"])
+def test_dtypes_read_through_array_have_no_interface(dtype):
+    x = dispatch.zeros(3, dtype)
+    assert not hasattr(x, "__array_interface__") and not hasattr(x, "__array_struct__")
+    with pytest.raises((BufferError, ValueError)):
+        memoryview(x)
+
+
+def test_data_held_elsewhere_is_never_handed_out_as_a_host_copy():
+    pytest.importorskip("dask.array")
+    with dispatch.using("dask"):
+        x = dispatch.arange(6.0)
+    assert x.device.kind == "dask"
+    with pytest.raises(BufferError):
+        memoryview(x)
+    assert not hasattr(x, "__array_interface__")
+    numpy.testing.assert_array_equal(numpy.asarray(x), numpy.arange(6.0))  # __array__: a copy, read now

@@ -122,6 +122,48 @@ class ndarray:
             return host.astype(dtype)
         return host.copy() if copy and host is data else host
 
+    # The buffer protocol and the array interfaces hand out the host memory itself, as
+    # ``__array__`` does (NumPy reads the buffer first, then the interfaces, then ``__array__``:
+    # docs/equality.md has the cost). Data a device holds has no host memory to hand out: a
+    # host copy written through them would lose its writes, so they refuse it, and NumPy falls
+    # back on ``__array__``, which copies.
+
+    def _shared_host(self) -> np.ndarray:
+        """The host data, handed out through ``__array__`` (which notes that it left dispatch's
+        sight); ``BufferError`` for data a device holds, and for void and structured dtypes,
+        which NumPy would read back from the buffer's format without their alignment, or as
+        padding, and datetimes, which have no buffer format (NumPy then reads ``__array__``)."""
+        data = self._data
+        if type(data) is not np.ndarray:
+            raise BufferError(f"an array held by {self.device} has no host memory to share: "
+                              "numpy.asarray(x) makes a host copy")
+        if data.dtype.kind in "VMm":
+            raise BufferError(_THROUGH_ARRAY)
+        return self.__array__()
+
+    def __buffer__(self, flags: int) -> memoryview:
+        return memoryview(self._shared_host())
+
+    def _described(self, name: str) -> Any:
+        """NumPy's ``name`` of the host data. Absent (AttributeError, so that NumPy reads
+        ``__array__``: a host copy, or the data itself) for data a device holds, and for void,
+        structured, datetime and timedelta dtypes, which NumPy reads back from an interface
+        without their alignment or their units."""
+        data = self._data
+        if type(data) is not np.ndarray:
+            raise AttributeError(_DEVICE_HELD)
+        if data.dtype.kind in "VMm":  # (a constant message: NumPy's coercion asks, and drops it, each time)
+            raise AttributeError(_THROUGH_ARRAY)
+        return getattr(self.__array__(), name)
+
+    @property
+    def __array_interface__(self) -> dict:
+        return self._described("__array_interface__")
+
+    @property
+    def __array_struct__(self) -> Any:
+        return self._described("__array_struct__")
+
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         out = kwargs.get("out", ())
         for x in (*inputs, *(out if isinstance(out, tuple) else (out,))):
@@ -209,11 +251,11 @@ class ndarray:
 
     @property
     def strides(self) -> tuple[int, ...]:
-        return np.asarray(self).strides if not self.device.is_host else self._data.strides
+        return self.__array__().strides if not self.device.is_host else self._data.strides
 
     @property
     def flags(self) -> Any:
-        return self._data.flags if type(self._data) is np.ndarray else np.asarray(self).flags
+        return self._data.flags if type(self._data) is np.ndarray else self.__array__().flags
 
     def setflags(self, write: Any = None, align: Any = None, uic: Any = None) -> None:
         """NumPy's ``setflags``, on the host data (what ``flags`` reports)."""
@@ -225,7 +267,7 @@ class ndarray:
     @property
     def data(self) -> memoryview:
         """The host memory as a ``memoryview`` (of a host copy, for data a device holds)."""
-        return np.asarray(self).data
+        return self.__array__().data
 
     @property
     def base(self) -> Any:
@@ -314,28 +356,28 @@ class ndarray:
         data = self._data
         if args and type(data) is not np.ndarray:
             return _engine_of(data).item(data, args)  # one element read back, not the array
-        return np.asarray(self).item(*args)
+        return self.__array__().item(*args)
 
     def tolist(self) -> Any:
-        return np.asarray(self).tolist()
+        return self.__array__().tolist()
 
     def tobytes(self, order: str = "C") -> bytes:
-        return np.asarray(self).tobytes(order)
+        return self.__array__().tobytes(order)
 
     def __bool__(self) -> bool:
-        return bool(np.asarray(self))
+        return bool(self.__array__())
 
     def __float__(self) -> float:
-        return float(np.asarray(self))
+        return float(self.__array__())
 
     def __int__(self) -> int:
-        return int(np.asarray(self))
+        return int(self.__array__())
 
     def __complex__(self) -> complex:
-        return complex(np.asarray(self))
+        return complex(self.__array__())
 
     def __index__(self) -> int:
-        return operator.index(np.asarray(self))
+        return operator.index(self.__array__())
 
     def __repr__(self) -> str:
         data = self._data
@@ -346,14 +388,14 @@ class ndarray:
         return str(data) if type(data) is np.ndarray else _engine_of(data).text(data, str)
 
     def __format__(self, spec: str) -> str:
-        return format(np.asarray(self), spec)
+        return format(self.__array__(), spec)
 
     __hash__ = None  # type: ignore[assignment]
 
     # ---- copies and pickling ----------------------------------------------------------------------
 
     def __reduce__(self) -> tuple:
-        return (_rebuild, (np.asarray(self), str(self.device)))
+        return (_rebuild, (self.__array__(), str(self.device)))
 
     def __copy__(self) -> ndarray:
         return self.copy()
@@ -393,7 +435,7 @@ class ndarray:
             dtype, type = None, dtype  # NumPy reads view(np.matrix) as a type
         if type is not None and not issubclass(type, ndarray):
             # A view as a NumPy subclass (np.matrix, a recarray) is NumPy's own object.
-            host = np.asarray(self)
+            host = self.__array__()
             return host.view(type) if dtype is None else host.view(dtype, type)
         data = self._data
         if builtins.type(data) is np.ndarray:  # `type` is the parameter here
@@ -457,7 +499,7 @@ class ndarray:
         if inplace:
             self._mutate_host(lambda h: h.byteswap(True))
             return self
-        return wrap_host(np.asarray(self).byteswap())
+        return wrap_host(self.__array__().byteswap())
 
     # ---- in-place methods ------------------------------------------------------------------------
 
@@ -508,13 +550,13 @@ class _DeviceScalar(ndarray):
     __slots__ = ()
 
     def __repr__(self) -> str:
-        return repr(np.asarray(self)[()])
+        return repr(self.__array__()[()])
 
     def __str__(self) -> str:
-        return str(np.asarray(self)[()])
+        return str(self.__array__()[()])
 
     def __hash__(self) -> int:
-        return hash(np.asarray(self)[()])
+        return hash(self.__array__()[()])
 
 
 class _Flat:
@@ -529,23 +571,23 @@ class _Flat:
         self.base = base
 
     def __getitem__(self, key: Any) -> Any:
-        return wrap_host(np.asarray(self.base).flat[_host_key(key)])
+        return wrap_host(self.base.__array__().flat[_host_key(key)])
 
     def __setitem__(self, key: Any, value: Any) -> None:
         key, value = _host_key(key), _host_value(value)
         self.base._mutate_host(lambda h: h.flat.__setitem__(key, value))
 
     def __iter__(self):
-        return iter(np.asarray(self.base).flat)
+        return iter(self.base.__array__().flat)
 
     def __len__(self) -> int:
         return self.base.size
 
     def copy(self) -> ndarray:
-        return wrap_host(np.asarray(self.base).flat.copy())
+        return wrap_host(self.base.__array__().flat.copy())
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        return np.asarray(self.base).reshape(-1) if dtype is None else np.asarray(self.base, dtype).reshape(-1)
+        return self.base.__array__().reshape(-1) if dtype is None else self.base.__array__(dtype).reshape(-1)
 
 
 def device_scalar(native: Any) -> ndarray:
@@ -561,6 +603,8 @@ def _handled(x: Any) -> bool:
 
 
 _HANDLED_TYPES = (ndarray, np.ndarray)
+_THROUGH_ARRAY = "void, structured, datetime and timedelta arrays are read through __array__"
+_DEVICE_HELD = "an array a device holds has no host memory to describe: numpy.asarray(x) makes a host copy"
 
 
 # ---- wrapping results -------------------------------------------------------------------------
@@ -993,6 +1037,8 @@ _compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op, vars(blas_
 _install_operators()
 _measure_temporaries()
 _compiled.install_slots()
+_compiled.install_buffer(ndarray)
+_compiled.install_buffer(_DeviceScalar)  # (its slots were copied from ndarray's before)
 _install_methods()
 _compiled.installed_in(ndarray)
 for _name in ("shape", "dtype", "ndim", "size"):
