@@ -47,7 +47,7 @@ _OWN = {
 }
 _SUBMODULES = ("fft", "linalg", "random", "config", "cluster", "sklearn")  # sklearn imports scikit-learn only when used
 # NumPy's private names that tests and libraries reach through ``np.``: NumPy's own objects
-_NUMPY_PRIVATE = frozenset({"_core", "_NoValue", "_CopyMode"})
+_NUMPY_PRIVATE = frozenset({"_core", "_NoValue", "_CopyMode", "__config__"})
 _MISSING = object()
 
 

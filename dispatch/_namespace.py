@@ -27,13 +27,28 @@ from dispatch.routing.cost import FFT_1D
 __all__ = ["binds", "lazy_namespace", "routed", "ufunc"]
 
 
-class ufunc:
+class _UfuncType(type):
+    """NumPy's ufuncs are instances of ``dispatch.ufunc`` too: code that collects the ufuncs of
+    ``np._core.umath`` with ``isinstance(obj, np.ufunc)`` finds them under dispatch as well."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return type(obj) is cls or isinstance(obj, np.ufunc)
+
+
+class ufunc(metaclass=_UfuncType):
     """A NumPy ufunc whose calls and methods (reduce, accumulate, reduceat, outer, at) are routed.
 
-    Attributes (``nin``, ``nout``, ``identity``, ``types``...) are the NumPy ufunc's.
+    Attributes (``nin``, ``nout``, ``identity``, ``types``...) are the NumPy ufunc's; it equals
+    and hashes as the NumPy ufunc (``np.sin == numpy.sin``, one key in a dict).
     """
 
     __slots__ = ("__name__", "_op", "_ufunc")
+
+    def __eq__(self, other: Any) -> bool:
+        return self._ufunc is (other._ufunc if type(other) is ufunc else other)
+
+    def __hash__(self) -> int:
+        return hash(self._ufunc)
 
     def __init__(self, numpy_ufunc: np.ufunc, name: str) -> None:
         self._ufunc = numpy_ufunc

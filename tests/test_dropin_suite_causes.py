@@ -50,9 +50,17 @@ def test_transpose_takes_axes_as_numpy_does(axes):
 
 # ---- NumPy's private names that tests and libraries use ----------------------------------------------
 
-@pytest.mark.parametrize("name", ["_core", "_NoValue", "_CopyMode"])
+@pytest.mark.parametrize("name", ["_core", "_NoValue", "_CopyMode", "__config__"])
 def test_numpys_private_names_are_numpys_objects(name):
     assert getattr(dispatch, name) is getattr(numpy, name)
+
+
+def test_numpys_ufuncs_are_ufuncs_under_dispatch():
+    found = [u for u in vars(dispatch._core.umath).values() if isinstance(u, dispatch.ufunc)]
+    assert found == [u for u in vars(numpy._core.umath).values() if isinstance(u, numpy.ufunc)]
+    found.remove(dispatch.bitwise_count)  # found by equality: dispatch's ufunc equals NumPy's
+    assert numpy.bitwise_count not in found and dispatch.sin == numpy.sin and dispatch.sin != numpy.cos
+    assert {numpy.sin: 1}[dispatch.sin] == 1 and not isinstance(numpy.sum, dispatch.ufunc)
 
 
 def test_other_private_names_stay_missing():
