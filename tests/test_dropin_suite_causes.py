@@ -210,3 +210,34 @@ def test_data_held_elsewhere_is_never_handed_out_as_a_host_copy():
         memoryview(x)
     assert not hasattr(x, "__array_interface__")
     numpy.testing.assert_array_equal(numpy.asarray(x), numpy.arange(6.0))  # __array__: a copy, read now
+
+
+# ---- NumPy's array methods for files, pickles, fields and ctypes --------------------------------------------
+
+def _through_file(xp, tmp_path):
+    a = xp.arange(5, dtype="i4")
+    a.tofile(tmp_path / "a.bin")
+    a.tofile(tmp_path / "a.txt", sep=",")
+    return numpy.fromfile(tmp_path / "a.bin", "i4"), (tmp_path / "a.txt").read_text()
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp, tmp: _through_file(xp, tmp)[0], id="tofile"),
+    pytest.param(lambda xp, tmp: _through_file(xp, tmp)[1], id="tofile-text"),
+    pytest.param(lambda xp, tmp: __import__("pickle").loads(xp.arange(3.0).dumps()), id="dumps"),
+    pytest.param(lambda xp, tmp: xp.arange(4, dtype="i4").getfield("i2"), id="getfield"),
+    pytest.param(lambda xp, tmp: (lambda a: (a.setfield(7, "i2"), a)[1])(xp.arange(4, dtype="i4")), id="setfield"),
+    pytest.param(lambda xp, tmp: (lambda a: a.ctypes.data == a.__array_interface__["data"][0])(xp.arange(3.0)),
+                 id="ctypes-data"),
+    pytest.param(lambda xp, tmp: xp.arange(6.0).reshape(2, 3).ctypes.shape[:], id="ctypes-shape"),
+])
+def test_file_pickle_field_and_ctypes_methods_as_numpys(run, tmp_path):
+    (tmp_path / "n").mkdir()
+    (tmp_path / "d").mkdir()
+    want = _outcome(numpy, lambda xp: run(xp, tmp_path / "n"))
+    got = _outcome(dispatch, lambda xp: run(xp, tmp_path / "d"))
+    if type(want) is numpy.ndarray:
+        numpy.testing.assert_array_equal(numpy.asarray(got), want)
+        assert numpy.asarray(got).dtype == want.dtype
+    else:
+        assert got == want

@@ -364,6 +364,29 @@ class ndarray:
     def tobytes(self, order: str = "C") -> bytes:
         return self.__array__().tobytes(order)
 
+    def tofile(self, fid: Any, sep: str = "", format: str = "%s") -> None:
+        self.__array__().tofile(fid, sep, format)
+
+    def dump(self, file: Any) -> None:
+        self.__array__().dump(file)
+
+    def dumps(self) -> bytes:
+        return self.__array__().dumps()
+
+    def getfield(self, dtype: Any, offset: int = 0) -> Any:
+        return wrap_host(self.__array__().getfield(dtype, offset))  # a view of the host data, as NumPy's
+
+    def setfield(self, val: Any, dtype: Any, offset: int = 0) -> None:
+        self._mutate_host(lambda h: h.setfield(_host_value(val), dtype, offset))
+
+    @property
+    def ctypes(self) -> Any:
+        """NumPy's ``ctypes`` of the host data (pointers to the data itself); absent for data a
+        device holds, whose host copy would go stale behind a pointer."""
+        if type(self._data) is not np.ndarray:
+            raise AttributeError(_DEVICE_HELD)
+        return self.__array__().ctypes
+
     def __bool__(self) -> bool:
         return bool(self.__array__())
 
