@@ -64,7 +64,11 @@ def measure(mods: tuple[str, ...] = SIX, *, timeout: float = 1800, max_rss_mb: f
             work: Path | None = None) -> dict:
     """Both variants' peaks over ``mods`` run in one process each, with the tests each passed."""
     work = Path(work or tempfile.mkdtemp(prefix="peer-memory-"))
-    roots = prepare(work, sorted({m.split("/")[0] for m in mods}))
+    packages = sorted({m.split("/")[0] for m in mods})
+    roots = prepare(work, packages)
+    for root in roots.values():  # one process imports them all: ``_core.tests``, ``lib.tests``, not ``tests`` twice
+        for pkg in packages:
+            (root / pkg / "__init__.py").touch()
     env = child_env(work, max_rss_mb)
     out = {}
     for variant, root in roots.items():
