@@ -241,3 +241,35 @@ def test_file_pickle_field_and_ctypes_methods_as_numpys(run, tmp_path):
         assert numpy.asarray(got).dtype == want.dtype
     else:
         assert got == want
+
+
+# ---- scikit-learn: the user's own Array API dispatch -----------------------------------------------------------
+
+def _namespaces(X, make):
+    import sklearn
+
+    with sklearn.config_context(array_api_dispatch=True):
+        est = make().fit(X)
+        learned = est.components_ if hasattr(est, "components_") else est.mean_
+        return type(learned), type(est.transform(X)), float(learned[0] if learned.ndim == 1 else learned[0, 0])
+
+
+@pytest.mark.parametrize("estimator", ["StandardScaler", "PCA"])
+def test_accelerated_sklearn_keeps_the_users_array_api_namespace(estimator, monkeypatch):
+    """With ``array_api_dispatch=True`` set by the user, torch in gives torch out, as stock."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    import sklearn.decomposition
+    import sklearn.preprocessing
+
+    import dispatch.sklearn as ds
+
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    make = {"StandardScaler": sklearn.preprocessing.StandardScaler,
+            "PCA": lambda: sklearn.decomposition.PCA(2, svd_solver="full")}[estimator]
+    X = torch.asarray(numpy.random.default_rng(0).random((300, 5)))
+    want = _namespaces(X, make)
+    with ds.accelerated(), dispatch.using("torch-cpu"):
+        got = _namespaces(X, make)
+    assert got[:2] == want[:2] == (torch.Tensor, torch.Tensor)
+    assert got[2] == pytest.approx(want[2], rel=1e-12)

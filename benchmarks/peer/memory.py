@@ -61,8 +61,9 @@ def peak_of(args: list[str], *, cwd: Path, env: dict[str, str], timeout: float, 
 
 
 def measure(mods: tuple[str, ...] = SIX, *, timeout: float = 1800, max_rss_mb: float = 8192,
-            work: Path | None = None) -> dict:
-    """Both variants' peaks over ``mods`` run in one process each, with the tests each passed."""
+            work: Path | None = None, dispatch_env: dict[str, str] | None = None) -> dict:
+    """Both variants' peaks over ``mods`` run in one process each, with the tests each passed;
+    ``dispatch_env``: variables the dispatch run alone gets (``DISPATCH_BACKEND=numpy``)."""
     work = Path(work or tempfile.mkdtemp(prefix="peer-memory-"))
     packages = sorted({m.split("/")[0] for m in mods})
     roots = prepare(work, packages)
@@ -74,9 +75,10 @@ def measure(mods: tuple[str, ...] = SIX, *, timeout: float = 1800, max_rss_mb: f
     for variant, root in roots.items():
         record = work / f"{variant}-memory.jsonl"
         record.unlink(missing_ok=True)
+        extra = (dispatch_env or {}) if variant == "dispatch" else {}
         run = peak_of(["-m", "pytest", "-p", "benchmarks.peer.record", *mods, "-q", "-m", "not slow",
-                       "--rootdir", ".", "-c", "pytest.ini"], cwd=root, env={**env, "PEER_RECORD": str(record)},
-                      timeout=timeout, max_rss_mb=max_rss_mb)
+                       "--rootdir", ".", "-c", "pytest.ini"], cwd=root,
+                      env={**env, **extra, "PEER_RECORD": str(record)}, timeout=timeout, max_rss_mb=max_rss_mb)
         outcomes = read_record(record)
         run["passed"] = sum(o in PASSED for o, _ in outcomes.values())
         run["tests"] = len(outcomes)
@@ -94,9 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per variant (default 1800)")
     ap.add_argument("--max-rss", type=float, default=8192, help="MB a variant's process may hold (default 8192)")
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--dispatch-env", nargs="*", default=[], metavar="NAME=VALUE",
+                    help="variables for the dispatch run alone (DISPATCH_BACKEND=numpy: no other target loaded)")
     a = ap.parse_args(argv)
+    extra = dict(item.split("=", 1) for item in a.dispatch_env)
     with tempfile.TemporaryDirectory(prefix="peer-memory-") as scratch:
-        res = measure(tuple(a.modules), timeout=a.timeout, max_rss_mb=a.max_rss, work=Path(scratch))
+        res = measure(tuple(a.modules), timeout=a.timeout, max_rss_mb=a.max_rss, work=Path(scratch),
+                      dispatch_env=extra)
     for variant in ("stock", "dispatch"):
         r = res[variant]
         print(f"{variant:<9} peak {r['peak_mb']:>8.0f} MB  {r['passed']:>5} of {r['tests']} tests passed  "
@@ -104,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"dispatch / stock {res['ratio']}; goal: at most {res['limit_mb']:.0f} MB "
           f"({RATIO} x stock + {SLACK_MB:.0f} MB): {'met' if res['met'] else 'missed'}")
     if a.json:
-        a.json.write_text(json.dumps({"modules": a.modules, **res}, indent=1), encoding="utf-8")
+        a.json.write_text(json.dumps({"modules": a.modules, "dispatch_env": extra, **res}, indent=1), encoding="utf-8")
     return 0 if res["met"] else 1
 
 
