@@ -273,3 +273,22 @@ def test_accelerated_sklearn_keeps_the_users_array_api_namespace(estimator, monk
         got = _namespaces(X, make)
     assert got[:2] == want[:2] == (torch.Tensor, torch.Tensor)
     assert got[2] == pytest.approx(want[2], rel=1e-12)
+
+
+@pytest.mark.parametrize("estimator", ["Binarizer", "Normalizer", "StandardScaler"])
+def test_accelerated_sklearn_with_copy_false_works_in_the_callers_array(estimator):
+    pytest.importorskip("torch")
+    sklearn_pre = pytest.importorskip("sklearn.preprocessing")
+
+    import dispatch.sklearn as ds
+
+    def run():
+        X = numpy.random.default_rng(0).random((3000, 6))
+        out = getattr(sklearn_pre, estimator)(copy=False).fit(X).transform(X)
+        return out is X, out
+
+    want_same, want = run()
+    with ds.accelerated(), dispatch.using("torch-cpu"):
+        got_same, got = run()
+    assert got_same == want_same and type(got) is type(want)
+    numpy.testing.assert_allclose(got, want, rtol=1e-12)
