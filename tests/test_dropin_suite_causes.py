@@ -162,7 +162,7 @@ def test_copies_and_sizes_as_numpy(run):
 # ---- the buffer protocol and the array interfaces --------------------------------------------------------
 
 _DTYPES = ["f8", "f2", ">i4", "c16", "?", "U3", "S2", "O", "M8[D]", "m8[s]", "V4", "i1,f8",
-           numpy.dtype([("a", "i1"), ("b", "f8")], align=True)]
+           numpy.dtype([("a", "i1"), ("b", "f8")], align=True), numpy.dtypes.StringDType()]
 
 
 @pytest.mark.parametrize("dtype", _DTYPES, ids=str)
@@ -193,7 +193,7 @@ def test_writes_through_a_memoryview_reach_the_array():
     numpy.testing.assert_array_equal(numpy.asarray(x), [0.0, 0.0, 5.0, 0.0])
 
 
-@pytest.mark.parametrize("dtype", ["M8[D]", "V4"])
+@pytest.mark.parametrize("dtype", ["M8[D]", "V4", numpy.dtypes.StringDType()], ids=str)
 def test_dtypes_read_through_array_have_no_interface(dtype):
     x = dispatch.zeros(3, dtype)
     assert not hasattr(x, "__array_interface__") and not hasattr(x, "__array_struct__")

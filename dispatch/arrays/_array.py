@@ -130,14 +130,13 @@ class ndarray:
 
     def _shared_host(self) -> np.ndarray:
         """The host data, handed out through ``__array__`` (which notes that it left dispatch's
-        sight); ``BufferError`` for data a device holds, and for void and structured dtypes,
-        which NumPy would read back from the buffer's format without their alignment, or as
-        padding, and datetimes, which have no buffer format (NumPy then reads ``__array__``)."""
+        sight); ``BufferError`` for data a device holds, and for the dtypes NumPy would not read
+        back exactly (``_EXPORTED_KINDS``: NumPy then reads ``__array__``)."""
         data = self._data
         if type(data) is not np.ndarray:
             raise BufferError(f"an array held by {self.device} has no host memory to share: "
                               "numpy.asarray(x) makes a host copy")
-        if data.dtype.kind in "VMm":
+        if data.dtype.kind not in _EXPORTED_KINDS:
             raise BufferError(_THROUGH_ARRAY)
         return self.__array__()
 
@@ -146,13 +145,12 @@ class ndarray:
 
     def _described(self, name: str) -> Any:
         """NumPy's ``name`` of the host data. Absent (AttributeError, so that NumPy reads
-        ``__array__``: a host copy, or the data itself) for data a device holds, and for void,
-        structured, datetime and timedelta dtypes, which NumPy reads back from an interface
-        without their alignment or their units."""
+        ``__array__``: a host copy, or the data itself) for data a device holds, and for the
+        dtypes NumPy would not read back exactly (``_EXPORTED_KINDS``)."""
         data = self._data
         if type(data) is not np.ndarray:
             raise AttributeError(_DEVICE_HELD)
-        if data.dtype.kind in "VMm":  # (a constant message: NumPy's coercion asks, and drops it, each time)
+        if data.dtype.kind not in _EXPORTED_KINDS:  # (a constant message: NumPy's coercion drops it each time)
             raise AttributeError(_THROUGH_ARRAY)
         return getattr(self.__array__(), name)
 
@@ -626,7 +624,11 @@ def _handled(x: Any) -> bool:
 
 
 _HANDLED_TYPES = (ndarray, np.ndarray)
-_THROUGH_ARRAY = "void, structured, datetime and timedelta arrays are read through __array__"
+# Dtype kinds NumPy reads back exactly from the buffer protocol and the interfaces: booleans,
+# numbers, bytes, str and objects. Void and structured arrays lose their alignment or come back
+# as padding, datetimes their units; StringDType has no format NumPy reads back.
+_EXPORTED_KINDS = frozenset("biufcSUO")
+_THROUGH_ARRAY = "void, structured, datetime, timedelta and string-dtype arrays are read through __array__"
 _DEVICE_HELD = "an array a device holds has no host memory to describe: numpy.asarray(x) makes a host copy"
 
 

@@ -1502,10 +1502,11 @@ static PyObject *install_slots(PyObject *module, PyObject *unused) {
 static int nd_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     /* host data: __array__ hands it out (its compiled case: the data itself), as to numpy.asarray */
     PyObject *d = nd_type != NULL ? host_data(self) : NULL;
-    if (d != NULL && strchr("VMm", PyArray_DESCR((PyArrayObject *)d)->kind) != NULL) {
+    if (d != NULL && strchr("biufcSUO", PyArray_DESCR((PyArrayObject *)d)->kind) == NULL) {
         /* _shared_host's rule, without a call: NumPy's coercion tries the buffer first and
          * goes on to __array__ (datetimes have no buffer format at all) */
-        PyErr_SetString(PyExc_BufferError, "void, structured, datetime and timedelta arrays are read through __array__");
+        PyErr_SetString(PyExc_BufferError, "void, structured, datetime, timedelta and string-dtype arrays are read "
+                                           "through __array__");
         return -1;
     }
     PyObject *host = PyObject_CallMethod(self, d != NULL ? "__array__" : "_shared_host", NULL);
