@@ -292,3 +292,16 @@ def test_accelerated_sklearn_with_copy_false_works_in_the_callers_array(estimato
         got_same, got = run()
     assert got_same == want_same and type(got) is type(want)
     numpy.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.arange(xp.datetime64("2000-01-01"), xp.datetime64("2000-01-04"), 0), id="datetime"),
+    pytest.param(lambda xp: xp.arange(xp.timedelta64(0), xp.timedelta64(3), xp.timedelta64(0)), id="timedelta"),
+    pytest.param(lambda xp: xp.arange(xp.datetime64("2000-01-01"), xp.datetime64("2000-01-04")), id="datetime-range"),
+])
+def test_datetime_ranges_raise_and_warn_as_numpys(run):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's own suite turns warnings into errors
+        _agree(run)
