@@ -432,6 +432,8 @@ def _flat_set(xp, key):
     pytest.param(lambda xp: xp.arange(6).flat[3], id="flat[int]"),
     pytest.param(lambda xp: _flat_set(xp, lambda m: m.arange(6) > 3), id="flat[bool]="),
     pytest.param(lambda xp: _flat_set(xp, lambda m: m.array([0, 2])), id="flat[array]="),
+    pytest.param(lambda xp: (lambda a: (setattr(a, "flat", [7, 8]), a)[1])(xp.zeros((2, 3))), id="flat=list"),
+    pytest.param(lambda xp: (lambda a: (setattr(a, "flat", xp.arange(6)), a)[1])(xp.zeros((2, 3))), id="flat=array"),
 ])
 def test_array_attributes_and_methods_as_numpys(run):
     want = _outcome(numpy, run)

@@ -304,6 +304,11 @@ class ndarray:
         back to the device."""
         return _Flat(self)
 
+    @flat.setter
+    def flat(self, value: Any) -> None:  # ``a.flat = v``: NumPy's, every element written (v repeated)
+        value = _host_value(value)
+        self._mutate_host(lambda h: setattr(h, "flat", value))
+
     # ---- indexing -------------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
