@@ -305,3 +305,24 @@ def test_datetime_ranges_raise_and_warn_as_numpys(run):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # NumPy's own suite turns warnings into errors
         _agree(run)
+
+
+# ---- methods show NumPy's signatures -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", [
+    "__array_namespace__", "__copy__", "__deepcopy__", "all", "any", "argmax", "argmin", "argsort", "astype",
+    "byteswap", "choose", "clip", "compress", "conj", "copy", "cumsum", "dump", "fill", "flatten", "getfield",
+    "item", "max", "mean", "nonzero", "prod", "put", "ravel", "reshape", "resize", "round", "searchsorted",
+    "setflags", "sort", "squeeze", "std", "sum", "swapaxes", "take", "to_device", "tobytes", "tofile", "tolist",
+    "transpose", "var", "view",
+])
+def test_methods_show_numpys_signatures(name):
+    import inspect
+
+    assert inspect.signature(getattr(dispatch.ndarray, name)) == inspect.signature(getattr(numpy.ndarray, name))
+
+
+def test_to_device_cpu_is_the_array():
+    a = dispatch.arange(3.0)
+    _agree(lambda xp: xp.arange(3.0).to_device("cpu"))
+    assert a.to_device("cpu") is a

@@ -107,6 +107,12 @@ class ndarray:
             return wrap(target.adopt(data))
         return wrap(target.from_host(_host(data)))
 
+    def to_device(self, device: Any, /, *, stream: Any = None) -> ndarray:
+        """The Array API's spelling of ``to``: this array on ``device`` (``"cpu"``, ``"cuda"``...)."""
+        if stream is not None:
+            raise ValueError("The stream argument in to_device() is not supported")  # NumPy's message
+        return self.to(device)
+
     # ---- NumPy protocols --------------------------------------------------------------------
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -1076,6 +1082,24 @@ for _name in ("shape", "dtype", "ndim", "size"):
 del _name
 ndarray.__module__ = "dispatch"
 _call.bind(ndarray, _DeviceScalar, wrap)
+
+
+def _numpys_signatures() -> None:
+    """Each method shows NumPy's signature to ``inspect.signature`` (help(), IDEs, NumPy's own
+    checks that ``ndarray`` and its scalars agree), not the wrapper's ``*args, **kwargs``."""
+    import inspect
+
+    for name, theirs in vars(np.ndarray).items():
+        ours = vars(ndarray).get(name)
+        if ours is None or not callable(ours) or isinstance(ours, (property, type)):
+            continue
+        try:
+            ours.__signature__ = inspect.signature(theirs)
+        except (TypeError, ValueError, AttributeError):  # no signature to give, or none can be set
+            pass
+
+
+_numpys_signatures()
 box.register(ndarray, device_scalar)
 
 _COPY = op_named("copy")
