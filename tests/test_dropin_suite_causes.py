@@ -326,3 +326,18 @@ def test_to_device_cpu_is_the_array():
     a = dispatch.arange(3.0)
     _agree(lambda xp: xp.arange(3.0).to_device("cpu"))
     assert a.to_device("cpu") is a
+
+
+def test_accelerated_transform_with_copy_false_works_in_the_callers_array():
+    pytest.importorskip("torch")
+    sklearn_pre = pytest.importorskip("sklearn.preprocessing")
+
+    import dispatch.sklearn as ds
+
+    X = numpy.random.default_rng(0).random((3000, 6))
+    scaler = sklearn_pre.StandardScaler().fit(X)
+    want = scaler.transform(X.copy())
+    with ds.accelerated(), dispatch.using("torch-cpu"):
+        got = scaler.transform(X, copy=False)
+    assert got is X
+    numpy.testing.assert_allclose(got, want, rtol=1e-12)

@@ -120,6 +120,8 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
             return _as_leaf(invoke, est, args, kwargs)
     if _users_array_api():  # the user asked scikit-learn itself for Array API dispatch: its namespaces, its errors
         return _as_leaf(invoke, est, args, kwargs)
+    if kwargs.get("copy") is False:  # ``transform(X, copy=False)``: stock works in the caller's array
+        return _as_leaf(invoke, est, args, kwargs)
     caller = array_kind(X)
     if spec.composite:
         key = None
