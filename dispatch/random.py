@@ -52,6 +52,7 @@ PCG64 = _seeded(_np.random.PCG64)
 PCG64DXSM = _seeded(_np.random.PCG64DXSM)
 Philox = _seeded(_np.random.Philox)
 SFC64 = _seeded(_np.random.SFC64)
+_PCG64 = (_np.random.PCG64, PCG64)  # NumPy's, and ours taking array seeds: the same stream
 
 # Methods that shuffle their argument in place.
 _IN_PLACE = frozenset({"shuffle"})
@@ -168,7 +169,7 @@ def _device_draw(owner: _Proxy, name: str, method: Any, args: tuple, kwargs: dic
     if STATE.plain or not isinstance(owner, Generator):
         return None
     target = targets.forced()
-    if target is None or target.device.kind != "cuda" or type(owner._numpy.bit_generator) is not PCG64:
+    if target is None or target.device.kind != "cuda" or type(owner._numpy.bit_generator) not in _PCG64:
         return None
     from dispatch.streams import calls
 
