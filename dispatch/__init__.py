@@ -47,6 +47,8 @@ _OWN = {
     "forget": "dispatch.routing.learned",
 }
 _SUBMODULES = ("fft", "linalg", "random", "config", "cluster", "sklearn")  # sklearn imports scikit-learn only when used
+# NumPy's private names that tests and libraries reach through ``np.``: NumPy's own objects
+_NUMPY_PRIVATE = frozenset({"_core", "_NoValue", "_CopyMode", "__config__"})
 _MISSING = object()
 
 
@@ -91,7 +93,10 @@ def unload_ipython_extension(shell: object) -> None:
 
 
 def __getattr__(name: str) -> object:
-    if name.startswith("_") and name not in _np.__all__:  # private names are submodules
+    if name in _NUMPY_PRIVATE:
+        value = globals()[name] = getattr(_np, name)
+        return value
+    if name.startswith("_") and name not in _np.__all__:  # other private names are submodules
         raise AttributeError(f"module 'dispatch' has no attribute {name!r}")
     if name in _OWN:
         value = getattr(importlib.import_module(_OWN[name]), name)

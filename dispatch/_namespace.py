@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dispatch.arrays import _call, mirrors, scale_out
-from dispatch.arrays._array import held, ndarray
+from dispatch.arrays._array import held, ndarray, wrap_host
 from dispatch.arrays._compiled import fast, install_call, installed_in
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
 from dispatch.base.ops import op_for_ufunc_method, op_named
@@ -27,13 +27,28 @@ from dispatch.routing.cost import FFT_1D
 __all__ = ["binds", "lazy_namespace", "routed", "ufunc"]
 
 
-class ufunc:
+class _UfuncType(type):
+    """NumPy's ufuncs are instances of ``dispatch.ufunc`` too: code that collects the ufuncs of
+    ``np._core.umath`` with ``isinstance(obj, np.ufunc)`` finds them under dispatch as well."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return type(obj) is cls or isinstance(obj, np.ufunc)
+
+
+class ufunc(metaclass=_UfuncType):
     """A NumPy ufunc whose calls and methods (reduce, accumulate, reduceat, outer, at) are routed.
 
-    Attributes (``nin``, ``nout``, ``identity``, ``types``...) are the NumPy ufunc's.
+    Attributes (``nin``, ``nout``, ``identity``, ``types``...) are the NumPy ufunc's; it equals
+    and hashes as the NumPy ufunc (``np.sin == numpy.sin``, one key in a dict).
     """
 
     __slots__ = ("__name__", "_op", "_ufunc")
+
+    def __eq__(self, other: Any) -> bool:
+        return self._ufunc is (other._ufunc if type(other) is ufunc else other)
+
+    def __hash__(self) -> int:
+        return hash(self._ufunc)
 
     def __init__(self, numpy_ufunc: np.ufunc, name: str) -> None:
         self._ufunc = numpy_ufunc
@@ -126,6 +141,12 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
             mirrors.escape(a)  # (mirrors)
         if isinstance(a, ndarray) and not args and set(kwargs) <= {"copy"}:
             if dtype is not None and np.dtype(dtype) != a.dtype:
+                if copy is False:  # NumPy's answer: a view where the cast needs no copy, else its ValueError
+                    data = a._data
+                    if type(data) is np.ndarray:
+                        return wrap_host(np.asarray(data, dtype, copy=False))
+                    np.asarray(np.empty(0, a.dtype), dtype, copy=False)  # raises where the cast needs a copy
+                    return a.astype(dtype, copy=False)
                 return a.astype(dtype)
             if copy:
                 return a.copy()

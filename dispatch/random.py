@@ -33,14 +33,26 @@ from dispatch.base.state import STATE
 from dispatch.targets import _dask_create as chunked
 from dispatch.targets._dask_create import CHAINED
 
-# NumPy's classes that take no arrays keep their meaning as they are.
+
+def _seeded(numpy_class: type) -> type:
+    """NumPy's seed sequence or bit generator, taking its seed as a dispatch array too (NumPy's
+    reads an array of ints, or a sequence, which a dispatch array is not to its check)."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        numpy_class.__init__(self, *_call.host_args(args), **_call.host_kwargs(kwargs))
+
+    return type(numpy_class.__name__, (numpy_class,), {"__init__": __init__, "__module__": __name__,
+                                                       "__doc__": numpy_class.__doc__})
+
+
 BitGenerator = _np.random.BitGenerator
-SeedSequence = _np.random.SeedSequence
-MT19937 = _np.random.MT19937
-PCG64 = _np.random.PCG64
-PCG64DXSM = _np.random.PCG64DXSM
-Philox = _np.random.Philox
-SFC64 = _np.random.SFC64
+SeedSequence = _seeded(_np.random.SeedSequence)
+MT19937 = _seeded(_np.random.MT19937)
+PCG64 = _seeded(_np.random.PCG64)
+PCG64DXSM = _seeded(_np.random.PCG64DXSM)
+Philox = _seeded(_np.random.Philox)
+SFC64 = _seeded(_np.random.SFC64)
+_PCG64 = (_np.random.PCG64, PCG64)  # NumPy's, and ours taking array seeds: the same stream
 
 # Methods that shuffle their argument in place.
 _IN_PLACE = frozenset({"shuffle"})
@@ -63,6 +75,11 @@ def _host_method(method: Any, name: str, owner: _Proxy) -> Any:
             target, rest = args[0], args[1:]
             target._mutate_host(lambda host: method(host, *_call.host_args(rest), **_call.host_kwargs(kwargs)))
             return None
+        out = kwargs.get("out")
+        if isinstance(out, ndarray):  # drawn into out's memory (through the host for device data); out comes back
+            rest = {k: v for k, v in kwargs.items() if k != "out"}
+            out._mutate_host(lambda host: method(*_call.host_args(args), out=host, **_call.host_kwargs(rest)))
+            return out
         result = method(*_call.host_args(args), **_call.host_kwargs(kwargs))
         return _call.to_forced_device(wrap(result))
 
@@ -152,7 +169,7 @@ def _device_draw(owner: _Proxy, name: str, method: Any, args: tuple, kwargs: dic
     if STATE.plain or not isinstance(owner, Generator):
         return None
     target = targets.forced()
-    if target is None or target.device.kind != "cuda" or type(owner._numpy.bit_generator) is not PCG64:
+    if target is None or target.device.kind != "cuda" or type(owner._numpy.bit_generator) not in _PCG64:
         return None
     from dispatch.streams import calls
 

@@ -506,6 +506,8 @@ def test_every_public_numpy_name_is_reachable_with_its_meaning(module, mirror, p
                 assert ours is not theirs and ours.__wrapped__ is theirs, name
         elif prefix == "random." and name in ("Generator", "RandomState", "default_rng"):
             assert ours is not theirs, name  # draws come back as dispatch arrays
+        elif prefix == "random." and name in ("SeedSequence", "MT19937", "PCG64", "PCG64DXSM", "Philox", "SFC64"):
+            assert ours.__mro__[1] is theirs, name  # NumPy's, taking seeds as dispatch arrays too
         else:
             assert ours is theirs, name
 

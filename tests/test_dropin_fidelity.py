@@ -84,8 +84,9 @@ def test_a_mask_from_a_string_field_selects_records():
 
 # ---- numpy.testing on dispatch arrays -------------------------------------------------------------
 
-@pytest.mark.parametrize("module", ["numpy.testing", "dispatch.testing"])
-@pytest.mark.parametrize("name", ["assert_equal", "assert_almost_equal"])
+@pytest.mark.parametrize(("module", "name"), [
+    (module, name) for module in ("numpy.testing", "dispatch.testing", "numpy.ma.testutils")
+    for name in ("assert_equal", "assert_almost_equal")])
 def test_numpys_asserts_compare_dispatch_arrays(module, name):
     import importlib
 
@@ -99,6 +100,15 @@ def test_numpys_asserts_compare_dispatch_arrays(module, name):
         check([a, {"k": a}], [a.copy(), {"k": numpy.asarray(a)}])
         with pytest.raises(AssertionError):
             check({"k": a}, {"k": a * 2.0})
+
+
+def test_numpy_ma_testutils_fail_if_equal_on_dispatch_arrays():
+    from numpy.ma import testutils
+
+    a = dispatch.arange(3.0)
+    testutils.fail_if_equal(a, [0.0, 1.0, 3.0])
+    with pytest.raises(AssertionError):
+        testutils.fail_if_equal(a, [0.0, 1.0, 2.0])
 
 
 # ---- NumPy's submodules are modules of dispatch ------------------------------------------------------
@@ -422,6 +432,8 @@ def _flat_set(xp, key):
     pytest.param(lambda xp: xp.arange(6).flat[3], id="flat[int]"),
     pytest.param(lambda xp: _flat_set(xp, lambda m: m.arange(6) > 3), id="flat[bool]="),
     pytest.param(lambda xp: _flat_set(xp, lambda m: m.array([0, 2])), id="flat[array]="),
+    pytest.param(lambda xp: (lambda a: (setattr(a, "flat", [7, 8]), a)[1])(xp.zeros((2, 3))), id="flat=list"),
+    pytest.param(lambda xp: (lambda a: (setattr(a, "flat", xp.arange(6)), a)[1])(xp.zeros((2, 3))), id="flat=array"),
 ])
 def test_array_attributes_and_methods_as_numpys(run):
     want = _outcome(numpy, run)

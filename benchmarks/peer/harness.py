@@ -122,10 +122,17 @@ class Expectation:
     tests: list[str]
     match: str = ""
     source: str = ""
+    crashes: bool = False  # the tests kill the interpreter: the peer's run leaves them out (--deselect)
 
     def covers(self, test_id: str, message: str | None = None) -> bool:
         hit = any(test_id == t or (t.endswith("*") and test_id.startswith(t[:-1])) for t in self.tests)
         return hit and (message is None or not self.match or re.search(self.match, message) is not None)
+
+
+def crashers(expectations: list[Expectation]) -> list[str]:
+    """``--deselect`` arguments for the tests that kill the interpreter under the peer: one
+    crash would lose every test after it in the module's process."""
+    return [arg for e in expectations if e.crashes for t in e.tests for arg in ("--deselect", t)]
 
 
 def load_expectations(*paths: Path) -> list[Expectation]:
@@ -133,7 +140,8 @@ def load_expectations(*paths: Path) -> list[Expectation]:
     for path in paths:
         if path.exists():
             for entry in tomllib.loads(path.read_text(encoding="utf-8")).get("expect", []):
-                out.append(Expectation(entry["reason"], list(entry["tests"]), entry.get("match", ""), path.name))
+                out.append(Expectation(entry["reason"], list(entry["tests"]), entry.get("match", ""), path.name,
+                                       entry.get("crashes", False)))
     return out
 
 

@@ -31,6 +31,7 @@ from benchmarks.peer.harness import (
     ModuleResult,
     add_common_arguments,
     conclude,
+    crashers,
     dump,
     judge,
     load_expectations,
@@ -113,8 +114,9 @@ def child_env(work: Path, max_rss_mb: float) -> dict[str, str]:
 
 
 def run(selection: list[str], *, keyword: str = "", timeout: float = 600, max_rss_mb: float = 4096,
-        slow: bool = False, work: Path | None = None, progress=None) -> list[ModuleResult]:
-    """Run the chosen modules stock and under dispatch; one ``ModuleResult`` each."""
+        slow: bool = False, work: Path | None = None, progress=None, deselect: list[str] = ()) -> list[ModuleResult]:
+    """Run the chosen modules stock and under dispatch; one ``ModuleResult`` each. ``deselect``:
+    pytest arguments the dispatch run alone takes (``harness.crashers``)."""
     mods = modules(selection)
     work = Path(work or tempfile.mkdtemp(prefix="numpy-peer-"))
     roots = prepare(work, sorted({m.split("/")[0] for m in mods}))
@@ -129,7 +131,8 @@ def run(selection: list[str], *, keyword: str = "", timeout: float = 600, max_rs
         runs = {}
         for variant, root in roots.items():
             tag = mod.replace("/", "_")
-            runs[variant] = run_pytest(args, cwd=root, env=env, record=work / f"{variant}-{tag}.jsonl",
+            chosen = args if variant == "stock" else [*args, *deselect]
+            runs[variant] = run_pytest(chosen, cwd=root, env=env, record=work / f"{variant}-{tag}.jsonl",
                                        log=work / f"{variant}-{tag}.log", timeout=timeout, max_rss_mb=max_rss_mb)
         results.append(ModuleResult.compare(mod, runs["stock"], runs["dispatch"]))
         if progress:
@@ -156,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="peer-") as scratch:  # kept only when --work names it
         results = run(a.select, keyword=a.keyword, timeout=a.timeout, max_rss_mb=a.max_rss, slow=a.slow,
-                      work=a.work or Path(scratch), progress=progress)
+                      work=a.work or Path(scratch), progress=progress, deselect=crashers(expectations))
     return conclude(results, expectations, known=HERE / "known_failures.toml", record=a.record_known,
                     peer_name="dispatch", examples=a.examples)
 

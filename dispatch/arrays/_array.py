@@ -107,6 +107,12 @@ class ndarray:
             return wrap(target.adopt(data))
         return wrap(target.from_host(_host(data)))
 
+    def to_device(self, device: Any, /, *, stream: Any = None) -> ndarray:
+        """The Array API's spelling of ``to``: this array on ``device`` (``"cpu"``, ``"cuda"``...)."""
+        if stream is not None:
+            raise ValueError("The stream argument in to_device() is not supported")  # NumPy's message
+        return self.to(device)
+
     # ---- NumPy protocols --------------------------------------------------------------------
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -123,6 +129,46 @@ class ndarray:
         if dtype is not None and host.dtype != dtype:
             return host.astype(dtype)
         return host.copy() if copy and host is data else host
+
+    # The buffer protocol and the array interfaces hand out the host memory itself, as
+    # ``__array__`` does (NumPy reads the buffer first, then the interfaces, then ``__array__``:
+    # docs/equality.md has the cost). Data a device holds has no host memory to hand out: a
+    # host copy written through them would lose its writes, so they refuse it, and NumPy falls
+    # back on ``__array__``, which copies.
+
+    def _shared_host(self) -> np.ndarray:
+        """The host data, handed out through ``__array__`` (which notes that it left dispatch's
+        sight); ``BufferError`` for data a device holds, and for the dtypes NumPy would not read
+        back exactly (``_EXPORTED_KINDS``: NumPy then reads ``__array__``)."""
+        data = self._data
+        if type(data) is not np.ndarray:
+            raise BufferError(f"an array held by {self.device} has no host memory to share: "
+                              "numpy.asarray(x) makes a host copy")
+        if data.dtype.kind not in _EXPORTED_KINDS:
+            raise BufferError(_THROUGH_ARRAY)
+        return self.__array__()
+
+    def __buffer__(self, flags: int) -> memoryview:
+        return memoryview(self._shared_host())
+
+    def _described(self, name: str) -> Any:
+        """NumPy's ``name`` of the host data. Absent (AttributeError, so that NumPy reads
+        ``__array__``: a host copy, or the data itself) for data a device holds, and for the
+        dtypes NumPy would not read back exactly (``_EXPORTED_KINDS``)."""
+        data = self._data
+        if type(data) is not np.ndarray:
+            raise AttributeError(_DEVICE_HELD)
+        if data.dtype.kind not in _EXPORTED_KINDS:  # (a constant message: NumPy's coercion drops it each time)
+            raise AttributeError(_THROUGH_ARRAY)
+        return getattr(self.__array__(), name)
+
+    @property
+    def __array_interface__(self) -> dict:
+        return self._described("__array_interface__")
+
+    @property
+    def __array_struct__(self) -> Any:
+        return self._described("__array_struct__")
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         out = kwargs.get("out", ())
@@ -212,11 +258,11 @@ class ndarray:
 
     @property
     def strides(self) -> tuple[int, ...]:
-        return np.asarray(self).strides if not self.device.is_host else self._data.strides
+        return self.__array__().strides if not self.device.is_host else self._data.strides
 
     @property
     def flags(self) -> Any:
-        return self._data.flags if type(self._data) is np.ndarray else np.asarray(self).flags
+        return self._data.flags if type(self._data) is np.ndarray else self.__array__().flags
 
     def setflags(self, write: Any = None, align: Any = None, uic: Any = None) -> None:
         """NumPy's ``setflags``, on the host data (what ``flags`` reports)."""
@@ -228,7 +274,7 @@ class ndarray:
     @property
     def data(self) -> memoryview:
         """The host memory as a ``memoryview`` (of a host copy, for data a device holds)."""
-        return np.asarray(self).data
+        return self.__array__().data
 
     @property
     def base(self) -> Any:
@@ -266,6 +312,11 @@ class ndarray:
         boolean and integer arrays); for device data it reads through a host copy and writes
         back to the device."""
         return _Flat(self)
+
+    @flat.setter
+    def flat(self, value: Any) -> None:  # ``a.flat = v``: NumPy's, every element written (v repeated)
+        value = _host_value(value)
+        self._mutate_host(lambda h: setattr(h, "flat", value))
 
     # ---- indexing -------------------------------------------------------------------------------
 
@@ -318,28 +369,51 @@ class ndarray:
         data = self._data
         if args and type(data) is not np.ndarray:
             return _engine_of(data).item(data, args)  # one element read back, not the array
-        return np.asarray(self).item(*args)
+        return self.__array__().item(*args)
 
     def tolist(self) -> Any:
-        return np.asarray(self).tolist()
+        return self.__array__().tolist()
 
     def tobytes(self, order: str = "C") -> bytes:
-        return np.asarray(self).tobytes(order)
+        return self.__array__().tobytes(order)
+
+    def tofile(self, fid: Any, sep: str = "", format: str = "%s") -> None:
+        self.__array__().tofile(fid, sep, format)
+
+    def dump(self, file: Any) -> None:
+        self.__array__().dump(file)
+
+    def dumps(self) -> bytes:
+        return self.__array__().dumps()
+
+    def getfield(self, dtype: Any, offset: int = 0) -> Any:
+        return wrap_host(self.__array__().getfield(dtype, offset))  # a view of the host data, as NumPy's
+
+    def setfield(self, val: Any, dtype: Any, offset: int = 0) -> None:
+        self._mutate_host(lambda h: h.setfield(_host_value(val), dtype, offset))
+
+    @property
+    def ctypes(self) -> Any:
+        """NumPy's ``ctypes`` of the host data (pointers to the data itself); absent for data a
+        device holds, whose host copy would go stale behind a pointer."""
+        if type(self._data) is not np.ndarray:
+            raise AttributeError(_DEVICE_HELD)
+        return self.__array__().ctypes
 
     def __bool__(self) -> bool:
-        return bool(np.asarray(self))
+        return bool(self.__array__())
 
     def __float__(self) -> float:
-        return float(np.asarray(self))
+        return float(self.__array__())
 
     def __int__(self) -> int:
-        return int(np.asarray(self))
+        return int(self.__array__())
 
     def __complex__(self) -> complex:
-        return complex(np.asarray(self))
+        return complex(self.__array__())
 
     def __index__(self) -> int:
-        return operator.index(np.asarray(self))
+        return operator.index(self.__array__())
 
     def __repr__(self) -> str:
         data = self._data
@@ -350,14 +424,14 @@ class ndarray:
         return str(data) if type(data) is np.ndarray else _engine_of(data).text(data, str)
 
     def __format__(self, spec: str) -> str:
-        return format(np.asarray(self), spec)
+        return format(self.__array__(), spec)
 
     __hash__ = None  # type: ignore[assignment]
 
     # ---- copies and pickling ----------------------------------------------------------------------
 
     def __reduce__(self) -> tuple:
-        return (_rebuild, (np.asarray(self), str(self.device)))
+        return (_rebuild, (self.__array__(), str(self.device)))
 
     def __copy__(self) -> ndarray:
         return self.copy()
@@ -395,7 +469,7 @@ class ndarray:
             dtype, type = None, dtype  # NumPy reads view(np.matrix) as a type
         if type is not None and not issubclass(type, ndarray):
             # A view as a NumPy subclass (np.matrix, a recarray) is NumPy's own object.
-            host = np.asarray(self)
+            host = self.__array__()
             return host.view(type) if dtype is None else host.view(dtype, type)
         data = self._data
         if builtins.type(data) is np.ndarray:  # `type` is the parameter here
@@ -422,12 +496,16 @@ class ndarray:
         return _call.call(op_named("reshape"), (self, shape), {"order": order} if order != "C" else {})
 
     def transpose(self, *axes: Any) -> ndarray:
-        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
+        if not axes:
+            axes = None
+        elif len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list, ndarray, np.ndarray))):
+            axes = axes[0]  # one sequence of axes (an array of them too), or None
+        if isinstance(axes, ndarray):
+            axes = _host_value(axes)
         data = self._data
         if type(data) is np.ndarray:
-            return _viewed(self, wrap_host(data.transpose(axes or None)))
-        return _call.call(op_named("transpose"), (self, tuple(axes) if axes else None), {})
+            return _viewed(self, wrap_host(data.transpose(axes)))
+        return _call.call(op_named("transpose"), (self, axes), {})
 
     def ravel(self, order: str = "C") -> ndarray:
         return _call.call(op_named("ravel"), (self, order), {}) if order != "C" else self.reshape(-1)
@@ -457,7 +535,7 @@ class ndarray:
         if inplace:
             self._mutate_host(lambda h: h.byteswap(True))
             return self
-        return wrap_host(np.asarray(self).byteswap())
+        return wrap_host(self.__array__().byteswap())
 
     # ---- in-place methods ------------------------------------------------------------------------
 
@@ -510,13 +588,13 @@ class _DeviceScalar(ndarray):
     __slots__ = ()
 
     def __repr__(self) -> str:
-        return repr(np.asarray(self)[()])
+        return repr(self.__array__()[()])
 
     def __str__(self) -> str:
-        return str(np.asarray(self)[()])
+        return str(self.__array__()[()])
 
     def __hash__(self) -> int:
-        return hash(np.asarray(self)[()])
+        return hash(self.__array__()[()])
 
 
 class _Flat:
@@ -531,23 +609,23 @@ class _Flat:
         self.base = base
 
     def __getitem__(self, key: Any) -> Any:
-        return wrap_host(np.asarray(self.base).flat[_host_key(key)])
+        return wrap_host(self.base.__array__().flat[_host_key(key)])
 
     def __setitem__(self, key: Any, value: Any) -> None:
         key, value = _host_key(key), _host_value(value)
         self.base._mutate_host(lambda h: h.flat.__setitem__(key, value))
 
     def __iter__(self):
-        return iter(np.asarray(self.base).flat)
+        return iter(self.base.__array__().flat)
 
     def __len__(self) -> int:
         return self.base.size
 
     def copy(self) -> ndarray:
-        return wrap_host(np.asarray(self.base).flat.copy())
+        return wrap_host(self.base.__array__().flat.copy())
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        return np.asarray(self.base).reshape(-1) if dtype is None else np.asarray(self.base, dtype).reshape(-1)
+        return self.base.__array__().reshape(-1) if dtype is None else self.base.__array__(dtype).reshape(-1)
 
 
 def device_scalar(native: Any) -> ndarray:
@@ -561,6 +639,12 @@ def _handled(x: Any) -> bool:
 
 
 _HANDLED_TYPES = (ndarray, np.ndarray)
+# Dtype kinds NumPy reads back exactly from the buffer protocol and the interfaces: booleans,
+# numbers, bytes, str and objects. Void and structured arrays lose their alignment or come back
+# as padding, datetimes their units; StringDType has no format NumPy reads back.
+_EXPORTED_KINDS = frozenset("biufcSUO")
+_THROUGH_ARRAY = "void, structured, datetime, timedelta and string-dtype arrays are read through __array__"
+_DEVICE_HELD = "an array a device holds has no host memory to describe: numpy.asarray(x) makes a host copy"
 
 
 # ---- wrapping results -------------------------------------------------------------------------
@@ -599,10 +683,11 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
         if out is not None:
             outs = out if isinstance(out, tuple) else (out,)
             for o in outs:
-                if isinstance(o, ndarray) and o._data is result:
+                if o is result or (isinstance(o, ndarray) and o._data is result):  # a NumPy out= comes back itself
                     return o
             if isinstance(result, tuple) and len(result) == len(outs):
-                return tuple(o if isinstance(o, ndarray) else wrap(r) for o, r in zip(outs, result, strict=True))
+                return tuple(o if isinstance(o, (ndarray, np.ndarray)) else wrap(r)
+                             for o, r in zip(outs, result, strict=True))
     kind = type(result)
     if kind is np.ndarray:
         return held(result)
@@ -740,11 +825,16 @@ def _c_contiguous(data: Any) -> bool:
     return bool(is_contiguous()) if callable(is_contiguous) else True
 
 
-def _binary(ufunc_name: str) -> tuple[Any, Any, Any, Any]:
+def _binary(ufunc_name: str, compare: Any = None) -> tuple[Any, Any, Any, Any]:
+    """The operator's forward, reflected and in-place methods; ``compare`` is NumPy's own
+    comparison operator (``operator.eq``), which also compares void and structured arrays
+    (their ufunc has no loop for them)."""
     op = POWER_OPERATOR if ufunc_name == "power" else op_named(ufunc_name)
-    func, ufunc, blas = op.func, op.ufunc, op.blas
+    func, ufunc, blas = compare or op.func, op.ufunc, op.blas
 
     def forward(self: ndarray, other: Any) -> Any:
+        if compare is not None and type(self._data) is _ND and self._data.dtype.kind == "V":
+            return wrap(compare(self._data, _host_value(other)))  # records compare on NumPy, field by field
         # The hot path, inlined: host data under the op's floor goes straight to NumPy.
         kind = type(other)
         if kind is ndarray:
@@ -885,8 +975,9 @@ def _install_operators() -> None:
         if short != "divmod":
             setattr(ndarray, f"__i{short}__", fast("inplace", op, inplace))
     for short, name in _COMPARE.items():
-        op, forward = _binary(name)[:2]
-        setattr(ndarray, f"__{short}__", fast("forward", op, forward))
+        compare = getattr(operator, short)
+        op, forward = _binary(name, compare)[:2]
+        setattr(ndarray, f"__{short}__", fast("forward", op, forward, compare))
     for short, name in _UNARY.items():
         op = op_named(name)
         setattr(ndarray, f"__{short}__", fast("method", op, _unary(op)))
@@ -919,7 +1010,7 @@ def _method(method: str, op: Any, numpy_method: Any) -> Any:
         data = self._data
         if args and mirrors.counted():  # (mirrors) an ``out`` given by position: ``a.clip(0, 1, b)``
             _call._writes(op, (self, *args), kwargs)
-        if type(data) is np.ndarray and STATE.plain and not kwargs.get("out"):
+        if type(data) is np.ndarray and STATE.plain and kwargs.get("out") is None:
             # NumPy's method, cheaper than the function, where ``_call.call`` would run NumPy
             if not args and data.size <= op.floor:  # the common case, without the general rule's cost
                 return wrap(numpy_method(data, **kwargs))
@@ -990,6 +1081,8 @@ _compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op, vars(blas_
 _install_operators()
 _measure_temporaries()
 _compiled.install_slots()
+_compiled.install_buffer(ndarray)
+_compiled.install_buffer(_DeviceScalar)  # (its slots were copied from ndarray's before)
 _install_methods()
 _compiled.installed_in(ndarray)
 for _name in ("shape", "dtype", "ndim", "size"):
@@ -997,6 +1090,24 @@ for _name in ("shape", "dtype", "ndim", "size"):
 del _name
 ndarray.__module__ = "dispatch"
 _call.bind(ndarray, _DeviceScalar, wrap, held)
+
+
+def _numpys_signatures() -> None:
+    """Each method shows NumPy's signature to ``inspect.signature`` (help(), IDEs, NumPy's own
+    checks that ``ndarray`` and its scalars agree), not the wrapper's ``*args, **kwargs``."""
+    import inspect
+
+    for name, theirs in vars(np.ndarray).items():
+        ours = vars(ndarray).get(name)
+        if ours is None or not callable(ours) or isinstance(ours, (property, type)):
+            continue
+        try:
+            ours.__signature__ = inspect.signature(theirs)
+        except (TypeError, ValueError, AttributeError):  # no signature to give, or none can be set
+            pass
+
+
+_numpys_signatures()
 box.register(ndarray, device_scalar)
 
 _COPY = op_named("copy")

@@ -467,7 +467,8 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
         device_out._assign(hkwargs["out"])
         return device_out
     if op.work == "random":
-        return to_forced_device(wrap(result))
+        drawn = wrap(result, out_of=(args, kwargs))
+        return drawn if drawn is out else to_forced_device(drawn)  # out= comes back itself, as NumPy's
     for original, copy in copies.values():
         if copy is result and isinstance(original, ndarray):
             return original  # NumPy handed an argument back as it is: that array, on its device

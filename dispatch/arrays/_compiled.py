@@ -10,6 +10,7 @@ off. Both give the same results; the compiled one saves most of dispatch's cost 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "bind_router",
     "fast",
     "from_interpreter",
+    "install_buffer",
     "install_call",
     "install_slots",
     "memo_served",
@@ -100,6 +102,16 @@ def install_slots() -> int:
     callables the class holds, past CPython's generic method lookup; how many slots were set.
     Setting one of those methods on the class again puts the generic slot back."""
     return _fastpath.install_slots() if _fastpath is not None else 0
+
+
+def install_buffer(cls: type) -> bool:
+    """Give ``cls`` the buffer protocol on Python 3.11 (3.12 reads its ``__buffer__``): the
+    buffer of the NumPy array ``cls._shared_host()`` returns. Set wherever the extension was
+    built, ``DISPATCH_PURE_PYTHON`` or not: it is a protocol, not a fast path. Whether it was set."""
+    if _built is None or sys.version_info >= (3, 12):
+        return False
+    _built.install_buffer(cls)
+    return True
 
 
 def install_call(ufunc: type) -> bool:

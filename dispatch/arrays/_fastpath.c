@@ -1531,6 +1531,38 @@ static PyObject *install_slots(PyObject *module, PyObject *unused) {
     return PyLong_FromLong(filled);
 }
 
+/* The buffer protocol (memoryview(x), Cython's typed memoryviews, bytes(x)): the buffer of the host
+ * NumPy array the type's `_shared_host()` hands out (it refuses data a device holds; host data
+ * is asked of __array__ directly, 0.1 us less), so the
+ * exporter a memoryview holds is that NumPy array. Python 3.12 reads the class's __buffer__
+ * instead; 3.11 has only this C slot, set on the heap type by install_buffer(type). */
+static int nd_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    /* host data: __array__ hands it out (its compiled case: the data itself), as to numpy.asarray */
+    PyObject *d = nd_type != NULL ? host_data(self) : NULL;
+    if (d != NULL && strchr("biufcSUO", PyArray_DESCR((PyArrayObject *)d)->kind) == NULL) {
+        /* _shared_host's rule, without a call: NumPy's coercion tries the buffer first and
+         * goes on to __array__ (datetimes have no buffer format at all) */
+        PyErr_SetString(PyExc_BufferError, "void, structured, datetime, timedelta and string-dtype arrays are read "
+                                           "through __array__");
+        return -1;
+    }
+    PyObject *host = PyObject_CallMethod(self, d != NULL ? "__array__" : "_shared_host", NULL);
+    if (host == NULL) return -1;
+    int r = PyObject_GetBuffer(host, view, flags);
+    Py_DECREF(host);
+    return r;
+}
+
+static PyObject *install_buffer(PyObject *module, PyObject *type) {
+    if (!PyType_Check(type) || !(((PyTypeObject *)type)->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        return PyErr_Format(PyExc_TypeError, "install_buffer() takes a class defined in Python, not %R", type);
+    PyHeapTypeObject *heap = (PyHeapTypeObject *)type;
+    heap->as_buffer.bf_getbuffer = nd_getbuffer;
+    heap->as_buffer.bf_releasebuffer = NULL;  /* the NumPy array the view holds releases its own */
+    ((PyTypeObject *)type)->tp_as_buffer = &heap->as_buffer;
+    Py_RETURN_NONE;
+}
+
 /* installed_lean(): whether dispatch.ndarray's deallocation is nd_dealloc, and dispatch.ufunc's call
  * slot slot_ufunc_call (each set where it fits, at setup() and install_call()). */
 static PyObject *installed_lean(PyObject *module, PyObject *unused) {
@@ -1706,6 +1738,8 @@ static PyMethodDef module_methods[] = {
      "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op, vars(blas_spin), marks): what the fast path reads on each call"},
     {"install_slots", install_slots, METH_NOARGS,
      "install_slots(): dispatch.ndarray's operator and index slots call its Fast callables directly"},
+    {"install_buffer", install_buffer, METH_O,
+     "install_buffer(type): the class exports the buffer of the host array its _shared_host() hands out"},
     {"install_call", install_call, METH_O,
      "install_call(dispatch.ufunc): its call slot calls its Fast __call__ directly"},
     {"installed_lean", installed_lean, METH_NOARGS,

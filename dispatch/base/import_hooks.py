@@ -3,9 +3,10 @@
 - ``import dispatch.ma``, ``from dispatch.lib.stride_tricks import as_strided``: a NumPy
   submodule that dispatch has no module of its own for is importable under ``dispatch.`` and is
   NumPy's own module (what the attribute ``dispatch.ma`` is).
-- ``numpy.testing.assert_equal`` and ``assert_almost_equal`` compare dispatch arrays as the
-  NumPy arrays they hold: NumPy tells arrays apart by ``isinstance(x, numpy.ndarray)``, and
-  otherwise asks ``bool(desired == actual)``, which an array of several elements refuses.
+- ``numpy.testing.assert_equal`` and ``assert_almost_equal`` (and ``numpy.ma.testutils``'
+  asserts of the same kind) compare dispatch arrays as the NumPy arrays they hold: NumPy tells
+  arrays apart by ``isinstance(x, numpy.ndarray)``, and otherwise asks
+  ``bool(desired == actual)``, which an array of several elements refuses.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ __all__ = ["install"]
 
 _PREFIX = "dispatch."
 _TESTING_UTILS = "numpy.testing._private.utils"
-_HOSTED_ASSERTS = ("assert_equal", "assert_almost_equal")  # the two that fall back on bool(a == b)
+# NumPy's testing modules, and their asserts that fall back on bool(a == b) for what is not a
+# numpy.ndarray; numpy.testing re-exports the first module's names.
+_HOSTED_ASSERTS = {
+    _TESTING_UTILS: ("assert_equal", "assert_almost_equal"),
+    "numpy.ma.testutils": ("assert_equal", "fail_if_equal", "assert_not_equal", "assert_almost_equal", "assert_close"),
+}
 
 
 # A finder and loader by protocol: ``importlib.abc`` would import ``importlib.resources`` and
@@ -31,7 +37,7 @@ class _NumpyMirror:
     NumPy's testing helpers as they load."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname == _TESTING_UTILS:
+        if fullname in _HOSTED_ASSERTS:
             return self._patched_spec(fullname, path, target)
         if not fullname.startswith(_PREFIX):
             return None
@@ -116,13 +122,14 @@ def _hosting(check: Any) -> Any:
 
 
 def _patch_testing(utils: Any) -> None:
-    for name in _HOSTED_ASSERTS:
+    names = _HOSTED_ASSERTS[utils.__name__]
+    for name in names:
         check = getattr(utils, name, None)
         if check is not None and not getattr(check, "_dispatch_hosted", False):
             setattr(utils, name, _hosting(check))  # NumPy's recursion (lists, dicts) calls the module's name
     testing = sys.modules.get("numpy.testing")
-    if testing is not None:  # loaded before dispatch: its names were copied from utils already
-        for name in _HOSTED_ASSERTS:
+    if utils.__name__ == _TESTING_UTILS and testing is not None:  # loaded before dispatch: names copied already
+        for name in names:
             if hasattr(testing, name):
                 setattr(testing, name, getattr(utils, name))
 
@@ -131,6 +138,7 @@ def install() -> None:
     """Put the hook first on ``sys.meta_path`` (once); patch NumPy's testing helpers if loaded."""
     if not any(isinstance(f, _NumpyMirror) for f in sys.meta_path):
         sys.meta_path.insert(0, _NumpyMirror())
-    utils = sys.modules.get(_TESTING_UTILS)
-    if utils is not None:
-        _patch_testing(utils)
+    for name in _HOSTED_ASSERTS:
+        utils = sys.modules.get(name)
+        if utils is not None:
+            _patch_testing(utils)

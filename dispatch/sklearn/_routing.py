@@ -242,6 +242,8 @@ def _refusal(estimator: Any, method: str, name: str, X: Any, others: tuple) -> s
     if os.environ.get("SCIPY_ARRAY_API") != "1":
         return "SCIPY_ARRAY_API is not 1: scikit-learn refuses Array API dispatch"
 
+    if getattr(estimator, "copy", None) is False:  # stock works in the caller's array: a target would copy it
+        return "copy=False: scikit-learn writes into the caller's array"
     target = targets.probe(name)
     if target is None:
         return f"target {name} is not available here"

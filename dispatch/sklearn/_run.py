@@ -100,6 +100,15 @@ class _NotPortable(Exception):
     """The fitted state holds something that is not plain scikit-learn (a namespace, a device)."""
 
 
+def _users_array_api() -> bool:
+    """Whether the caller turned on scikit-learn's Array API dispatch (``config_context`` or
+    ``set_config``): then every call is stock scikit-learn's, which returns arrays of the input's
+    own namespace (torch in, torch out) and raises where that namespace cannot serve."""
+    import sklearn  # lazy: scikit-learn is imported by the patch, before any call lands here
+
+    return bool(sklearn.get_config().get("array_api_dispatch"))
+
+
 def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
     """Run ``est.<spec.method>(*args, **kwargs)``; ``invoke(obj, args, kwargs)`` is the original."""
     outer = _scope.get()
@@ -110,6 +119,10 @@ def call(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict) -> Any:
         key = (type(est), spec.method, X.shape, id(router.selector()))
         if key in _stock_calls and not _any_off_host(args, kwargs):  # the serving loop's next batch
             return _as_leaf(invoke, est, args, kwargs)
+    if _users_array_api():  # the user asked scikit-learn itself for Array API dispatch: its namespaces, its errors
+        return _as_leaf(invoke, est, args, kwargs)
+    if kwargs.get("copy") is False:  # ``transform(X, copy=False)``: stock works in the caller's array
+        return _as_leaf(invoke, est, args, kwargs)
     caller = array_kind(X)
     if spec.composite:
         key = None

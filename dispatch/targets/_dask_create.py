@@ -81,7 +81,8 @@ def elements(name: str, args: tuple, kwargs: dict) -> int:
             return int(args[2] if len(args) > 2 else kwargs.get("num", 50))
         if name == "arange":
             start, stop, step = _arange_args(args, kwargs)
-            return max(0, math.ceil((stop - start) / step))
+            with np.errstate(all="ignore"):  # a zero step of datetimes: NumPy's arange raises it, not this estimate
+                return max(0, math.ceil((stop - start) / step))
     except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError):
         return -1
     return -1

@@ -1,0 +1,118 @@
+"""Peak memory of NumPy's own tests in one long process, stock against ``import dispatch as np``.
+
+The six modules that test public functions' values (``--modules`` picks others) run in one
+``pytest`` process per variant, each variant in a fresh process, one after the other: a long
+mixed run, where whatever dispatch keeps between calls (caches of arrays or results, memo
+entries, lineage) adds up. The peak resident memory is the kernel's count for that process
+(``ru_maxrss`` from ``os.wait4``), so a short spike between two samples is not missed; the
+process is killed past ``--max-rss`` MB (its tree, sampled) or ``--timeout`` seconds.
+
+    python -m benchmarks.peer.memory                 # the six modules
+    python -m benchmarks.peer.memory --json memory.json --max-rss 6000
+
+Goal: dispatch's peak at most 1.1 times stock's plus 100 MB. Exit status 1 where it is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from benchmarks.peer.harness import PASSED, _tree_rss_mb, read_record
+from benchmarks.peer.numpy_suite import child_env, prepare
+
+SIX = ("_core/tests/test_numeric.py", "_core/tests/test_shape_base.py", "_core/tests/test_indexing.py",
+       "lib/tests/test_function_base.py", "lib/tests/test_arraysetops.py", "linalg/tests/test_linalg.py")
+RATIO, SLACK_MB = 1.1, 100.0  # the goal: dispatch's peak <= RATIO * stock's + SLACK_MB
+
+
+def peak_of(args: list[str], *, cwd: Path, env: dict[str, str], timeout: float, max_rss_mb: float) -> dict:
+    """Run ``python *args`` to its end (or its limits); its peak RSS in MB, status and seconds."""
+    start, status, sampled = time.monotonic(), "ok", 0.0
+    proc = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    root = psutil.Process(proc.pid)
+    while True:
+        pid, code, usage = os.wait4(proc.pid, os.WNOHANG)  # reaped here: its own rusage, not the children's total
+        if pid:
+            proc.returncode = code
+            break
+        sampled = max(sampled, _tree_rss_mb(root))
+        if sampled > max_rss_mb:
+            status = "memory"
+        elif time.monotonic() - start > timeout:
+            status = "timeout"
+        if status != "ok":
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, _, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.2)
+    return {"peak_mb": round(max(usage.ru_maxrss / 1024, sampled), 1), "status": status,
+            "seconds": round(time.monotonic() - start, 1)}
+
+
+def measure(mods: tuple[str, ...] = SIX, *, timeout: float = 1800, max_rss_mb: float = 8192,
+            work: Path | None = None, dispatch_env: dict[str, str] | None = None) -> dict:
+    """Both variants' peaks over ``mods`` run in one process each, with the tests each passed;
+    ``dispatch_env``: variables the dispatch run alone gets (``DISPATCH_BACKEND=numpy``)."""
+    work = Path(work or tempfile.mkdtemp(prefix="peer-memory-"))
+    packages = sorted({m.split("/")[0] for m in mods})
+    roots = prepare(work, packages)
+    for root in roots.values():  # one process imports them all: ``_core.tests``, ``lib.tests``, not ``tests`` twice
+        for pkg in packages:
+            (root / pkg / "__init__.py").touch()
+    env = child_env(work, max_rss_mb)
+    out = {}
+    for variant, root in roots.items():
+        record = work / f"{variant}-memory.jsonl"
+        record.unlink(missing_ok=True)
+        extra = (dispatch_env or {}) if variant == "dispatch" else {}
+        run = peak_of(["-m", "pytest", "-p", "benchmarks.peer.record", *mods, "-q", "-m", "not slow",
+                       "--rootdir", ".", "-c", "pytest.ini"], cwd=root,
+                      env={**env, **extra, "PEER_RECORD": str(record)}, timeout=timeout, max_rss_mb=max_rss_mb)
+        outcomes = read_record(record)
+        run["passed"] = sum(o in PASSED for o, _ in outcomes.values())
+        run["tests"] = len(outcomes)
+        out[variant] = run
+    stock, peer = out["stock"]["peak_mb"], out["dispatch"]["peak_mb"]
+    out["limit_mb"] = round(RATIO * stock + SLACK_MB, 1)
+    out["ratio"] = round(peer / stock, 3) if stock else None
+    out["met"] = out["dispatch"]["status"] == "ok" and peer <= out["limit_mb"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.peer.memory", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--modules", nargs="*", default=list(SIX), help="NumPy test modules, run in one process")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per variant (default 1800)")
+    ap.add_argument("--max-rss", type=float, default=8192, help="MB a variant's process may hold (default 8192)")
+    ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--dispatch-env", nargs="*", default=[], metavar="NAME=VALUE",
+                    help="variables for the dispatch run alone (DISPATCH_BACKEND=numpy: no other target loaded)")
+    a = ap.parse_args(argv)
+    extra = dict(item.split("=", 1) for item in a.dispatch_env)
+    with tempfile.TemporaryDirectory(prefix="peer-memory-") as scratch:
+        res = measure(tuple(a.modules), timeout=a.timeout, max_rss_mb=a.max_rss, work=Path(scratch),
+                      dispatch_env=extra)
+    for variant in ("stock", "dispatch"):
+        r = res[variant]
+        print(f"{variant:<9} peak {r['peak_mb']:>8.0f} MB  {r['passed']:>5} of {r['tests']} tests passed  "
+              f"{r['seconds']:>6.0f} s  {r['status']}")
+    print(f"dispatch / stock {res['ratio']}; goal: at most {res['limit_mb']:.0f} MB "
+          f"({RATIO} x stock + {SLACK_MB:.0f} MB): {'met' if res['met'] else 'missed'}")
+    if a.json:
+        a.json.write_text(json.dumps({"modules": a.modules, "dispatch_env": extra, **res}, indent=1), encoding="utf-8")
+    return 0 if res["met"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

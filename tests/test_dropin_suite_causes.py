@@ -1,0 +1,343 @@
+"""Causes NumPy's own test suite found under ``import dispatch as np``: each case runs on NumPy
+and on dispatch and must give the same outcome (value, dtype, shape, identity, or the same
+exception type and first line)."""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+
+import dispatch
+
+
+def _outcome(xp, run):
+    """What ``run(xp)`` gives, or the type and first line of what it raises."""
+    try:
+        return run(xp)
+    except Exception as exc:  # the exception itself is the outcome compared
+        return (type(exc), str(exc).split("\n")[0])
+
+
+def _agree(run):
+    """``run`` on NumPy and on dispatch: the same exception, or equal results of NumPy's kind."""
+    want, got = _outcome(numpy, run), _outcome(dispatch, run)
+    if isinstance(want, tuple) and want and isinstance(want[0], type) and issubclass(want[0], Exception):
+        assert got == want
+    elif type(want) is numpy.ndarray:
+        assert type(got) is dispatch.ndarray, type(got)
+        host = numpy.asarray(got)
+        assert (host.dtype, host.shape) == (want.dtype, want.shape)
+        numpy.testing.assert_array_equal(host, want)
+    else:
+        assert type(got) is type(want), (type(got), type(want))
+        assert got == want
+
+
+# ---- transpose with its axes in an array ------------------------------------------------------------
+
+@pytest.mark.parametrize("axes", [
+    pytest.param(lambda xp: (xp.array([3, 1, 2, 0]),), id="dispatch-array"),
+    pytest.param(lambda xp: (numpy.array([3, 1, 2, 0]),), id="numpy-array"),
+    pytest.param(lambda xp: ([3, 1, 2, 0],), id="list"),
+    pytest.param(lambda xp: (3, 1, 2, 0), id="varargs"),
+    pytest.param(lambda xp: (None,), id="None"),
+    pytest.param(lambda xp: ((),), id="empty-refused"),
+    pytest.param(lambda xp: (xp.array(0),), id="0-d-refused"),
+])
+def test_transpose_takes_axes_as_numpy_does(axes):
+    _agree(lambda xp: xp.arange(120).reshape(2, 3, 4, 5).transpose(*axes(xp)).shape)
+
+
+# ---- NumPy's private names that tests and libraries use ----------------------------------------------
+
+@pytest.mark.parametrize("name", ["_core", "_NoValue", "_CopyMode", "__config__"])
+def test_numpys_private_names_are_numpys_objects(name):
+    assert getattr(dispatch, name) is getattr(numpy, name)
+
+
+def test_numpys_ufuncs_are_ufuncs_under_dispatch():
+    found = [u for u in vars(dispatch._core.umath).values() if isinstance(u, dispatch.ufunc)]
+    assert found == [u for u in vars(numpy._core.umath).values() if isinstance(u, numpy.ufunc)]
+    found.remove(dispatch.bitwise_count)  # found by equality: dispatch's ufunc equals NumPy's
+    assert numpy.bitwise_count not in found and dispatch.sin == numpy.sin and dispatch.sin != numpy.cos
+    assert {numpy.sin: 1}[dispatch.sin] == 1 and not isinstance(numpy.sum, dispatch.ufunc)
+
+
+def test_other_private_names_stay_missing():
+    with pytest.raises(AttributeError):
+        dispatch._not_a_numpy_name  # noqa: B018 - the lookup is the test
+
+
+# ---- comparisons of void and structured arrays --------------------------------------------------------
+
+def _records(xp, n):
+    a = xp.zeros(n, dtype="i4,f8")
+    a[n // 2] = (1, 2.0)
+    return a
+
+
+@pytest.mark.parametrize("n", [3, 100_000])
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp, n: xp.zeros(n, "V4") == xp.zeros(n, "V4"), id="V4=="),
+    pytest.param(lambda xp, n: xp.zeros(n, "V4") != xp.zeros(n, "V4"), id="V4!="),
+    pytest.param(lambda xp, n: _records(xp, n) == xp.zeros(n, dtype="i4,f8"), id="records=="),
+    pytest.param(lambda xp, n: _records(xp, n) != _records(xp, n)[n // 2], id="records!=scalar"),
+])
+def test_void_and_structured_arrays_compare_as_numpys(run, n):
+    _agree(lambda xp: run(xp, n))
+
+
+# ---- out= returns the very array it was given ---------------------------------------------------------
+
+@pytest.mark.parametrize("n", [3, 300_000])
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda xp, a, o: xp.add(a, 1.0, out=o), id="ufunc"),
+    pytest.param(lambda xp, a, o: xp.add(a, 1.0, out=(o,)), id="ufunc-tuple"),
+    pytest.param(lambda xp, a, o: xp.multiply(a, a, out=o), id="ufunc-same"),
+    pytest.param(lambda xp, a, o: xp.clip(a, 1.0, 2.0, out=o), id="clip"),
+    pytest.param(lambda xp, a, o: xp.cumsum(a, out=o), id="cumsum"),
+    pytest.param(lambda xp, a, o: a.clip(1.0, 2.0, out=o), id="method-clip"),
+])
+@pytest.mark.parametrize("out_kind", ["numpy", "dispatch"])
+def test_out_is_the_array_given(call, n, out_kind):
+    want_out = numpy.empty(n)
+    want = call(numpy, numpy.arange(float(n)), want_out)
+    out = numpy.empty(n) if out_kind == "numpy" else dispatch.empty(n)
+    got = call(dispatch, dispatch.arange(float(n)), out)
+    assert want is want_out and got is out
+    numpy.testing.assert_array_equal(numpy.asarray(out), want_out)
+
+
+def test_a_reduction_method_into_a_numpy_out_returns_it():
+    want_out, out = numpy.empty(3), numpy.empty(3)
+    assert numpy.ones((4, 3)).sum(axis=0, out=want_out) is want_out
+    assert dispatch.ones((4, 3)).sum(axis=0, out=out) is out
+    numpy.testing.assert_array_equal(out, want_out)
+
+
+# ---- random: out=, and seeds given as arrays ------------------------------------------------------------
+
+@pytest.mark.parametrize("draw", [
+    pytest.param(lambda g, out: g.random(out=out), id="random"),
+    pytest.param(lambda g, out: g.standard_normal(out=out), id="standard_normal"),
+    pytest.param(lambda g, out: g.standard_exponential(out=out), id="standard_exponential"),
+    pytest.param(lambda g, out: g.standard_gamma(2.0, out=out), id="standard_gamma"),
+])
+def test_generator_draws_into_out_and_returns_it(draw):
+    want_out, out = numpy.empty((4, 5)), dispatch.empty((4, 5))
+    assert draw(numpy.random.Generator(numpy.random.PCG64(7)), want_out) is want_out
+    assert draw(dispatch.random.Generator(dispatch.random.PCG64(7)), out) is out
+    numpy.testing.assert_array_equal(numpy.asarray(out), want_out)
+
+
+@pytest.mark.parametrize("name", ["SeedSequence", "MT19937", "PCG64", "PCG64DXSM", "Philox", "SFC64"])
+def test_seeds_given_as_dispatch_arrays_are_numpys_seeds(name):
+    want = getattr(numpy.random, name)(numpy.array([1, 2, 3]))
+    got = getattr(dispatch.random, name)(dispatch.array([1, 2, 3]))
+    assert isinstance(got, getattr(numpy.random, name))
+    if name == "SeedSequence":
+        numpy.testing.assert_array_equal(got.generate_state(4), want.generate_state(4))
+    else:
+        numpy.testing.assert_array_equal(got.random_raw(4), want.random_raw(4))
+
+
+# ---- copy=False, and sizes no memory holds ---------------------------------------------------------------
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.array(xp.arange(3), dtype=float, copy=False), id="cast-refused"),
+    pytest.param(lambda xp: xp.asarray(xp.arange(3), dtype=xp.int8, copy=False), id="asarray-cast-refused"),
+    pytest.param(lambda xp: xp.array([1, 2], copy=False), id="list-refused"),
+    pytest.param(lambda xp: (lambda a: xp.array(a, copy=False) is a)(xp.arange(3)), id="same-object"),
+    pytest.param(lambda xp: (lambda a: xp.shares_memory(xp.array(a, dtype=a.dtype, copy=False), a))(xp.arange(3)),
+                 id="same-dtype-no-copy"),
+    pytest.param(lambda xp: xp.array(xp.arange(3, dtype="<i8"), dtype="=i8", copy=False), id="equal-dtype"),
+    pytest.param(lambda xp: xp.zeros([975] * 7, xp.int8), id="zeros-too-big"),
+    pytest.param(lambda xp: xp.empty(2**64), id="empty-2**64"),
+    pytest.param(lambda xp: xp.empty((2**20, 2**20)), id="empty-8TiB"),
+])
+def test_copies_and_sizes_as_numpy(run):
+    _agree(run)
+
+
+# ---- the buffer protocol and the array interfaces --------------------------------------------------------
+
+_DTYPES = ["f8", "f2", ">i4", "c16", "?", "U3", "S2", "O", "M8[D]", "m8[s]", "V4", "i1,f8",
+           numpy.dtype([("a", "i1"), ("b", "f8")], align=True), numpy.dtypes.StringDType()]
+
+
+@pytest.mark.parametrize("dtype", _DTYPES, ids=str)
+def test_numpy_reads_every_dtype_back_exactly(dtype):
+    host = numpy.arange(6).astype(dtype).reshape(2, 3) if numpy.dtype(dtype).kind != "V" else numpy.zeros((2, 3), dtype)
+    got = numpy.asarray(dispatch.asarray(host))
+    assert got.dtype == host.dtype and got.dtype.isalignedstruct == host.dtype.isalignedstruct
+    assert got.shape == host.shape and got.tobytes() == host.tobytes()
+    assert numpy.shares_memory(got, host)  # the data itself, not a copy
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f2", ">i4", "c16", "?", "U3", "S2", "i1"])
+def test_memoryview_and_interfaces_are_numpys(dtype):
+    host = numpy.arange(6).astype(dtype).reshape(2, 3)
+    x = dispatch.asarray(host.copy())
+    view, want = memoryview(x), memoryview(host)
+    assert (view.format, view.shape, view.strides, view.readonly) == (want.format, want.shape, want.strides, False)
+    assert bytes(x) == bytes(host) and view.tobytes() == want.tobytes()
+    mine, theirs = x.__array_interface__, host.__array_interface__
+    assert {k: v for k, v in mine.items() if k != "data"} == {k: v for k, v in theirs.items() if k != "data"}
+    assert mine["data"][0] == numpy.asarray(x).__array_interface__["data"][0]
+    assert type(x.__array_struct__).__name__ == "PyCapsule"
+
+
+def test_writes_through_a_memoryview_reach_the_array():
+    x = dispatch.zeros(4)
+    memoryview(x)[2] = 5.0
+    numpy.testing.assert_array_equal(numpy.asarray(x), [0.0, 0.0, 5.0, 0.0])
+
+
+@pytest.mark.parametrize("dtype", ["M8[D]", "V4", numpy.dtypes.StringDType()], ids=str)
+def test_dtypes_read_through_array_have_no_interface(dtype):
+    x = dispatch.zeros(3, dtype)
+    assert not hasattr(x, "__array_interface__") and not hasattr(x, "__array_struct__")
+    with pytest.raises((BufferError, ValueError)):
+        memoryview(x)
+
+
+def test_data_held_elsewhere_is_never_handed_out_as_a_host_copy():
+    pytest.importorskip("dask.array")
+    with dispatch.using("dask"):
+        x = dispatch.arange(6.0)
+    assert x.device.kind == "dask"
+    with pytest.raises(BufferError):
+        memoryview(x)
+    assert not hasattr(x, "__array_interface__")
+    numpy.testing.assert_array_equal(numpy.asarray(x), numpy.arange(6.0))  # __array__: a copy, read now
+
+
+# ---- NumPy's array methods for files, pickles, fields and ctypes --------------------------------------------
+
+def _through_file(xp, tmp_path):
+    a = xp.arange(5, dtype="i4")
+    a.tofile(tmp_path / "a.bin")
+    a.tofile(tmp_path / "a.txt", sep=",")
+    return numpy.fromfile(tmp_path / "a.bin", "i4"), (tmp_path / "a.txt").read_text()
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp, tmp: _through_file(xp, tmp)[0], id="tofile"),
+    pytest.param(lambda xp, tmp: _through_file(xp, tmp)[1], id="tofile-text"),
+    pytest.param(lambda xp, tmp: __import__("pickle").loads(xp.arange(3.0).dumps()), id="dumps"),
+    pytest.param(lambda xp, tmp: xp.arange(4, dtype="i4").getfield("i2"), id="getfield"),
+    pytest.param(lambda xp, tmp: (lambda a: (a.setfield(7, "i2"), a)[1])(xp.arange(4, dtype="i4")), id="setfield"),
+    pytest.param(lambda xp, tmp: (lambda a: a.ctypes.data == a.__array_interface__["data"][0])(xp.arange(3.0)),
+                 id="ctypes-data"),
+    pytest.param(lambda xp, tmp: xp.arange(6.0).reshape(2, 3).ctypes.shape[:], id="ctypes-shape"),
+])
+def test_file_pickle_field_and_ctypes_methods_as_numpys(run, tmp_path):
+    (tmp_path / "n").mkdir()
+    (tmp_path / "d").mkdir()
+    want = _outcome(numpy, lambda xp: run(xp, tmp_path / "n"))
+    got = _outcome(dispatch, lambda xp: run(xp, tmp_path / "d"))
+    if type(want) is numpy.ndarray:
+        numpy.testing.assert_array_equal(numpy.asarray(got), want)
+        assert numpy.asarray(got).dtype == want.dtype
+    else:
+        assert got == want
+
+
+# ---- scikit-learn: the user's own Array API dispatch -----------------------------------------------------------
+
+def _namespaces(X, make):
+    import sklearn
+
+    with sklearn.config_context(array_api_dispatch=True):
+        est = make().fit(X)
+        learned = est.components_ if hasattr(est, "components_") else est.mean_
+        return type(learned), type(est.transform(X)), float(learned[0] if learned.ndim == 1 else learned[0, 0])
+
+
+@pytest.mark.parametrize("estimator", ["StandardScaler", "PCA"])
+def test_accelerated_sklearn_keeps_the_users_array_api_namespace(estimator, monkeypatch):
+    """With ``array_api_dispatch=True`` set by the user, torch in gives torch out, as stock."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    import sklearn.decomposition
+    import sklearn.preprocessing
+
+    import dispatch.sklearn as ds
+
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    make = {"StandardScaler": sklearn.preprocessing.StandardScaler,
+            "PCA": lambda: sklearn.decomposition.PCA(2, svd_solver="full")}[estimator]
+    X = torch.asarray(numpy.random.default_rng(0).random((300, 5)))
+    want = _namespaces(X, make)
+    with ds.accelerated(), dispatch.using("torch-cpu"):
+        got = _namespaces(X, make)
+    assert got[:2] == want[:2] == (torch.Tensor, torch.Tensor)
+    assert got[2] == pytest.approx(want[2], rel=1e-12)
+
+
+@pytest.mark.parametrize("estimator", ["Binarizer", "Normalizer", "StandardScaler"])
+def test_accelerated_sklearn_with_copy_false_works_in_the_callers_array(estimator):
+    pytest.importorskip("torch")
+    sklearn_pre = pytest.importorskip("sklearn.preprocessing")
+
+    import dispatch.sklearn as ds
+
+    def run():
+        X = numpy.random.default_rng(0).random((3000, 6))
+        out = getattr(sklearn_pre, estimator)(copy=False).fit(X).transform(X)
+        return out is X, out
+
+    want_same, want = run()
+    with ds.accelerated(), dispatch.using("torch-cpu"):
+        got_same, got = run()
+    assert got_same == want_same and type(got) is type(want)
+    numpy.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.arange(xp.datetime64("2000-01-01"), xp.datetime64("2000-01-04"), 0), id="datetime"),
+    pytest.param(lambda xp: xp.arange(xp.timedelta64(0), xp.timedelta64(3), xp.timedelta64(0)), id="timedelta"),
+    pytest.param(lambda xp: xp.arange(xp.datetime64("2000-01-01"), xp.datetime64("2000-01-04")), id="datetime-range"),
+])
+def test_datetime_ranges_raise_and_warn_as_numpys(run):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's own suite turns warnings into errors
+        _agree(run)
+
+
+# ---- methods show NumPy's signatures -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", [
+    "__array_namespace__", "__copy__", "__deepcopy__", "all", "any", "argmax", "argmin", "argsort", "astype",
+    "byteswap", "choose", "clip", "compress", "conj", "copy", "cumsum", "dump", "fill", "flatten", "getfield",
+    "item", "max", "mean", "nonzero", "prod", "put", "ravel", "reshape", "resize", "round", "searchsorted",
+    "setflags", "sort", "squeeze", "std", "sum", "swapaxes", "take", "to_device", "tobytes", "tofile", "tolist",
+    "transpose", "var", "view",
+])
+def test_methods_show_numpys_signatures(name):
+    import inspect
+
+    assert inspect.signature(getattr(dispatch.ndarray, name)) == inspect.signature(getattr(numpy.ndarray, name))
+
+
+def test_to_device_cpu_is_the_array():
+    a = dispatch.arange(3.0)
+    _agree(lambda xp: xp.arange(3.0).to_device("cpu"))
+    assert a.to_device("cpu") is a
+
+
+def test_accelerated_transform_with_copy_false_works_in_the_callers_array():
+    pytest.importorskip("torch")
+    sklearn_pre = pytest.importorskip("sklearn.preprocessing")
+
+    import dispatch.sklearn as ds
+
+    X = numpy.random.default_rng(0).random((3000, 6))
+    scaler = sklearn_pre.StandardScaler().fit(X)
+    want = scaler.transform(X.copy())
+    with ds.accelerated(), dispatch.using("torch-cpu"):
+        got = scaler.transform(X, copy=False)
+    assert got is X
+    numpy.testing.assert_allclose(got, want, rtol=1e-12)
