@@ -153,7 +153,7 @@ def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table
     key = (type(estimator), method, n.bit_length())
     seen = _measured.get(key) or _earlier(key)
     if far and table_wants_other and None not in seen:
-        return Choice(other, f"{table} by far: {other}, stock scikit-learn not measured",
+        return Choice(other, f"{other}: {table} by far, stock scikit-learn not measured",
                       learn=key if other not in seen else None)
     # The alternative's first call pays one-time costs (kernels compiled on first use, memory
     # pools, a CUDA context): a loss is measured once more before it counts.
