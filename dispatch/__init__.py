@@ -16,11 +16,14 @@ import numpy as _np
 
 from dispatch.base import forksafe as _forksafe  # noqa: F401 - registers the handler a forked child runs
 from dispatch.base import import_hooks as _import_hooks
+from dispatch.base import settings as _settings  # DISPATCH_* read now: a bad value fails at import, naming it
 from dispatch.base import warning_site as _warning_site
 from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 
 _import_hooks.install()  # ``import dispatch.ma``; numpy.testing's asserts on dispatch arrays (base.import_hooks)
 _warning_site.install()  # warnings from routed calls name the caller's line (base.warning_site)
+if _settings.ENV.backend != "auto":
+    importlib.import_module("dispatch.targets")  # a forced target's name is checked against the registry
 
 # NumPy's version, as code that checks ``np.__version__`` expects of a drop-in; dispatch's own is
 # ``__dispatch_version__`` (and importlib.metadata.version("dispatch-accel"))

@@ -18,7 +18,11 @@ import importlib
 import threading
 import time
 
+import numpy as np
+
 from dispatch import targets
+from dispatch.base import tuning
+from dispatch.base.ops import op_named
 
 __all__ = ["LIBRARY", "seconds_taken", "start", "state", "wait"]
 
@@ -54,17 +58,11 @@ def _bring_up(name: str, library: str | None) -> None:
     try:
         if library is not None:
             if library == "torch":
-                from dispatch.base import tuning
-
                 tuning.torch_starts()  # as ``TorchTarget`` would, before torch loads
             module = importlib.import_module(library)
             _context(name, module)
         target = targets.probe(name)
         if target is not None:
-            import numpy as np
-
-            from dispatch.base.ops import op_named
-
             x = target.from_host(np.ones(16))
             target.run(op_named("add"), (x, x), {})
             target.synchronize()

@@ -308,8 +308,8 @@ _FINGERPRINTED = ("torch", "cupy-cuda13x", "cupy-cuda12x", "cupy", "scikit-learn
 def _versions() -> dict[str, str]:
     """The versions of the libraries the fingerprint names, as ``importlib.metadata.version`` gives
     them: read from the names of the ``NAME-VERSION.dist-info`` folders on ``sys.path`` (importing
-    ``importlib.metadata`` and scanning every distribution took 40-80 ms of a script's start on a
-    2-core machine); ``importlib.metadata`` only for a library installed otherwise (an egg)."""
+    ``importlib.metadata`` and scanning every distribution costs tens of milliseconds of a script's
+    start); ``importlib.metadata`` only for a library installed otherwise (an egg)."""
     found = {"python": platform.python_version(), "numpy": np.__version__}
     wanted = {dist.replace("-", "_").lower(): dist for dist in _FINGERPRINTED}
     eggs = []

@@ -36,6 +36,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from dispatch import targets
 from dispatch.base import cachefiles, settings
 from dispatch.routing import calibration
 from dispatch.routing.history import _jsonable
@@ -234,8 +235,6 @@ def entry() -> dict[str, Any] | None:
     """What this run would keep now (``None`` with no script, or learning off)."""
     if _script is None or _history is None:
         return None
-    from dispatch import targets  # (loaded: the router uses it)
-
     sites = []
     # Calls are counted from the timed ones, and a run times fewer where a target came up (its
     # calls are decided afresh while it starts, and settled kinds are timed one call in eight):

@@ -23,7 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from dispatch import tracing
+from dispatch.base.devices import device_of
 from dispatch.routing.planner import HOST, Region
+from dispatch.targets import _staging, engine_of
 
 __all__ = ["RECORDING", "Call", "Recording", "place_of", "record", "region_of"]
 
@@ -95,14 +98,10 @@ def _producer(rec: Recording, native: Any, nbytes: int, place: str) -> int:
 
 def observe(op: Any, inputs: Any, target: Any, run: Callable[[], Any]) -> Any:
     """Run one call for the open recordings, timed on its own, and record it."""
-    from dispatch.targets import _staging
-
     engines = {target}
     for a in inputs.arrays:
         data = _native(a)
         if type(data) is not np.ndarray:
-            from dispatch.targets import engine_of
-
             engines.add(engine_of(data))
     for e in engines:
         e.synchronize()
@@ -128,8 +127,6 @@ def observe(op: Any, inputs: Any, target: Any, run: Callable[[], Any]) -> Any:
 
 
 def _device_place(native: Any) -> str:
-    from dispatch.base.devices import device_of
-
     device = device_of(native)
     return HOST if device.is_host else str(device)
 
@@ -137,8 +134,6 @@ def _device_place(native: Any) -> str:
 @contextmanager
 def record() -> Iterator[Recording]:
     """Record the calls made inside the block (see the module's doc)."""
-    from dispatch import tracing
-
     rec = Recording()
     RECORDING.append(rec)
     try:

@@ -2,9 +2,8 @@
 
 A target other than NumPy costs something before its first call: its library's import, the
 device's context, the first kernel (CuPy compiles it or reads its cache; torch loads its
-module). On a 2-core machine ``import torch`` alone took about 2 s; on an H200 machine torch
-took 1.5 s to import and 0.6 s for the CUDA context, CuPy 0.3 s and 0.5 s for its first
-kernel: more than many scripts run.
+module). Together these take seconds, more than many scripts run (benchmarks/RESULTS.md,
+"Cold start", has what a calibration measured).
 
 The router asks ``admit(name, saving_s, key)`` before it brings a target up for a call that
 does not force it (``router._reach``). A target comes up when:
@@ -33,9 +32,8 @@ from dispatch.routing.bringup import LIBRARY
 
 __all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "priced_out", "seconds", "up", "use_calibration"]
 
-# (import, device context, first call) in seconds, where no calibration measured them: torch's
-# import took 1.5 s on an H200 machine and 1.9-2.0 s on a 2-core one; its CUDA context 0.6 s;
-# CuPy's import 0.3 s and its first kernel 0.5 s (compiled, or read from its cache).
+# (import, device context, first call) in seconds, where no calibration measured them: on the
+# high side of what calibrations measured, so that an unmeasured start-up is not undersold.
 SEED_S: dict[str, tuple[float, float, float]] = {
     "torch-cpu": (2.0, 0.0, 0.05),
     "torch-cuda": (2.0, 0.6, 0.1),

@@ -58,8 +58,7 @@ GPU_ORDER = targets.registry.gpu_names()  # each device's home first (a live vie
 LEARN_MIN = 1 << 20
 # A call this many times over the table's GPU threshold goes to the GPU without timing stock
 # scikit-learn first: the prices say the GPU wins by far, and a script that fits once would pay
-# the stock fit in full to learn it (LinearDiscriminantAnalysis on 1M x 150 took 12.5 s stock on
-# an H200 machine's host, 0.24 s on its GPU).
+# the stock fit in full to learn it (tens of times what the GPU takes, on such calls).
 FAR = 64
 
 

@@ -115,7 +115,7 @@ _ARGS = np.dtype([
     ("has32", "<u4"), ("uinteger", "<u4"), ("rare_cap", "<i8"),
 ])
 _THREADS = 256
-_MAX_THREADS = 132 * 2048  # a thread per word up to about one full H200
+_MAX_THREADS = 132 * 2048  # a thread per word up to a large GPU's resident threads (132 SMs x 2048)
 
 
 def jump_table(inc: int) -> np.ndarray:
