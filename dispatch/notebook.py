@@ -22,6 +22,9 @@ import os
 import sys
 from typing import Any
 
+import numpy
+
+import dispatch
 from dispatch.cli._script import ImportRedirect
 from dispatch.cli.run import _accelerate_sklearn
 
@@ -57,8 +60,6 @@ def unload_ipython_extension(shell: Any) -> None:
 def _trace_magic(shell: Any) -> Any:
     def dispatch_trace(line: str, cell: str) -> Any:
         """``%%dispatch_trace``: run the cell traced; its trace is the cell's output."""
-        import dispatch
-
         with dispatch.trace() as t:
             shell.run_cell(cell)
         return t
@@ -68,10 +69,6 @@ def _trace_magic(shell: Any) -> Any:
 
 def _numpy_modules() -> dict[int, tuple[Any, Any]]:
     """id(NumPy module) -> (that module, dispatch's)."""
-    import numpy
-
-    import dispatch
-
     return {id(m): (m, d) for m, d in ((numpy, dispatch), (numpy.linalg, dispatch.linalg),
                                       (numpy.fft, dispatch.fft), (numpy.random, dispatch.random))}
 

@@ -171,7 +171,7 @@ def _device_draw(owner: _Proxy, name: str, method: Any, args: tuple, kwargs: dic
     target = targets.forced()
     if target is None or target.device.kind != "cuda" or type(owner._numpy.bit_generator) not in _PCG64:
         return None
-    from dispatch.streams import calls
+    from dispatch.streams import calls  # lazy: NumPy's stream tables are built only for a device draw
 
     if name not in calls.METHODS or _elements(name, method, args, kwargs) < DEVICE_DRAW_ELEMENTS:
         return None
@@ -179,7 +179,7 @@ def _device_draw(owner: _Proxy, name: str, method: Any, args: tuple, kwargs: dic
     kernels = _cuda_kernels() if plan is not None else None
     if kernels is None:
         return None
-    from dispatch.streams import device
+    from dispatch.streams import device  # lazy: as ``calls`` above
 
     # Drawn on CuPy's current device: torch-cuda adopts that memory as it is, without a copy.
     return wrap(device.draw(owner._numpy, plan, kernels)).to(target.name)
@@ -189,7 +189,7 @@ def _device_draw(owner: _Proxy, name: str, method: Any, args: tuple, kwargs: dic
 def _cuda_kernels() -> Any:
     """The CUDA kernels, or ``None`` where CuPy or a CUDA device is missing."""
     try:
-        from dispatch.streams.kernels import cupy_kernels
+        from dispatch.streams.kernels import cupy_kernels  # lazy: the CUDA sources are read only to draw there
 
         return cupy_kernels()
     except Exception:

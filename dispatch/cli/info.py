@@ -31,7 +31,7 @@ from typing import Any
 
 from dispatch import config, targets
 from dispatch.arrays import _compiled
-from dispatch.base import tuning
+from dispatch.base import settings, tuning
 from dispatch.routing import calibration, learned, router
 
 HELP = "show the machine, its targets, and the calibration and routing policy in effect"
@@ -125,8 +125,6 @@ def collect(script: str | None = None) -> dict[str, Any]:
 
 def _learned(script: str | None) -> dict[str, Any]:
     """Where what scripts' runs learned is kept, and (for ``script``) what is kept for it."""
-    from dispatch.base import settings
-
     where = learned.folder()
     files = len(list(where.glob("*.json"))) if where.is_dir() else 0
     kept = learned.describe(script) if script is not None else None

@@ -93,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _calibration(measure: bool) -> tuple[Any, str | None]:
     """This machine's calibration (measured first with ``measure`` if there is none) and its file."""
-    from dispatch.cli._pricing import stored_calibration_path, this_machine_calibration
+    from dispatch.cli._pricing import stored_calibration_path, this_machine_calibration  # lazy: as above
 
     cal = this_machine_calibration()
     if cal is None and measure:
-        from dispatch.measure import calibrate
+        from dispatch.measure import calibrate  # lazy: the measuring code, only where a calibration is made
 
         print("dispatch run: this machine is not calibrated: measuring a quick calibration first", file=sys.stderr)
         cal = calibrate(quick=True, progress=sys.stderr.isatty())

@@ -479,7 +479,7 @@ def first_gpu() -> str | None:
 @functools.cache
 def _gpu_listed() -> bool:
     """Whether the kernel's drivers list a GPU (or this is Apple silicon), read without importing torch or CuPy."""
-    from dispatch.routing import calibration
+    from dispatch.routing import calibration  # lazy: the calibration module is read only on a first large call
 
     try:
         return bool(calibration._gpu_hardware())

@@ -36,7 +36,7 @@ def outputs(kernels: Any, method: tf.Method, state: pcg64.State, n: int) -> tupl
 def draw(generator: np.random.Generator, plan: Plan, kernels: Any = None) -> Any:
     """``plan``'s draw from NumPy's ``generator``, made by ``kernels`` (CUDA by default)."""
     if kernels is None:
-        from dispatch.streams.kernels import cupy_kernels
+        from dispatch.streams.kernels import cupy_kernels  # lazy: the CUDA sources are read only to draw there
 
         kernels = cupy_kernels()
     xp = kernels.xp

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.streams import pcg64, scan
+from dispatch.streams import pcg64, reference, scan
 from dispatch.streams import tables as T
 from dispatch.streams import transforms as tf
 
@@ -66,8 +66,6 @@ class NumpyKernels:
     xp = np
 
     def attempts(self, method: tf.Method, state: pcg64.State, size: int) -> tuple[np.ndarray, np.ndarray, int]:
-        from dispatch.streams import reference
-
         raw = reference.stream(method, state, 0, size + tf.PAD)
         k, accept, value, rare, tail = method.first(raw)
         code = encode(k, accept, tail & ~rare)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dispatch.streams import tables as T
+from dispatch.streams.pcg64 import mulhi64
 
 TAIL_TRIES = 3  # pairs of uniforms a first pass tries in a normal's tail; more: rare
 PAD = 1 + 2 * TAIL_TRIES  # draws past the last position a first pass reads
@@ -382,8 +383,6 @@ class Bounded(Method):
 
 
 def _mul64(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
-    from dispatch.streams.pcg64 import mulhi64
-
     bb = np.full(a.shape, b, np.uint64)
     with np.errstate(over="ignore"):
         return mulhi64(a, bb), a * bb
