@@ -27,7 +27,10 @@ from dispatch.routing.history import History
 FLOOR = 5e-3  # seconds
 EXAMPLES = ("examples/least_squares.py", "examples/numpy_workload.py")
 
-pytestmark = pytest.mark.slow
+# A timing check, so not part of the default run (timed tests fail on a busy machine whatever the
+# model says): DISPATCH_TIMED=1 runs it, on a quiet machine; benchmarks/estimates.py reports the figures.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.environ.get("DISPATCH_TIMED") != "1", reason="a timing check: DISPATCH_TIMED=1")]
 
 
 @pytest.fixture(scope="module")
