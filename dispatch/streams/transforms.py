@@ -141,15 +141,9 @@ class Normal64(Method):
         sure_accept = rabs < T.ki_double[idx]
         uniform = [(raw[j : j + n] >> _U64(11)).astype(np.float64) * _TWO53 for j in range(1, PAD + 1)]
         lhs = (T.fi_double[idx - 1] - T.fi_double[idx]) * uniform[0] + T.fi_double[idx]
-        rhs = np.exp(-0.5 * x * x)
-        wedge = ~sure_accept & (idx != 0)
-        k = np.where(wedge, 2, 1).astype(np.int8)
-        accept = sure_accept | (wedge & (lhs < rhs))
-        rare = wedge & _close(lhs, rhs, MARGIN64)
-        tail = ~sure_accept & (idx == 0)
         negative = ((rabs >> _U64(8)) & _U64(1)).astype(bool)
-        k, value, rare = _normal_tail(tail, uniform, T.ziggurat_nor_inv_r, negative, k, x, rare, MARGIN64)
-        return k, accept | tail, value, rare, tail
+        return _normal_attempt(idx, sure_accept, lhs, np.exp(-0.5 * x * x), x, uniform, negative,
+                               T.ziggurat_nor_inv_r, MARGIN64)
 
     def tail_values(self, uniforms):
         out = [T.ziggurat_nor_r - T.ziggurat_nor_inv_r * math.log1p(-abs(u)) for u in uniforms.tolist()]
@@ -196,15 +190,9 @@ class Normal32(Method):
         uniform = [(raw[j : j + n] >> _U32(8)).astype(np.float32) * _TWO24 for j in range(1, PAD + 1)]
         lhs = ((T.fi_float[idx - 1] - T.fi_float[idx]) * uniform[0] + T.fi_float[idx]).astype(np.float64)
         x64 = x.astype(np.float64)
-        rhs = np.exp(-0.5 * x64 * x64)
-        wedge = ~sure_accept & (idx != 0)
-        k = np.where(wedge, 2, 1).astype(np.int8)
-        accept = sure_accept | (wedge & (lhs < rhs))
-        rare = wedge & _close(lhs, rhs, MARGIN64)
-        tail = ~sure_accept & (idx == 0)
         negative = ((rabs >> _U32(8)) & _U32(1)).astype(bool)
-        k, value, rare = _normal_tail(tail, uniform, T.ziggurat_nor_inv_r_f, negative, k, x, rare, MARGIN32_TAIL)
-        return k, accept | tail, value, rare, tail
+        return _normal_attempt(idx, sure_accept, lhs, np.exp(-0.5 * x64 * x64), x, uniform, negative,
+                               T.ziggurat_nor_inv_r_f, MARGIN32_TAIL)
 
     def tail_values(self, uniforms):
         xx = -T.ziggurat_nor_inv_r_f * _log1pf_each(-np.abs(uniforms))  # float32 arithmetic, as the C's
@@ -231,6 +219,18 @@ class Normal32(Method):
                     return q - p, True, (-v if (rabs >> 8) & 1 else v)
         lhs = (T.fi_float[idx - 1] - T.fi_float[idx]) * next_float(draw(p + 1)) + T.fi_float[idx]
         return 2, float(lhs) < math.exp(-0.5 * float(x) * float(x)), x
+
+
+def _normal_attempt(idx, sure_accept, lhs, rhs, x, uniform, negative, inv_r, tail_margin):
+    """(k, accept, value, rare, tail) of the normal's ziggurat from its layer, its sure accepts and
+    its wedge's two sides (both widths compare the wedge in float64, the C's ``exp``)."""
+    wedge = ~sure_accept & (idx != 0)
+    k = np.where(wedge, 2, 1).astype(np.int8)
+    accept = sure_accept | (wedge & (lhs < rhs))
+    rare = wedge & _close(lhs, rhs, MARGIN64)
+    tail = ~sure_accept & (idx == 0)
+    k, value, rare = _normal_tail(tail, uniform, inv_r, negative, k, x, rare, tail_margin)
+    return k, accept | tail, value, rare, tail
 
 
 def _close(a: np.ndarray, b: np.ndarray, margin: float) -> np.ndarray:
