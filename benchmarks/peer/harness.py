@@ -54,27 +54,42 @@ def run_pytest(args: list[str], *, cwd: Path, env: dict[str, str], record: Path,
     record.unlink(missing_ok=True)
     env = {**env, "PEER_RECORD": str(record)}
     cmd = [sys.executable, "-m", "pytest", "-p", "benchmarks.peer.record", *args]
-    start, peak, status = time.monotonic(), 0.0, "ok"
     with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        root = psutil.Process(proc.pid)
-        while proc.poll() is None:
-            peak = max(peak, _tree_rss_mb(root))
-            if peak > max_rss_mb:
-                status = "memory"
-            elif time.monotonic() - start > timeout:
-                status = "timeout"
-            if status != "ok":
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                break
-            time.sleep(0.25)
-    seconds = time.monotonic() - start
+        returncode, status, peak, _, seconds = watched(cmd, cwd=cwd, env=env, stdout=out, timeout=timeout,
+                                                       max_rss_mb=max_rss_mb, every=0.25)
     outcomes = read_record(record)
-    if status == "ok" and proc.returncode not in (0, 1, 5):
+    if status == "ok" and returncode not in (0, 1, 5):
         status = "collect error" if any(o == "error" for o, _ in outcomes.values()) else "crash"
-    return ModuleRun(status, proc.returncode, round(seconds, 1), round(peak, 1), outcomes)
+    return ModuleRun(status, returncode, round(seconds, 1), round(peak, 1), outcomes)
+
+
+def watched(cmd: list[str], *, cwd: Path, env: dict[str, str], stdout: Any, timeout: float, max_rss_mb: float,
+            every: float) -> tuple[int | None, str, float, float, float]:
+    """Run ``cmd`` in its own session, killed (with its children) past ``timeout`` seconds or
+    ``max_rss_mb`` of the process tree's memory, sampled every ``every`` seconds: (returncode,
+    status, sampled peak MB of the tree, the process's own peak MB from its rusage, seconds)."""
+    start, peak, status = time.monotonic(), 0.0, "ok"
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    root = psutil.Process(proc.pid)
+    while True:
+        pid, code, usage = os.wait4(proc.pid, os.WNOHANG)  # reaped here: its own rusage, not the children's total
+        if pid:
+            returncode = os.waitstatus_to_exitcode(code)
+            break
+        peak = max(peak, _tree_rss_mb(root))
+        if peak > max_rss_mb:
+            status = "memory"
+        elif time.monotonic() - start > timeout:
+            status = "timeout"
+        if status != "ok":
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, code, usage = os.wait4(proc.pid, 0)
+            returncode = os.waitstatus_to_exitcode(code)
+            break
+        time.sleep(every)
+    proc.returncode = returncode  # reaped above: Popen must not wait for it again
+    return returncode, status, peak, usage.ru_maxrss / 1024, time.monotonic() - start
 
 
 def _tree_rss_mb(root: psutil.Process) -> float:

@@ -17,17 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import psutil
-
-from benchmarks.peer.harness import PASSED, _tree_rss_mb, read_record
+from benchmarks.peer.harness import PASSED, read_record, watched
 from benchmarks.peer.numpy_suite import child_env, prepare
 
 SIX = ("_core/tests/test_numeric.py", "_core/tests/test_shape_base.py", "_core/tests/test_indexing.py",
@@ -37,27 +32,9 @@ RATIO, SLACK_MB = 1.1, 100.0  # the goal: dispatch's peak <= RATIO * stock's + S
 
 def peak_of(args: list[str], *, cwd: Path, env: dict[str, str], timeout: float, max_rss_mb: float) -> dict:
     """Run ``python *args`` to its end (or its limits); its peak RSS in MB, status and seconds."""
-    start, status, sampled = time.monotonic(), "ok", 0.0
-    proc = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    root = psutil.Process(proc.pid)
-    while True:
-        pid, code, usage = os.wait4(proc.pid, os.WNOHANG)  # reaped here: its own rusage, not the children's total
-        if pid:
-            proc.returncode = code
-            break
-        sampled = max(sampled, _tree_rss_mb(root))
-        if sampled > max_rss_mb:
-            status = "memory"
-        elif time.monotonic() - start > timeout:
-            status = "timeout"
-        if status != "ok":
-            os.killpg(proc.pid, signal.SIGKILL)
-            _, _, usage = os.wait4(proc.pid, 0)
-            break
-        time.sleep(0.2)
-    return {"peak_mb": round(max(usage.ru_maxrss / 1024, sampled), 1), "status": status,
-            "seconds": round(time.monotonic() - start, 1)}
+    _, status, sampled, own, seconds = watched([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                                               timeout=timeout, max_rss_mb=max_rss_mb, every=0.2)
+    return {"peak_mb": round(max(own, sampled), 1), "status": status, "seconds": round(seconds, 1)}
 
 
 def measure(mods: tuple[str, ...] = SIX, *, timeout: float = 1800, max_rss_mb: float = 8192,
