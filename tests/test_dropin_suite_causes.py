@@ -341,3 +341,67 @@ def test_accelerated_transform_with_copy_false_works_in_the_callers_array():
         got = scaler.transform(X, copy=False)
     assert got is X
     numpy.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# ---- a class derived from np.ndarray is NumPy's subclass ----------------------------------------------
+
+def _info_array(xp):
+    """NumPy's documented subclass example, written against ``xp.ndarray``."""
+
+    class InfoArray(xp.ndarray):
+        def __new__(cls, shape, info=None):
+            obj = xp.ndarray.__new__(cls, shape, dtype=float)
+            obj.fill(1.5)
+            obj.info = info
+            return obj
+
+        def __array_finalize__(self, obj):
+            self.info = getattr(obj, "info", "from a view")
+
+        def __array_wrap__(self, arr, context=None, return_scalar=False):
+            out = super().__array_wrap__(arr, context, return_scalar)
+            if isinstance(out, numpy.ndarray):
+                out.info = "wrapped"
+            return out
+
+    return InfoArray
+
+
+def _described(result):
+    """A result as plain values to compare across NumPy and dispatch: its type's name, its
+    ``info``, its dtype, shape and values."""
+    host = numpy.asarray(result)
+    return (type(result).__name__, getattr(result, "info", None),
+            host.dtype, host.shape, host.tolist())
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp, S: S((2, 3), info="made"), id="own-new"),
+    pytest.param(lambda xp, S: xp.arange(6.0).view(S), id="view-as"),
+    pytest.param(lambda xp, S: xp.arange(6.0).view(S)[1:4], id="slice"),
+    pytest.param(lambda xp, S: xp.arange(6.0).view(S)[[0, 2]], id="fancy-index"),
+    pytest.param(lambda xp, S: S((4,), info="made") + 1.0, id="operator-wraps"),
+    pytest.param(lambda xp, S: xp.sqrt(xp.arange(4.0).view(S)), id="ufunc-wraps"),
+    pytest.param(lambda xp, S: xp.sum(xp.arange(4.0).view(S)), id="sum"),
+    pytest.param(lambda xp, S: xp.zeros_like(S((3,), info="made")), id="zeros_like"),
+    pytest.param(lambda xp, S: xp.ones_like(S((3,), info="made"), subok=False), id="ones_like-not-subok"),
+    pytest.param(lambda xp, S: xp.resize(S((2,), info="made"), 5), id="resize"),
+    pytest.param(lambda xp, S: xp.median(xp.arange(5.0).view(S)), id="median"),
+    pytest.param(lambda xp, S: xp.unique(xp.array([3.0, 1.0, 3.0]).view(S)), id="unique"),
+    pytest.param(lambda xp, S: xp.delete(xp.arange(4.0).view(S), 1), id="delete"),
+    pytest.param(lambda xp, S: issubclass(S, numpy.ndarray), id="is-numpys-subclass"),
+])
+def test_a_class_derived_from_ndarray_is_numpys_subclass(run):
+    """``class S(np.ndarray)`` under ``import dispatch as np`` is NumPy's subclass (docs/equality.md):
+    its own ``__new__``, ``__array_finalize__`` and ``__array_wrap__`` run, and views, operators and
+    functions give what NumPy gives, of its type."""
+    want, got = run(numpy, _info_array(numpy)), run(dispatch, _info_array(dispatch))
+    if isinstance(want, bool):
+        assert got is want
+    else:
+        assert _described(got) == _described(want)
+
+
+def test_dispatchs_own_array_types_still_derive_from_the_wrapper():
+    assert issubclass(dispatch.arrays._array._DeviceScalar, dispatch.ndarray)
+    assert type(dispatch.arange(3.0)) is dispatch.ndarray

@@ -635,8 +635,9 @@ def test_the_same_program_compiled_is_numpys():
         identical(got[key], value)
 
 
-class _Sub(dispatch.ndarray):
-    """A user's subclass: its type keeps CPython's generic slots, which call its methods."""
+class _Sub(dispatch.ndarray, wrapper=True):
+    """A subclass of the wrapper itself (as dispatch's own are; a user's class derives from
+    NumPy's ndarray): its type keeps CPython's generic slots, which call its methods."""
 
     __slots__ = ()
 

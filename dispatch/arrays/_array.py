@@ -30,7 +30,25 @@ from dispatch.routing.cost import FFT_1D
 __all__ = ["device_scalar", "held", "ndarray", "wrap", "wrap_host"]
 
 
-class ndarray:
+class _ArrayType(type):
+    """``dispatch.ndarray``'s type. A class a program derives from ``dispatch.ndarray``
+    (``class S(np.ndarray)`` under ``import dispatch as np``) derives from ``numpy.ndarray``
+    instead: a subclass is NumPy's business (its ``__array_finalize__``, ``__array_wrap__``,
+    its type kept through views and functions: docs/equality.md), and dispatch's functions run
+    NumPy on it. Only dispatch's own array types (``wrapper=True``) derive from the wrapper."""
+
+    def __new__(mcls, name: str, bases: tuple, namespace: dict, wrapper: bool = False, **kwargs: Any) -> type:
+        if wrapper or not any(b is ndarray for b in bases):
+            return super().__new__(mcls, name, bases, namespace, **kwargs)
+        bases = tuple(np.ndarray if b is ndarray else b for b in bases)
+        meta = builtins.type
+        for b in bases:  # the most derived metaclass of the bases NumPy's subclass has
+            if issubclass(builtins.type(b), meta):
+                meta = builtins.type(b)
+        return meta(name, bases, namespace, **kwargs)
+
+
+class ndarray(metaclass=_ArrayType, wrapper=True):
     """An n-dimensional array that runs each call on the fastest backend.
 
     Construct arrays with ``dispatch.array``, ``dispatch.asarray``, ``dispatch.zeros`` and the
@@ -60,6 +78,8 @@ class ndarray:
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
                 strides: Any = None, order: Any = None) -> ndarray:
+        if not issubclass(cls, ndarray):  # ``np.ndarray.__new__(cls, ...)`` in a subclass's own __new__
+            return np.ndarray.__new__(cls, shape, dtype, buffer, offset, strides, order)
         data = np.ndarray(shape, dtype, buffer, offset, strides, order)
         if buffer is not None:
             mirrors.escape(data)  # (mirrors) the caller's memory: never copied to a device and kept
@@ -581,7 +601,7 @@ class ndarray:
     # Generated below from one table: (name, ufunc, reflected).
 
 
-class _DeviceScalar(ndarray):
+class _DeviceScalar(ndarray, wrapper=True):
     """A 0-d result that NumPy would return as a scalar, left on its device until it is read:
     it prints, formats and hashes as NumPy's scalar would."""
 
