@@ -4,6 +4,9 @@ exception type and first line)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
+
 import numpy
 import pytest
 
@@ -405,3 +408,33 @@ def test_a_class_derived_from_ndarray_is_numpys_subclass(run):
 def test_dispatchs_own_array_types_still_derive_from_the_wrapper():
     assert issubclass(dispatch.arrays._array._DeviceScalar, dispatch.ndarray)
     assert type(dispatch.arange(3.0)) is dispatch.ndarray
+
+
+# ---- operators take any object NumPy's would, and defer where NumPy's do -------------------------------
+
+class _Deferring:
+    """Asks NumPy's operators to let it go first (and has no reflected method)."""
+
+    __array_priority__ = 50.0
+
+
+def _divided_in_place(xp):
+    w = xp.array([Decimal(1), Decimal(3)])
+    w /= w.sum()
+    return w
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(_divided_in_place, id="object-array-in-place"),
+    pytest.param(lambda xp: xp.array([1, 2]) * Fraction(1, 3), id="times-a-fraction"),
+    pytest.param(lambda xp: Fraction(1, 3) - xp.array([1, 2]), id="a-fraction-minus"),
+    pytest.param(lambda xp: xp.add(xp.array([Decimal(1)], dtype=object), Decimal(2)), id="ufunc-of-a-decimal"),
+])
+def test_operators_take_plain_objects_as_numpys_do(run):
+    _agree(run)
+
+
+@pytest.mark.parametrize("xp", [numpy, dispatch])
+def test_operators_defer_to_an_array_priority_as_numpys_do(xp):
+    with pytest.raises(TypeError):
+        xp.arange(2.0) + _Deferring()

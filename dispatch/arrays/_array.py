@@ -655,7 +655,14 @@ def device_scalar(native: Any) -> ndarray:
 
 def _handled(x: Any) -> bool:
     return isinstance(x, (ndarray, np.ndarray, int, float, complex, str, bytes, np.generic)) or x is None or \
-        is_backend_type(type(x)) or isinstance(x, (list, tuple))
+        is_backend_type(type(x)) or isinstance(x, (list, tuple)) or _plain_object(type(x))
+
+
+def _plain_object(kind: type) -> bool:
+    """Whether NumPy's operators take an object of this type as it is (an object array's element,
+    a ``Decimal``, a ``Fraction``): it neither overrides NumPy's ufuncs nor asks to go first with
+    an ``__array_priority__`` (NumPy's ndarray defers to those, and so does dispatch's)."""
+    return not hasattr(kind, "__array_ufunc__") and getattr(kind, "__array_priority__", 0.0) <= 0.0
 
 
 _HANDLED_TYPES = (ndarray, np.ndarray)
