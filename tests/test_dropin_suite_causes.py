@@ -4,6 +4,7 @@ exception type and first line)."""
 
 from __future__ import annotations
 
+import sys
 from decimal import Decimal
 from fractions import Fraction
 
@@ -438,3 +439,21 @@ def test_operators_take_plain_objects_as_numpys_do(run):
 def test_operators_defer_to_an_array_priority_as_numpys_do(xp):
     with pytest.raises(TypeError):
         xp.arange(2.0) + _Deferring()
+
+
+# ---- a ufunc np.frompyfunc made is not kept alive --------------------------------------------------------
+
+@pytest.mark.parametrize("xp", [numpy, dispatch])
+def test_a_frompyfunc_ufunc_called_on_dispatch_arrays_is_not_kept(xp):
+    """A program may make one per object (NumPy's ``TestLeaks``): dispatch keeps no entry for it,
+    which would keep its function, and the function's object, alive."""
+    def plus(x, y):
+        return x + y
+
+    before = sys.getrefcount(plus)
+    for _ in range(5):
+        made = xp.frompyfunc(plus, 2, 1)
+        assert made(dispatch.arange(3), 1).tolist() == [1, 2, 3]
+        assert made.reduce(dispatch.arange(1, 4)) == 6
+    del made
+    assert sys.getrefcount(plus) == before

@@ -23,7 +23,16 @@ from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
 from dispatch.base import blas_spin, box
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
-from dispatch.base.ops import GETITEM, POWER_OPERATOR, SETITEM, Op, op_for_function, op_for_ufunc_method, op_named
+from dispatch.base.ops import (
+    GETITEM,
+    POWER_OPERATOR,
+    SETITEM,
+    Op,
+    made_at_run_time,
+    op_for_function,
+    op_for_ufunc_method,
+    op_named,
+)
 from dispatch.base.state import STATE
 from dispatch.routing.cost import FFT_1D
 
@@ -196,7 +205,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
             if not _handled(x):
                 return NotImplemented
         op = op_for_ufunc_method(ufunc, method)
-        if method == "__call__":
+        if method == "__call__" and not made_at_run_time(ufunc):  # (an entry would keep it alive)
             _PROTOCOL_OPS[ufunc] = op
         return _call.call(op, inputs, kwargs)
 

@@ -16,7 +16,8 @@ from dispatch.base.blas_spin import BLAS_WORK
 from dispatch.base.numpy_catalog import NUMPY_CATALOG, may_differ
 from dispatch.base.tiers import OpComplexity
 
-__all__ = ["GETITEM", "POWER_OPERATOR", "SETITEM", "Op", "op_for_function", "op_for_ufunc_method", "op_named"]
+__all__ = ["GETITEM", "POWER_OPERATOR", "SETITEM", "Op", "made_at_run_time", "op_for_function", "op_for_ufunc_method",
+           "op_named"]
 
 # Functions that write into one of their arguments: the argument's position.
 MUTATES = {
@@ -147,10 +148,17 @@ def op_for_function(func: Callable[..., Any]) -> Op:
         module = getattr(func, "__module__", "numpy") or "numpy"
         name = f"{module}.{getattr(func, '__qualname__', repr(func))}"
         op = Op(name=name, func=func, complexity=OpComplexity.LOW, work="host", cataloged=False)
-        _by_function[func] = op
+        if not made_at_run_time(func):
+            _by_function[func] = op
 
         tracing.fallback(op, "not in the NumPy catalog: runs on NumPy")
     return op
+
+
+def made_at_run_time(func: Any) -> bool:
+    """A ufunc ``np.frompyfunc`` made (NumPy names it ``"<function> (vectorized)"``): a program
+    may make one per object, so its op is not kept, which would keep the function alive."""
+    return isinstance(func, np.ufunc) and func.__name__.endswith(" (vectorized)")
 
 
 def op_for_ufunc_method(ufunc: np.ufunc, method: str) -> Op:
@@ -167,7 +175,8 @@ def op_for_ufunc_method(ufunc: np.ufunc, method: str) -> Op:
     if op is None and foreign:
         op = Op(name=f"{name}.{method}", func=getattr(ufunc, method), complexity=OpComplexity.LOW, work="host",
                 method=method, mutates=0 if method == "at" else None, cataloged=False)
-        _by_function[key] = op
+        if not made_at_run_time(ufunc):
+            _by_function[key] = op
     elif op is None:
         complexity, work = _UFUNC_METHODS[method]
         op = Op(
