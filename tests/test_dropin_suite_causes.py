@@ -457,3 +457,18 @@ def test_a_frompyfunc_ufunc_called_on_dispatch_arrays_is_not_kept(xp):
         assert made.reduce(dispatch.arange(1, 4)) == 6
     del made
     assert sys.getrefcount(plus) == before
+
+
+# ---- base: whether an array owns its memory, as NumPy's says --------------------------------------------
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.arange(6.0).base is None, id="owns"),
+    pytest.param(lambda xp: xp.arange(6.0)[1:].base is None, id="slice"),
+    pytest.param(lambda xp: xp.arange(6.0).reshape(2, 3).base is None, id="reshape"),
+    pytest.param(lambda xp: xp.arange(6.0)[[0, 1]].base is None, id="fancy-copy"),
+    pytest.param(lambda xp: xp.arange(6.0)[1:].copy().base is None, id="copy"),
+    pytest.param(lambda xp: xp.arange(6.0)[1:].base.tolist(), id="the-owners-values"),
+    pytest.param(lambda xp: type(xp.frombuffer(b"abcd", dtype=xp.uint8).base).__name__, id="bytes-owner"),
+])
+def test_base_says_whether_an_array_owns_its_memory(run):
+    _agree(run)

@@ -307,7 +307,11 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     @property
     def base(self) -> Any:
-        return None
+        """NumPy's ``base`` of the host data: None where it owns its memory, else the owner (a
+        NumPy array comes back as a dispatch array, a new one each time: not the very array a
+        view was taken of, which only NumPy's own views can name). None for data a device holds."""
+        data = self._data
+        return wrap_host(data.base) if type(data) is np.ndarray else None
 
     @property
     def T(self) -> ndarray:
