@@ -472,3 +472,30 @@ def test_a_frompyfunc_ufunc_called_on_dispatch_arrays_is_not_kept(xp):
 ])
 def test_base_says_whether_an_array_owns_its_memory(run):
     _agree(run)
+
+
+# ---- a class whose __array__ gives the module's array ----------------------------------------------------
+
+def _array_like(xp, values, copy_keyword=True):
+    """A user's class written against ``xp``: its ``__array__`` gives ``xp``'s array."""
+    if copy_keyword:
+        class ArrayLike:
+            def __array__(self, dtype=None, copy=None):
+                return xp.asarray(values)
+    else:
+        class ArrayLike:
+            def __array__(self):
+                return xp.asarray(values)
+    return ArrayLike()
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.intersect1d(_array_like(xp, [3, 1, 2]), _array_like(xp, [2, 3])), id="intersect1d"),
+    pytest.param(lambda xp: xp.bincount(_array_like(xp, [0, 1, 1, 3], copy_keyword=False)), id="bincount"),
+    pytest.param(lambda xp: xp.sum(_array_like(xp, [1.5, 2.0])), id="sum"),
+    pytest.param(lambda xp: xp.array(_array_like(xp, [1, 2]), dtype=float), id="array"),
+    pytest.param(lambda xp: xp.zeros((2, 2))[1, _array_like(xp, 0)], id="index"),
+    pytest.param(lambda xp: xp.arange(4.0)[_array_like(xp, [3, 0])], id="fancy-index"),
+])
+def test_an_array_like_giving_the_modules_array_is_read_as_numpys(run):
+    _agree(run)

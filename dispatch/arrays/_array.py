@@ -21,6 +21,7 @@ from dispatch import cluster, targets
 from dispatch.arrays import _call, _compiled, mirrors
 from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
+from dispatch.arrays.array_likes import for_numpy
 from dispatch.base import blas_spin, box
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
 from dispatch.base.ops import (
@@ -780,13 +781,13 @@ def _host_key(key: Any) -> Any:
     if kind is tuple:
         for k in key:
             if type(k) not in _PLAIN_KEYS:
-                return tuple(_host_value(k) if isinstance(k, ndarray) else k for k in key)
+                return tuple(_host_value(k) if isinstance(k, ndarray) else for_numpy(k) for k in key)
         return key  # slices and integers, the common case, as they are
     if isinstance(key, ndarray):
         return _host_value(key)
     if kind is list:
         return [_host_value(k) if isinstance(k, ndarray) else k for k in key]
-    return key
+    return for_numpy(key)
 
 
 _torch_cpu_to_numpy = torch_cpu_to_numpy

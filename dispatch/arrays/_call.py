@@ -23,6 +23,7 @@ import numpy as np
 
 from dispatch import targets, tracing
 from dispatch.arrays import _compiled, mirrors
+from dispatch.arrays.array_likes import for_numpy
 from dispatch.base import blas_spin
 from dispatch.base.devices import HOST, HOST_ONLY, Device, device_of, library_of
 from dispatch.base.ops import GETITEM, Op
@@ -290,7 +291,7 @@ def _convert(value: Any, to: Any) -> Any:
         return to(value)
     if type(value) in (list, tuple) and _holds_array(value):
         return type(value)(_convert(v, to) for v in value)
-    return value
+    return for_numpy(value)
 
 
 def _holds_array(values: Any) -> bool:
@@ -547,6 +548,8 @@ def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | No
             v = inner if kind is list else tuple(inner)
         elif isinstance(v, ndarray) or _is_array(v):
             return None
+        else:
+            v = for_numpy(v)
         out.append(v)
     return out
 
