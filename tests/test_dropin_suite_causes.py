@@ -469,6 +469,7 @@ def test_a_frompyfunc_ufunc_called_on_dispatch_arrays_is_not_kept(xp):
     pytest.param(lambda xp: xp.arange(6.0)[1:].copy().base is None, id="copy"),
     pytest.param(lambda xp: xp.arange(6.0)[1:].base.tolist(), id="the-owners-values"),
     pytest.param(lambda xp: type(xp.frombuffer(b"abcd", dtype=xp.uint8).base).__name__, id="bytes-owner"),
+    pytest.param(lambda xp: (lambda a: a[1:].base is a[::2].base)(xp.arange(6.0)), id="two-views-one-base"),
 ])
 def test_base_says_whether_an_array_owns_its_memory(run):
     _agree(run)

@@ -13,6 +13,7 @@ import builtins
 import math
 import operator
 import sys
+import weakref
 from typing import Any
 
 import numpy as np
@@ -308,11 +309,20 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     @property
     def base(self) -> Any:
-        """NumPy's ``base`` of the host data: None where it owns its memory, else the owner (a
-        NumPy array comes back as a dispatch array, a new one each time: not the very array a
-        view was taken of, which only NumPy's own views can name). None for data a device holds."""
+        """NumPy's ``base`` of the host data: None where it owns its memory, else the owner, a
+        NumPy array as a dispatch array (one wrapper per owner while it lives, so that two views
+        of one array have one base; not the very array a view was taken of, which only NumPy's
+        own views can name). None for data a device holds."""
         data = self._data
-        return wrap_host(data.base) if type(data) is np.ndarray else None
+        if type(data) is not np.ndarray:
+            return None
+        owner = data.base
+        if type(owner) is not np.ndarray:
+            return owner
+        wrapper = _BASES.get(id(owner))
+        if wrapper is None or wrapper._data is not owner:
+            wrapper = _BASES[id(owner)] = held(owner)
+        return wrapper
 
     @property
     def T(self) -> ndarray:
@@ -680,6 +690,8 @@ def _plain_object(kind: type) -> bool:
 
 
 _HANDLED_TYPES = (ndarray, np.ndarray)
+# id(owner) -> the wrapper ``base`` gave for it, while that wrapper lives (it keeps the owner, so the id)
+_BASES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 # Dtype kinds NumPy reads back exactly from the buffer protocol and the interfaces: booleans,
 # numbers, bytes, str and objects. Void and structured arrays lose their alignment or come back
 # as padding, datetimes their units; StringDType has no format NumPy reads back.
