@@ -393,6 +393,8 @@ def _described(result):
     pytest.param(lambda xp, S: xp.median(xp.arange(5.0).view(S)), id="median"),
     pytest.param(lambda xp, S: xp.unique(xp.array([3.0, 1.0, 3.0]).view(S)), id="unique"),
     pytest.param(lambda xp, S: xp.delete(xp.arange(4.0).view(S), 1), id="delete"),
+    pytest.param(lambda xp, S: S((3,), info="made").view(xp.ndarray), id="viewed-as-the-modules-ndarray"),
+    pytest.param(lambda xp, S: S((3,), info="made").view(type=xp.ndarray), id="viewed-as-type"),
     pytest.param(lambda xp, S: issubclass(S, numpy.ndarray), id="is-numpys-subclass"),
 ])
 def test_a_class_derived_from_ndarray_is_numpys_subclass(run):

@@ -51,7 +51,7 @@ class _ArrayType(type):
     def __new__(mcls, name: str, bases: tuple, namespace: dict, wrapper: bool = False, **kwargs: Any) -> type:
         if wrapper or not any(b is ndarray for b in bases):
             return super().__new__(mcls, name, bases, namespace, **kwargs)
-        bases = tuple(np.ndarray if b is ndarray else b for b in bases)
+        bases = tuple(_Subclassed if b is ndarray else b for b in bases)
         meta = builtins.type
         for b in bases:  # the most derived metaclass of the bases NumPy's subclass has
             if issubclass(builtins.type(b), meta):
@@ -623,6 +623,22 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     # ---- operators ------------------------------------------------------------------------------
     # Generated below from one table: (name, ufunc, reflected).
+
+
+class _Subclassed(np.ndarray):
+    """What a class a program derives from ``dispatch.ndarray`` derives from: NumPy's ndarray,
+    whose ``view`` reads ``dispatch.ndarray`` as NumPy's (``self.view(np.ndarray)`` in the
+    class's own methods, written under ``import dispatch as np``: NumPy would take the wrapper
+    for a dtype)."""
+
+    __slots__ = ()
+
+    def view(self, *args: Any, **kwargs: Any) -> Any:
+        args = tuple(np.ndarray if a is ndarray else a for a in args)
+        for name in ("dtype", "type"):
+            if kwargs.get(name) is ndarray:
+                kwargs[name] = np.ndarray
+        return super().view(*args, **kwargs)
 
 
 class _DeviceScalar(ndarray, wrapper=True):
