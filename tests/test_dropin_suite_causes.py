@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import numpy
 import pytest
@@ -501,4 +502,19 @@ def _array_like(xp, values, copy_keyword=True):
     pytest.param(lambda xp: xp.arange(4.0)[_array_like(xp, [3, 0])], id="fancy-index"),
 ])
 def test_an_array_like_giving_the_modules_array_is_read_as_numpys(run):
+    _agree(run)
+
+
+# ---- np.ndarray[...] in annotations -------------------------------------------------------------------
+
+@pytest.mark.parametrize("item", [(Any, Any), (Any,), Any, (), (Any, Any, Any)],
+                         ids=["two", "one-in-a-tuple", "one", "none-refused", "three-refused"])
+def test_ndarray_subscripted_as_numpys(item):
+    def run(xp):
+        try:
+            alias = xp.ndarray[item]
+        except TypeError as exc:  # its message names the class: NumPy's or dispatch's
+            return str(exc).rpartition(" for ")[0]
+        return (type(alias).__name__, alias.__origin__ is xp.ndarray, alias.__args__)
+
     _agree(run)

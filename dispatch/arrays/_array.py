@@ -13,6 +13,7 @@ import builtins
 import math
 import operator
 import sys
+import types
 import weakref
 from typing import Any
 
@@ -95,6 +96,13 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
         if buffer is not None:
             mirrors.escape(data)  # (mirrors) the caller's memory: never copied to a device and kept
         return held(data, cls)
+
+    def __class_getitem__(cls, item: Any) -> types.GenericAlias:
+        """``np.ndarray[shape, dtype]`` in annotations, as NumPy's: one or two arguments."""
+        count = len(item) if isinstance(item, tuple) else 1
+        if count not in (1, 2):
+            raise TypeError(f"Too {'few' if count == 0 else 'many'} arguments for {cls.__module__}.{cls.__qualname__}")
+        return types.GenericAlias(cls, item)
 
     # ---- construction from native arrays -----------------------------------------------------
 
