@@ -518,3 +518,29 @@ def test_ndarray_subscripted_as_numpys(item):
         return (type(alias).__name__, alias.__origin__ is xp.ndarray, alias.__args__)
 
     _agree(run)
+
+
+# ---- a subclass's own reflected operator goes first, as Python lets a subclass's -----------------------
+
+def _answering(xp):
+    class Answering(xp.ndarray):
+        def __eq__(self, other):
+            return "eq"
+
+        def __radd__(self, other):
+            return "radd"
+
+        def __gt__(self, other):
+            return "gt"
+
+    return xp.array([1, 2, 3]).view(Answering)
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.array([10]) == _answering(xp), id="eq"),
+    pytest.param(lambda xp: xp.array([10]) + _answering(xp), id="radd"),
+    pytest.param(lambda xp: xp.array([10]) < _answering(xp), id="lt-reflected-gt"),
+    pytest.param(lambda xp: type(xp.array([10]) * _answering(xp)).__name__, id="not-overridden"),
+])
+def test_a_subclass_reflected_operator_goes_first(run):
+    _agree(run)

@@ -852,6 +852,7 @@ _BINARY = {
 }
 _COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
             "eq": "equal", "ne": "not_equal"}
+_MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}  # the comparison Python tries reflected
 _UNARY = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "invert"}
 
 
@@ -902,10 +903,11 @@ def _c_contiguous(data: Any) -> bool:
     return bool(is_contiguous()) if callable(is_contiguous) else True
 
 
-def _binary(ufunc_name: str, compare: Any = None) -> tuple[Any, Any, Any, Any]:
+def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[Any, Any, Any, Any]:
     """The operator's forward, reflected and in-place methods; ``compare`` is NumPy's own
     comparison operator (``operator.eq``), which also compares void and structured arrays
-    (their ufunc has no loop for them)."""
+    (their ufunc has no loop for them). ``mirrored``: the reflected method's name (``__radd__``,
+    ``__gt__`` for ``<``), which a NumPy subclass's own goes first by, as Python lets a subclass's."""
     op = POWER_OPERATOR if ufunc_name == "power" else op_named(ufunc_name)
     func, ufunc, blas = compare or op.func, op.ufunc, op.blas
 
@@ -918,7 +920,8 @@ def _binary(ufunc_name: str, compare: Any = None) -> tuple[Any, Any, Any, Any]:
             odata = other._data
         elif kind is _ND or kind in _PY_SCALARS:
             odata = other
-        elif not _handled(other):
+        elif not _handled(other) or (isinstance(other, _ND) and getattr(kind, mirrored, None) is not
+                                     getattr(_ND, mirrored, None)):  # a NumPy subclass's own reflected method
             return NotImplemented
         else:
             return _call.call_fast_ufunc(op, self, other)
@@ -1045,7 +1048,7 @@ def _unary(op: Any) -> Any:
 
 def _install_operators() -> None:
     for short, name in _BINARY.items():
-        op, forward, reflected, inplace = _binary(name)
+        op, forward, reflected, inplace = _binary(name, mirrored=f"__r{short}__")
         # ``x ** y`` compiled is NumPy's operator itself (what _power_operator computes for it)
         setattr(ndarray, f"__{short}__", fast("forward", op, forward, operator.pow if short == "pow" else None))
         setattr(ndarray, f"__r{short}__", fast("reflected", op, reflected))
@@ -1053,7 +1056,7 @@ def _install_operators() -> None:
             setattr(ndarray, f"__i{short}__", fast("inplace", op, inplace))
     for short, name in _COMPARE.items():
         compare = getattr(operator, short)
-        op, forward = _binary(name, compare)[:2]
+        op, forward = _binary(name, compare, f"__{_MIRRORED.get(short, short)}__")[:2]
         setattr(ndarray, f"__{short}__", fast("forward", op, forward, compare))
     for short, name in _UNARY.items():
         op = op_named(name)
