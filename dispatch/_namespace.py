@@ -137,6 +137,8 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
             mirrors.escape(a)  # (mirrors) wrapped as it is: the caller may still write it
             return held(a)  # ``asarray`` of a NumPy array: the call path's answer, without the path
         copy = kwargs.get("copy", copy_default)
+        if isinstance(copy, np._CopyMode):  # NumPy's enum: its truth value raises for IF_NEEDED
+            copy = kwargs["copy"] = _COPY_MODES[copy]
         if not copy and isinstance(a, np.ndarray):
             mirrors.escape(a)  # (mirrors)
         if isinstance(a, ndarray) and not args and set(kwargs) <= {"copy"}:
@@ -158,6 +160,8 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
     wrapper.__module__ = "dispatch"
     return wrapper if copy_default else fast("asarray", op, wrapper, bound=False)
 
+
+_COPY_MODES = {np._CopyMode.ALWAYS: True, np._CopyMode.IF_NEEDED: None, np._CopyMode.NEVER: False}
 
 # Names whose wrapper is special, per namespace prefix ("" is the top level).
 _SPECIAL = {

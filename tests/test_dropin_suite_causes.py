@@ -544,3 +544,17 @@ def _answering(xp):
 ])
 def test_a_subclass_reflected_operator_goes_first(run):
     _agree(run)
+
+
+# ---- copy= given as NumPy's _CopyMode ---------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", list(numpy._CopyMode), ids=lambda m: m.name)
+@pytest.mark.parametrize("name", ["array", "asarray"])
+def test_copy_modes_as_numpys(name, mode):
+    def run(xp):
+        a = xp.arange(3.0)
+        same = getattr(xp, name)(a, copy=mode) is a
+        cast = getattr(xp, name)(a, dtype=xp.float32, copy=mode)
+        return (same, cast.dtype.name)
+
+    _agree(run)
