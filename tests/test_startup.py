@@ -171,6 +171,32 @@ def test_a_run_keeps_what_it_learned_and_the_next_adds_to_it(tmp_path, script):
     assert _kept(cache, script)["runs"] == 2
 
 
+_LOADED_AT_EXIT = """
+import atexit, sys
+atexit.register(lambda: print(sorted(m for m in {MODULES} if m in sys.modules)))  # runs after dispatch's own
+import numpy
+import dispatch as np
+a = np.arange(1000.0)
+print(float(np.sum(a * 2)))
+"""
+
+
+def test_a_script_on_numpy_loads_no_module_it_does_not_need(tmp_path):
+    """A script whose calls all stay on NumPy, run once and its run kept in the user's cache, loads
+    neither ``logging`` nor the temporary-file, thread-pool or cache-folder libraries (10-20 ms
+    of a short script's time)."""
+    modules = ("logging", "tempfile", "shutil", "platformdirs", "concurrent.futures")
+    path = tmp_path / "short.py"
+    path.write_text(_LOADED_AT_EXIT.replace("{MODULES}", repr(modules)))
+    env = {k: v for k, v in _env(tmp_path).items() if k != "DISPATCH_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    done = subprocess.run([sys.executable, str(path)], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["999000.0", "[]"]
+    assert list((tmp_path / "xdg" / "dispatch" / learned.FOLDER).glob("*.json"))  # its run was kept
+
+
 def test_concurrent_runs_leave_one_whole_file(tmp_path, script):
     cache = tmp_path / "cache"
     runs = [subprocess.Popen([sys.executable, str(script)], env=_env(cache), cwd=REPO, stdout=subprocess.PIPE,
