@@ -2,6 +2,7 @@
 
     python -m benchmarks.cold_start [--half validation] [--only a,b] [--repeats 2] [--json out.json]
     python -m benchmarks.cold_start --gil
+    python -m benchmarks.cold_start --sklearn [--rows lda=20000,lda=1000000] [--repeats 1] [--json out.json]
 
 Each program of ``benchmarks.programs`` runs in fresh processes (``programs_bench.cold_program``):
 NumPy (``python SCRIPT``); ``python -m dispatch run SCRIPT`` three times in a row with what
@@ -19,6 +20,9 @@ The goals it checks, per program:
 ``--gil`` measures what bringing torch up on a background thread costs the program's own thread:
 the same routed work (small and medium calls, which hold the GIL in dispatch's Python) timed in
 a fresh process alone, and while ``dispatch.routing.bringup`` imports torch beside it.
+
+``--sklearn`` runs scikit-learn scripts instead (``benchmarks/sklearn_cold.py``): stock, under
+``dispatch.sklearn.accelerate()`` and under ``python -m dispatch run``, runs 1-3 each.
 """
 
 from __future__ import annotations
@@ -152,6 +156,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--json", metavar="FILE")
     parser.add_argument("--gil", action="store_true", help="measure the background import's cost to the program")
+    parser.add_argument("--sklearn", action="store_true", help="scikit-learn scripts (benchmarks/sklearn_cold.py)")
+    parser.add_argument("--rows", default="", help="with --sklearn: script=rows,... (default: sized for this machine)")
     args = parser.parse_args(argv)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's machine writes bytecode: time what it sees
     os.environ.pop("DISPATCH_LEARN", None)
@@ -161,6 +167,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"{found['rate_beside']:.1f} it/s over {found['window_s']} s: {found['slowdown']:.0%} slower; "
               f"torch's import alone {found['torch_import_alone_s']:.2f} s, its bring-up beside the work "
               f"{found['torch_bringup_beside_s']:.2f} s")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(found, f, indent=1)
+        return found
+
+    if args.sklearn:
+        from benchmarks import sklearn_cold
+
+        gpu = any(t in ("cupy", "torch-cuda", "torch-mps") for t in programs_bench.available_targets())
+        found = sklearn_cold.main(sklearn_cold.parse_rows(args.rows, gpu), args.repeats, args.timeout,
+                                  lambda line: print(line, file=sys.stderr, flush=True))
+        found["machine"] = programs_bench._machine()
+        print("\n".join([f"machine: {found['machine']}; rounds: {args.repeats} (best of)", "", *found["summary"]]))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(found, f, indent=1)
