@@ -124,6 +124,21 @@ def test_earlier_runs_predict_the_target_to_bring_up():
     assert predicted["cupy"] == pytest.approx(5e-3)
 
 
+
+def test_a_saving_measured_from_first_samples_only_keeps_the_routers_price():
+    """A call run once on CuPy, its one sample paying a kernel's compilation (2 s against NumPy's
+    1 s), is predicted to save what the router priced (0.9 s), not to lose: the next run still
+    brings CuPy up. Measured from enough samples, the measurement stands."""
+    site = {"site": "a.py:9", "key": ["fft"], "calls": 1, "seconds": {"numpy": 1.0, "cupy": 2.0},
+            "samples": {"numpy": 3, "cupy": 1}, "saves": {"cupy": 0.9}}
+    assert learned.predicted({"sites": [site]})["cupy"] == pytest.approx(0.9)
+    settled = {**site, "samples": {"numpy": 3, "cupy": 3}}
+    assert learned.predicted({"sites": [settled]})["cupy"] == pytest.approx(-1.0)
+    unpriced = {**site, "saves": {}}
+    assert learned.predicted({"sites": [unpriced]})["cupy"] == pytest.approx(-1.0)
+    faster = {**site, "seconds": {"numpy": 1.0, "cupy": 0.05}}
+    assert learned.predicted({"sites": [faster]})["cupy"] == pytest.approx(0.95)
+
 # ---- what is kept between runs ------------------------------------------------------------------------
 
 SCRIPT = """
