@@ -704,3 +704,29 @@ def test_a_class_patched_after_its_base_wraps_the_bases_original():
     _patch._patch_classes([Later])
     assert _patch._original(Later, "fit") is _patch._originals[(PCA, "fit")]
     assert vars(Later)["fit"].__wrapped__ is _patch._originals[(PCA, "fit")]
+
+
+_BEFORE_SKLEARN = """
+import dispatch.sklearn
+dispatch.sklearn.accelerate()  # before scikit-learn is imported at all
+from sklearn.datasets import load_iris
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+X, y = load_iris(return_X_y=True)
+model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)).fit(X, y)
+print(round(model.score(X, y), 4), all(getattr(vars(c)["fit"], "_dispatch_routed", False)
+                                       for c in (LogisticRegression, StandardScaler)))
+"""
+
+
+def test_accelerate_before_scikit_learn_is_imported_patches_what_loads():
+    """``accelerate()`` first, scikit-learn imported after (its base loads partly first): the
+    estimators are patched as their modules load, and the results are stock's."""
+    stock = subprocess.run([sys.executable, "-c", _BEFORE_SKLEARN.replace(
+        "import dispatch.sklearn\ndispatch.sklearn.accelerate()", "")], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", _BEFORE_SKLEARN], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == stock.stdout.split()[0]
+    assert done.stdout.split()[1] == "True"

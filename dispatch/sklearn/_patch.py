@@ -176,13 +176,13 @@ def _public(module_name: str) -> bool:
 def _estimators_of(module: Any) -> list[type]:
     """The estimator classes ``all_estimators`` takes from ``module``: public names of
     ``BaseEstimator`` subclasses, not abstract."""
-    base = sys.modules.get("sklearn.base")
-    if base is None:
+    estimator = getattr(sys.modules.get("sklearn.base"), "BaseEstimator", None)
+    if estimator is None:  # scikit-learn is still loading its base: no estimator is defined yet
         return []
     found = []
     for name, value in list(vars(module).items()):
         if (isinstance(value, type) and not name.startswith("_") and name != "BaseEstimator"
-                and issubclass(value, base.BaseEstimator) and not inspect.isabstract(value)):
+                and issubclass(value, estimator) and not inspect.isabstract(value)):
             found.append(value)
     return found
 
