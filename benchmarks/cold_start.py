@@ -2,6 +2,7 @@
 
     python -m benchmarks.cold_start [--half validation] [--only a,b] [--repeats 2] [--json out.json]
     python -m benchmarks.cold_start --gil
+    python -m benchmarks.cold_start --sklearn [--rows lda=20000,lda=1000000] [--repeats 1] [--json out.json]
 
 Each program of ``benchmarks.programs`` runs in fresh processes (``programs_bench.cold_program``):
 NumPy (``python SCRIPT``); ``python -m dispatch run SCRIPT`` three times in a row with what
@@ -19,6 +20,9 @@ The goals it checks, per program:
 ``--gil`` measures what bringing torch up on a background thread costs the program's own thread:
 the same routed work (small and medium calls, which hold the GIL in dispatch's Python) timed in
 a fresh process alone, and while ``dispatch.routing.bringup`` imports torch beside it.
+
+``--sklearn`` runs scikit-learn scripts instead (``benchmarks/sklearn_cold.py``): stock, under
+``dispatch.sklearn.accelerate()`` and under ``python -m dispatch run``, runs 1-3 each.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ def table(results: list[dict[str, Any]], half: str) -> list[str]:
         return []
     forced = sorted({c for r in rows for c in r["best"] if c.startswith("forced:")})
     head = ["program", "NumPy s", "run 1 s", "run 2 s", "run 3 s", *(f"{c[7:]} s" for c in forced),
-            "run 1 / NumPy", "run 2 / best forced", "run 3 / best forced", "goals", "output"]
+            "run 1 / NumPy", "run 2 / best forced", "run 3 / best forced", "NumPy / run 2", "goals", "output"]
     lines = [f"**{half} half** ({len(rows)} programs)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     met = 0
     for r in rows:
@@ -68,11 +72,13 @@ def table(results: list[dict[str, Any]], half: str) -> list[str]:
         met += bool(ok)
         said = "met" if ok else ", ".join(n for n, k in (("run 1", "run1_ok"), ("run 2+", "later_ok"))
                                           if not g.get(k)) + " missed"
-        cells = [r["program"], *(f"{b[c]:.3f}" if c in b else "-" for c in ("numpy", *programs_bench.AUTO_RUNS)),
+        name = r["program"] + (f" ({r['size']:,})" if "size" in r else "")
+        cells = [name, *(f"{b[c]:.3f}" if c in b else "-" for c in ("numpy", *programs_bench.AUTO_RUNS)),
                  *(f"{b[c]:.3f}" if c in b else "-" for c in forced),
                  programs_bench._ratio(b.get("auto 1"), b.get("numpy")),
                  programs_bench._ratio(b.get("auto 2"), bf[1] if bf else None) + (f" ({bf[0][7:]})" if bf else ""),
-                 programs_bench._ratio(b.get("auto 3"), bf[1] if bf else None), said,
+                 programs_bench._ratio(b.get("auto 3"), bf[1] if bf else None),
+                 programs_bench._ratio(b.get("numpy"), b.get("auto 2")), said,
                  programs_bench.worst([m for c, m in r["match"].items() if c != "numpy"])]
         lines.append("| " + " | ".join(cells) + " |")
     common = [r for r in rows if all(c in r["best"] for c in ("numpy", *programs_bench.AUTO_RUNS, *forced))]
@@ -82,7 +88,7 @@ def table(results: list[dict[str, Any]], half: str) -> list[str]:
         lines.append("| " + " | ".join([f"total ({len(common)})", *(f"{total[c]:.3f}" for c in (
             "numpy", *programs_bench.AUTO_RUNS, *forced)), programs_bench._ratio(total["auto 1"], total["numpy"]),
             programs_bench._ratio(total["auto 2"], bf_total), programs_bench._ratio(total["auto 3"], bf_total),
-            f"{met}/{len(rows)} met", ""]) + " |")
+            programs_bench._ratio(total["numpy"], total["auto 2"]), f"{met}/{len(rows)} met", ""]) + " |")
     return lines
 
 
@@ -147,11 +153,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half", choices=("all", *programs_bench.HALVES), default="all")
     parser.add_argument("--only", default="", help="comma-separated program names")
+    parser.add_argument("--sizes", default="", help="program=N,...: sizes other than the programs' defaults")
     parser.add_argument("--targets", default="", help="forced targets (default: every target dispatch finds here)")
     parser.add_argument("--repeats", type=int, default=2, help="timed rounds (default 2)")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--json", metavar="FILE")
     parser.add_argument("--gil", action="store_true", help="measure the background import's cost to the program")
+    parser.add_argument("--sklearn", action="store_true", help="scikit-learn scripts (benchmarks/sklearn_cold.py)")
+    parser.add_argument("--rows", default="", help="with --sklearn: script=rows,... (default: sized for this machine)")
     args = parser.parse_args(argv)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's machine writes bytecode: time what it sees
     os.environ.pop("DISPATCH_LEARN", None)
@@ -166,11 +175,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 json.dump(found, f, indent=1)
         return found
 
+    if args.sklearn:
+        from benchmarks import sklearn_cold
+
+        gpu = any(t in ("cupy", "torch-cuda", "torch-mps") for t in programs_bench.available_targets())
+        found = sklearn_cold.main(sklearn_cold.parse_rows(args.rows, gpu), args.repeats, args.timeout,
+                                  lambda line: print(line, file=sys.stderr, flush=True))
+        found["machine"] = programs_bench._machine()
+        print("\n".join([f"machine: {found['machine']}; rounds: {args.repeats} (best of)", "", *found["summary"]]))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(found, f, indent=1)
+        return found
+
     from dispatch.routing import calibration
 
     names = [n for n in programs.NAMES if (args.half == "all" or programs.SPLIT[n] == args.half)
              and (not args.only or n in args.only.split(","))]
     targets = [t for t in args.targets.split(",") if t] or programs_bench.available_targets()
+    sizes = dict(part.split("=") for part in args.sizes.split(",") if part)
     base_cache = str(calibration.cache_dir())
     calibrated = bool(programs_bench._calibration_files(base_cache)) and calibration.load() is not None
 
@@ -183,7 +206,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     programs_bench.prime(names[0], targets, base_cache, args.timeout)
     for name in names:
-        result = programs_bench.cold_program(name, contenders, args.repeats, base_cache, [], args.timeout, log)
+        size = sizes.get(name)
+        result = programs_bench.cold_program(name, contenders, args.repeats, base_cache, [size] if size else [],
+                                             args.timeout, log)
+        result["size"] = int(size) if size else programs.load(name).SIZE
         result["goals"] = goals(result)
         out["programs"].append(result)
         if args.json:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The cold-start figures on a GPU machine: a quick calibration (with each target's start-up), the
-# import cost, and the cold-start benchmark's validation half, one round. Files under $OUT.
+# The cold-start figures on a GPU machine, most needed first: a quick calibration (with each
+# target's start-up), the import cost, the scikit-learn scripts, GPU-friendly programs sized to
+# 2 s or more on NumPy, and the validation half. Files under $OUT; each step is bounded
+# (COLD_*_S) so that the later ones still run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WHL=${WHL:-../../.whl}
@@ -15,10 +17,18 @@ subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-I" + sysconfig.get_paths()["i
                 "dispatch/arrays/_fastpath.c", "-o", out], check=True)
 PY
 nvidia-smi -L
-python3 -c "import torch, cupy" 2>&1 | tail -1   # bytecode written once, as an install leaves it
+python3 -c "import torch, cupy, sklearn.discriminant_analysis, sklearn.decomposition" 2>&1 | tail -1  # bytecode written once
 python3 -m benchmarks.import_cost --repeats 5 | tee "$OUT/import.txt"
 python3 -m dispatch calibrate --quick > "$OUT/calibrate.txt" 2>&1; tail -3 "$OUT/calibrate.txt"
 python3 -c "from dispatch.routing import calibration as c; import json; print(json.dumps(c.load().extra.get('startup')))" | tee -a "$OUT/calibrate.txt"
-timeout "${COLD_TIMEOUT:-300}" python3 -m benchmarks.cold_start --half validation --repeats 1 \
-    --json "$OUT/cold_validation.json" > "$OUT/cold_validation.txt" 2> "$OUT/cold_validation.log"
-cat "$OUT/cold_validation.txt"; tail -n 15 "$OUT/cold_validation.log"
+step() {  # name, seconds, arguments of benchmarks.cold_start
+    local name=$1 limit=$2; shift 2
+    echo "== $name ($(date +%T))"
+    timeout "$limit" python3 -m benchmarks.cold_start "$@" --repeats 1 --json "$OUT/cold_$name.json" \
+        > "$OUT/cold_$name.txt" 2> "$OUT/cold_$name.log"
+    cat "$OUT/cold_$name.txt"; tail -n 4 "$OUT/cold_$name.log"
+}
+step sklearn "${COLD_SKLEARN_S:-120}" --sklearn --rows "${COLD_SKLEARN_ROWS:-lda=20000,lda=1000000}"
+step gpu "${COLD_GPU_S:-80}" --only fft_denoise,kernel_density,knn_classifier --targets numpy,cupy,torch-cuda \
+    --sizes "${COLD_GPU_SIZES:-fft_denoise=20000,kernel_density=300000,knn_classifier=7500}"
+step validation "${COLD_VALIDATION_S:-60}" --half validation --targets "${COLD_VALIDATION_TARGETS:-numpy}"

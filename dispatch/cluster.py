@@ -28,7 +28,6 @@ changes), so it costs nothing on small calls. Running work on Dask is ``dispatch
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 import os
 import sys
@@ -49,7 +48,14 @@ __all__ = ["active", "address", "capacity_bytes", "chunk_bytes", "chunk_bytes_se
            "local_cluster_options", "measure_chunks_with", "memory_fraction", "on_change", "result_bytes",
            "result_reason", "scheduler", "set_chunk_bytes", "set_memory_fraction", "use_cluster"]
 
-log = logging.getLogger("dispatch")
+
+
+def _log() -> Any:
+    """dispatch's logger: ``logging`` loads with the first message, not with a script's first call."""
+    import logging
+
+    return logging.getLogger("dispatch")
+
 
 DEFAULT_CHUNK_BYTES = 128 << 20  # Dask's own default chunk size (array.chunk-size)
 DEFAULT_TIMEOUT_S = 5.0
@@ -169,6 +175,8 @@ def _use(client_or_address: Any, timeout: float | None, gpu: bool | None, *, rep
 
 def _connect(target: Any, timeout: float) -> Any:
     """A client for an address or a cluster object; one clear error if it does not answer."""
+    import logging
+
     from distributed import Client
 
     where = getattr(target, "scheduler_address", target)
@@ -279,7 +287,7 @@ def _measure(c: Any) -> None:
     try:
         _measured_chunk[where] = _measure_chunk(c)
     except Exception as exc:  # a measurement is advice; the default serves
-        log.info("dispatch: could not measure the Dask cluster's task overhead: %s", exc)
+        _log().info("dispatch: could not measure the Dask cluster's task overhead: %s", exc)
 
 
 # ---- a local cluster sized to the host ----------------------------------------------------------------------
@@ -485,7 +493,7 @@ def capacity_bytes() -> int | None:
             disks = c.run(spill_space)  # worker -> (host, free bytes where it spills)
             room += sum(dict(disks.values()).values())  # one figure per host: its workers share a disk
     except Exception as exc:  # unknown: the chunk rule alone decides, as before
-        log.info("dispatch: could not read the Dask cluster's capacity: %s", exc)
+        _log().info("dispatch: could not read the Dask cluster's capacity: %s", exc)
         room = None
     _capacity[where] = (time.monotonic(), room)
     return room
@@ -550,7 +558,7 @@ def result_bytes(op: Any, inputs: Any) -> int:
 
 
 if _env_address() is not None:
-    log.debug("dispatch: Dask scheduler from DISPATCH_DASK_SCHEDULER: %s (connected on first use)", _env_address())
+    _log().debug("dispatch: Dask scheduler from DISPATCH_DASK_SCHEDULER: %s (connected on first use)", _env_address())
 
 
 @contextlib.contextmanager

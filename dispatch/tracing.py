@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import logging
 import os
 import sys
 import threading
@@ -26,8 +25,6 @@ from dispatch.base.settings import ENV
 from dispatch.base.state import STATE
 
 __all__ = ["CallRecord", "Trace", "fallbacks", "trace", "use_opentelemetry"]
-
-log = logging.getLogger("dispatch")
 
 _lock = threading.Lock()
 _fallbacks: Counter[tuple[str, str]] = Counter()
@@ -218,8 +215,8 @@ def fallback(op: Any, why: str) -> None:
         _fallbacks[key] += 1
         for t in _active:
             t.fallbacks[key] += 1
-    if first:
-        log.info("dispatch: %s ran on NumPy: %s", op.name, why)
+    if first and "logging" in sys.modules:  # else nothing is configured to show an INFO record: none is made
+        sys.modules["logging"].getLogger("dispatch").info("dispatch: %s ran on NumPy: %s", op.name, why)
 
 
 def record(rec: CallRecord) -> None:

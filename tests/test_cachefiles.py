@@ -127,6 +127,33 @@ def test_the_cache_is_the_platforms_user_cache_folder(monkeypatch):
     assert calibration.cache_dir() == Path("/somewhere")
 
 
+@pytest.mark.parametrize("xdg", [None, "", "  ", "/tmp/xdg-cache"])
+def test_the_user_cache_folder_is_platformdirs_without_loading_it(monkeypatch, xdg):
+    """The folder read without ``platformdirs`` (on Linux) is the one it names, XDG_CACHE_HOME
+    set, empty or not."""
+    platformdirs = pytest.importorskip("platformdirs")
+    if xdg is None:
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+    assert cachefiles.user_cache_dir("dispatch") == Path(platformdirs.user_cache_dir("dispatch", appauthor=False))
+
+
+def test_temporary_names_are_new_files_each_time(tmp_path):
+    """Each write's temporary file is a new one (0600 while written, 0644 once renamed), and none
+    is left behind."""
+    made = {cachefiles._new_file(tmp_path, "x.json") for _ in range(50)}
+    for fd, name in made:
+        os.close(fd)
+        assert stat.S_IMODE(os.stat(name).st_mode) == 0o600
+    assert len({name for _, name in made}) == 50
+    for _, name in made:
+        os.unlink(name)
+    cachefiles.write_text(tmp_path / "x.json", "{}")
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+    assert stat.S_IMODE((tmp_path / "x.json").stat().st_mode) == cachefiles.FILE_MODE
+
+
 _WRITER = """
 import sys
 from pathlib import Path

@@ -662,3 +662,71 @@ def test_every_reason_names_the_target_that_ran_or_why_it_did_not_move(monkeypat
     assert records and not contradictions
     ran = {r.target for r in records}
     assert ran == ({"numpy", "torch-cpu"} if HAVE_TORCH else {"numpy"})
+
+
+_LAZY = """
+import sys
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+import dispatch.sklearn
+dispatch.sklearn.accelerate()
+loaded = [m for m in ("pytest", "sklearn.utils._testing", "sklearn.cluster", "torch") if m in sys.modules]
+from sklearn.cluster import KMeans  # loaded after the patch: patched as it loads
+from sklearn.cluster import MiniBatchKMeans
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as Again
+routed = [getattr(vars(c).get("fit"), "_dispatch_routed", False) for c in (LinearDiscriminantAnalysis, KMeans,
+                                                                           MiniBatchKMeans)]
+dispatch.sklearn.unaccelerate()
+import sklearn.neighbors
+print(loaded, routed, Again is LinearDiscriminantAnalysis, "fit" in vars(sklearn.neighbors.KNeighborsClassifier),
+      getattr(vars(KMeans)["fit"], "_dispatch_routed", False))
+"""
+
+
+def test_accelerate_patches_modules_as_they_load_not_all_of_scikit_learn():
+    """``accelerate()`` imports no module of scikit-learn's that the script did not (all of them,
+    with pytest, took seconds); one loaded later has its estimators patched as it loads, until
+    ``unaccelerate()``."""
+    done = subprocess.run([sys.executable, "-c", _LAZY], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "[True,", "True,", "True]", "True", "True", "False"]
+
+
+def test_a_class_patched_after_its_base_wraps_the_bases_original():
+    """A subclass patched after its base (its module loaded later) wraps the base's original
+    method, as one patched with it does: unaccelerate restores both exactly."""
+    from sklearn.decomposition import PCA
+
+    class Later(PCA):
+        pass
+
+    assert getattr(vars(PCA)["fit"], "_dispatch_routed", False)
+    _patch._patch_classes([Later])
+    assert _patch._original(Later, "fit") is _patch._originals[(PCA, "fit")]
+    assert vars(Later)["fit"].__wrapped__ is _patch._originals[(PCA, "fit")]
+
+
+_BEFORE_SKLEARN = """
+import dispatch.sklearn
+dispatch.sklearn.accelerate()  # before scikit-learn is imported at all
+from sklearn.datasets import load_iris
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+X, y = load_iris(return_X_y=True)
+model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)).fit(X, y)
+print(round(model.score(X, y), 4), all(getattr(vars(c)["fit"], "_dispatch_routed", False)
+                                       for c in (LogisticRegression, StandardScaler)))
+"""
+
+
+def test_accelerate_before_scikit_learn_is_imported_patches_what_loads():
+    """``accelerate()`` first, scikit-learn imported after (its base loads partly first): the
+    estimators are patched as their modules load, and the results are stock's."""
+    stock = subprocess.run([sys.executable, "-c", _BEFORE_SKLEARN.replace(
+        "import dispatch.sklearn\ndispatch.sklearn.accelerate()", "")], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", _BEFORE_SKLEARN], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == stock.stdout.split()[0]
+    assert done.stdout.split()[1] == "True"

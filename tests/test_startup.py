@@ -124,6 +124,21 @@ def test_earlier_runs_predict_the_target_to_bring_up():
     assert predicted["cupy"] == pytest.approx(5e-3)
 
 
+
+def test_a_saving_measured_from_first_samples_only_keeps_the_routers_price():
+    """A call run once on CuPy, its one sample paying a kernel's compilation (2 s against NumPy's
+    1 s), is predicted to save what the router priced (0.9 s), not to lose: the next run still
+    brings CuPy up. Measured from enough samples, the measurement stands."""
+    site = {"site": "a.py:9", "key": ["fft"], "calls": 1, "seconds": {"numpy": 1.0, "cupy": 2.0},
+            "samples": {"numpy": 3, "cupy": 1}, "saves": {"cupy": 0.9}}
+    assert learned.predicted({"sites": [site]})["cupy"] == pytest.approx(0.9)
+    settled = {**site, "samples": {"numpy": 3, "cupy": 3}}
+    assert learned.predicted({"sites": [settled]})["cupy"] == pytest.approx(-1.0)
+    unpriced = {**site, "saves": {}}
+    assert learned.predicted({"sites": [unpriced]})["cupy"] == pytest.approx(-1.0)
+    faster = {**site, "seconds": {"numpy": 1.0, "cupy": 0.05}}
+    assert learned.predicted({"sites": [faster]})["cupy"] == pytest.approx(0.95)
+
 # ---- what is kept between runs ------------------------------------------------------------------------
 
 SCRIPT = """
@@ -169,6 +184,32 @@ def test_a_run_keeps_what_it_learned_and_the_next_adds_to_it(tmp_path, script):
     second = _run(script, cache)
     assert second.stdout == first.stdout  # what the program prints does not depend on what was kept
     assert _kept(cache, script)["runs"] == 2
+
+
+_LOADED_AT_EXIT = """
+import atexit, sys
+atexit.register(lambda: print(sorted(m for m in {MODULES} if m in sys.modules)))  # runs after dispatch's own
+import numpy
+import dispatch as np
+a = np.arange(1000.0)
+print(float(np.sum(a * 2)))
+"""
+
+
+def test_a_script_on_numpy_loads_no_module_it_does_not_need(tmp_path):
+    """A script whose calls all stay on NumPy, run once and its run kept in the user's cache, loads
+    neither ``logging`` nor the temporary-file, thread-pool or cache-folder libraries (10-20 ms
+    of a short script's time)."""
+    modules = ("logging", "tempfile", "shutil", "platformdirs", "concurrent.futures")
+    path = tmp_path / "short.py"
+    path.write_text(_LOADED_AT_EXIT.replace("{MODULES}", repr(modules)))
+    env = {k: v for k, v in _env(tmp_path).items() if k != "DISPATCH_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    done = subprocess.run([sys.executable, str(path)], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["999000.0", "[]"]
+    assert list((tmp_path / "xdg" / "dispatch" / learned.FOLDER).glob("*.json"))  # its run was kept
 
 
 def test_concurrent_runs_leave_one_whole_file(tmp_path, script):

@@ -46,9 +46,10 @@ class _NumpyMirror:
             return None
         parent = sys.modules.get(fullname.rpartition(".")[0])
         if parent is None or getattr(parent, "__name__", "").startswith("dispatch"):
-            # under dispatch's own package: its own module wins
-            if importlib.machinery.PathFinder.find_spec(fullname, getattr(parent, "__path__", None)) is not None:
-                return None
+            # under dispatch's own package: its own module wins, found here once (not again after us)
+            own = importlib.machinery.PathFinder.find_spec(fullname, getattr(parent, "__path__", None))
+            if own is not None:
+                return own
         if _numpy_module(rest) is None:
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)

@@ -279,9 +279,7 @@ def cache_dir() -> Path:
     chosen = settings.cache_dir()
     if chosen is not None:
         return chosen
-    import platformdirs  # (only when a file is first looked for: not at import)
-
-    return Path(platformdirs.user_cache_dir("dispatch", appauthor=False))
+    return cachefiles.user_cache_dir("dispatch")
 
 
 def _default_path(fp: str) -> Path:

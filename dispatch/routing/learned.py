@@ -7,8 +7,8 @@ folder (``calibration.cache_dir()`` / ``learned-v1``), named by the script's pat
 
 - the script's path and the SHA-256 of its text (a changed script starts afresh);
 - per call site (the script's line that first made each kind of call), the kind of call, about
-  how many such calls ran, the seconds one took on each target measured, and what the router
-  priced one to save on each target that was not brought up for it;
+  how many such calls ran, the seconds one took on each target measured (and from how many
+  samples), and what the router priced one to save on each target that was not brought up for it;
 - the run's time from its first routed call to its end, the targets it used, and the router's
   measured history (``History.to_json``), from which the next run starts.
 
@@ -39,7 +39,7 @@ from typing import Any
 from dispatch import targets
 from dispatch.base import cachefiles, settings
 from dispatch.routing import calibration
-from dispatch.routing.history import _jsonable
+from dispatch.routing.history import _first_samples, _jsonable
 
 __all__ = ["FOLDER", "MAX_FILES", "MAX_SITES", "begin", "describe", "earlier", "folder", "forget", "keep", "path_for",
            "predicted", "priced", "site", "wanted"]
@@ -185,11 +185,19 @@ def predicted(entry: dict[str, Any] | None = None) -> dict[str, float]:
             calls = float(s.get("calls", 0))
             seconds = {t: float(v) for t, v in s.get("seconds", {}).items()}
             saves = {t: float(v) for t, v in s.get("saves", {}).items()}
+            samples = {t: int(v) for t, v in s.get("samples", {}).items()}
         except (TypeError, ValueError, AttributeError):
             continue
         for target in {*seconds, *saves} - {"numpy"}:
-            if "numpy" in seconds and target in seconds:
-                each = seconds["numpy"] - seconds[target]
+            measured = seconds["numpy"] - seconds[target] if "numpy" in seconds and target in seconds else None
+            # A target's first samples of a kind may each pay a one-time cost (CuPy compiling a
+            # kernel its disk cache lacked): measured from fewer, the saving is at least that
+            # measured, and the router's price for it stands where it says more.
+            settled = samples.get(target, _first_samples(target)) >= _first_samples(target)
+            if measured is not None and (settled or target not in saves):
+                each = measured
+            elif measured is not None:
+                each = max(measured, saves[target])
             else:
                 each = saves.get(target, 0.0)
             totals[target] = totals.get(target, 0.0) + calls * each
@@ -256,7 +264,8 @@ def entry() -> dict[str, Any] | None:
         except (TypeError, ValueError, AttributeError):
             saves = _saves.get(key, {})
         sites.append({"site": _sites.get(key, last.get("site", "?")), "key": raw, "calls": calls,
-                      "seconds": {t: s.seconds for t, s in per.items()}, "saves": saves})
+                      "seconds": {t: s.seconds for t, s in per.items()},
+                      "samples": {t: s.samples for t, s in per.items()}, "saves": saves})
     sites.sort(key=lambda s: -s["calls"] * max(s["seconds"].values(), default=0.0))
     previous_runs = int((_previous or {}).get("runs", 0))
     try:

@@ -56,7 +56,6 @@ ends: the memo, in Python and compiled, serves an entry only at the epoch it was
 from __future__ import annotations
 
 import copy
-import logging
 import math
 import os
 from typing import Any
@@ -1074,6 +1073,8 @@ def _say_when_a_calibration_no_longer_applies() -> None:
     except OSError:
         return
     if stale:
+        import logging  # here: a script's first routed call does not load it
+
         logging.getLogger("dispatch").warning(
             "dispatch: this machine's calibration was measured with other libraries, hardware or dispatch; calls "
             "are routed by the seed's table until `python -m dispatch calibrate [--quick]` measures it again")

@@ -1,6 +1,10 @@
 """Patching scikit-learn's estimator classes in place, and putting them back.
 
-The classes come from scikit-learn's public ``sklearn.utils.all_estimators()``. Each routed
+The classes are those ``sklearn.utils.all_estimators()`` lists, taken as their modules load:
+``accelerate()`` patches the public classes of the scikit-learn modules loaded already, and an
+import hook patches those of each module loaded later, once it has run (``all_estimators()``
+imports every module of scikit-learn, pytest with its test helpers: seconds, more than a script
+that fits one estimator runs). Each routed
 method is replaced *on the class object*, so estimators created before the patch, and
 classes imported before it, are routed too. A method a class inherits is installed in that
 class's own ``__dict__`` and deleted again by ``unaccelerate()``; a method the class defines
@@ -96,7 +100,7 @@ def accelerated() -> Iterator[None]:
 
 
 def is_accelerated() -> bool:
-    return bool(_originals)
+    return bool(_installed)
 
 
 def patched() -> dict[type, list[str]]:
@@ -112,15 +116,28 @@ def patched() -> dict[type, list[str]]:
 
 
 def _install() -> bool:
-    if _originals:
+    if _originals or _installed:
         return False
     _enable_scipy_array_api()
+    _installed.append(True)
+    _patch_classes(_loaded_estimator_classes())
+    if not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnImport())
+    return True
+
+
+_installed: list[bool] = []  # one entry while the patch is on (its hook patching what loads later)
+
+
+def _patch_classes(classes: list[type]) -> None:
     plan = []
-    for cls in estimator_classes():
+    for cls in classes:
         composite = _is_composite(cls)
         for name, (changes_state, keeps_device) in METHODS.items():
-            raw = _resolve(cls, name)
-            if raw is None or getattr(raw, _MARK, False):
+            if (cls, name) in _originals:
+                continue
+            raw = _original(cls, name)
+            if raw is None:
                 continue
             spec = Spec(name, changes_state, keeps_device, _first_param(raw), composite)
             plan.append((cls, name, raw, spec))
@@ -130,12 +147,99 @@ def _install() -> bool:
         _originals[(cls, name)] = cls.__dict__.get(name, _ABSENT)
         setattr(cls, name, _routed(raw, spec))
     _routed_classes.clear()
-    return True
+
+
+def _original(cls: type, name: str) -> Any:
+    """What ``cls.<name>`` was before the patch (``_resolve`` through the originals of the
+    classes patched already: a class loaded after its base wraps the base's original too)."""
+    for klass in cls.__mro__:
+        kept = _originals.get((klass, name), None)
+        if kept is not None:
+            if kept is _ABSENT:
+                continue  # the base's own entry was its wrapper over what it inherited
+            return kept
+        if name in vars(klass):
+            raw = vars(klass)[name]
+            return None if getattr(raw, _MARK, False) else raw
+    return None
+
+
+# The modules ``all_estimators`` skips (its ``_MODULE_TO_IGNORE``), and private ones ("._").
+_SKIPPED_PARTS = frozenset({"tests", "externals", "setup", "conftest", "experimental", "estimator_checks"})
+
+
+def _public(module_name: str) -> bool:
+    return (module_name == "sklearn" or module_name.startswith("sklearn.")) and "._" not in module_name \
+        and _SKIPPED_PARTS.isdisjoint(module_name.split("."))
+
+
+def _estimators_of(module: Any) -> list[type]:
+    """The estimator classes ``all_estimators`` takes from ``module``: public names of
+    ``BaseEstimator`` subclasses, not abstract."""
+    estimator = getattr(sys.modules.get("sklearn.base"), "BaseEstimator", None)
+    if estimator is None:  # scikit-learn is still loading its base: no estimator is defined yet
+        return []
+    found = []
+    for name, value in list(vars(module).items()):
+        if (isinstance(value, type) and not name.startswith("_") and name != "BaseEstimator"
+                and issubclass(value, estimator) and not inspect.isabstract(value)):
+            found.append(value)
+    return found
+
+
+def _loaded_estimator_classes() -> list[type]:
+    """The estimator classes of the scikit-learn modules loaded now, each once."""
+    seen: dict[int, type] = {}
+    for name, module in list(sys.modules.items()):
+        if module is not None and _public(name):
+            for cls in _estimators_of(module):
+                seen.setdefault(id(cls), cls)
+    return list(seen.values())
+
+
+class _PatchOnImport:
+    """Finds nothing itself: wraps the loader of each public scikit-learn module, so that its
+    estimator classes are patched once it has run, while the patch is on."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if not _installed or not _public(fullname):
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _PatchingLoader(spec.loader)
+                return spec
+        return None
+
+
+class _PatchingLoader:
+    """``loader``, then the patch of the estimator classes the module defined or imported."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        with _lock:
+            if _installed:
+                _patch_classes(_estimators_of(module))
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_resource_reader...: the real loader's
+        return getattr(self._loader, name)
 
 
 def _restore() -> bool:
+    was = bool(_installed)
+    _installed.clear()
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _PatchOnImport)]
     if not _originals:
-        return False
+        return was
     for (cls, name), original in _originals.items():
         if original is _ABSENT:
             if getattr(cls.__dict__.get(name), _MARK, False):

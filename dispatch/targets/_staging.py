@@ -22,10 +22,12 @@ import os
 import threading
 import weakref
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # the pool's module is imported with the first staged copy: a script on NumPy never needs it
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["CHUNK", "THRESHOLD", "locked_bytes", "moved", "no_locking", "to_device_cupy", "to_device_torch",
            "to_host_cupy", "to_host_torch"]
@@ -58,6 +60,8 @@ def _copy(dst: np.ndarray, src: np.ndarray) -> None:
         np.copyto(dst, src)
         return
     if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+
         _pool = ThreadPoolExecutor(min(8, os.cpu_count() or 1), thread_name_prefix="dispatch-staging")
     starts = range(0, dst.size, _SLICE)
     list(_pool.map(lambda s: np.copyto(dst[s:s + _SLICE], src[s:s + _SLICE]), starts))

@@ -1,0 +1,148 @@
+"""scikit-learn scripts run once, as users run them: the cold-start benchmark's scikit-learn half.
+
+    python -m benchmarks.cold_start --sklearn [--rows lda=20000,lda=1000000] [--repeats 1] [--json out.json]
+
+Each script of ``benchmarks/sklearn_scripts`` runs in fresh processes, timed by the wall clock
+around each: stock scikit-learn (``python SCRIPT ROWS``); the script with
+``dispatch.sklearn.accelerate()`` (``--accelerate``) three times in a row, what dispatch learned
+kept between them (a cache folder of their own, starting with this machine's calibration files
+only); and ``python -m dispatch run SCRIPT ROWS`` three times in a row likewise. Every output is
+compared with stock scikit-learn's (``programs_bench.compare``).
+
+The goals, per script: run 1 of either kind takes at most 1.05x stock's time, or stock's + 30 ms
+where that is larger; on a machine with a GPU, a fit of 10 s or more stock gains at least 3x from
+run 1 on.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+from typing import Any
+
+from benchmarks import programs_bench
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sklearn_scripts")
+SCRIPTS = ("lda", "pca")
+RUNS = ("1", "2", "3")
+KINDS = ("accelerate", "run")
+RUN1_RATIO, RUN1_SLACK_S, GPU_STOCK_S, GPU_GAIN = 1.05, 0.030, 10.0, 3.0
+
+
+def _command(kind: str, script: str, rows: int) -> list[str]:
+    if kind == "stock":
+        return [sys.executable, script, str(rows)]
+    if kind == "accelerate":
+        return [sys.executable, script, str(rows), "--accelerate"]
+    return [sys.executable, "-m", "dispatch", "run", script, str(rows)]
+
+
+def _run(kind: str, script: str, rows: int, cache: str, timeout: float) -> dict[str, Any]:
+    import subprocess
+    import time
+
+    env = {k: v for k, v in os.environ.items() if k != "DISPATCH_BACKEND"}
+    env["DISPATCH_CACHE_DIR"] = cache
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(_command(kind, script, rows), cwd=programs_bench.REPO, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"seconds": time.perf_counter() - start, "rc": None, "stdout": "", "stderr": f"timed out ({timeout} s)"}
+    return {"seconds": time.perf_counter() - start, "rc": done.returncode, "stdout": done.stdout,
+            "stderr": done.stderr[-2000:]}
+
+
+def measure(name: str, rows: int, repeats: int, base_cache: str, timeout: float) -> dict[str, Any]:
+    """Stock, and each kind's runs 1-3 sharing a cache folder, ``repeats`` rounds in rotating order."""
+    import shutil
+
+    script = os.path.join(HERE, f"{name}.py")
+    units = ["stock", *KINDS]
+    runs: dict[str, list[dict[str, Any]]] = {"stock": [], **{f"{k} {r}": [] for k in KINDS for r in RUNS}}
+    for r in range(repeats):
+        for unit in units[r % len(units):] + units[:r % len(units)]:
+            if unit == "stock":
+                runs["stock"].append(_run("stock", script, rows, base_cache, timeout))
+                continue
+            cache = programs_bench._fresh_cache(base_cache)
+            for run in RUNS:
+                runs[f"{unit} {run}"].append(_run(unit, script, rows, cache, timeout))
+            shutil.rmtree(cache, ignore_errors=True)
+    reference = next((r["stdout"] for r in runs["stock"] if r["rc"] == 0), None)
+    best = {c: min(r["seconds"] for r in done if r["rc"] == 0) for c, done in runs.items()
+            if any(r["rc"] == 0 for r in done)}
+    match = {c: programs_bench.worst(["ERROR" if r["rc"] != 0 else programs_bench.compare(reference, r["stdout"])
+                                      if reference is not None else "-" for r in done]) for c, done in runs.items()}
+    errors = {c: next(r["stderr"].strip().splitlines()[-1:] for r in done if r["rc"] != 0)
+              for c, done in runs.items() if any(r["rc"] != 0 for r in done)}
+    return {"script": name, "rows": rows, "best": best, "match": match, "errors": errors, "reference": reference,
+            "seconds": {c: [r["seconds"] for r in done] for c, done in runs.items()},
+            "median": {c: statistics.median(r["seconds"] for r in done) for c, done in runs.items()}}
+
+
+def goals(result: dict[str, Any], gpu: bool) -> dict[str, bool]:
+    """Run 1 of each kind against stock; on a GPU machine, a 10 s stock fit gains 3x from run 1."""
+    best = result["best"]
+    stock = best.get("stock")
+    out: dict[str, bool] = {}
+    if stock is None:
+        return out
+    for kind in KINDS:
+        if f"{kind} 1" in best:
+            out[f"{kind}_run1_ok"] = best[f"{kind} 1"] <= max(RUN1_RATIO * stock, stock + RUN1_SLACK_S)
+        if gpu and stock >= GPU_STOCK_S and all(f"{kind} {r}" in best for r in RUNS):
+            out[f"{kind}_gain_ok"] = max(best[f"{kind} {r}"] for r in RUNS) * GPU_GAIN <= stock
+    return out
+
+
+def table(results: list[dict[str, Any]], gpu: bool) -> list[str]:
+    head = ["script", "rows", "stock s", *(f"{k} {r} s" for k in KINDS for r in RUNS), "accelerate 1 / stock",
+            "run 1 / stock", "stock / slowest run", "goals", "output"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for res in results:
+        b, g = res["best"], goals(res, gpu)
+        stock = b.get("stock")
+        later = [b[f"{k} {r}"] for k in KINDS for r in RUNS if f"{k} {r}" in b]
+        missed = [n for n, ok in g.items() if not ok]
+        cells = [res["script"], f"{res['rows']:,}", *(f"{b[c]:.2f}" if c in b else "-" for c in
+                                                      ("stock", *(f"{k} {r}" for k in KINDS for r in RUNS))),
+                 programs_bench._ratio(b.get("accelerate 1"), stock), programs_bench._ratio(b.get("run 1"), stock),
+                 f"{stock / max(later):.1f}x" if stock and later else "-",
+                 "met" if not missed else "missed: " + ", ".join(m.replace("_ok", "") for m in missed),
+                 programs_bench.worst([m for c, m in res["match"].items() if c != "stock"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def main(rows: list[tuple[str, int]], repeats: int, timeout: float, log: Any) -> dict[str, Any]:
+    """Every script at its row count; the table and the JSON's body."""
+    from dispatch.routing import calibration
+
+    gpu = any(t in ("cupy", "torch-cuda", "torch-mps") for t in programs_bench.available_targets())
+    base_cache = str(calibration.cache_dir())
+    # untimed: bytecode written and the libraries' files read once, as a user's second script finds them
+    for kind in ("stock", *KINDS):
+        cache = programs_bench._fresh_cache(base_cache)
+        _run(kind, os.path.join(HERE, "lda.py"), 2_000, cache, timeout)
+    out: dict[str, Any] = {"gpu": gpu, "repeats": repeats, "scripts": []}
+    for name, n in rows:
+        res = measure(name, n, repeats, base_cache, timeout)
+        res["goals"] = goals(res, gpu)
+        out["scripts"].append(res)
+        log(f"  {name} {n:,}: " + ", ".join(f"{c} {s:.2f} s" for c, s in res["best"].items())
+            + "".join(f"; {c} {m}" for c, m in res["match"].items() if m not in ("exact", "-")))
+    out["summary"] = table(out["scripts"], gpu)
+    return out
+
+
+def parse_rows(text: str, gpu: bool) -> list[tuple[str, int]]:
+    """``lda=20000,lda=1000000,pca=1000000``: the scripts and their row counts. By default, for
+    this machine: a short script, and fits of 10 s or more stock where there is a GPU
+    (LinearDiscriminantAnalysis on 1M x 150 took 12.5 s stock on the H200 machine), of a second
+    or two without."""
+    if text:
+        return [(k, int(v)) for k, v in (part.split("=") for part in text.split(",") if part)]
+    large = 1_000_000 if gpu else 100_000
+    return [("lda", 20_000), ("lda", large), ("pca", large)]
