@@ -153,9 +153,10 @@ def _fill(x, ref):
 
 
 def _sort(x, ref):
-    x[:] = x[::-1]
+    x *= -1.0
+    ref *= -1.0
+    _check(x, ref)  # a host copy of the unsorted values
     x.sort()
-    ref[:] = ref[::-1]
     ref.sort()
 
 
