@@ -289,12 +289,15 @@ def _span(native: Any) -> tuple[Device, int, int] | None:
     """The device and the bytes (``lo`` to ``hi``) ``native``'s elements lie in; ``None`` for
     memory that is not a GPU's CuPy array or torch tensor."""
     library = library_of(type(native))
-    if library == "cupy":
-        ptr, strides, itemsize = native.data.ptr, native.strides, native.itemsize
-    elif library == "torch" and native.device.type != "cpu":
-        itemsize = native.element_size()
-        ptr, strides = native.data_ptr(), [s * itemsize for s in native.stride()]
-    else:
+    try:
+        if library == "cupy":
+            ptr, strides, itemsize = native.data.ptr, native.strides, native.itemsize
+        elif library == "torch" and native.device.type != "cpu":
+            itemsize = native.element_size()
+            ptr, strides = native.data_ptr(), [s * itemsize for s in native.stride()]
+        else:
+            return None
+    except (AttributeError, RuntimeError):  # no strided memory (a sparse tensor): never kept
         return None
     lo = hi = ptr
     for n, stride in zip(native.shape, strides, strict=True):
@@ -317,10 +320,10 @@ def _escaped_overlap(span: tuple[Device, int, int]) -> bool:
 
 def _wrote_device(native: Any) -> None:
     span = _span(native)
-    if span is None:
-        return
+    if span is None and not readable(native):
+        return  # not device memory
     for key, mirror in list(_host_mirrors.items()):
-        if _overlaps(span, (mirror.device, mirror.lo, mirror.hi)):
+        if span is None or _overlaps(span, (mirror.device, mirror.lo, mirror.hi)):  # (no span: all of them)
             _drop_host(key)
             _counts["host_invalidated"] += 1
 
