@@ -1023,7 +1023,7 @@ def _device_outputs(op: Op, args: tuple) -> list:
     """The device arrays a host call writes into by position: the one it mutates, or its outputs
     (a ufunc's after its inputs, ``clip(a, lo, hi, out)``)."""
     if op.mutates is not None:
-        at, outputs = op.mutates, args[op.mutates:op.mutates + 1]
+        outputs = args[op.mutates:op.mutates + 1]
     else:
         at = _out_position(op)
         if at is None:
