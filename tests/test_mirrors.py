@@ -195,6 +195,14 @@ def test_a_numpy_array_wrapped_as_it_is_stays_the_callers():
     assert _device_sum(x) == (raw * 2).sum()
 
 
+def test_a_numpy_array_passed_to_a_function_stays_the_callers():
+    raw = numpy.arange(N, dtype=numpy.float64)
+    with dispatch.using("cupy"):
+        assert float(dispatch.sum(raw)) == raw.sum()
+        raw[0] = 1e6  # the caller's own array, written where dispatch does not see it
+        assert float(dispatch.sum(raw)) == raw.sum()
+
+
 def test_a_view_wrapped_from_numpy_stays_the_callers():
     raw = numpy.arange(2 * N, dtype=numpy.float64)
     x = dispatch.asarray(raw[:N])

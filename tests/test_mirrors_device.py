@@ -1,6 +1,8 @@
 """Mirrors on a real device (cupy, torch-cuda, torch-mps): a host array read there is copied
-once while unwritten, every write path invalidates the copy, and the budget evicts. Skips
-cleanly where the machine has no device (``tests/test_mirrors.py`` runs the same rules on the
+once while unwritten, and a device array read on the host is copied back once; every write path
+invalidates the copy (on the device: through a view, or another engine over the same memory),
+a hand-out is the caller's own, and the budgets evict. Skips cleanly where the machine has no
+device (``tests/test_mirrors.py`` and ``tests/test_mirrors_host.py`` run the same rules on the
 fake CuPy)."""
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from conftest import DEVICE_BACKENDS, backend_params
 
 import dispatch
 from dispatch.arrays import mirrors
+from dispatch.base.devices import HOST
 from dispatch.targets import _staging
 
 N = 1 << 18  # 2 MiB of float64
@@ -78,3 +81,93 @@ def test_the_budget_evicts_least_recently_used(device):
         assert mirrors.kept() <= 2 * arrays[0].nbytes
     finally:
         mirrors.set_budget(4 << 30)
+
+
+def _host_read(x) -> numpy.ndarray:
+    """``x * 1`` run by NumPy on the host: the device array read there."""
+    with dispatch.using("numpy"):
+        y = dispatch.multiply(x, 1.0)
+    assert y.device == HOST
+    return numpy.asarray(y)
+
+
+def _device_writes(device):
+    def setitem(x, ref):
+        x[3] = -1.0
+        ref[3] = -1.0
+
+    def iadd(x, ref):
+        with dispatch.using(device):
+            x += 1.0
+        ref += 1.0
+
+    def out(x, ref):
+        with dispatch.using(device):
+            dispatch.multiply(x, 0.5, out=x)
+        ref *= 0.5
+
+    def view(x, ref):
+        v = x[10:20]
+        v[1] = 9.0
+        ref[11] = 9.0
+
+    def on_host(x, ref):
+        with dispatch.using("numpy"):
+            dispatch.negative(x, x)  # NumPy writes it by position: its copy assigned back to the device
+        numpy.negative(ref, ref)
+
+    def other_engine(x, ref):  # the other engine on this device, over the same memory (DLPack)
+        others = [n for n in sorted(DEVICE_BACKENDS) if n != device and dispatch.targets.probe(n) is not None
+                  and dispatch.targets.probe(n).device == dispatch.targets.probe(device).device]
+        if not others:
+            return
+        y = x.to(others[0])
+        assert y.target == others[0]
+        y[5] = 55.0
+        ref[5] = 55.0
+
+    return [setitem, iadd, out, view, on_host, other_engine]
+
+
+@pytest.mark.gpu
+def test_host_copy_read_once_then_every_device_write_invalidates(device):
+    ref = numpy.arange(N, dtype=numpy.float64)
+    x = dispatch.array(ref).to(device)
+    numpy.testing.assert_array_equal(_host_read(x), ref)
+    before = _staging.moved()["to_host"]
+    numpy.testing.assert_array_equal(_host_read(x), ref)
+    assert x.tolist() == ref.tolist()
+    assert _staging.moved()["to_host"] - before < x.nbytes  # read from the kept host copy
+    for write in _device_writes(device):
+        write(x, ref)
+        assert x.device != HOST, write.__name__
+        got = _host_read(x)
+        assert got.dtype == ref.dtype and got.shape == ref.shape
+        numpy.testing.assert_array_equal(got, ref, err_msg=write.__name__)
+        assert x.tolist() == ref.tolist(), write.__name__
+
+
+@pytest.mark.gpu
+def test_a_handed_out_host_array_is_the_callers_own(device):
+    ref = numpy.arange(N, dtype=numpy.float64)
+    x = dispatch.array(ref).to(device)
+    _host_read(x)
+    before = _staging.moved()["to_host"]
+    handed = numpy.asarray(x)
+    assert _staging.moved()["to_host"] == before  # copied from the kept host copy
+    assert handed.flags.writeable
+    handed[:] = -1.0
+    numpy.testing.assert_array_equal(_host_read(x), ref)
+    numpy.testing.assert_array_equal(numpy.asarray(x), ref)
+
+
+@pytest.mark.gpu
+def test_the_host_budget_evicts_least_recently_used(device):
+    arrays = [dispatch.array(numpy.full(N, float(i))).to(device) for i in range(3)]
+    mirrors.set_host_budget(2 * arrays[0].nbytes)
+    try:
+        for i, a in enumerate(arrays):
+            numpy.testing.assert_array_equal(_host_read(a), numpy.full(N, float(i)))
+        assert mirrors.kept(HOST) <= 2 * arrays[0].nbytes
+    finally:
+        mirrors.set_host_budget(2 << 30)

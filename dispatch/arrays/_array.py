@@ -162,7 +162,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
                 mirrors.escape(data)  # (mirrors) handed out as it is: the caller may write it unseen
         else:
             _call.settle(self, False)
-            host = _host(data)
+            host = mirrors.handed(data)  # (mirrors) the caller's own copy, from a kept one where valid
         if copy is False and host is not data:
             raise ValueError("the array lives on a device: making a host array needs a copy")
         if dtype is not None and host.dtype != dtype:
@@ -419,15 +419,15 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     def item(self, *args: Any) -> Any:
         data = self._data
-        if args and type(data) is not np.ndarray:
-            return _engine_of(data).item(data, args)  # one element read back, not the array
-        return self.__array__().item(*args)
+        if args and type(data) is not np.ndarray and not mirrors.readable(data):
+            return _engine_of(data).item(data, args)  # one element read back (Dask), not the array
+        return _read(self).item(*args)
 
     def tolist(self) -> Any:
-        return self.__array__().tolist()
+        return _read(self).tolist()
 
     def tobytes(self, order: str = "C") -> bytes:
-        return self.__array__().tobytes(order)
+        return _read(self).tobytes(order)
 
     def tofile(self, fid: Any, sep: str = "", format: str = "%s") -> None:
         self.__array__().tofile(fid, sep, format)
@@ -469,11 +469,11 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     def __repr__(self) -> str:
         data = self._data
-        return repr(data) if type(data) is np.ndarray else _engine_of(data).text(data, repr)
+        return _engine_of(data).text(data, repr) if _lazy(data) else repr(_read(self))
 
     def __str__(self) -> str:
         data = self._data
-        return str(data) if type(data) is np.ndarray else _engine_of(data).text(data, str)
+        return _engine_of(data).text(data, str) if _lazy(data) else str(_read(self))
 
     def __format__(self, spec: str) -> str:
         return format(self.__array__(), spec)
@@ -613,6 +613,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
             mirrors.wrote(data)  # (mirrors)
             np.copyto(data, src, casting="unsafe")
         else:
+            mirrors.wrote(data)  # (mirrors)
             _engine_of(data).assign(data, value)
 
     def _mutate_host(self, change: Any) -> None:
@@ -798,6 +799,21 @@ def _rebuild(host: np.ndarray, device: str) -> ndarray:
 
 
 _host = targets.host_array
+
+
+def _read(x: ndarray) -> np.ndarray:
+    """``x``'s data on the host, to read and not to hand out: device data through its kept host
+    copy where one is valid (``mirrors.read``: no transfer, and no copy to hand out)."""
+    data = x._data
+    if type(data) is np.ndarray:
+        return data
+    _call.settle(x, False)
+    return mirrors.read(data)
+
+
+def _lazy(data: Any) -> bool:
+    """Data not in memory yet (Dask's): printed by its engine (the corners computed, not the whole)."""
+    return type(data) is not np.ndarray and device_of(data) == DASK
 
 
 def _host_value(value: Any) -> Any:

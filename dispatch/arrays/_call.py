@@ -318,11 +318,14 @@ def sent(x: ndarray) -> None:
 
 
 def to_host(x: Any) -> Any:
-    """A dispatch or native array as host NumPy (a transfer if it lives on a device)."""
+    """A dispatch or native array as host NumPy, to read (a transfer if it lives on a device,
+    unless a host copy of it is kept: ``mirrors.read``, read-only)."""
     if isinstance(x, ndarray):
-        if type(x._data) is not np.ndarray:
-            settle(x, False)
-        x = x._data
+        data = x._data
+        if type(data) is np.ndarray:
+            return data
+        settle(x, False)
+        return mirrors.read(data)  # (mirrors) dispatch's own device memory
     if type(x) is np.ndarray:
         return x
     return NUMPY.from_native(x)
@@ -391,7 +394,11 @@ def _native_for(target: Target, counted: bool = True, handed: list | None = None
         return copy
 
     def convert(x: Any) -> Any:
-        data = x._data if isinstance(x, ndarray) else x
+        if isinstance(x, ndarray):
+            data = x._data
+        else:
+            data = x
+            mirrors.escape(data)  # (mirrors) the caller's own array, which it may write unseen
         if target.owns(data):
             if isinstance(x, ndarray):
                 settle(x, True)
@@ -446,6 +453,10 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
         if hkwargs is not None:
             return wrap(op.func(*hargs, **hkwargs), out_of=(args, kwargs))
     copies: dict = {}
+    written = _device_outputs(op, args)
+    for w in written:  # (mirrors) each gets a host copy of its own to write, never a kept (read-only) one
+        settle(w, False)
+        copies[id(w)] = (w, mirrors.handed(w._data))
     hargs, hkwargs = host_args(args, copies), host_kwargs(kwargs, copies)
     if op.mutates is not None and len(args) > op.mutates:
         target = args[op.mutates]
@@ -464,9 +475,13 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
         device_out = out
         hkwargs["out"] = np.empty(out.shape, out.dtype)  # NumPy checks casting into it
     result = op.func(*hargs, **hkwargs)
+    for w in written:  # outputs passed by position: what NumPy wrote goes to the device
+        w._assign(copies[id(w)][1])
     if device_out is not None:
         device_out._assign(hkwargs["out"])
         return device_out
+    if copies:
+        result = mirrors.claimed(result)  # (mirrors) a view of a kept host copy is the result's now
     if op.work == "random":
         drawn = wrap(result, out_of=(args, kwargs))
         return drawn if drawn is out else to_forced_device(drawn)  # out= comes back itself, as NumPy's
@@ -1005,6 +1020,19 @@ def _writes(op: Op, args: tuple, kwargs: dict) -> None:
 
 
 _OUT_AT: dict[Any, int | None] = {}
+
+
+def _device_outputs(op: Op, args: tuple) -> list:
+    """The device arrays a host call writes into by position: the one it mutates, or its outputs
+    (a ufunc's after its inputs, ``clip(a, lo, hi, out)``)."""
+    if op.mutates is not None:
+        outputs = args[op.mutates:op.mutates + 1]
+    else:
+        at = _out_position(op)
+        if at is None:
+            return []
+        outputs = args[at:] if isinstance(op.func, np.ufunc) else args[at:at + 1]
+    return [a for a in outputs if isinstance(a, ndarray) and type(a._data) is not np.ndarray]
 
 
 def _out_position(op: Op) -> int | None:

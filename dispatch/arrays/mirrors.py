@@ -1,8 +1,9 @@
-"""Device copies of host arrays (mirrors), kept while neither side is written.
+"""Copies of arrays kept on the other side (mirrors): a host array's on a device, a device
+array's on the host, each kept while neither side is written.
 
-A host array a device call reads is copied there once: the copy is kept beside the host data
-and served to later calls on that device (k-means' points, a design matrix, read by every
-iteration's product) until the host memory is written. Validity is one counter per block of
+To a device. A host array a device call reads is copied there once: the copy is kept beside the
+host data and served to later calls on that device (k-means' points, a design matrix, read by
+every iteration's product) until the host memory is written. Validity is one counter per block of
 host memory (the NumPy array that owns it, found through ``.base``): every write dispatch sees
 bumps it (``wrote``), whichever array or view wrote, so a view's write invalidates the copies of
 its base and of every other view. The writes dispatch sees: ``__setitem__``, ``out=``, in-place
@@ -10,16 +11,27 @@ operators, the in-place methods (``sort``, ``fill``, ``put``...), ``ufunc.at`` a
 catalog marks as writing (``Op.mutates``); while any mirror is kept the compiled fast path hands
 such calls to Python (``_compiled.set_mirrors``).
 
-What dispatch cannot see is a write through a NumPy array it does not hold: the memory handed
-out by ``numpy.asarray(x)`` (``__array__``, ``.data``, DLPack), or a NumPy array wrapped without
-a copy (``dispatch.asarray(a)``), whose caller still holds ``a``. Such memory is the caller's
-(``escape``): its mirrors are dropped at once and it is never mirrored again, so no stale copy
-can be read. Memory under ``MIN_BYTES`` is never mirrored (a copy that small costs less than
-the bookkeeping), which keeps the fast path for small arrays whole.
+To the host. Device data read on the host (a host target's call on it, printing, ``tolist``,
+``item``) is copied back once (``read``): the copy is kept, read-only, and served to later reads
+until the device memory is written. Device memory has no ``.base`` every engine shares (CuPy and
+torch exchange it zero-copy through DLPack), so a device write is matched by address: it drops
+every host copy of device memory it overlaps (``wrote``), whichever array, view or engine
+wrote. Being read-only, a host copy cannot be written by anything dispatch runs: a host call
+whose result is a view of one takes it over (``claimed``), and ``numpy.asarray(x)`` hands out a
+copy of its own (``handed``), made from the kept one where it is valid.
+
+What dispatch cannot see is a write through memory it does not hold: the host memory handed out
+by ``numpy.asarray(x)`` (``__array__``, ``.data``, DLPack), a NumPy array wrapped without a copy
+(``dispatch.asarray(a)``), whose caller still holds ``a``, and device memory shared through DLPack
+or passed in as a CuPy array or torch tensor. Such memory is the caller's (``escape``): its
+mirrors are dropped at once and it is never mirrored again, so no stale copy can be read. Memory
+under ``MIN_BYTES`` is never mirrored (a copy that small costs less than the bookkeeping), which
+keeps the fast path for small arrays whole.
 
 Mirrors are the first thing given back under memory pressure: a device keeps at most
-``budget()`` bytes of them, least recently used dropped first, and all of a device's are dropped
-when a call there runs out of memory (``evict``).
+``budget()`` bytes of them, the host ``host_budget()``, least recently used dropped first, and all
+of a place's are dropped when a call there runs out of memory (``evict``). ``valid_on`` tells the
+router whether an input can be read somewhere without a copy.
 """
 
 from __future__ import annotations
@@ -30,25 +42,36 @@ from typing import Any
 
 import numpy as np
 
+from dispatch import targets
 from dispatch.arrays import _compiled
+from dispatch.base import box
+from dispatch.base.devices import DASK, HOST, Device, device_of, library_of, parse_device
 
 __all__ = [
     "MIN_BYTES",
     "budget",
+    "claimed",
     "clear",
     "escape",
     "evict",
+    "handed",
+    "host_budget",
     "keep",
     "kept",
     "lookup",
+    "read",
+    "readable",
     "released",
     "set_budget",
+    "set_host_budget",
     "stats",
+    "valid_on",
     "wrote",
 ]
 
-MIN_BYTES = 1 << 20  # smaller host memory is copied again each time: cheaper than keeping it
+MIN_BYTES = 1 << 20  # smaller memory is copied again each time: cheaper than keeping it
 _DEFAULT_BUDGET = 4 << 30  # bytes of mirrors a device keeps (least recently used dropped first)
+_DEFAULT_HOST_BUDGET = 2 << 30  # bytes of device data's copies the host keeps
 
 
 class _Mirror:
@@ -59,14 +82,34 @@ class _Mirror:
         self.copy, self.device, self.nbytes = copy, device, nbytes
 
 
+class _HostMirror:
+    """Device data's host copy: ``copy`` (read-only) of ``native``, whose memory is ``lo``..``hi``
+    on ``device``."""
+
+    __slots__ = ("copy", "device", "hi", "lo", "native", "nbytes")
+
+    def __init__(self, native: Any, copy: np.ndarray, span: tuple[Device, int, int]) -> None:
+        key = id(native)
+        self.native = weakref.ref(native, lambda ref: _forget_native(key, ref))
+        self.copy, self.nbytes = copy, copy.nbytes
+        self.device, self.lo, self.hi = span
+
+
 # id(owner) -> [version, weakref(owner)]: the memory blocks with mirrors, and their write counters
 _versions: dict[int, list] = {}
 # (id(host data), target name) -> _Mirror, least recently used first
 _mirrors: OrderedDict[tuple[int, str], _Mirror] = OrderedDict()
 # id(owner) -> weakref(owner): memory that is the caller's (handed out, or wrapped without a copy)
 _escaped: dict[int, Any] = {}
+# id(device array) -> _HostMirror, least recently used first
+_host_mirrors: OrderedDict[int, _HostMirror] = OrderedDict()
+# id(device array) -> (device, lo, hi): device memory that is the caller's (shared, or passed in)
+_escaped_spans: dict[int, tuple[Device, int, int]] = {}
 _budget = _DEFAULT_BUDGET
-_counts = {"hits": 0, "kept": 0, "invalidated": 0, "evicted": 0, "escaped": 0}
+_host_budget = _DEFAULT_HOST_BUDGET
+_counts = {"hits": 0, "hit_bytes": 0, "kept": 0, "invalidated": 0, "evicted": 0, "escaped": 0,
+           "host_hits": 0, "host_hit_bytes": 0, "host_misses": 0, "host_kept": 0, "host_invalidated": 0,
+           "host_evicted": 0, "host_claimed": 0}
 
 
 def _owner(data: np.ndarray) -> np.ndarray:
@@ -82,6 +125,9 @@ def _live() -> None:
     _compiled.set_mirrors(bool(_mirrors), MIN_BYTES)
 
 
+# ---- host data's copies on a device -----------------------------------------------------------------
+
+
 def lookup(data: np.ndarray, target: Any) -> Any:
     """The copy of ``data`` on ``target`` (its own array type) if one is kept and still valid, else ``None``."""
     if not _mirrors:
@@ -90,13 +136,18 @@ def lookup(data: np.ndarray, target: Any) -> Any:
     mirror = _mirrors.get(key)
     if mirror is None:
         return None
-    state = _versions.get(mirror.owner)
-    if mirror.host() is not data or state is None or state[0] != mirror.version:
+    if not _valid(mirror, data):
         _drop(key)  # written since, or another array at a reused address
         return None
     _mirrors.move_to_end(key)
     _counts["hits"] += 1
+    _counts["hit_bytes"] += mirror.nbytes
     return mirror.copy
+
+
+def _valid(mirror: _Mirror, data: np.ndarray) -> bool:
+    state = _versions.get(mirror.owner)
+    return mirror.host() is data and state is not None and state[0] == mirror.version
 
 
 def keep(data: np.ndarray, target: Any, copy: Any) -> None:
@@ -119,25 +170,214 @@ def keep(data: np.ndarray, target: Any, copy: Any) -> None:
 
 
 def counted() -> bool:
-    """Whether any host memory has copies, or had (its write counter kept while it lives): where
-    none has, a write needs no bookkeeping."""
-    return bool(_versions)
+    """Whether a write may need bookkeeping: some host memory has device copies, or had (its
+    write counter kept while it lives), or some device memory has host copies."""
+    return bool(_versions) or bool(_host_mirrors)
+
+
+def released(result: Any, handed: list[Any]) -> None:
+    """A device call handed back one of the mirrors it was given (or a view of one) as its result:
+    the program may now write it there, so it is no longer a copy of the host data."""
+    base = getattr(result, "_base", None) if hasattr(result, "_base") else getattr(result, "base", None)
+    for copy in handed:
+        if result is copy or base is copy:
+            for key, mirror in list(_mirrors.items()):
+                if mirror.copy is copy:
+                    _drop(key)
+
+
+# ---- device data's copies on the host ---------------------------------------------------------------
+
+
+def readable(native: Any) -> bool:
+    """Whether ``native`` is device memory whose host copies may be kept (a GPU's CuPy array or
+    torch tensor; not host data, nor a Dask array, which has no memory yet)."""
+    device = device_of(native)
+    return not device.is_host and device != DASK
+
+
+def read(native: Any) -> np.ndarray:
+    """``native``'s data on the host, to read and not to write: its kept host copy where one is
+    valid, else copied back (and kept, read-only, where large enough and dispatch's own)."""
+    if _host_mirrors:
+        mirror = _host_mirrors.get(id(native))
+        if mirror is not None:
+            if mirror.native() is native:
+                _host_mirrors.move_to_end(id(native))
+                _counts["host_hits"] += 1
+                _counts["host_hit_bytes"] += mirror.nbytes
+                return mirror.copy
+            _drop_host(id(native))  # another array at a reused address
+    host = _copy_back(native)
+    if host.nbytes >= MIN_BYTES and readable(native):
+        _counts["host_misses"] += 1
+        _keep_host(native, host)
+    return host
+
+
+def handed(native: Any) -> np.ndarray:
+    """``native``'s data as a host array of the caller's own, to write as it likes: a copy of the
+    kept host copy where one is valid (no device transfer), else copied back (and not kept)."""
+    mirror = _host_mirrors.get(id(native)) if _host_mirrors else None
+    if mirror is not None and mirror.native() is native:
+        _host_mirrors.move_to_end(id(native))
+        _counts["host_hits"] += 1
+        _counts["host_hit_bytes"] += mirror.nbytes
+        return mirror.copy.copy(order="K")
+    return _copy_back(native)
+
+
+def claimed(result: Any) -> Any:
+    """A host call's ``result`` with any view of a kept host copy taken over: the copy is no
+    longer one (its memory is the result's now, to write), and is writable again."""
+    if not _host_mirrors:
+        return result
+    if isinstance(result, (tuple, list)):
+        items = [claimed(r) for r in result]
+        if all(a is b for a, b in zip(items, result, strict=True)):
+            return result
+        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
+    if not isinstance(result, np.ndarray) or result.flags.writeable:
+        return result
+    owner = _owner(result)
+    for key, mirror in list(_host_mirrors.items()):
+        if _owner(mirror.copy) is owner:
+            _drop_host(key)
+            _counts["host_claimed"] += 1
+            return _writable(result)
+    return result
+
+
+def _writable(view: np.ndarray) -> np.ndarray:
+    """``view`` made writable, with the arrays it views; a writable copy where NumPy refuses (memory
+    that a torch tensor owns)."""
+    chain = []
+    a: Any = view
+    while isinstance(a, np.ndarray):
+        chain.append(a)
+        a = a.base
+    try:
+        for a in reversed(chain):
+            a.flags.writeable = True
+    except ValueError:
+        return view.copy(order="K")
+    return view
+
+
+def _copy_back(native: Any) -> np.ndarray:
+    try:
+        return targets.host_array(native)
+    except MemoryError:
+        if not evict(HOST):
+            raise
+        return targets.host_array(native)  # the host's mirrors given back first
+
+
+def _keep_host(native: Any, host: np.ndarray) -> None:
+    span = _span(native)
+    if span is None or _escaped_overlap(span):
+        return
+    host.flags.writeable = False  # nothing dispatch runs may write it unseen
+    key = id(native)
+    _drop_host(key)
+    _host_mirrors[key] = _HostMirror(native, host, span)
+    _counts["host_kept"] += 1
+    _fit_host()
+
+
+def _span(native: Any) -> tuple[Device, int, int] | None:
+    """The device and the bytes (``lo`` to ``hi``) ``native``'s elements lie in; ``None`` for
+    memory that is not a GPU's CuPy array or torch tensor."""
+    library = library_of(type(native))
+    try:
+        if library == "cupy":
+            ptr, strides, itemsize = native.data.ptr, native.strides, native.itemsize
+        elif library == "torch" and native.device.type != "cpu":
+            itemsize = native.element_size()
+            ptr, strides = native.data_ptr(), [s * itemsize for s in native.stride()]
+        else:
+            return None
+    except (AttributeError, RuntimeError):  # no strided memory (a sparse tensor): never kept
+        return None
+    lo = hi = ptr
+    for n, stride in zip(native.shape, strides, strict=True):
+        if n == 0:
+            return device_of(native), ptr, ptr  # no element: overlaps nothing
+        if stride < 0:
+            lo += (n - 1) * stride
+        else:
+            hi += (n - 1) * stride
+    return device_of(native), lo, hi + itemsize
+
+
+def _overlaps(a: tuple[Device, int, int], b: tuple[Device, int, int]) -> bool:
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+def _escaped_overlap(span: tuple[Device, int, int]) -> bool:
+    return any(_overlaps(span, other) for other in _escaped_spans.values())
+
+
+def _wrote_device(native: Any) -> None:
+    span = _span(native)
+    if span is None and not readable(native):
+        return  # not device memory
+    for key, mirror in list(_host_mirrors.items()):
+        if span is None or _overlaps(span, (mirror.device, mirror.lo, mirror.hi)):  # (no span: all of them)
+            _drop_host(key)
+            _counts["host_invalidated"] += 1
+
+
+def _escape_device(native: Any) -> None:
+    span = _span(native)
+    if span is None or span[1] == span[2] or id(native) in _escaped_spans:
+        return
+    key = id(native)
+    _escaped_spans[key] = span
+    weakref.finalize(native, _escaped_spans.pop, key, None)
+    _counts["escaped"] += 1
+    _wrote_device(native)
+
+
+def _drop_host(key: int) -> None:
+    _host_mirrors.pop(key, None)
+
+
+def _forget_native(key: int, ref: Any) -> None:
+    mirror = _host_mirrors.get(key)
+    if mirror is not None and mirror.native is ref:  # the device array is gone, and its copy with it
+        del _host_mirrors[key]
+
+
+def _fit_host() -> None:
+    over = sum(m.nbytes for m in _host_mirrors.values()) - _host_budget
+    if over > 0:
+        evict(HOST, over)
+
+
+# ---- both directions --------------------------------------------------------------------------------
 
 
 def wrote(data: Any) -> None:
-    """Host memory is about to be written (through ``data``, any array or view of it): its copies go."""
-    if not _versions or type(data) is not np.ndarray:
-        return
-    state = _versions.get(id(_owner(data)))
-    if state is not None:
-        state[0] += 1
-        _drop_owner(id(_owner(data)), "invalidated")
+    """Memory is about to be written (through ``data``, any array or view of it, on the host or a
+    device): its copies go."""
+    if type(data) is np.ndarray:
+        if not _versions:
+            return
+        state = _versions.get(id(_owner(data)))
+        if state is not None:
+            state[0] += 1
+            _drop_owner(id(_owner(data)), "invalidated")
+    elif _host_mirrors:
+        _wrote_device(data)
 
 
 def escape(data: Any) -> None:
     """``data``'s memory may be written where dispatch does not see it (handed out, or the
-    caller's NumPy array wrapped as it is): drop its copies, and never mirror it again."""
+    caller's array wrapped as it is): drop its copies, and never mirror it again."""
     if type(data) is not np.ndarray:
+        if not isinstance(data, np.ndarray) or library_of(type(data)):  # (a CuPy array may subclass NumPy's)
+            _escape_device(data)
         return
     owner = _owner(data)
     if owner.nbytes < MIN_BYTES:
@@ -153,21 +393,48 @@ def escape(data: Any) -> None:
         _drop_owner(oid, "invalidated")
 
 
-def released(result: Any, handed: list[Any]) -> None:
-    """A device call handed back one of the mirrors it was given (or a view of one) as its result:
-    the program may now write it there, so it is no longer a copy of the host data."""
-    base = getattr(result, "_base", None) if hasattr(result, "_base") else getattr(result, "base", None)
-    for copy in handed:
-        if result is copy or base is copy:
-            for key, mirror in list(_mirrors.items()):
-                if mirror.copy is copy:
-                    _drop(key)
+def valid_on(array: Any, place: Any) -> bool:
+    """Whether ``array`` (a ``dispatch.ndarray`` or a native array) can be read on ``place`` with
+    no copy: its data is there, or a valid mirror of it is kept there.
+
+    ``place`` is a target (or a target's name): the copy that target itself reads; or a device
+    (or its name, ``"cpu"``, ``"cuda:0"``): a copy any target there reads. Looks, never copies
+    nor counts; a few dictionary reads, for the router to charge no copy for such an input.
+    """
+    data = box.native(array)
+    if isinstance(place, str):
+        place = targets.probe(place) if place in targets.names() else parse_device(place)
+        if place is None:
+            return False  # a target this machine lacks
+    device, name = (place, None) if isinstance(place, Device) else (place.device, place.name)
+    if type(data) is np.ndarray:
+        if device.is_host:
+            return True
+        if not _mirrors:
+            return False
+        return any(_valid(m, data) for (key, tname), m in _mirrors.items()
+                   if key == id(data) and m.device == device and (name is None or tname == name))
+    held = device_of(data)
+    if held == device:
+        return True  # engines on one device share memory (DLPack)
+    if device.is_host and _host_mirrors:
+        mirror = _host_mirrors.get(id(data))
+        return mirror is not None and mirror.native() is data
+    return False
 
 
 def evict(device: Any = None, nbytes: int | None = None) -> int:
-    """Drop mirrors, least recently used first: on ``device`` (every device where ``None``), until
-    ``nbytes`` are freed (all of them where ``None``). The bytes freed."""
+    """Drop mirrors, least recently used first: those on ``device`` (the host's copies of device
+    data where it is the host; every place's where ``None``), until ``nbytes`` are freed (all of
+    them where ``None``). The bytes freed."""
     freed = 0
+    if device is None or device.is_host:
+        for key, mirror in list(_host_mirrors.items()):
+            if nbytes is not None and freed >= nbytes:
+                return freed
+            freed += mirror.nbytes
+            _drop_host(key)
+            _counts["host_evicted"] += 1
     for key, mirror in list(_mirrors.items()):
         if nbytes is not None and freed >= nbytes:
             break
@@ -186,21 +453,49 @@ def budget() -> int:
 def set_budget(nbytes: int) -> None:
     """Keep at most ``nbytes`` of mirrors per device (least recently used dropped first)."""
     global _budget
-    if nbytes < 0:
-        raise ValueError(f"a mirror budget is a number of bytes >= 0, not {nbytes}")
-    _budget = int(nbytes)
+    _budget = _bytes(nbytes)
     for device in {m.device for m in _mirrors.values()}:
         _fit(device)
 
 
+def host_budget() -> int:
+    """The bytes of device data's copies the host keeps."""
+    return _host_budget
+
+
+def set_host_budget(nbytes: int) -> None:
+    """Keep at most ``nbytes`` of device data's copies on the host (least recently used dropped first)."""
+    global _host_budget
+    _host_budget = _bytes(nbytes)
+    _fit_host()
+
+
+def _bytes(nbytes: int) -> int:
+    if nbytes < 0:
+        raise ValueError(f"a mirror budget is a number of bytes >= 0, not {nbytes}")
+    return int(nbytes)
+
+
 def kept(device: Any = None) -> int:
-    """Bytes of mirrors kept (on ``device``)."""
-    return sum(m.nbytes for m in _mirrors.values() if device is None or m.device == device)
+    """Bytes of mirrors kept (on ``device``: the host's copies of device data where it is the host)."""
+    on_devices = sum(m.nbytes for m in _mirrors.values() if device is None or m.device == device)
+    if device is None or device.is_host:
+        on_devices += sum(m.nbytes for m in _host_mirrors.values())
+    return on_devices
 
 
 def stats() -> dict[str, int]:
-    """Counts since the process started: hits, kept, invalidated, evicted, escaped; and bytes kept now."""
-    return {**_counts, "bytes": kept(), "mirrors": len(_mirrors)}
+    """Counts since the process started, and what is kept now.
+
+    To devices: ``hits`` (reads served by a kept copy), ``hit_bytes`` (the bytes they did not
+    send), ``kept`` (copies made and kept), ``invalidated``, ``evicted``, ``escaped`` (memory
+    that became the caller's, on either side); ``bytes`` and ``mirrors`` kept now. To the host,
+    the same with ``host_``: ``host_hits``, ``host_hit_bytes``, ``host_misses`` (large device data
+    copied back), ``host_kept``, ``host_invalidated``, ``host_evicted``, ``host_claimed`` (taken
+    over by a result that views them), ``host_bytes`` and ``host_mirrors``.
+    """
+    return {**_counts, "bytes": sum(m.nbytes for m in _mirrors.values()), "mirrors": len(_mirrors),
+            "host_bytes": sum(m.nbytes for m in _host_mirrors.values()), "host_mirrors": len(_host_mirrors)}
 
 
 def clear() -> None:
@@ -208,11 +503,13 @@ def clear() -> None:
     _mirrors.clear()
     _versions.clear()
     _escaped.clear()
+    _host_mirrors.clear()
+    _escaped_spans.clear()
     _live()
 
 
 def _fit(device: Any) -> None:
-    over = kept(device) - _budget
+    over = sum(m.nbytes for m in _mirrors.values() if m.device == device) - _budget
     if over > 0:
         evict(device, over)
 
@@ -237,4 +534,6 @@ def _forget_owner(oid: int) -> None:
     _versions.pop(oid, None)
     _drop_owner(oid, None)  # the host memory is gone, and its copies with it
 
+
+box.register_copies(valid_on)
 _live()  # the compiled path learns MIN_BYTES at import

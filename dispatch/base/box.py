@@ -15,7 +15,7 @@ import numpy as np
 
 from dispatch.base.devices import Device, device_of
 
-__all__ = ["device", "device_scalar", "ndarray", "register"]
+__all__ = ["device", "device_scalar", "ndarray", "register", "register_copies", "valid_on"]
 
 
 class _Unset:
@@ -24,12 +24,26 @@ class _Unset:
 
 ndarray: type = _Unset
 _scalar: Callable[[Any], Any] | None = None
+_valid_on: Callable[[Any, Any], bool] | None = None
 
 
 def register(array_type: type, scalar: Callable[[Any], Any]) -> None:
     """Called once by ``dispatch.arrays._array``: its array type and its 0-d device result wrapper."""
     global ndarray, _scalar
     ndarray, _scalar = array_type, scalar
+
+
+def register_copies(valid: Callable[[Any, Any], bool]) -> None:
+    """Called once by ``dispatch.arrays.mirrors``: its ``valid_on``."""
+    global _valid_on
+    _valid_on = valid
+
+
+def valid_on(x: Any, place: Any) -> bool:
+    """Whether ``x`` (a ``dispatch.ndarray`` or a native array) can be read on ``place`` (a target,
+    a device, or either's name) with no copy: its data is there, or a valid copy of it is kept
+    there (``dispatch.arrays.mirrors.valid_on``)."""
+    return _valid_on(x, place)
 
 
 def device_scalar(native: Any) -> Any:
