@@ -5,9 +5,11 @@ For each method and size: NumPy's own draw on the host, the device draw of the s
 every bit and the generator's state after the draw are NumPy's. Then the Monte Carlo program
 of ``benchmarks/workloads/monte_carlo.py`` end to end: its normal draws and pricing on the host
 in NumPy, against the draws made on the device with ``dispatch.random`` (the same numbers) and
-priced there by CuPy.
+priced there by CuPy, and the program itself run through ``dispatch``: routed automatically (by
+the calibration in the cache), with its draws routed or kept on the host, and forced to CuPy or
+torch-cuda.
 
-    python -m benchmarks.random_streams [--quick] [--out FILE]
+    python -m benchmarks.random_streams [--quick] [--monte-carlo-only [SIZE ...]] [--out FILE]
 """
 
 from __future__ import annotations
@@ -96,7 +98,11 @@ def streams(quick: bool) -> list[str]:
 
 
 def monte_carlo(size: str = "large", seed: int = 0) -> list[str]:
-    """The workload end to end: draws plus pricing, NumPy on the host against the device."""
+    """The workload end to end: draws plus pricing, NumPy on the host against the device: by
+    hand (CuPy), and as the program written for NumPy runs through ``dispatch`` (``xp``), under
+    automatic routing (a calibration of the machine in the cache) and under forced targets."""
+    import contextlib
+
     import cupy as cp
 
     import dispatch
@@ -120,12 +126,43 @@ def monte_carlo(size: str = "large", seed: int = 0) -> list[str]:
         out = mc.run(cp, cp.from_dlpack(z), **mc.MARKET)  # the same device memory
         return {k: float(v) for k, v in out.items()}
 
-    rows = [f"| Monte Carlo ({size}: {shape[0]} x {shape[1]} normals) | ms (median of 5) | same prices |",
-            "| --- | ---: | --- |"]
+    where: dict[str, str] = {}
+
+    def through_dispatch(label: str, backend: str | None, routed_draws: bool = True) -> Any:
+        def run() -> dict:  # the program as written for NumPy, with ``import dispatch as np``
+            from dispatch import random as drandom
+
+            floor = drandom.ROUTED_DRAW_ELEMENTS
+            drandom.ROUTED_DRAW_ELEMENTS = floor if routed_draws else 1 << 62  # as before draws were routed
+            try:
+                with dispatch.using(backend) if backend else contextlib.nullcontext():
+                    z = dispatch.random.default_rng(seed).standard_normal(shape)
+                    out = {k: float(v) for k, v in mc.run(dispatch, z, **mc.MARKET).items()}
+            finally:
+                drandom.ROUTED_DRAW_ELEMENTS = floor
+            where[label] = z.target
+            return out
+
+        return run
+
+    rows = [f"| Monte Carlo ({size}: {shape[0]} x {shape[1]} normals) | ms (median of 5) | first run ms | draws on "
+            "| same prices |", "| --- | ---: | ---: | --- | --- |"]
     reference = numpy_run()
-    for label, fn in (("NumPy on the host", numpy_run), ("host draws copied, CuPy pricing", host_draw_cupy_run),
-                      ("device draws (dispatch.random), CuPy pricing", device_draw_cupy_run)):
+    runs = [("NumPy on the host", numpy_run), ("host draws copied, CuPy pricing", host_draw_cupy_run),
+            ("device draws (dispatch.random), CuPy pricing", device_draw_cupy_run)]
+    for label, backend, routed in (("dispatch, auto, draws kept on the host", None, False),
+                                   ("dispatch, auto (draws routed)", None, True),
+                                   ('dispatch, using("cupy")', "cupy", True),
+                                   ('dispatch, using("torch-cuda")', "torch-cuda", True)):
+        runs.append((label, through_dispatch(label, backend, routed)))
+    for label, fn in runs:
+        _sync(cp)
+        t = time.perf_counter()
         fn()
+        _sync(cp)
+        first = 1e3 * (time.perf_counter() - t)
+        for _ in range(2):  # automatic routing settles over the first runs (its history, trials)
+            fn()
         times = []
         for _ in range(5):
             _sync(cp)
@@ -134,7 +171,8 @@ def monte_carlo(size: str = "large", seed: int = 0) -> list[str]:
             _sync(cp)
             times.append(1e3 * (time.perf_counter() - t))
         same = all(np.isclose(float(got[k]), float(reference[k]), rtol=1e-9, atol=1e-12) for k in reference)
-        rows.append(f"| {label} | {statistics.median(times):.1f} | {'yes' if same else 'NO'} |")
+        rows.append(f"| {label} | {statistics.median(times):.1f} | {first:.1f} | {where.get(label, '')} | "
+                    f"{'yes' if same else 'NO'} |")
         print(rows[-1], flush=True)
     return rows
 
@@ -144,11 +182,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="sizes up to 1e7 only")
     parser.add_argument("--out", help="write the tables (markdown) to this file")
     parser.add_argument("--skip-monte-carlo", action="store_true")
+    parser.add_argument("--monte-carlo-only", nargs="*", metavar="SIZE",
+                        help="only the Monte Carlo program, at these sizes (default: large)")
     a = parser.parse_args()
-    rows = streams(a.quick)
+    sizes = a.monte_carlo_only or ["large"]
+    rows = streams(a.quick) if a.monte_carlo_only is None else []
     if not a.skip_monte_carlo:
         try:
-            rows += ["", *monte_carlo()]
+            for size in sizes:
+                rows += ["", *monte_carlo(size)]
         except Exception as exc:  # the streams' table is kept
             rows += ["", f"Monte Carlo failed: {exc!r}"]
     text = "\n".join(rows) + "\n"
