@@ -2,11 +2,16 @@
 
 Draws always give NumPy's numbers, so a seeded program gets exactly NumPy's results (legacy
 ``seed`` / ``rand`` / ``normal``... and ``default_rng``). Results are ``dispatch.ndarray``; under
-a forced device target (``using("cupy")``) they are moved there. There, a large draw of a
+a forced device target (``using("cupy")``) they are moved there. A large draw of a
 ``Generator`` on ``PCG64`` (``random``, ``standard_normal``, ``normal``, ``uniform``,
-``standard_exponential``, ``exponential``, ``integers``) is made on the CUDA device itself, bit
-for bit NumPy's stream, and the generator moves on as NumPy's would (``dispatch.streams``).
-The legacy ``RandomState`` (MT19937) and other methods draw on the host, exactly.
+``standard_exponential``, ``exponential``, ``integers``) is made on a CUDA device itself, bit
+for bit NumPy's stream, and the generator moves on as NumPy's would (``dispatch.streams``):
+under a forced CUDA target, and under automatic routing where the router places it there. There
+such a draw is a routed call (the catalog's ``random.Generator.<method>``, priced on the host
+and the device by ``dispatch.streams.prices``), and a fresh array whose consumers the router
+follows, as it does a copy of host data: a draw whose consumers pay on a device is made there,
+and stays there. Small draws stay on the host. The legacy ``RandomState`` (MT19937, whose
+stream has no practical parallel form) and other methods draw on the host, exactly.
 
 A draw too large for the host (or under ``using("dask")``, or spanning a connected cluster's
 chunks; ``dispatch.cluster.result_reason``) is made chunk by chunk on Dask, still NumPy's
