@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -136,9 +137,13 @@ def monte_carlo(size: str = "large", seed: int = 0, by_hand: bool = True) -> lis
         first, median, got = _timed(fn, lambda: _sync(cp))
         rows.append(f"| {label} | {median:.1f} | {first:.1f} | | {'yes' if _same(got, reference) else 'NO'} |")
         print(rows[-1], flush=True)
-    for mode, label in DISPATCH_MODES.items():  # each in a fresh process: its own router, history and start-up
+    # each in a fresh process (its own router, history and start-up), which keeps nothing for the next
+    # (DISPATCH_LEARN=0: the modes are one script, whose runs would otherwise start from the last one's)
+    env = {**os.environ, "DISPATCH_LEARN": "0"}
+    for mode, label in DISPATCH_MODES.items():
         done = subprocess.run([sys.executable, "-m", "benchmarks.random_streams", "--dispatch-mode", mode,
-                               "--size", size, "--seed", str(seed)], capture_output=True, text=True, timeout=300)
+                               "--size", size, "--seed", str(seed)], capture_output=True, text=True, timeout=300,
+                              env=env)
         print(done.stderr[-3000:], file=sys.stderr, flush=True)
         try:
             r = json.loads(done.stdout.strip().splitlines()[-1])
