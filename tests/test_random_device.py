@@ -156,6 +156,18 @@ def test_auto_mode_without_the_kernels_falls_back_and_remembers(fake_device: Cou
     assert ours.bit_generator.state == theirs.bit_generator.state
 
 
+def test_auto_mode_bad_arguments_raise_as_numpy(fake_device: CountingKernels) -> None:
+    router.use_calibration(synthetic(gpu=True, torch_cpu=False))
+    ours, theirs = dispatch.random.default_rng(0), np.random.default_rng(0)
+    for bad in (lambda g: g.integers(5, 5, size=ROUTED), lambda g: g.normal(0.0, -1.0, size=ROUTED),
+                lambda g: g.standard_normal(ROUTED, dtype=np.int32), lambda g: g.random(ROUTED, dtype="nonsense")):
+        with pytest.raises(Exception) as expected:
+            bad(theirs)
+        with pytest.raises(type(expected.value)):
+            bad(ours)
+    assert fake_device.draws == 0 and ours.bit_generator.state == theirs.bit_generator.state
+
+
 def test_draw_prices_cross_where_the_launches_are_repaid() -> None:
     cal = synthetic(gpu=True, torch_cpu=True)
     from dispatch.routing import cost
