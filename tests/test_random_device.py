@@ -185,6 +185,9 @@ def test_draw_prices_cross_where_the_launches_are_repaid() -> None:
     assert device(10**8) * 50 < host(10**8)
     assert prices.draw_seconds(models["torch-cpu"], "standard_normal", f64, 10**6) is None
     assert prices.draw_seconds(models["numpy"], "gamma", f64, 10**6) is None
+    from dispatch.streams import calls
+
+    assert {name.rpartition(".")[2] for name in drandom.DEVICE_DRAWS} == calls.METHODS  # routed: drawn there
     for name in drandom.DEVICE_DRAWS:  # every routed draw is priced
         assert prices.draw_seconds(models["cupy"], name.rpartition(".")[2], f64, 10**6) is not None
 
