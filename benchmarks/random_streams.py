@@ -5,15 +5,21 @@ For each method and size: NumPy's own draw on the host, the device draw of the s
 every bit and the generator's state after the draw are NumPy's. Then the Monte Carlo program
 of ``benchmarks/workloads/monte_carlo.py`` end to end: its normal draws and pricing on the host
 in NumPy, against the draws made on the device with ``dispatch.random`` (the same numbers) and
-priced there by CuPy.
+priced there by CuPy, and the program itself run through ``dispatch``: routed automatically (by
+the calibration in the cache), with its draws routed or kept on the host, and forced to CuPy or
+torch-cuda.
 
-    python -m benchmarks.random_streams [--quick] [--out FILE]
+    python -m benchmarks.random_streams [--quick] [--monte-carlo-only [SIZE ...]] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -95,8 +101,11 @@ def streams(quick: bool) -> list[str]:
     return rows
 
 
-def monte_carlo(size: str = "large", seed: int = 0) -> list[str]:
-    """The workload end to end: draws plus pricing, NumPy on the host against the device."""
+def monte_carlo(size: str = "large", seed: int = 0, by_hand: bool = True) -> list[str]:
+    """The workload end to end: draws plus pricing, NumPy on the host against the device: by
+    hand (CuPy), and as the program written for NumPy runs through ``dispatch`` (``xp``), under
+    automatic routing (a calibration of the machine in the cache) and under forced targets."""
+
     import cupy as cp
 
     import dispatch
@@ -120,23 +129,107 @@ def monte_carlo(size: str = "large", seed: int = 0) -> list[str]:
         out = mc.run(cp, cp.from_dlpack(z), **mc.MARKET)  # the same device memory
         return {k: float(v) for k, v in out.items()}
 
-    rows = [f"| Monte Carlo ({size}: {shape[0]} x {shape[1]} normals) | ms (median of 5) | same prices |",
-            "| --- | ---: | --- |"]
+    rows = [f"| Monte Carlo ({size}: {shape[0]} x {shape[1]} normals) | ms (median of 5) | first run ms | draws on "
+            "| same prices |", "| --- | ---: | ---: | --- | --- |"]
     reference = numpy_run()
     for label, fn in (("NumPy on the host", numpy_run), ("host draws copied, CuPy pricing", host_draw_cupy_run),
-                      ("device draws (dispatch.random), CuPy pricing", device_draw_cupy_run)):
-        fn()
-        times = []
-        for _ in range(5):
-            _sync(cp)
-            t = time.perf_counter()
-            got = fn()
-            _sync(cp)
-            times.append(1e3 * (time.perf_counter() - t))
-        same = all(np.isclose(float(got[k]), float(reference[k]), rtol=1e-9, atol=1e-12) for k in reference)
-        rows.append(f"| {label} | {statistics.median(times):.1f} | {'yes' if same else 'NO'} |")
+                      ("device draws (dispatch.random), CuPy pricing", device_draw_cupy_run))[:3 if by_hand else 0]:
+        first, median, got = _timed(fn, lambda: _sync(cp))
+        rows.append(f"| {label} | {median:.1f} | {first:.1f} | | {'yes' if _same(got, reference) else 'NO'} |")
+        print(rows[-1], flush=True)
+    # each in a fresh process (its own router, history and start-up), which keeps nothing for the next
+    # (DISPATCH_LEARN=0: the modes are one script, whose runs would otherwise start from the last one's)
+    env = {**os.environ, "DISPATCH_LEARN": "0"}
+    for mode, label in DISPATCH_MODES.items():
+        done = subprocess.run([sys.executable, "-m", "benchmarks.random_streams", "--dispatch-mode", mode,
+                               "--size", size, "--seed", str(seed)], capture_output=True, text=True, timeout=300,
+                              env=env)
+        print(done.stderr[-3000:], file=sys.stderr, flush=True)
+        try:
+            r = json.loads(done.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            rows.append(f"| {label} | failed | | | |")
+            print(rows[-1], done.stdout[-2000:], flush=True)
+            continue
+        draws = "/".join(sorted(set(r["draws_on"]), key=r["draws_on"].index))
+        rows.append(f"| {label} | {r['median']:.1f} | {r['first']:.1f} | {draws} | "
+                    f"{'yes' if _same(r['out'], reference) else 'NO'} |")
         print(rows[-1], flush=True)
     return rows
+
+
+# The program as written for NumPy, run through ``dispatch`` (``import dispatch as np``).
+DISPATCH_MODES = {
+    "auto-host-draws": "dispatch, auto, draws kept on the host",
+    "auto": "dispatch, auto (draws routed)",
+    "cupy": 'dispatch, using("cupy")',
+    "torch-cuda": 'dispatch, using("torch-cuda")',
+}
+
+
+def _same(got: dict, reference: dict) -> bool:
+    return all(np.isclose(float(got[k]), float(reference[k]), rtol=1e-9, atol=1e-12) for k in reference)
+
+
+def _timed(fn: Any, sync: Any) -> tuple[float, float, Any]:
+    """The first run's ms, the median of 5 after 2 more (automatic routing settles over the
+    first runs: its history, its trials), and the last result."""
+    sync()
+    t = time.perf_counter()
+    fn()
+    sync()
+    first = 1e3 * (time.perf_counter() - t)
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(5):
+        sync()
+        t = time.perf_counter()
+        got = fn()
+        sync()
+        times.append(1e3 * (time.perf_counter() - t))
+    return first, statistics.median(times), got
+
+
+def dispatch_mode(mode: str, size: str, seed: int) -> None:
+    """One of ``DISPATCH_MODES`` timed in this process; prints a JSON line (and, on stderr, where
+    a traced run's first calls went and why)."""
+    import contextlib
+
+    import dispatch
+    from benchmarks.workloads import monte_carlo as mc
+    from dispatch import random as drandom
+
+    p = mc.SIZES[size]
+    shape = (p["n_paths"], p["n_steps"])
+    if mode == "auto-host-draws":
+        drandom.ROUTED_DRAW_ELEMENTS = 1 << 62  # as before draws were routed
+    backend = mode if mode in ("cupy", "torch-cuda") else None
+    draws_on: list[str] = []
+
+    def run() -> dict:
+        with dispatch.using(backend) if backend else contextlib.nullcontext():
+            z = dispatch.random.default_rng(seed).standard_normal(shape)
+            draws_on.append(z.target)
+            return {k: float(v) for k, v in mc.run(dispatch, z, **mc.MARKET).items()}
+
+    def sync() -> None:
+        if "cupy" in sys.modules:
+            sys.modules["cupy"].cuda.runtime.deviceSynchronize()
+
+    first, median, out = _timed(run, sync)
+    with dispatch.trace() as t:
+        run()
+    for r in t.records[:10]:
+        print(f"  {mode}: {r.op} on {r.target}: {r.reason}", file=sys.stderr)
+    from dispatch.routing import router
+
+    history = router.ROUTER.history
+    for key, per in history.stats.items():
+        if key.op.startswith("random."):
+            timed = {name: f"{1e3 * s.seconds:.1f} ms x{s.samples}" for name, s in per.items()}
+            print(f"  {mode}: {key.op} {key.bucket}: {timed}, returned {history.p_return(key):.2f}", file=sys.stderr)
+    print(json.dumps({"first": first, "median": median, "out": out, "draws_on": draws_on}))
 
 
 def main() -> None:
@@ -144,11 +237,23 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="sizes up to 1e7 only")
     parser.add_argument("--out", help="write the tables (markdown) to this file")
     parser.add_argument("--skip-monte-carlo", action="store_true")
+    parser.add_argument("--monte-carlo-only", nargs="*", metavar="SIZE",
+                        help="only the Monte Carlo program, at these sizes (default: large)")
+    parser.add_argument("--dispatch-only", action="store_true",
+                        help="of the Monte Carlo rows, only the program run through dispatch")
+    parser.add_argument("--dispatch-mode", choices=sorted(DISPATCH_MODES), help=argparse.SUPPRESS)
+    parser.add_argument("--size", default="large", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     a = parser.parse_args()
-    rows = streams(a.quick)
+    if a.dispatch_mode:
+        dispatch_mode(a.dispatch_mode, a.size, a.seed)
+        return
+    sizes = a.monte_carlo_only or ["large"]
+    rows = streams(a.quick) if a.monte_carlo_only is None else []
     if not a.skip_monte_carlo:
         try:
-            rows += ["", *monte_carlo()]
+            for size in sizes:
+                rows += ["", *monte_carlo(size, by_hand=not a.dispatch_only)]
         except Exception as exc:  # the streams' table is kept
             rows += ["", f"Monte Carlo failed: {exc!r}"]
     text = "\n".join(rows) + "\n"

@@ -2,11 +2,16 @@
 
 Draws always give NumPy's numbers, so a seeded program gets exactly NumPy's results (legacy
 ``seed`` / ``rand`` / ``normal``... and ``default_rng``). Results are ``dispatch.ndarray``; under
-a forced device target (``using("cupy")``) they are moved there. There, a large draw of a
+a forced device target (``using("cupy")``) they are moved there. A large draw of a
 ``Generator`` on ``PCG64`` (``random``, ``standard_normal``, ``normal``, ``uniform``,
-``standard_exponential``, ``exponential``, ``integers``) is made on the CUDA device itself, bit
-for bit NumPy's stream, and the generator moves on as NumPy's would (``dispatch.streams``).
-The legacy ``RandomState`` (MT19937) and other methods draw on the host, exactly.
+``standard_exponential``, ``exponential``, ``integers``) is made on a CUDA device itself, bit
+for bit NumPy's stream, and the generator moves on as NumPy's would (``dispatch.streams``):
+under a forced CUDA target, and under automatic routing where the router places it there. There
+such a draw is a routed call (the catalog's ``random.Generator.<method>``, priced on the host
+and the device by ``dispatch.streams.prices``), and a fresh array whose consumers the router
+follows, as it does a copy of host data: a draw whose consumers pay on a device is made there,
+and stays there. Small draws stay on the host. The legacy ``RandomState`` (MT19937, whose
+stream has no practical parallel form) and other methods draw on the host, exactly.
 
 A draw too large for the host (or under ``using("dask")``, or spanning a connected cluster's
 chunks; ``dispatch.cluster.result_reason``) is made chunk by chunk on Dask, still NumPy's
@@ -28,10 +33,15 @@ from dispatch import cluster, targets
 from dispatch._namespace import lazy_namespace
 from dispatch.arrays import _call, scale_out
 from dispatch.arrays._array import ndarray, wrap
+from dispatch.base.devices import HOST_ONLY
+from dispatch.base.numpy_catalog import DEVICE_DRAWS
 from dispatch.base.ops import op_named
 from dispatch.base.state import STATE
+from dispatch.routing import router
+from dispatch.routing.decisions import Decision, DecisionKind
 from dispatch.targets import _dask_create as chunked
 from dispatch.targets._dask_create import CHAINED
+from dispatch.targets.numpy_target import NUMPY
 
 
 def _seeded(numpy_class: type) -> type:
@@ -159,30 +169,102 @@ def default_rng(seed: Any = None) -> Generator:
 
 # ---- draws on a CUDA device ------------------------------------------------------------------
 
-# Smaller draws stay on the host: NumPy and a copy cost less there than the kernels' launches.
+# Under a forced CUDA target, smaller draws stay on the host: NumPy and a copy cost less there
+# than the kernels' launches.
 DEVICE_DRAW_ELEMENTS = 1 << 17
+# Under automatic routing, smaller draws stay on the host without asking the router: the
+# kernels' launches and the host's share (``dispatch.streams.prices``: 0.3 ms and more) cost
+# more than NumPy's draw of so few (under 0.2 ms for every method drawn there).
+ROUTED_DRAW_ELEMENTS = 1 << 15
 
 
 def _device_draw(owner: _Proxy, name: str, method: Any, args: tuple, kwargs: dict) -> Any:
-    """NumPy's own stream drawn on the forced CUDA device (``dispatch.streams``), or ``None``
-    where the draw stays on the host."""
-    if STATE.plain or not isinstance(owner, Generator):
+    """NumPy's own stream drawn on a CUDA device (``dispatch.streams``), under a forced target
+    or where the router places the draw; ``None`` where the draw stays on the host."""
+    if not isinstance(owner, Generator) or name not in _DEVICE_METHODS:
         return None
+    forced = STATE.forced_name()
+    if forced is None or forced == "auto":
+        return _routed_draw(owner, name, method, args, kwargs)
     target = targets.forced()
     if target is None or target.device.kind != "cuda" or type(owner._numpy.bit_generator) not in _PCG64:
         return None
     from dispatch.streams import calls  # lazy: NumPy's stream tables are built only for a device draw
 
-    if name not in calls.METHODS or _elements(name, method, args, kwargs) < DEVICE_DRAW_ELEMENTS:
+    if _elements(name, method, args, kwargs) < DEVICE_DRAW_ELEMENTS:
         return None
     plan = calls.plan(name, args, kwargs)
     kernels = _cuda_kernels() if plan is not None else None
     if kernels is None:
         return None
+    return _drawn_on(target, owner, plan, kernels)
+
+
+def _drawn_on(target: Any, owner: Generator, plan: Any, kernels: Any) -> ndarray:
     from dispatch.streams import device  # lazy: as ``calls`` above
 
     # Drawn on CuPy's current device: torch-cuda adopts that memory as it is, without a copy.
     return wrap(device.draw(owner._numpy, plan, kernels)).to(target.name)
+
+
+# The methods a CUDA device draws bit for bit (``dispatch.streams.calls.METHODS``), each a
+# routed op of the catalog (``random.Generator.<method>``).
+_DEVICE_METHODS = frozenset(name.rpartition(".")[2] for name in DEVICE_DRAWS)
+
+
+def _routed_draw(owner: Generator, name: str, method: Any, args: tuple, kwargs: dict) -> Any:
+    """A draw the router places as any call (``random.Generator.<name>``, priced by
+    ``dispatch.streams.prices``): on a CUDA device it is drawn there, NumPy's stream bit for
+    bit, and stays there for what is computed from it; on the host, NumPy draws it. Either way
+    it is a fresh array whose later calls the router follows (``_call.lineage``), so that a
+    draw whose consumers run on a device is made there. ``None``: too small to route, or not a
+    ``PCG64`` stream: NumPy's method draws it as before."""
+    n = _elements(name, method, args, kwargs)
+    if n < ROUTED_DRAW_ELEMENTS or type(owner._numpy.bit_generator) not in _PCG64 or "out" in kwargs:
+        return None
+    dtype = _drawn_dtype(name, args, kwargs)
+    if dtype is None:
+        return None
+    op = op_named(f"random.Generator.{name}")
+    inputs = _call.Inputs([])
+    inputs.size, inputs.dtypes, inputs.devices = n, (dtype,), HOST_ONLY  # a fresh array of n outputs
+    decision = router.decide(op, inputs)
+    target = decision.target
+    if not target.device.is_host:
+        plan, kernels = None, None
+        if target.device.kind == "cuda":
+            from dispatch.streams import calls  # lazy: as in ``_device_draw``
+
+            plan = calls.plan(name, args, kwargs)
+            kernels = _cuda_kernels() if plan is not None else None
+        if kernels is not None:
+            result = _call._execute(op, inputs, decision, lambda: _drawn_on(target, owner, plan, kernels))
+            result._origin = decision.key  # entered a device from the host's stream: see what becomes of it
+            return _call.lineage(inputs, decision, result)
+        why = "CuPy's CUDA kernels are unavailable" if plan is not None else "not drawn there with these arguments"
+        if plan is not None:
+            router.refused(op, inputs, target, f"{target.name} refused: {why}")
+        decision = Decision(NUMPY, DecisionKind.FALLBACK, f"{router.FALLBACK}{target.name}: {why}", key=decision.key)
+    result = _call._execute(op, inputs, decision, lambda: wrap(method(*_call.host_args(args),
+                                                                      **_call.host_kwargs(kwargs))))
+    if decision.hosted and type(result) is ndarray:
+        _call.hosted(result, decision.key)
+    return _call.lineage(inputs, decision, result)
+
+
+def _drawn_dtype(name: str, args: tuple, kwargs: dict) -> Any:
+    """The dtype a draw gives (its ``dtype`` argument, or NumPy's default), or ``None`` where it
+    cannot be told cheaply (NumPy's method then answers, errors included)."""
+    if name == "integers":
+        dtype = kwargs.get("dtype", args[3] if len(args) > 3 else _np.int64)
+    elif name in ("random", "standard_normal", "standard_exponential"):
+        dtype = kwargs.get("dtype", args[1] if len(args) > 1 else _np.float64)
+    else:
+        dtype = _np.float64
+    try:
+        return _np.dtype(dtype)
+    except TypeError:
+        return None
 
 
 @functools.cache

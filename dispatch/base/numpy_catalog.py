@@ -14,7 +14,8 @@ Work shapes (how the cost model sizes a call; see ``dispatch.work``):
 - ``cubic``: dense factorisation, ``~ m·n·min(m, n)`` work
 - ``sort``: comparison sort, ``n·log n``
 - ``fft``: ``5·n·log2 n``
-- ``random``: draws from a bit generator on the host (streams must equal NumPy's)
+- ``random``: draws from a bit generator (streams must equal NumPy's): on the host, but for
+  ``DEVICE_DRAWS``, which a CUDA device draws bit for bit and the router places as any call
 - ``host``: not array work (I/O, printing, dtype queries): always NumPy on the host
 
 Counterparts: ``=`` the same name, ``-`` none. The torch column names ``torch.<name>``.
@@ -550,9 +551,23 @@ random.vonmises               LOW random  =   -
 random.wald                   LOW random  =   -
 random.weibull                LOW random  =   -
 random.zipf                   LOW random  =   -
+
+# ---- numpy.random.Generator on PCG64: drawn where the router places them (dispatch.streams), -----
+# bit for bit NumPy's stream on a CUDA device; on any other bit generator, NumPy's own method
+random.Generator.integers              LOW random  -   -
+random.Generator.random                LOW random  -   -
+random.Generator.standard_normal       LOW random  -   -
+random.Generator.normal                LOW random  -   -
+random.Generator.uniform               LOW random  -   -
+random.Generator.standard_exponential  LOW random  -   -
+random.Generator.exponential           LOW random  -   -
 """
 
 NUMPY_CATALOG = parse_table(_TABLE, ("cupy", "torch"), WORKS)
+
+# The draws a CUDA device makes bit for bit (``dispatch.streams``): routed calls, priced on the
+# host and there (``dispatch.streams.prices``); every other draw is a host op.
+DEVICE_DRAWS = frozenset(name for name in NUMPY_CATALOG if name.startswith("random.Generator."))
 
 # Catalog names that newer NumPy releases removed (after deprecating them), with the first
 # release without them. Their entries stay, for programs on older NumPy; where the installed

@@ -30,6 +30,7 @@ from dispatch.base.devices import parse_device
 from dispatch.base.ops import op_named
 from dispatch.base.tiers import MoeThresholds, OpComplexity
 from dispatch.routing.calibration import INTEGER_OPS, SQUARE_OPS, Calibration
+from dispatch.streams import prices
 from dispatch.targets._staging import THRESHOLD
 
 __all__ = ["TargetModel", "estimate", "estimate_call", "models_from", "representative", "return_seconds",
@@ -201,6 +202,8 @@ def compute_seconds(model: TargetModel, op: Any, inputs: Any) -> float | None:
     """Time to run ``op`` on this target with its inputs already there."""
     if op.local or op.work == "view":
         return model.dispatch_overhead_s()
+    if op.work == "random":  # a draw: NumPy's on the host, the stream kernels' on a CUDA device
+        return prices.draw_seconds(model, op.name.rpartition(".")[2], inputs.dtypes[0], inputs.size)
     dtype, factor = _curve_dtype(inputs.dtypes)
     rep = representative(op)
     if rep in INTEGER_OPS and inputs.dtypes and all(d.kind in "biu" for d in inputs.dtypes):

@@ -65,6 +65,7 @@ import numpy as np
 from dispatch import cluster, targets
 from dispatch.base import box, tuning
 from dispatch.base.devices import DASK, HOST_ONLY
+from dispatch.base.numpy_catalog import DEVICE_DRAWS
 from dispatch.base.ops import all_ops, op_named
 from dispatch.base.state import STATE
 from dispatch.base.tiers import Backend
@@ -797,7 +798,7 @@ class Router:
                 return gather, False  # decided on the bytes of these arrays, not on the key's size bucket
         if op.local and inputs.arrays:  # before host ops: indexing (outside the catalog) stays where the data is
             return Decision(_engine_holding(inputs.arrays[0]), DecisionKind.LOCAL, LOCAL_REASON, key=key), True
-        if not op.cataloged or op.work in ("host", "random"):
+        if not op.cataloged or op.work == "host" or (op.work == "random" and op.name not in DEVICE_DRAWS):
             return Decision(NUMPY, DecisionKind.HOST_OP, "host op", key=key), True
         if inputs.size <= SMALL and all(d.is_host for d in inputs.devices):
             return Decision(NUMPY, DecisionKind.SMALL, SMALL_REASON, key=key), True

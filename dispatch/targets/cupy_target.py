@@ -28,6 +28,7 @@ import numpy as np
 
 from dispatch.base.box import device_scalar
 from dispatch.base.devices import Device, device_of
+from dispatch.base.numpy_catalog import DEVICE_DRAWS
 from dispatch.base.tiers import Backend
 from dispatch.targets import _cupy_fixes as fixes
 from dispatch.targets import registry
@@ -177,7 +178,7 @@ class CupyTarget(Target):
 
     def supports(self, op: Any) -> bool:
         if op.name in _REFUSED or op.work == "random":
-            return False
+            return op.name in DEVICE_DRAWS  # NumPy's stream, drawn by dispatch.random (``run`` refuses draws)
         if op.name in ("__getitem__", "__setitem__"):
             return True
         try:

@@ -32,7 +32,7 @@ from dispatch.base import blas_spin, tuning
 from dispatch.base.box import device_scalar
 from dispatch.base.devices import HOST, Device
 from dispatch.base.devices import torch_cpu_to_numpy as _torch_cpu_to_numpy
-from dispatch.base.numpy_catalog import NUMPY_CATALOG
+from dispatch.base.numpy_catalog import DEVICE_DRAWS, NUMPY_CATALOG
 from dispatch.base.tiers import Backend
 from dispatch.targets import registry
 from dispatch.targets._oracle import expected, indexing_gives_scalar, unique_inverse_shape
@@ -159,7 +159,8 @@ class TorchTarget(Target):
     def supports(self, op: Any) -> bool:
         if op.ufunc is not None and op.method == "__call__":
             return op.name not in _UFUNC_REFUSED
-        return op.name in _IMPLS
+        # NumPy's stream, drawn on CUDA by dispatch.random (``run`` refuses draws)
+        return op.name in _IMPLS or (self.kind == "cuda" and op.name in DEVICE_DRAWS)
 
     def events(self) -> tuple[Any, Any] | None:
         if self.kind != "cuda":
