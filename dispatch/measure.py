@@ -63,7 +63,29 @@ def _measure_target(target: Any, quick: bool, inputs: calibration._Inputs, tick:
             lambda: one + one, target.synchronize, budget)
         if not target.device.is_host:
             out["transfer"] = calibration._measure_transfers(target, quick)
+        out["memory_bandwidth"], out["memory_bandwidth_bytes"] = _measure_bandwidth(target, quick)
     return _measure_ops(target, quick, inputs, tick, out, which)
+
+
+def _measure_bandwidth(target: Any, quick: bool) -> tuple[float, int]:
+    """Bytes per second an ``add`` streams through the target's memory (two operands read, a new
+    result written, as NumPy's calls write theirs), on operands of ``calibration.stream_bytes``
+    each, beyond its caches; and that size. The least of a few calls after a warm-up: a process's
+    first large result waits for the kernel to map its pages, up to ten times the call."""
+    dtype = "float64" if calibration._holds(target, "float64") else "float32"
+    itemsize = np.dtype(dtype).itemsize
+    n = calibration.stream_bytes(target) // itemsize
+    a, b = (dispatch.asarray(np.full(n, value, dtype)).to(target.name) for value in (0.5, 0.25))
+    add = _call_for("add")
+    add(a, b)
+    target.synchronize()
+    seconds = []
+    for _ in range(calibration._STREAM_CALLS[quick]):
+        start = time.perf_counter()
+        add(a, b)
+        target.synchronize()
+        seconds.append(time.perf_counter() - start)
+    return 3 * n * itemsize / min(seconds), n * itemsize
 
 
 def _measure_ops(target: Any, quick: bool, inputs: calibration._Inputs, tick: Callable[[str], None], out: dict,
@@ -107,11 +129,6 @@ def _measure_ops(target: Any, quick: bool, inputs: calibration._Inputs, tick: Ca
                 ops[op] = points
             if "matmul" in ops:
                 out["gemm"][dtype] = [[n, 2.0 * n**3 / s] for n, s in ops["matmul"] if s > 0]
-    adds = out["ops"].get("float64", out["ops"].get("float32", {})).get("add", [])
-    if adds:
-        n, seconds = adds[-1]
-        itemsize = 8 if "float64" in out["ops"] else 4
-        out["memory_bandwidth"] = 3 * n * itemsize / seconds
     return out
 
 

@@ -502,6 +502,10 @@ def test_calibration_round_trip_and_cache(isolated):
     assert set(full) == {"float32", "float64", "int64"} and [op for op, *_ in full["int64"]] == ["sort", "lexsort"]
     assert not {"lexsort"} & {op for dtype in ("float64", "float32") for op, *_ in full[dtype]}  # integers alone
     assert [x for x, _ in cal.targets["numpy"]["ops"]["int64"]["lexsort"]] == [1_000, 262_144]  # two keys of half
+    # memory bandwidth timed beyond the last-level cache, not on the add curve's in-cache sizes
+    numpy_ = cal.targets["numpy"]
+    assert numpy_["memory_bandwidth_bytes"] >= max(2 * calibration.cache_bytes(), 64 << 20)
+    assert 1e8 < numpy_["memory_bandwidth"] < 1e12
     stored = list(isolated.glob("calibration-*.json"))
     assert len(stored) == 1 and json.loads(stored[0].read_text())["fingerprint"] == calibration.fingerprint()
     calibration._loaded.clear()
@@ -520,6 +524,19 @@ def test_a_calibration_looks_only_for_the_targets_the_router_prices(isolated, mo
     cal = measure.calibrate(quick=True, progress=False, save=False)
     assert set(looked_for) == set(router.PRICED) and "dask" not in looked_for
     assert set(cal.targets) == {n for n in router.PRICED if probe(n) is not None}
+
+
+def test_the_bandwidth_operands_outgrow_the_largest_cache(monkeypatch, tmp_path):
+    """An ``add`` of 1,000,000 float64 (24 MB) fits a 32 MiB cache: priced by it, a tall lstsq
+    that streams from memory came out 3x too fast."""
+    assert [calibration._cache_size(t) for t in ("32768K", "1M", "512K\n", "2G", "", "n/a")] == [
+        32 << 20, 1 << 20, 512 << 10, 2 << 30, 0, 0]
+    monkeypatch.setattr(calibration, "cache_bytes", lambda target=None: 256 << 20)  # a large server's L3
+    assert calibration.stream_bytes() == 512 << 20
+    monkeypatch.setattr(calibration, "cache_bytes", lambda target=None: 4 << 20)
+    assert calibration.stream_bytes() == 64 << 20  # the floor: far beyond any small cache
+    monkeypatch.setattr(calibration, "cache_bytes", lambda target=None: 4 << 30)
+    assert calibration.stream_bytes() == 1 << 30  # the ceiling: a quick calibration stays quick
 
 
 def test_a_slow_point_is_the_least_of_a_few_calls():
