@@ -575,6 +575,14 @@ def test_hardware_with_a_gpu_brings_the_gpu_tier_back(app, monkeypatch):
     dot = next(s for s in analyze_json("app.py", "--profile", "p.json", "--hardware", "gpu.json")["sites"]
                if s["op"] == "dot")
     assert dot["tier"] == "GPU"
+    # this machine calibrated, without a GPU: its estimates price no GPU, the tier still names it
+    from dispatch.routing import calibration
+
+    monkeypatch.setattr(_pricing, "tiers_here", lambda: {Backend.SCALAR, Backend.SIMD})
+    synthetic(gpu=False).save(Path(os.environ["DISPATCH_CACHE_DIR"]) / f"calibration-{calibration.fingerprint()}.json")
+    sites = analyze_json("app.py", "--profile", "p.json", "--hardware", "gpu.json")["sites"]
+    dot = next(s for s in sites if s["op"] == "dot")
+    assert dot["tier"] == "GPU" and "GPU" not in dot["model_estimate_seconds"]
 
 
 def test_tiers_here_are_those_of_the_available_targets():
