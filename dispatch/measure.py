@@ -112,11 +112,15 @@ def _measure_ops(target: Any, quick: bool, inputs: calibration._Inputs, tick: Ca
                     try:
                         tries = [calibration._timer(run, target.synchronize, budget, calibration._SLOW_CALLS[quick])]
                         for pause in calibration._RETRY_PAUSES_S:
-                            if not (points and calibration._off_curve(op, points[-1], [x, min(tries)])):
+                            if not (points and calibration._off_curve(op, points[-1], [x, min(tries)])
+                                    and calibration._may_retry(target.name, quick)):
                                 break
+                            began = time.perf_counter()
                             time.sleep(pause)
                             tries.append(calibration._timer(run, target.synchronize, budget,
                                                             calibration._SLOW_CALLS[quick]))
+                            calibration._retried_s[target.name] = (calibration._retried_s.get(target.name, 0.0)
+                                                                   + time.perf_counter() - began)
                         seconds = min(tries)
                         key = f"{dtype} {op} {size}"
                         if len(tries) > 1 or key in out.get("measured_again", {}):  # or measured again later
@@ -293,6 +297,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     """
     start = time.perf_counter()
     calibration._SPREAD[:] = [0, 0]
+    calibration._retried_s.clear()
     phases: dict[str, float] = {}  # seconds spent on other things than measuring the targets
     wanted = [name for name in router.PRICED if only is None or name in only]
     children = _start_first_calls(wanted, quick)  # before any target is looked for
@@ -345,10 +350,13 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         # BLAS at every barrier, and one bad point ends an op's ladder and misprices every larger
         # size). A child's figures stand (CuPy's first calls stay out of here).
         for target in found:
-            if target.name not in measured_aside and (disturbed := calibration._off_curve_ops(result[target.name])):
+            if (target.name not in measured_aside and calibration._may_retry(target.name, quick)
+                    and (disturbed := calibration._off_curve_ops(result[target.name]))):
                 began = time.perf_counter()
                 _measure_ops(target, quick, inputs, lambda label: None, result[target.name], disturbed.__contains__)
                 seconds[target.name] += time.perf_counter() - began
+                calibration._retried_s[target.name] = (calibration._retried_s.get(target.name, 0.0)
+                                                       + time.perf_counter() - began)
             result[target.name]["seconds"] = round(seconds[target.name], 2)
     finally:
         _finish_first_calls(children)

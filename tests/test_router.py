@@ -820,6 +820,33 @@ def test_a_host_product_still_off_its_curve_is_measured_again_once_every_target_
     assert cal.targets["numpy"]["ops"]["float64"]["linalg.svd"] == first["numpy"]["linalg.svd"]  # on its curve
 
 
+def test_retries_stop_once_a_target_spent_its_retry_budget(isolated, monkeypatch):
+    """On a 2-core machine at load 8 a quick calibration spent 40 of its 70 s measuring
+    factorisations again that stayed 50x slow through every retry: each target's retries stop
+    at ``RETRY_BUDGET_S`` (2 s quick), within a ladder and after every target was measured."""
+    numpy_target = dispatch.targets.get("numpy")
+    monkeypatch.setattr(calibration, "_plan", lambda target, quick: [("float64", (("matmul", (64, 256), (64, 256)),))])
+    monkeypatch.setattr(measure.time, "sleep", lambda s: None)
+    timed = []
+    slow = {64: 1e-5, 256: 0.5}  # 256 at 1/780 the rate of 64: off the curve whatever the retries
+
+    def timer(run, sync, budget, slow_calls=3):
+        timed.append(run.args[0].shape[0])
+        return slow[run.args[0].shape[0]]
+
+    monkeypatch.setattr(calibration, "_timer", timer)
+    measure._measure_ops(numpy_target, True, calibration._Inputs(), lambda label: None, {"ops": {}, "gemm": {}},
+                         lambda op: True)
+    assert timed == [64, 256, 256, 256]  # the point and its two retries: budget left
+    timed.clear()
+    calibration._retried_s["numpy"] = calibration.RETRY_BUDGET_S[True]  # spent
+    out = measure._measure_ops(numpy_target, True, calibration._Inputs(), lambda label: None,
+                               {"ops": {}, "gemm": {}}, lambda op: True)
+    assert timed == [64, 256] and "measured_again" not in out
+    assert calibration._may_retry("numpy", quick=False)  # a full calibration's budget is larger
+    calibration._retried_s.clear()
+
+
 def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports_torch(isolated, monkeypatch):
     """The child starts before any target is looked for and is done before CuPy is looked for
     here (after torch-cpu, whose probe imports torch); what it measured is CuPy's. A child that

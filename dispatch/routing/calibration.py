@@ -119,6 +119,16 @@ _SLOW_POINT_S = 0.3
 # too slow. So a point over _OFF_CURVE times is measured again after each pause, and the least kept.
 _OFF_CURVE = 1.5
 _RETRY_PAUSES_S = (0.1, 0.3)
+# Seconds a target may spend measuring such points again, full and quick: on a machine whose
+# cores other processes hold, a factorisation stays 50x slow through every retry (a quick
+# calibration of a 2-core machine at load 8 spent 40 of its 70 s retrying), so retries stop there.
+RETRY_BUDGET_S = {False: 10.0, True: 2.0}
+_retried_s: dict[str, float] = {}  # seconds each target spent retrying, this calibration
+
+
+def _may_retry(name: str, quick: bool) -> bool:
+    """Whether target ``name`` has retry time left in this calibration (``RETRY_BUDGET_S``)."""
+    return _retried_s.get(name, 0.0) < RETRY_BUDGET_S[quick]
 # A slow point is the least of this many calls, its warm-up among them (``_timer``), full and quick.
 _SLOW_CALLS = {False: 3, True: 2}
 # Quick calibrations measure float64 (float32 is priced from it) and the integer sorts on int64
