@@ -298,6 +298,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     start = time.perf_counter()
     calibration._SPREAD[:] = [0, 0]
     calibration._retried_s.clear()
+    calibration.note_load(reset=True)
     phases: dict[str, float] = {}  # seconds spent on other things than measuring the targets
     wanted = [name for name in router.PRICED if only is None or name in only]
     children = _start_first_calls(wanted, quick)  # before any target is looked for
@@ -383,6 +384,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
                **({"measured_aside": aside_names} if aside_names else {}), **_dask_extra(result),
                "disturbed": list(calibration._SPREAD), "startup": started},
     )
+    calibration.note_load()
     if (note := calibration.busy_note()) is not None:
         logging.getLogger("dispatch").warning(note)
     if save:

@@ -1247,6 +1247,15 @@ def test_a_busy_machine_is_named_by_the_calibration(monkeypatch):
     assert note is not None and "\n" not in note and "1 of 2 measurements varied over 1.5x" in note
     monkeypatch.setattr(calibration, "_SPREAD", [1, 4])
     assert calibration.busy_note() is None  # a quarter disturbed: steady enough
+    # steady batches, but a load average over the cores: every threaded product stalls
+    monkeypatch.setattr(calibration.os, "getloadavg", lambda: (13.2, 12.0, 9.0), raising=False)
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 2)
+    calibration.note_load(reset=True)
+    note = calibration.busy_note()
+    assert note is not None and "its load average reached 13.2 on 2 cores" in note
+    monkeypatch.setattr(calibration.os, "getloadavg", lambda: (1.5, 1.0, 1.0), raising=False)
+    calibration.note_load(reset=True)
+    assert calibration.busy_note() is None  # under one runnable process a core
     monkeypatch.setattr(calibration, "_SPREAD", [0, 0])
     calibration._timer(lambda: None, lambda: None, budget=1e-3)
     assert calibration._SPREAD[1] == 1  # every batched measurement is counted

@@ -499,15 +499,35 @@ def _count_spread(samples: list[float]) -> None:
     _SPREAD[0] += sorted(samples)[len(samples) // 2] > BUSY_SPREAD * min(samples)  # the median far off the least
 
 
+# The highest one-minute load average per core seen during the calibration (``note_load``): over
+# BUSY_LOAD, other processes held the cores. Batches of fast ops can stay steady then while every
+# multi-threaded product stalls (a quick calibration at load 13 on 2 cores: 3 of 34 batches
+# disturbed, its factorisations 50x slow).
+_LOAD = [0.0]
+BUSY_LOAD = 1.0
+
+
+def note_load(reset: bool = False) -> None:
+    """Keep the machine's load average per core, where the system reports one."""
+    if reset:
+        _LOAD[0] = 0.0
+    if hasattr(os, "getloadavg"):
+        _LOAD[0] = max(_LOAD[0], os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
 def busy_note() -> str | None:
     """One line saying that the last calibration's machine was too busy to measure steadily, or
     ``None`` when it was steady enough."""
     disturbed, measured = _SPREAD
-    if not measured or disturbed <= BUSY_SHARE * measured:
+    cores = os.cpu_count() or 1
+    if _LOAD[0] > BUSY_LOAD:
+        why = f"its load average reached {_LOAD[0] * cores:.1f} on {cores} cores"
+    elif measured and disturbed > BUSY_SHARE * measured:
+        why = f"{disturbed} of {measured} measurements varied over {BUSY_SPREAD}x between their samples"
+    else:
         return None
-    return (f"dispatch calibrate: the machine was busy: {disturbed} of {measured} measurements varied over "
-            f"{BUSY_SPREAD}x between their samples; the least disturbed were kept, but calibrate again when "
-            "it is quieter")
+    return (f"dispatch calibrate: the machine was busy: {why}; the least disturbed figures were kept, but "
+            "calibrate again when it is quieter")
 
 
 class _Inputs:
