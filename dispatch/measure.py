@@ -63,7 +63,29 @@ def _measure_target(target: Any, quick: bool, inputs: calibration._Inputs, tick:
             lambda: one + one, target.synchronize, budget)
         if not target.device.is_host:
             out["transfer"] = calibration._measure_transfers(target, quick)
+        out["memory_bandwidth"], out["memory_bandwidth_bytes"] = _measure_bandwidth(target, quick)
     return _measure_ops(target, quick, inputs, tick, out, which)
+
+
+def _measure_bandwidth(target: Any, quick: bool) -> tuple[float, int]:
+    """Bytes per second an ``add`` streams through the target's memory (two operands read, a new
+    result written, as NumPy's calls write theirs), on operands of ``calibration.stream_bytes``
+    each, beyond its caches; and that size. The least of a few calls after a warm-up: a process's
+    first large result waits for the kernel to map its pages, up to ten times the call."""
+    dtype = "float64" if calibration._holds(target, "float64") else "float32"
+    itemsize = np.dtype(dtype).itemsize
+    n = calibration.stream_bytes(target) // itemsize
+    a, b = (dispatch.asarray(np.full(n, value, dtype)).to(target.name) for value in (0.5, 0.25))
+    add = _call_for("add")
+    add(a, b)
+    target.synchronize()
+    seconds = []
+    for _ in range(calibration._STREAM_CALLS[quick]):
+        start = time.perf_counter()
+        add(a, b)
+        target.synchronize()
+        seconds.append(time.perf_counter() - start)
+    return 3 * n * itemsize / min(seconds), n * itemsize
 
 
 def _measure_ops(target: Any, quick: bool, inputs: calibration._Inputs, tick: Callable[[str], None], out: dict,
@@ -90,11 +112,15 @@ def _measure_ops(target: Any, quick: bool, inputs: calibration._Inputs, tick: Ca
                     try:
                         tries = [calibration._timer(run, target.synchronize, budget, calibration._SLOW_CALLS[quick])]
                         for pause in calibration._RETRY_PAUSES_S:
-                            if not (points and calibration._off_curve(op, points[-1], [x, min(tries)])):
+                            if not (points and calibration._off_curve(op, points[-1], [x, min(tries)])
+                                    and calibration._may_retry(target.name, quick)):
                                 break
+                            began = time.perf_counter()
                             time.sleep(pause)
                             tries.append(calibration._timer(run, target.synchronize, budget,
                                                             calibration._SLOW_CALLS[quick]))
+                            calibration._retried_s[target.name] = (calibration._retried_s.get(target.name, 0.0)
+                                                                   + time.perf_counter() - began)
                         seconds = min(tries)
                         key = f"{dtype} {op} {size}"
                         if len(tries) > 1 or key in out.get("measured_again", {}):  # or measured again later
@@ -107,11 +133,6 @@ def _measure_ops(target: Any, quick: bool, inputs: calibration._Inputs, tick: Ca
                 ops[op] = points
             if "matmul" in ops:
                 out["gemm"][dtype] = [[n, 2.0 * n**3 / s] for n, s in ops["matmul"] if s > 0]
-    adds = out["ops"].get("float64", out["ops"].get("float32", {})).get("add", [])
-    if adds:
-        n, seconds = adds[-1]
-        itemsize = 8 if "float64" in out["ops"] else 4
-        out["memory_bandwidth"] = 3 * n * itemsize / seconds
     return out
 
 
@@ -276,6 +297,8 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
     """
     start = time.perf_counter()
     calibration._SPREAD[:] = [0, 0]
+    calibration._retried_s.clear()
+    calibration.note_load(reset=True)
     phases: dict[str, float] = {}  # seconds spent on other things than measuring the targets
     wanted = [name for name in router.PRICED if only is None or name in only]
     children = _start_first_calls(wanted, quick)  # before any target is looked for
@@ -328,10 +351,13 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
         # BLAS at every barrier, and one bad point ends an op's ladder and misprices every larger
         # size). A child's figures stand (CuPy's first calls stay out of here).
         for target in found:
-            if target.name not in measured_aside and (disturbed := calibration._off_curve_ops(result[target.name])):
+            if (target.name not in measured_aside and calibration._may_retry(target.name, quick)
+                    and (disturbed := calibration._off_curve_ops(result[target.name]))):
                 began = time.perf_counter()
                 _measure_ops(target, quick, inputs, lambda label: None, result[target.name], disturbed.__contains__)
                 seconds[target.name] += time.perf_counter() - began
+                calibration._retried_s[target.name] = (calibration._retried_s.get(target.name, 0.0)
+                                                       + time.perf_counter() - began)
             result[target.name]["seconds"] = round(seconds[target.name], 2)
     finally:
         _finish_first_calls(children)
@@ -358,6 +384,7 @@ def calibrate(quick: bool = False, progress: bool = True, save: bool = True,
                **({"measured_aside": aside_names} if aside_names else {}), **_dask_extra(result),
                "disturbed": list(calibration._SPREAD), "startup": started},
     )
+    calibration.note_load()
     if (note := calibration.busy_note()) is not None:
         logging.getLogger("dispatch").warning(note)
     if save:

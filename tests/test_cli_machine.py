@@ -119,7 +119,9 @@ def test_calibrate_quick_only_numpy_keeps_the_other_stored_targets(cache, tmp_pa
     out = tmp_path / "here.json"
     done = dispatch_cli("calibrate", "--quick", "--only", "numpy", "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert done.stderr.splitlines() == [
+    said = [line for line in done.stderr.splitlines()  # a busy machine is named, in one line
+            if not line.startswith("dispatch calibrate: the machine was busy: ")]
+    assert said == [
         f"wrote {out}",
         "kept the stored measurements of torch-cpu",
         f"stored {stored_path(cache)}",

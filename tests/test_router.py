@@ -15,7 +15,7 @@ import pytest
 from helpers import assert_same, patch_targets, router_restored
 
 import dispatch
-from dispatch import Backend, BackendSelector, OpComplexity, measure
+from dispatch import BackendSelector, OpComplexity, measure
 from dispatch.arrays._call import Inputs, _layout
 from dispatch.base.devices import HOST, Device
 from dispatch.base.ops import op_named
@@ -105,9 +105,9 @@ def test_a_seed_reason_names_where_the_call_went(isolated, monkeypatch):
     op = op_named("linalg.lstsq")
     a = dispatch.asarray(np.ones((30_000, 12)))
     decision = router.decide(op, _inputs(a, dispatch.ones(30_000)), (), {})
-    assert decision.reason.startswith("heuristic: seed table says GPU")  # HIGH on 390,000 elements
-    assert decision.reason.endswith(f"; {decision.target.name} runs it here")
-    assert decision.target.tier is not Backend.GPU
+    assert decision.reason.startswith("heuristic: seed table: HIGH on 360,000 elements -> GPU, but no GPU")
+    assert decision.reason.endswith(": NumPy (the seed sends only sum, mean and prod to torch-cpu)")
+    assert decision.target.name == "numpy"
 
 
 def test_a_stored_calibration_is_loaded_on_first_use(isolated):
@@ -502,6 +502,10 @@ def test_calibration_round_trip_and_cache(isolated):
     assert set(full) == {"float32", "float64", "int64"} and [op for op, *_ in full["int64"]] == ["sort", "lexsort"]
     assert not {"lexsort"} & {op for dtype in ("float64", "float32") for op, *_ in full[dtype]}  # integers alone
     assert [x for x, _ in cal.targets["numpy"]["ops"]["int64"]["lexsort"]] == [1_000, 262_144]  # two keys of half
+    # memory bandwidth timed beyond the last-level cache, not on the add curve's in-cache sizes
+    numpy_ = cal.targets["numpy"]
+    assert numpy_["memory_bandwidth_bytes"] >= max(2 * calibration.cache_bytes(), 64 << 20)
+    assert 1e8 < numpy_["memory_bandwidth"] < 1e12
     stored = list(isolated.glob("calibration-*.json"))
     assert len(stored) == 1 and json.loads(stored[0].read_text())["fingerprint"] == calibration.fingerprint()
     calibration._loaded.clear()
@@ -520,6 +524,19 @@ def test_a_calibration_looks_only_for_the_targets_the_router_prices(isolated, mo
     cal = measure.calibrate(quick=True, progress=False, save=False)
     assert set(looked_for) == set(router.PRICED) and "dask" not in looked_for
     assert set(cal.targets) == {n for n in router.PRICED if probe(n) is not None}
+
+
+def test_the_bandwidth_operands_outgrow_the_largest_cache(monkeypatch, tmp_path):
+    """An ``add`` of 1,000,000 float64 (24 MB) fits a 32 MiB cache: priced by it, a tall lstsq
+    that streams from memory came out 3x too fast."""
+    assert [calibration._cache_size(t) for t in ("32768K", "1M", "512K\n", "2G", "", "n/a")] == [
+        32 << 20, 1 << 20, 512 << 10, 2 << 30, 0, 0]
+    monkeypatch.setattr(calibration, "cache_bytes", lambda target=None: 256 << 20)  # a large server's L3
+    assert calibration.stream_bytes() == 512 << 20
+    monkeypatch.setattr(calibration, "cache_bytes", lambda target=None: 4 << 20)
+    assert calibration.stream_bytes() == 64 << 20  # the floor: far beyond any small cache
+    monkeypatch.setattr(calibration, "cache_bytes", lambda target=None: 4 << 30)
+    assert calibration.stream_bytes() == 1 << 30  # the ceiling: a quick calibration stays quick
 
 
 def test_a_slow_point_is_the_least_of_a_few_calls():
@@ -801,6 +818,33 @@ def test_a_host_product_still_off_its_curve_is_measured_again_once_every_target_
     assert events == [("whole", "numpy"), ("whole", "torch-cpu"), ("ops", "numpy", ("matmul",))]
     assert cal.targets["numpy"]["ops"]["float64"]["matmul"] == calm
     assert cal.targets["numpy"]["ops"]["float64"]["linalg.svd"] == first["numpy"]["linalg.svd"]  # on its curve
+
+
+def test_retries_stop_once_a_target_spent_its_retry_budget(isolated, monkeypatch):
+    """On a 2-core machine at load 8 a quick calibration spent 40 of its 70 s measuring
+    factorisations again that stayed 50x slow through every retry: each target's retries stop
+    at ``RETRY_BUDGET_S`` (2 s quick), within a ladder and after every target was measured."""
+    numpy_target = dispatch.targets.get("numpy")
+    monkeypatch.setattr(calibration, "_plan", lambda target, quick: [("float64", (("matmul", (64, 256), (64, 256)),))])
+    monkeypatch.setattr(measure.time, "sleep", lambda s: None)
+    timed = []
+    slow = {64: 1e-5, 256: 0.5}  # 256 at 1/780 the rate of 64: off the curve whatever the retries
+
+    def timer(run, sync, budget, slow_calls=3):
+        timed.append(run.args[0].shape[0])
+        return slow[run.args[0].shape[0]]
+
+    monkeypatch.setattr(calibration, "_timer", timer)
+    measure._measure_ops(numpy_target, True, calibration._Inputs(), lambda label: None, {"ops": {}, "gemm": {}},
+                         lambda op: True)
+    assert timed == [64, 256, 256, 256]  # the point and its two retries: budget left
+    timed.clear()
+    calibration._retried_s["numpy"] = calibration.RETRY_BUDGET_S[True]  # spent
+    out = measure._measure_ops(numpy_target, True, calibration._Inputs(), lambda label: None,
+                               {"ops": {}, "gemm": {}}, lambda op: True)
+    assert timed == [64, 256] and "measured_again" not in out
+    assert calibration._may_retry("numpy", quick=False)  # a full calibration's budget is larger
+    calibration._retried_s.clear()
 
 
 def test_a_quick_calibration_measures_cupy_in_a_child_while_this_process_imports_torch(isolated, monkeypatch):
@@ -1203,6 +1247,15 @@ def test_a_busy_machine_is_named_by_the_calibration(monkeypatch):
     assert note is not None and "\n" not in note and "1 of 2 measurements varied over 1.5x" in note
     monkeypatch.setattr(calibration, "_SPREAD", [1, 4])
     assert calibration.busy_note() is None  # a quarter disturbed: steady enough
+    # steady batches, but a load average over the cores: every threaded product stalls
+    monkeypatch.setattr(calibration.os, "getloadavg", lambda: (13.2, 12.0, 9.0), raising=False)
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 2)
+    calibration.note_load(reset=True)
+    note = calibration.busy_note()
+    assert note is not None and "its load average reached 13.2 on 2 cores" in note
+    monkeypatch.setattr(calibration.os, "getloadavg", lambda: (1.5, 1.0, 1.0), raising=False)
+    calibration.note_load(reset=True)
+    assert calibration.busy_note() is None  # under one runnable process a core
     monkeypatch.setattr(calibration, "_SPREAD", [0, 0])
     calibration._timer(lambda: None, lambda: None, budget=1e-3)
     assert calibration._SPREAD[1] == 1  # every batched measurement is counted

@@ -22,11 +22,14 @@ import pytest
 pytest.importorskip("sklearn")
 
 import _sklearn_cases as cases
+from helpers import router_restored
 from sklearn.base import clone
 
 import dispatch
 import dispatch.sklearn as ds
 from dispatch import targets
+from dispatch.routing import calibration
+from dispatch.routing.history import History
 from dispatch.sklearn import _patch, _routing
 
 REPO = Path(__file__).resolve().parents[1]
@@ -613,9 +616,20 @@ def test_a_large_call_the_other_side_cannot_run_is_not_measured_again(monkeypatc
 # ---- reasons say where the call ran, and why ---------------------------------------------------------------
 
 
-def _states_its_outcome(target: str, reason: str) -> bool:
+_SEED = "heuristic: seed table: "
+
+
+def _states_its_outcome(target: str, reason: str, gpus: tuple = ()) -> bool:
     """A reason opens with where the call ran ("stock scikit-learn" is NumPy); where it names a
-    table's tier that did not run, it says why the call did not move."""
+    table's tier that did not run, it says why the call did not move. The seed policy's reasons
+    for NumPy's calls name the table's tier first, then where the call ran, and why not on that
+    tier where it did not (``gpus``: targets standing in for a GPU)."""
+    if reason.startswith(_SEED):
+        tier = reason.split(" -> ", 1)[1].split(",")[0].split(":")[0]
+        ran_on = "GPU" if target in gpus else {"numpy": "SCALAR", "torch-cpu": "SIMD"}.get(target, "GPU")
+        named = f": {'NumPy' if target == 'numpy' else target}" in reason
+        why = tier == ran_on or ", but " in reason or "the seed sends only sum, mean and prod" in reason
+        return named and why
     if target == "numpy":
         if not reason.startswith("stock scikit-learn: "):
             return False
@@ -730,3 +744,41 @@ def test_accelerate_before_scikit_learn_is_imported_patches_what_loads():
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] == stock.stdout.split()[0]
     assert done.stdout.split()[1] == "True"
+
+
+def test_the_seed_tables_reasons_never_contradict_where_the_call_ran(monkeypatch, tmp_path):
+    """Uncalibrated, NumPy's own calls are routed by the seed's table; its GPU tier on a machine
+    without a GPU read "seed table says GPU" for a call NumPy ran."""
+    from dispatch.routing import router
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(0)
+    tall, vector = dispatch.asarray(rng.random((30_000, 12))), dispatch.asarray(rng.random(300_000))
+    square = dispatch.asarray(rng.random((200, 200)))
+    records = []
+
+    def run(gpus: tuple = ()) -> None:
+        router.clear_decisions()
+        with dispatch.trace() as t:
+            dispatch.linalg.lstsq(tall, vector[:30_000], rcond=None)  # HIGH: the GPU tier
+            dispatch.sum(vector)  # MEDIUM: GPU, or torch-cpu's faster sum
+            dispatch.cumsum(vector)  # MEDIUM, not one torch-cpu runs faster
+            dispatch.cumsum(vector[:20_000])  # the SIMD tier
+            square @ square
+        records.extend((r, gpus) for r in t.records if r.reason.startswith(_SEED))
+
+    with router_restored(History()):
+        assert router.policy() == "seed"
+        run()  # this machine as it is
+        monkeypatch.setattr(router.calibration, "_driver_gpus", lambda: ["a GPU whose library is not started"])
+        run()
+        if HAVE_TORCH:
+            monkeypatch.setattr(router, "GPU_TARGETS", ("torch-cpu",))  # stands in for a GPU that is up
+            run(gpus=("torch-cpu",))
+    contradictions = [(r.op, r.target, r.reason) for r, gpus in records
+                      if not _states_its_outcome(r.target, r.reason, gpus)]
+    assert len(records) >= 12 and not contradictions
+    reasons = [r.reason for r, _ in records]
+    assert {"GPU", "SIMD"} <= {r.split(" -> ", 1)[1].split(",")[0].split(":")[0] for r in reasons}
+    assert any(", but no GPU here" in r for r in reasons) or calibration._driver_gpus()
+    assert any(" is not up (" in r or " is not installed" in r for r in reasons)

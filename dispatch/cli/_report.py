@@ -57,6 +57,7 @@ from converters import Converter, NumPyConverter, PyTorchConverter, SklearnConve
 from converters.scanner import CallSite, FileScan, ScanError
 from dispatch.base.tiers import Backend, OpComplexity
 from dispatch.cli._profile import Profile, ProfileCall, SiteKey, match_calls
+from dispatch.cli.estimate import static_work
 
 __all__ = ["REPORT_VERSION", "Report", "Row", "build_report"]
 
@@ -195,9 +196,10 @@ def build_report(
             seconds = estimate(site.op, converter.complexity(site.op), site.size, site.shape)
             if tiers is not None:
                 seconds = {t: s for t, s in seconds.items() if t in tiers}
-            # no tier is named that nothing here runs, nor one the model says cannot run the op
-            # (host-only work: random streams, Python objects)
-            runs = set(seconds) if seconds else set(tiers if tiers is not None else _ORDER)
+            # no tier is named that nothing here (or on --hardware's machine) runs, nor one the
+            # op cannot run on (host-only work: random streams, Python objects)
+            host_only = static_work(site.op, converter.complexity(site.op), site.size, site.shape).host
+            runs = {Backend.SCALAR} if host_only else set(tiers if tiers is not None else _ORDER)
             tier = max((t for t in _ORDER if t in runs and _ORDER.index(t) <= _ORDER.index(tier)),
                        key=_ORDER.index, default=Backend.SCALAR)
             source = source_of(site.op) if source_of is not None else model.get("name")

@@ -119,6 +119,11 @@ TRANSCENDENTAL = frozenset({
 # floats runs vectorised: several times its cost.
 _INDIRECT_SORTS = frozenset({"argsort", "lexsort", "argpartition", "sort_complex"})
 INDIRECT = 5.0
+# Searches that write the coordinates of the true elements: a pass to count them, then one that
+# turns each found element's position into its coordinates, a division per axis past the first
+# (NumPy's n-d loop takes about five times its 1-d one per element, as the test elements first).
+_COORDINATE_SEARCHES = frozenset({"nonzero", "argwhere"})
+COORDINATES = 4.0  # element-wise work per element and axis past the first
 _PRODUCTS_OF_ROWS = frozenset({"cov", "corrcoef"})  # (p, n) rows of variables: a p x p product
 _ONE_DIMENSIONAL_FFT = frozenset({"fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", "fft.ihfft"})
 _REAL_FFT = frozenset({"fft.rfft", "fft.irfft", "fft.hfft", "fft.ihfft", "fft.rfft2", "fft.irfft2", "fft.rfftn",
@@ -211,6 +216,9 @@ def work_of(op: str, shapes: Sequence[Sequence[int]], itemsize: int = 8) -> Work
         return None
     work, item = entry.work, itemsize
     size = max(max(math.prod(s) for s in shapes), 1)
+    if op in _COORDINATE_SEARCHES:
+        axes = max(len(shapes[0]), 1)
+        return Work("map", size * (1 + COORDINATES * (axes - 1)), item * size + 8.0 * axes * size, 8.0 * axes * size)
     if work == "matmul":
         return _product(op, shapes, item)
     if work == "cubic":

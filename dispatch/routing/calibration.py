@@ -2,7 +2,8 @@
 
 ``dispatch.measure.calibrate()`` (or ``python -m dispatch calibrate``) times, for every target that
 works here: the per-call overhead, launch-and-sync overhead, transfers between host and
-device (pageable and through pinned staging), memory bandwidth, GEMM rates for small and
+device (pageable and through pinned staging), memory bandwidth (on operands beyond the
+last-level cache: ``stream_bytes``), GEMM rates for small and
 large shapes, and representative ops of each complexity at a few sizes, always through
 dispatch itself (so the adapters' own costs are in the numbers) on data already resident on
 the target. Results are stored as JSON in the user's cache directory under a fingerprint of
@@ -14,6 +15,7 @@ The JSON (``version`` 1)::
      "seconds": 12.3, "phases": {"finding the targets": 2.1, "waiting for the first calls": 0.0},
      "targets": {"numpy": {"device": "cpu", "threads": 2, "call_overhead_s": 1.1e-06,
                            "sync_overhead_s": 0.0, "memory_bandwidth": 7.0e9,
+                           "memory_bandwidth_bytes": 67108864,  # each operand's bytes
                            "transfer": {},                  # GPU targets only, bytes/s and s
                            "gemm": {"float64": [[n, flop_per_s], ...], ...},
                            "ops": {"float64": {"add": [[x, seconds], ...], ...}, ...,
@@ -117,6 +119,16 @@ _SLOW_POINT_S = 0.3
 # too slow. So a point over _OFF_CURVE times is measured again after each pause, and the least kept.
 _OFF_CURVE = 1.5
 _RETRY_PAUSES_S = (0.1, 0.3)
+# Seconds a target may spend measuring such points again, full and quick: on a machine whose
+# cores other processes hold, a factorisation stays 50x slow through every retry (a quick
+# calibration of a 2-core machine at load 8 spent 40 of its 70 s retrying), so retries stop there.
+RETRY_BUDGET_S = {False: 10.0, True: 2.0}
+_retried_s: dict[str, float] = {}  # seconds each target spent retrying, this calibration
+
+
+def _may_retry(name: str, quick: bool) -> bool:
+    """Whether target ``name`` has retry time left in this calibration (``RETRY_BUDGET_S``)."""
+    return _retried_s.get(name, 0.0) < RETRY_BUDGET_S[quick]
 # A slow point is the least of this many calls, its warm-up among them (``_timer``), full and quick.
 _SLOW_CALLS = {False: 3, True: 2}
 # Quick calibrations measure float64 (float32 is priced from it) and the integer sorts on int64
@@ -130,7 +142,7 @@ _OVERHEAD_BUDGET_S = {False: 0.02, True: 0.005}
 # is measured again rather than priced from: its points may mean something else (lstsq measured
 # on square operands priced tall ones wrongly). MEASURING is raised when the way something is
 # measured changes; a change to the tables above changes the plan by itself.
-MEASURING = 3
+MEASURING = 4  # 4: memory bandwidth timed beyond the last-level cache (``stream_bytes``)
 PLAN = hashlib.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE_OPS), sorted(TALL_OPS), TALL,
                             INTEGER_OPS, INTEGER_ONLY, _QUICK_DTYPES)).encode()).hexdigest()[:12]
 
@@ -231,7 +243,7 @@ def _target_problem(target: Any) -> str | None:
         parse_device(target.get("device", "cpu"))
     except (TypeError, ValueError) as exc:
         return str(exc)
-    for key in ("call_overhead_s", "sync_overhead_s", "memory_bandwidth"):
+    for key in ("call_overhead_s", "sync_overhead_s", "memory_bandwidth", "memory_bandwidth_bytes"):
         if key in target and not _finite(target[key]):
             return f"{key!r} is not a finite number of at least 0"
     threads = target.get("threads", 1)
@@ -485,15 +497,35 @@ def _count_spread(samples: list[float]) -> None:
     _SPREAD[0] += sorted(samples)[len(samples) // 2] > BUSY_SPREAD * min(samples)  # the median far off the least
 
 
+# The highest one-minute load average per core seen during the calibration (``note_load``): over
+# BUSY_LOAD, other processes held the cores. Batches of fast ops can stay steady then while every
+# multi-threaded product stalls (a quick calibration at load 13 on 2 cores: 3 of 34 batches
+# disturbed, its factorisations 50x slow).
+_LOAD = [0.0]
+BUSY_LOAD = 1.0
+
+
+def note_load(reset: bool = False) -> None:
+    """Keep the machine's load average per core, where the system reports one."""
+    if reset:
+        _LOAD[0] = 0.0
+    if hasattr(os, "getloadavg"):
+        _LOAD[0] = max(_LOAD[0], os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
 def busy_note() -> str | None:
     """One line saying that the last calibration's machine was too busy to measure steadily, or
     ``None`` when it was steady enough."""
     disturbed, measured = _SPREAD
-    if not measured or disturbed <= BUSY_SHARE * measured:
+    cores = os.cpu_count() or 1
+    if _LOAD[0] > BUSY_LOAD:
+        why = f"its load average reached {_LOAD[0] * cores:.1f} on {cores} cores"
+    elif measured and disturbed > BUSY_SHARE * measured:
+        why = f"{disturbed} of {measured} measurements varied over {BUSY_SPREAD}x between their samples"
+    else:
         return None
-    return (f"dispatch calibrate: the machine was busy: {disturbed} of {measured} measurements varied over "
-            f"{BUSY_SPREAD}x between their samples; the least disturbed were kept, but calibrate again when "
-            "it is quieter")
+    return (f"dispatch calibrate: the machine was busy: {why}; the least disturbed figures were kept, but "
+            "calibrate again when it is quieter")
 
 
 class _Inputs:
@@ -581,6 +613,46 @@ def _threads(target: Any) -> int:
     if target.library == "torch" and target.device.is_host:
         return int(target.torch.get_num_threads())
     return int(os.cpu_count() or 1)
+
+
+# Memory bandwidth is timed on operands far beyond the last-level cache: an ``add`` whose operands
+# fit in it times the cache, several times faster than memory, and would price every call that
+# streams from memory (a tall factorisation, a large copy) that much too fast. Each operand is
+# STREAM_CACHES times the largest cache, within STREAM_BOUNDS bytes.
+STREAM_CACHES = 2
+STREAM_BOUNDS = (64 << 20, 1 << 30)
+_STREAM_CALLS = {False: 5, True: 3}  # timed after a warm-up, full and quick; the least kept
+_DEFAULT_CACHE_BYTES = 32 << 20  # where the system does not say
+
+
+def cache_bytes(target: Any = None) -> int:
+    """The largest cache data stream through on ``target``'s device: the CPU's last-level cache
+    (as Linux lists it), or a GPU's L2 (as its library reports it); 32 MiB where neither says."""
+    if target is not None and not target.device.is_host:
+        try:
+            if target.library == "cupy":
+                found = target.cupy.cuda.runtime.getDeviceProperties(target.device.index)["l2CacheSize"]
+            else:
+                found = target.torch.cuda.get_device_properties(target.device.index).L2_cache_size
+            return int(found) or _DEFAULT_CACHE_BYTES
+        except Exception:  # MPS, or a library without the field: the default
+            return _DEFAULT_CACHE_BYTES
+    sizes = [_cache_size(" ".join(_lines(p))) for p in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size")]
+    return max(sizes, default=0) or _DEFAULT_CACHE_BYTES
+
+
+def _cache_size(text: str) -> int:
+    """Bytes of a sysfs cache size (``32768K``, ``1M``); 0 where it is not one."""
+    text = text.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text.rstrip("KMG")
+    return int(digits) * scale if digits.isdigit() else 0
+
+
+def stream_bytes(target: Any = None) -> int:
+    """Bytes of each operand of the bandwidth measurement on ``target`` (``STREAM_CACHES``)."""
+    lo, hi = STREAM_BOUNDS
+    return min(max(STREAM_CACHES * cache_bytes(target), lo), hi)
 
 
 def _measure_transfers(target: Any, quick: bool) -> dict[str, float]:

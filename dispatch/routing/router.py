@@ -56,8 +56,11 @@ ends: the memo, in Python and compiled, serves an entry only at the epoch it was
 from __future__ import annotations
 
 import copy
+import importlib.util
 import math
 import os
+import platform
+import sys
 from typing import Any
 
 import numpy as np
@@ -176,6 +179,23 @@ def _reach(name: str, saving_s: float | None, key: CallKey | None = None) -> Any
     return targets.probe(name) if startup.admit(name, saving_s, key) else None
 
 
+def _not_up(name: str) -> str:
+    """Why the seed's table leaves target ``name`` down: its library is not installed, or the
+    program has not imported it (the table starts no library; a calibration prices start-ups)."""
+    library = startup.LIBRARY.get(name, name)
+    if importlib.util.find_spec(library) is None:
+        return f"{library} is not installed"
+    return f"{name} is not up ({library} not imported)"
+
+
+def _no_gpu_up() -> str:
+    """Why no GPU target is up, for the seed's reasons: none here, or none started."""
+    if not calibration._driver_gpus() and not (sys.platform == "darwin" and platform.machine() == "arm64"):
+        return "no GPU here"
+    installed = [n for n in GPU_TARGETS if importlib.util.find_spec(startup.LIBRARY.get(n, n)) is not None]
+    return _not_up(installed[0]) if installed else "no GPU library is installed"
+
+
 def _engine_holding(a: Any) -> Any:
     engine = targets.engine_of(box.native(a))
     return NUMPY if engine.name == "torch-cpu" else engine
@@ -222,25 +242,30 @@ class SeedPolicy(Policy):
             holder = next(a for a in inputs.arrays if _device(a) == resident)
             return Decision(_engine_holding(holder), DecisionKind.SEED, f"heuristic: data on {resident}", key=key)
         tier = self.router.seed_selector.select_with_moe(op.complexity, inputs.size)
-        target = self._for_tier(tier, op)
-        reason = f"heuristic: seed table says {tier}"
-        if target.tier is not tier:  # the reason names where the call went, never only where it did not
-            reason += f"; {target.name} runs it here"
-        return Decision(target, DecisionKind.SEED, reason, key=key)
+        target, why = self._for_tier(tier, op)
+        table = f"heuristic: seed table: {op.complexity.name} on {inputs.size:,} elements -> {tier.name}"
+        return Decision(target, DecisionKind.SEED, table + why, key=key)
 
     @staticmethod
-    def _for_tier(tier: Backend, op: Any) -> Any:
+    def _for_tier(tier: Backend, op: Any) -> tuple[Any, str]:
+        """The target that runs the table's ``tier`` for ``op`` here, and the words that end the
+        reason after the tier: where the call runs, and why there when it is not the tier's."""
+        lacking = ""
         if tier is Backend.GPU:
-            for name in GPU_TARGETS:
-                target = _reach(name, None)
-                if target is not None and target.supports(op):
-                    return target
+            reached = [t for t in (_reach(name, None) for name in GPU_TARGETS) if t is not None]
+            for target in reached:
+                if target.supports(op):
+                    return target, f": {target.name}"
+            lacking = f", but no GPU target here runs {op.name}" if reached else f", but {_no_gpu_up()}"
             tier = Backend.SIMD
         if tier is Backend.SIMD and op.name in TORCH_CPU_FASTER:
             target = _reach("torch-cpu", None)
             if target is not None:
-                return target
-        return NUMPY
+                return target, f"{lacking}: torch-cpu (faster than NumPy at {op.name})"
+            return NUMPY, f"{lacking}, and {_not_up('torch-cpu')}: NumPy"
+        if tier is Backend.SIMD:  # NumPy's own vectorised loops and threaded BLAS
+            return NUMPY, f"{lacking}: NumPy (the seed sends only sum, mean and prod to torch-cpu)"
+        return NUMPY, ": NumPy"
 
     def floor(self, op: Any) -> int:
         floors = self.router.floors
