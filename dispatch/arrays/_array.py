@@ -26,6 +26,7 @@ from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type
 from dispatch.base.ops import GETITEM, POWER_OPERATOR, SETITEM, Op, op_for_function, op_for_ufunc_method, op_named
 from dispatch.base.state import STATE
 from dispatch.routing.cost import FFT_1D
+from dispatch.routing.router import ROUTER
 
 __all__ = ["device_scalar", "held", "ndarray", "wrap", "wrap_host"]
 
@@ -117,6 +118,8 @@ class ndarray:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = self._data
+        if _LIVE.recording:  # the program reads it on the host: its region ends here
+            _LIVE.read(self)
         if type(data) is np.ndarray:
             host = data
             if not copy and (dtype is None or data.dtype == dtype):
@@ -1090,6 +1093,7 @@ for _name in ("shape", "dtype", "ndim", "size"):
 del _name
 ndarray.__module__ = "dispatch"
 _call.bind(ndarray, _DeviceScalar, wrap, held)
+_LIVE = ROUTER.live  # the region being recorded for the planner (``dispatch.routing.live``)
 
 
 def _numpys_signatures() -> None:

@@ -46,6 +46,7 @@ _DeviceScalar: type = type(None)
 wrap: Callable[..., Any] = None  # type: ignore[assignment]
 held: Callable[[Any], Any] = None  # type: ignore[assignment]  # ``_array.held``: an array around data as it is
 _engine_of = targets.engine_of
+_LIVE = ROUTER.live  # the region being recorded for the planner (``dispatch.routing.live``)
 
 
 def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any], hold: Callable[[Any], Any]) -> None:
@@ -801,8 +802,9 @@ def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: A
 
 def _keep(memo_key: tuple, decision: Any, target: Any, run: Any) -> None:
     """Store a memo entry, at the router's epoch; a full memo starts over. None while a trial
-    runs: it times the program as the router runs it, call by call."""
-    if ROUTER.trials.running:
+    runs: it times the program as the router runs it, call by call; nor while a region is
+    recorded: its plan must see every call."""
+    if ROUTER.trials.running or _LIVE.recording:
         return
     memo = ROUTER.memo
     if len(memo) >= _MEMO_MAX:
@@ -821,7 +823,7 @@ def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: nd
     temporary the result is written into (``call``'s)."""
     decision, target, run, epoch = entry
     if epoch != ROUTER.epoch:  # the decisions or the trials changed since: is this one still the router's?
-        if router.cached(decision.key) is not decision or ROUTER.trials.running:
+        if router.cached(decision.key) is not decision or ROUTER.trials.running or _LIVE.recording:
             return _MISS
         ROUTER.memo[memo_key] = (decision, target, run, ROUTER.epoch)
     if STATE.tracing:
@@ -936,6 +938,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         if result is not _MISS:
             if memo_key is not None:  # (a lane call: its arrays are on a device)
                 _remember(memo_key, op, natives, kwargs, decision)
+            if _LIVE.recording:
+                _LIVE.note(op, inputs, decision, result)
             return result
     else:
         arrays = _collect(args, kwargs)
@@ -955,6 +959,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
             hosted(result, decision.key)
         if memo_key is not None and lane is None:
             _remember_host(memo_key, op, args, decision)
+        if _LIVE.recording:
+            _LIVE.note(op, inputs, decision, result)
         return lineage(inputs, decision, result)
     try:
         result = _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs, decision.explored))
@@ -964,6 +970,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
                     hosted(result, decision.key)
             elif inputs.resident is None:
                 result._origin = decision.key  # entered a device from host data: see what becomes of it
+        if _LIVE.recording:
+            _LIVE.note(op, inputs, decision, result)
         return lineage(inputs, decision, result)
     except Unsupported as exc:
         why = f"{target.name} refused: {exc}"
@@ -978,7 +986,10 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         router.failed(op, inputs, target, why)
     tracing.fallback(op, why)
     fallback = Decision(NUMPY, DecisionKind.FALLBACK, router.FALLBACK + why, key=decision.key)
-    return _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
+    result = _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
+    if _LIVE.recording:
+        _LIVE.note(op, inputs, fallback, result)
+    return result
 
 
 def _writes(op: Op, args: tuple, kwargs: dict) -> None:

@@ -39,11 +39,13 @@ __all__ = [
     "escape",
     "evict",
     "keep",
+    "keepable",
     "kept",
     "lookup",
     "released",
     "set_budget",
     "stats",
+    "valid",
     "wrote",
 ]
 
@@ -97,6 +99,22 @@ def lookup(data: np.ndarray, target: Any) -> Any:
     _mirrors.move_to_end(key)
     _counts["hits"] += 1
     return mirror.copy
+
+
+def valid(data: Any, name: str) -> bool:
+    """Whether the target ``name`` keeps a copy of ``data`` that is still valid (nothing counted,
+    nothing reordered: a price asks, a call reads with ``lookup``)."""
+    mirror = _mirrors.get((id(data), name)) if _mirrors else None
+    if mirror is None or mirror.host() is not data:
+        return False
+    state = _versions.get(mirror.owner)
+    return state is not None and state[0] == mirror.version
+
+
+def keepable(data: np.ndarray) -> bool:
+    """Whether a copy of ``data`` on a device would be kept (``keep``'s rule on the host side)."""
+    owner = _owner(data)
+    return owner.nbytes >= MIN_BYTES and id(owner) not in _escaped and _compiled.MIRRORS_SAFE
 
 
 def keep(data: np.ndarray, target: Any, copy: Any) -> None:

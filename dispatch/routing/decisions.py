@@ -42,6 +42,7 @@ class DecisionKind(enum.Enum):
     COST = "cost"  # the cost policy, on its models
     HISTORY = "history"  # the cost policy, on what such calls measured
     PLACEMENT = "placement"  # the cost policy: later calls on the result run there
+    PLANNED = "planned"  # the plan of the region the call belongs to (``dispatch.routing.live``)
     EXPLORING = "exploring"  # the cost policy measures an alternative (not cached)
     TRIAL = "trial"  # a trial times the program with the call on one side, or its verdict
     ORACLE = "oracle"  # the oracle policy (benchmarks)

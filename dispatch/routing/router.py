@@ -73,6 +73,7 @@ from dispatch.routing import calibration, cost, startup, trials
 from dispatch.routing.calibration import INTEGER_OPS
 from dispatch.routing.decisions import PRICED_KINDS, CallKey, Decision, DecisionKind, Watched
 from dispatch.routing.history import HOST_TARGETS, History, call_kind
+from dispatch.routing.live import Live
 from dispatch.routing.selector import BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
@@ -556,6 +557,8 @@ class Router:
         self.trials.running.changed = self.changed
         self.lowered: dict[Any, tuple[int, int]] | None = None  # the floors the all-device side lowered
         self.calibration_checked = False
+        self.priced = _PRICED  # the targets a region's calls are priced on
+        self.live = Live(self)  # the region running now, and the plans in force (``dispatch.routing.live``)
 
     def changed(self) -> None:
         """The decisions or the trials changed: what the memo served under them is checked again."""
@@ -582,6 +585,7 @@ class Router:
         self.pins.clear()
         self.parked_floors.clear()
         self.lowered = None
+        self.live.clear()
         self._reset_floors()
         self.changed()
 
@@ -606,6 +610,7 @@ class Router:
             for op, (floor, trip) in ops.items():
                 op.floor, op.trip_floor = floor, trip
             self.floors.update(floors)
+        self.live.clear()
         self.changed()
 
     def set_selector(self, new: BackendSelector) -> None:
@@ -636,6 +641,7 @@ class Router:
         self.machine_selector = BackendSelector.from_calibration(cal)
         self.clear_decisions()
         self.switch("cost")
+        self.live.clear()
 
     def ensure_calibration(self) -> None:
         """Cold start: route by the stored calibration if this machine has one (checked once)."""
@@ -762,6 +768,7 @@ class Router:
         trial = trials_.active(key) if costed else None
         if trial is not None:
             return self._on_trial(key, trial)
+        self.live.resume()  # a kind of call no plan decides: the region is recorded again
         decision, cacheable = self.rules(op, inputs, key)
         cacheable = startup.after_decide(key, cacheable)  # start-up hook: not cached while a target starts
         if cacheable and self._trial_worthy(decision, inputs, key):
@@ -1007,14 +1014,14 @@ class Router:
     def _redecide_now_and_then(self, key: tuple, count: int) -> None:
         """Drop the cached decision for ``key`` when what it learned from reaches 1, 2, 4, 8...
         (samples, outcomes, arrays): cheap, and it converges."""
-        if count & (count - 1) == 0 and key in self.decisions:
-            del self.decisions[key]
+        if count & (count - 1) == 0 and key in self.decisions and key not in self.live.by_key:
+            del self.decisions[key]  # (a planned call's plan is revised as a whole: ``Live.measured``)
 
     def hosted(self, key: tuple) -> None:
         """A host target made a result of a call of kind ``key``, where a device was priced for it:
         at the last one followed (``HOSTED_FOLLOWED`` in a row not sent to a device), the key is
         decided again."""
-        if self.history.hosted(key) == HOSTED_FOLLOWED and key in self.decisions:
+        if self.history.hosted(key) == HOSTED_FOLLOWED and key in self.decisions and key not in self.live.by_key:
             del self.decisions[key]
 
     def sent(self, key: tuple) -> None:
@@ -1045,6 +1052,8 @@ class Router:
         if stat is None:
             return  # a history that keeps nothing (as tests make)
         samples = stat.samples
+        if key in self.live.by_key:
+            self.live.measured(key)  # a planned call: does its plan still hold?
         if target == "numpy" and samples == LEARNED_FLOOR_SAMPLES:
             self.learn_floor(key)
         self._redecide_now_and_then(key, samples)
