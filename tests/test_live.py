@@ -31,7 +31,6 @@ N = 1 << 20  # 8 MiB of float64: a device keeps its copy (mirrors.MIN_BYTES)
 @pytest.fixture(autouse=True)
 def fake_gpu(tmp_path, monkeypatch):
     with fake_cupy_router(tmp_path, monkeypatch):
-        router.history.trials = False
         cal = synthetic(gpu=True, torch_cpu=False)
         cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_host_staged=1e9, to_host_pageable=1e9)
         router.use_calibration(cal)
@@ -73,7 +72,8 @@ def test_a_loop_is_planned_once_its_data_kept_on_the_device_and_read_back_once()
     _loop(u0, v0, 40)
     assert live.planner.planned == planned  # met again, the plans were served from the cache
     assert any(p.served >= 1 for _, p in live.describe())
-    assert not live.recording  # the plan holds: the loop runs through the decision cache and the memo
+    for planned in live.planned.values():  # the plans hold: the loop runs through the decision cache and the memo
+        assert all(router.cached(k).kind is DecisionKind.PLANNED for k in planned.decisions)
 
 
 def test_alone_a_call_stays_on_the_host():

@@ -18,7 +18,7 @@ re-prices the plan (``Planner.measured``); a plan dropped so is planned again fr
 prices the next time its region is met.
 
 Copies are priced as the planner prices them, once per array and place; a host source that a
-device keeps a copy of (``dispatch.arrays.mirrors``) is free to read there, and one it will
+device keeps a copy of (``dispatch.arrays.mirrors``, through ``cost.mirrored``) is free to read there, and one it will
 keep (large enough, the program's own) is charged its copy spread over the times the region
 was met: a loop copies it once.
 
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from dispatch import targets
-from dispatch.arrays import mirrors
 from dispatch.base.devices import HOST as HOST_DEVICE
+from dispatch.base.devices import device_of
 from dispatch.routing import cost
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind
 from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
@@ -184,8 +184,8 @@ class Live:
                 return found[1]
         if array is None:
             return None
-        device = getattr(array, "device", None)
-        place = _place(device) if device is not None else HOST
+        device = device_of(native)
+        place = _place(device)
         self.devices.setdefault(place, device)
         nbytes = int(getattr(native, "nbytes", 0) or 0)
         index = -1 - len(self.sources)
@@ -276,9 +276,9 @@ class Live:
         data = source[2]()
         if type(data) is not np.ndarray:
             return nbytes
-        if any(mirrors.valid(data, name) for name in self.router.models):
+        if any(cost.mirrored(data, name) for name in self.router.models):
             return 0
-        return nbytes // count if data.nbytes >= mirrors.MIN_BYTES and mirrors.keepable(data) else nbytes
+        return nbytes // count if cost.keepable(data) else nbytes
 
     def _transfer(self, src: str, dst: str, nbytes: int) -> float:
         if src == dst or nbytes <= 0:
