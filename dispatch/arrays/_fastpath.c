@@ -456,7 +456,8 @@ static PyObject *memo_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
 }
 
 /* Whether `_memo_run` would run this memo entry on NumPy now: a host entry made at the router's
- * epoch (no decision or trial changed since it was checked: dispatch.routing.router.Router.epoch),
+ * epoch (no decision changed and no region's recording started since it was checked:
+ *   dispatch.routing.router.Router.epoch),
  * and (for a decision that learns) settled and not this call's turn to be timed, counted as
  * `_memo_run` counts it. At another epoch the Python path checks the entry again. */
 static int memo_serves(PyObject *entry) {

@@ -45,6 +45,7 @@ __all__ = ["MAX_CALLS", "Live"]
 
 MAX_CALLS = 512  # a region without a read or a repeat ends here (a plan over more would cost more than it saves)
 REVISIONS = 3  # a region planned this many times keeps its last plan: its prices will not settle
+SEEN_MAX = 4096  # regions counted at most; a program making more distinct ones starts counting over
 
 
 class _Node:
@@ -239,6 +240,8 @@ class Live:
             self.planner.plan_for(plan_key, lambda: None)  # the region its plan makes: served, and the plan holds
             self.recording = False
             return
+        if len(self.seen) >= SEEN_MAX:
+            self.seen.clear()
         count = self.seen[key] = self.seen.get(key, 0) + 1
         if count < 2 or not any(p != HOST for n in nodes for p in n.prices):
             return
