@@ -9,6 +9,8 @@ with NumPy's.
 
 from __future__ import annotations
 
+import weakref
+
 import fakecupy
 import numpy
 import pytest
@@ -110,5 +112,16 @@ def test_a_plan_strayed_from_by_measurements_is_revised(monkeypatch):
     assert key not in live.planned and live.recording
     assert router.cached(call_key) is None or router.cached(call_key).kind is not DecisionKind.PLANNED
     made = live.planner.planned
-    _loop(u0, v0, 6)
+    _loop(u0, v0, 16)
     assert live.planner.planned > made  # planned again, from the newer prices
+
+
+def test_a_host_array_read_again_pays_its_copy_once_and_one_made_afresh_each_time():
+    """A loop over the same host array copies it once (the device keeps it): its copy is spread
+    over the times the region was met. An array made afresh each time (``un = u.copy()``) is
+    copied each time: no device keeps a copy for the next."""
+    live = router.ROUTER.live
+    data = dispatch.array(_inputs()[0])._data
+    source = ("host", data.nbytes, weakref.ref(data))
+    assert live._copied(source, data.nbytes, 4, {id(data)}) == data.nbytes // 4
+    assert live._copied(source, data.nbytes, 4, set()) == data.nbytes

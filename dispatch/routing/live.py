@@ -111,6 +111,7 @@ class Live:
         self.planned: dict[Hashable, _Planned] = {}  # plan key -> in force
         self.by_key: dict[CallKey, Hashable] = {}  # a planned kind of call -> its plan's key
         self.revisions: dict[Hashable, int] = {}
+        self.last_sources: dict[Hashable, set[int]] = {}  # region key -> ids of its sources when last met
         self.devices: dict[str, Any] = {HOST: HOST_DEVICE}
 
     # ---- switching ------------------------------------------------------------------------------
@@ -127,6 +128,7 @@ class Live:
         self.planned.clear()
         self.by_key.clear()
         self.revisions.clear()
+        self.last_sources.clear()
         self._reset()
         self.recording = self.on
 
@@ -149,10 +151,7 @@ class Live:
         """A routed call ran: add it to the region (a view or a cast passes its input's producer on)."""
         out = _native(result)
         if op.local:
-            if inputs.arrays and hasattr(out, "shape"):
-                found = self._producer(_native(inputs.arrays[0]), None)
-                if found is not None and found >= 0:
-                    self._made[id(out)] = (_weak(out), found)
+            self._local(op, inputs, decision, out)
             return
         key = decision.key
         if type(key) is not CallKey:
@@ -173,6 +172,22 @@ class Live:
             self._made[id(out)] = (_weak(out), len(self.nodes) - 1)
         if len(self.nodes) >= MAX_CALLS:
             self.boundary()
+
+    def _local(self, op: Any, inputs: Any, decision: Decision, out: Any) -> None:
+        """A view or a cast passes its input's producer on; one that puts what the region made into
+        host data (``host[i] = made``, ``host[made_mask]``) reads it on the host."""
+        arrays = inputs.arrays
+        if not arrays:
+            return
+        first = self._producer(_native(arrays[0]), None)
+        if first is not None and first >= 0 and hasattr(out, "shape") and op.mutates is None:
+            self._made[id(out)] = (_weak(out), first)
+        if type(_native(arrays[0])) is not np.ndarray or type(decision.key) is not CallKey:
+            return
+        made = [(found, int(getattr(_native(a), "nbytes", 0) or 0)) for a in arrays[1:]
+                if (found := self._producer(_native(a), None)) is not None and found >= 0]
+        if made:
+            self.nodes.append(_Node(decision.key, made, {HOST: (0.0, "numpy")}, 0))
 
     def _producer(self, native: Any, array: Any) -> int | None:
         for n in _bases(native):
@@ -242,18 +257,22 @@ class Live:
             return
         if len(self.seen) >= SEEN_MAX:
             self.seen.clear()
+            self.last_sources.clear()
         count = self.seen[key] = self.seen.get(key, 0) + 1
+        ids = {id(data) for _, _, ref in sources if (data := ref()) is not None}
+        again = ids & self.last_sources.get(key, set())  # the arrays the region read when last met too
+        self.last_sources[key] = ids
         if count < 2 or not any(p != HOST for n in nodes for p in n.prices):
             return
         if key in self.planned:
             self.planner.plan_for(key, lambda: None)
             self.recording = False
             return
-        plan = self.planner.plan_for(key, lambda: self._region(nodes, sources, read, count))
+        plan = self.planner.plan_for(key, lambda: self._region(nodes, sources, read, count, again))
         self._install(key, plan, nodes, sources)
 
     def _region(self, nodes: list[_Node], sources: list[tuple[str, int, Any]], read: int | None,
-                count: int) -> Region:
+                count: int, again: set[int]) -> Region:
         nsrc = len(sources)
         prices: list[dict[str, float]] = [{place: 0.0} for place, _, _ in sources]
         fixed = {s: place for s, (place, _, _) in enumerate(sources)}
@@ -265,7 +284,7 @@ class Live:
                     edges.append((nsrc + producer, nsrc + i, nbytes))
                     continue
                 s = -1 - producer
-                edges.append((s, nsrc + i, self._copied(sources[s], nbytes, count)))
+                edges.append((s, nsrc + i, self._copied(sources[s], nbytes, count, again)))
         if read is not None:
             prices.append({HOST: 0.0})
             fixed[len(prices) - 1] = HOST
@@ -273,15 +292,17 @@ class Live:
         labels = [f"source {s}" for s in range(nsrc)] + [f"{i}: {n.key.op}" for i, n in enumerate(nodes)]
         return Region(prices, edges, self._transfer, fixed, labels)
 
-    def _copied(self, source: tuple[str, int, Any], nbytes: int, count: int) -> int:
+    def _copied(self, source: tuple[str, int, Any], nbytes: int, count: int, again: set[int]) -> int:
         """The bytes a region pays to copy a host source it reads: none where a device keeps a
-        valid copy, its share where one will be kept (a loop met ``count`` times copies it once)."""
+        valid copy; its share where one will be kept and the region read the same array when
+        last met (a loop over it, met ``count`` times, copies it once); all of them for an array
+        made afresh each time (``un = u.copy()``), whose copy no device keeps for the next."""
         data = source[2]()
         if type(data) is not np.ndarray:
             return nbytes
         if any(cost.mirrored(data, name) for name in self.router.models):
             return 0
-        return nbytes // count if cost.keepable(data) else nbytes
+        return nbytes // count if id(data) in again and cost.keepable(data) else nbytes
 
     def _transfer(self, src: str, dst: str, nbytes: int) -> float:
         if src == dst or nbytes <= 0:
