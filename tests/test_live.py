@@ -9,6 +9,7 @@ with NumPy's.
 
 from __future__ import annotations
 
+import types
 import weakref
 
 import fakecupy
@@ -125,3 +126,25 @@ def test_a_host_array_read_again_pays_its_copy_once_and_one_made_afresh_each_tim
     source = ("host", data.nbytes, weakref.ref(data))
     assert live._copied(source, data.nbytes, 4, {id(data)}) == data.nbytes // 4
     assert live._copied(source, data.nbytes, 4, set()) == data.nbytes
+
+
+def test_a_random_draw_the_catalog_prices_is_a_node_like_any_other(monkeypatch):
+    """No kind of work is left out of a region: a draw priced on the host and on the device is
+    a node with both prices, as an element-wise call would be."""
+    from dispatch.arrays._call import Inputs
+    from dispatch.routing import cost
+    from dispatch.routing.decisions import Decision
+
+    live = router.ROUTER.live
+    draw = types.SimpleNamespace(name="random.standard_normal", work="random", local=False, cataloged=True,
+                                 mutates=None)
+    monkeypatch.setattr(cost, "compute_seconds", lambda model, op, inputs: 1e-3 if model.device.is_host else 1e-5)
+    x = dispatch.array(_inputs()[0])
+    inputs = Inputs([x])
+    decision = Decision(dispatch.targets.get("numpy"), DecisionKind.HOST_OP, "host op",
+                        key=router.call_key(draw, inputs))
+    live.resume()
+    live.note(draw, inputs, decision, x)
+    node = live.nodes[-1]
+    assert node.key.op == "random.standard_normal"
+    assert node.prices["host"] == (pytest.approx(1e-3), "numpy") and node.prices["cuda:0"][1] == "cupy"

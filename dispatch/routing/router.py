@@ -700,7 +700,7 @@ class Router:
 
     def _redecide_now_and_then(self, key: tuple, count: int) -> None:
         """Drop the cached decision for ``key`` when what it learned from reaches 1, 2, 4, 8...
-        (samples, outcomes, arrays): cheap, and it converges."""
+        samples: cheap, and it converges."""
         if count & (count - 1) == 0 and key in self.decisions and key not in self.live.by_key:
             del self.decisions[key]  # (a planned call's plan is revised as a whole: ``Live.measured``)
 
