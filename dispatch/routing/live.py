@@ -11,7 +11,7 @@ its plan cached by the region's key) and its plan installed as the decisions of 
 call: each kind runs where the plan put it, on the engine priced cheapest there. The region the
 plan makes (the same calls, on the places it chose) is served the same plan, and once met, the
 recording stops: the plan's decisions serve the loop through the decision cache and the memo,
-at no cost per call. A kind of call the plan does not decide brings the recording back.
+at no cost per call. A kind of call that no recorded region made brings the recording back.
 
 A plan is revised when measured times stray from its prices: each timing of a planned call
 re-prices the plan (``Planner.measured``); a plan dropped so is planned again from the newer
@@ -112,6 +112,7 @@ class Live:
         self.by_key: dict[CallKey, Hashable] = {}  # a planned kind of call -> its plan's key
         self.revisions: dict[Hashable, int] = {}
         self.last_sources: dict[Hashable, set[int]] = {}  # region key -> ids of its sources when last met
+        self.known: set[CallKey] = set()  # kinds of call some recorded region made
         self.devices: dict[str, Any] = {HOST: HOST_DEVICE}
 
     # ---- switching ------------------------------------------------------------------------------
@@ -129,6 +130,7 @@ class Live:
         self.by_key.clear()
         self.revisions.clear()
         self.last_sources.clear()
+        self.known.clear()
         self._reset()
         self.recording = self.on
 
@@ -138,9 +140,11 @@ class Live:
         self._made.clear()
         self._sources.clear()
 
-    def resume(self) -> None:
-        """Record again (a kind of call no plan decides): the memo stops serving meanwhile."""
-        if self.on and not self.recording:
+    def resume(self, key: CallKey | None = None) -> None:
+        """Record again (a plan dropped; or ``key``, a kind of call no decision covers, that no
+        recorded region made): the memo stops serving meanwhile. A kind a region made, decided
+        afresh as its measurements come in, changes no region."""
+        if self.on and not self.recording and (key is None or key not in self.known):
             self.recording = True
             self._reset()
             self.router.changed()
@@ -168,6 +172,7 @@ class Live:
         if self.nodes and key == self.nodes[0].key and len(self.nodes) == 1 and producers == self.nodes[0].producers:
             self.boundary()  # a body of one call
         self.nodes.append(_Node(key, producers, prices, int(getattr(out, "nbytes", 0) or 0)))
+        self.known.add(key)
         if hasattr(out, "shape"):
             self._made[id(out)] = (_weak(out), len(self.nodes) - 1)
         if len(self.nodes) >= MAX_CALLS:
@@ -258,6 +263,7 @@ class Live:
         if len(self.seen) >= SEEN_MAX:
             self.seen.clear()
             self.last_sources.clear()
+            self.known.clear()
         count = self.seen[key] = self.seen.get(key, 0) + 1
         ids = {id(data) for _, _, ref in sources if (data := ref()) is not None}
         again = ids & self.last_sources.get(key, set())  # the arrays the region read when last met too

@@ -609,7 +609,7 @@ class Router:
                 if scaled is not None:
                     return scaled[0]
             return hit
-        self.live.resume()  # a kind of call no plan decides: the region is recorded again
+        self.live.resume(key)  # a kind of call no region made yet: the region is recorded again
         decision, cacheable = self.rules(op, inputs, key)
         cacheable = startup.after_decide(key, cacheable)  # start-up hook: not cached while a target starts
         if cacheable:
