@@ -21,7 +21,7 @@ import numpy
 import dispatch
 from benchmarks.suite import _synchronize, _to_host, full_calibration
 from benchmarks.workloads import get
-from dispatch.routing import router, trials
+from dispatch.routing import router
 
 
 def trace_case(name: str, size: str, warmup: int, top: int, runs: int) -> None:
@@ -87,8 +87,6 @@ def untraced(workload: object, data: dict, top: int, runs: int) -> None:
           f"{sum(decided.values()) / runs:.1f} calls routed a run (the rest ran on NumPy under the floors)")
     for (op, size, target, reason), calls in decided.most_common(top):
         print(f"{op[:15]:<16}{size:<14}{target:<12}{calls:>6}  {reason}")
-    for key, chosen in trials.verdicts().items():  # in full: the periods each side took
-        print(f"trial of {key[0]} (sizes to 2^{key[2]}): {chosen.target.name}, {chosen.reason}")
 
 
 def main(argv: list[str] | None = None) -> None:

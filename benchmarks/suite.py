@@ -26,14 +26,13 @@ Every mode starts from host NumPy data and ends with its results on the host (re
 results is part of a program), so a device's transfers are counted. Every result is
 checked against NumPy's. The adaptive modes learn first, as in a program's first iterations:
 the oracle tries every target per kind of call, the router runs the program until it has
-settled (no trial and no changed decision for 10 runs and 0.5 s, at most 2000 runs or 30 s;
+settled (no changed decision for 10 runs and 0.5 s, at most 2000 runs or 30 s;
 ``learning`` in the output); then every mode warms up and is timed, and the timed samples are
 steady state. What the router's decisions did meanwhile is in the output too (``timing``:
-decisions changed, trials started or finished while it was timed), and each trial's verdict on
-the case (``verdicts``: its reason gives the program's time on each side), and how many of a
-traced run's calls, after the timed samples, each target ran (``targets``; those off NumPy, and
-why: ``off_numpy``). Each case keeps every timed sample (``samples``) and each mode's time in
-the kernel a run (``kernel_seconds``): on the 2-core machine a large program's runs take two
+decisions changed while it was timed), and how many of a traced run's calls, after the
+timed samples, each target ran (``targets``; those off NumPy, and why: ``off_numpy``).
+Each case keeps every timed sample (``samples``) and each mode's time in the kernel a run
+(``kernel_seconds``): on the 2-core machine a large program's runs take two
 speeds, the slow ones' extra time spent there, faulting in pages.
 
 Each mode runs as if alone in its process: each routing policy keeps its own decisions and
@@ -62,7 +61,7 @@ import numpy
 import dispatch
 from benchmarks.workloads import SIZE_NAMES, WORKLOADS, _ports, _timing
 from dispatch import measure, targets
-from dispatch.routing import calibration, router, trials
+from dispatch.routing import calibration, router
 from dispatch.routing.history import History
 
 try:
@@ -273,11 +272,7 @@ def _learn_oracle(run: Callable[[], dict], limit: int = 12) -> int:
 def _learn_router(run: Callable[[], dict], limit: int = 2000, budget_s: float = 30.0, quiet_runs: int = 10,
                   quiet_s: float = 0.5) -> dict[str, Any]:
     """Run until the router has settled: ``quiet_runs`` runs in a row, and ``quiet_s`` seconds,
-    with no trial running, ending or starting and no cached decision changed. Its trials time
-    the program from one call of a kind to the next, run after run, as in a program's first
-    iterations; interleaved sample by sample with the other modes, whose switches pause them, a
-    program that makes a kind of call once a run would give them no period to time (the trial
-    then runs its blocks untimed and the host keeps the call)."""
+    with no cached decision changed, as in a program's first iterations."""
     start = time.perf_counter()
     quiet, quiet_since = 0, start
     known: dict[tuple, str] = {}  # each key's last cached target: the router drops a decision now
@@ -292,11 +287,10 @@ def _learn_router(run: Callable[[], dict], limit: int = 2000, budget_s: float = 
 
     changed()
     for i in range(limit):
-        idle, verdicts = not trials.TRIALS.running, len(trials.verdicts())
         run()
         _synchronize()
         now = time.perf_counter()
-        if not changed() and idle and not trials.TRIALS.running and len(trials.verdicts()) == verdicts:
+        if not changed():
             quiet += 1
             if quiet >= quiet_runs and now - quiet_since >= quiet_s:
                 return {"runs": i + 1, "seconds": now - start, "settled": True}
@@ -307,29 +301,19 @@ def _learn_router(run: Callable[[], dict], limit: int = 2000, budget_s: float = 
     return {"runs": i + 1, "seconds": time.perf_counter() - start, "settled": False}
 
 
-def _router_state() -> tuple[dict[tuple, str], int]:
-    """The cost policy's decisions (key: target) and the trials' verdicts, now. Decisions for a
-    forced target are left out: always-GPU runs under the cost policy, ``using`` the GPU, and its
-    forced calls are cached there under keys of their own (the forced target is part of the key)."""
-    decisions = {k: d.target.name for k, d in router.ROUTER.caches["cost"].items() if k[4] is None}
-    return decisions, len(trials.verdicts())
+def _router_state() -> dict[tuple, str]:
+    """The cost policy's decisions (key: target), now. Decisions for a forced target are left
+    out: always-GPU runs under the cost policy, ``using`` the GPU, and its forced calls are cached
+    there under keys of their own (the forced target is part of the key)."""
+    return {k: d.target.name for k, d in router.ROUTER.caches["cost"].items() if k[4] is None}
 
 
-def _router_changes(before: tuple[dict[tuple, str], int]) -> dict[str, int]:
+def _router_changes(before: dict[tuple, str]) -> dict[str, int]:
     """What the router's decisions did since ``before``: decisions changed (dropped and made
-    again to another target) or new, trials ended with a verdict, a trial still running."""
-    decisions, verdicts = before
-    now, verdicts_now = _router_state()
-    changed = sum(1 for k, name in now.items() if decisions.get(k, name) != name)
-    return {"decisions_changed": changed, "decisions_new": len(now.keys() - decisions.keys()),
-            "verdicts": verdicts_now - verdicts, "trial_running": len(trials.TRIALS.running)}
-
-
-def _verdicts_since(before: set[tuple]) -> dict[str, str]:
-    """The trials that ended since ``before`` (the verdicts' keys then): each kind of call (op,
-    dtypes, sizes under a power of two) and its verdict's reason, which gives each side's time."""
-    return {f"{k[0]} ({', '.join(map(str, k[1]))}) under 2^{k[2]}": v.reason
-            for k, v in trials.verdicts().items() if k not in before}
+    again to another target) or new."""
+    now = _router_state()
+    changed = sum(1 for k, name in now.items() if before.get(k, name) != name)
+    return {"decisions_changed": changed, "decisions_new": len(now.keys() - before.keys())}
 
 
 def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, warmup: int,
@@ -338,7 +322,6 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
     reference = workload.run(numpy, **data)
     runners = {m: r for m in modes if (r := _runner(m, workload, data, port)) is not None}
     checks, learning = {}, {}
-    judged = set(trials.verdicts())
     for mode, run in runners.items():
         _prepare(mode)
         if mode == "oracle":
@@ -356,7 +339,6 @@ def bench_case(workload: Any, size: str, modes: tuple[str, ...], repeats: int, w
     times, kernel = _interleaved(runners, warmup, _repeats(repeats, run_s), loops)
     if "router" in learning:
         learning["router"]["timing"] = _router_changes(before)
-        learning["router"]["verdicts"] = _verdicts_since(judged)
     if "router" in runners:
         learning["router"]["targets"], learning["router"]["off_numpy"] = _targets_used(runners["router"])
     n_calls = _count_calls(workload, data)

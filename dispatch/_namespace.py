@@ -21,7 +21,6 @@ from dispatch.arrays._compiled import fast, install_call, installed_in
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
 from dispatch.base.ops import op_for_ufunc_method, op_named
 from dispatch.base.state import STATE
-from dispatch.routing import router
 from dispatch.routing.cost import FFT_1D
 
 __all__ = ["binds", "lazy_namespace", "routed", "ufunc"]
@@ -117,7 +116,7 @@ def routed(name: str, func: Any, module: str) -> Any:
     wrapper = functools.wraps(func)(call)
     wrapper.__module__ = module
     bound = binds(func)
-    if op.local and name not in router.PLACED_COPIES:  # views and casts of host data no root reaches: any size
+    if op.local:  # views, casts and copies of host data: NumPy's, at any size
         wrapper = fast("local", op, wrapper, bound=bound)
     elif name not in FFT_1D and not op.local:
         wrapper = fast("function", op, wrapper, bound=bound)

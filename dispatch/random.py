@@ -8,9 +8,9 @@ a forced device target (``using("cupy")``) they are moved there. A large draw of
 for bit NumPy's stream, and the generator moves on as NumPy's would (``dispatch.streams``):
 under a forced CUDA target, and under automatic routing where the router places it there. There
 such a draw is a routed call (the catalog's ``random.Generator.<method>``, priced on the host
-and the device by ``dispatch.streams.prices``), and a fresh array whose consumers the router
-follows, as it does a copy of host data: a draw whose consumers pay on a device is made there,
-and stays there. Small draws stay on the host. The legacy ``RandomState`` (MT19937, whose
+and the device by ``dispatch.streams.prices``), and a node of the region the router plans
+(``dispatch.routing.live``): a draw whose consumers pay on a device is made there, and stays
+there. Small draws stay on the host. The legacy ``RandomState`` (MT19937, whose
 stream has no practical parallel form) and other methods draw on the host, exactly.
 
 A draw too large for the host (or under ``using("dask")``, or spanning a connected cluster's
@@ -216,8 +216,8 @@ def _routed_draw(owner: Generator, name: str, method: Any, args: tuple, kwargs: 
     """A draw the router places as any call (``random.Generator.<name>``, priced by
     ``dispatch.streams.prices``): on a CUDA device it is drawn there, NumPy's stream bit for
     bit, and stays there for what is computed from it; on the host, NumPy draws it. Either way
-    it is a fresh array whose later calls the router follows (``_call.lineage``), so that a
-    draw whose consumers run on a device is made there. ``None``: too small to route, or not a
+    it is a call of the region the router records and plans (``dispatch.routing.live``), so
+    that a draw whose consumers run on a device is made there. ``None``: too small to route, or not a
     ``PCG64`` stream: NumPy's method draws it as before."""
     n = _elements(name, method, args, kwargs)
     if n < ROUTED_DRAW_ELEMENTS or type(owner._numpy.bit_generator) not in _PCG64 or "out" in kwargs:
@@ -238,18 +238,13 @@ def _routed_draw(owner: Generator, name: str, method: Any, args: tuple, kwargs: 
             plan = calls.plan(name, args, kwargs)
             kernels = _cuda_kernels() if plan is not None else None
         if kernels is not None:
-            result = _call._execute(op, inputs, decision, lambda: _drawn_on(target, owner, plan, kernels))
-            result._origin = decision.key  # entered a device from the host's stream: see what becomes of it
-            return _call.lineage(inputs, decision, result)
+            return _call._execute(op, inputs, decision, lambda: _drawn_on(target, owner, plan, kernels))
         why = "CuPy's CUDA kernels are unavailable" if plan is not None else "not drawn there with these arguments"
         if plan is not None:
             router.refused(op, inputs, target, f"{target.name} refused: {why}")
         decision = Decision(NUMPY, DecisionKind.FALLBACK, f"{router.FALLBACK}{target.name}: {why}", key=decision.key)
-    result = _call._execute(op, inputs, decision, lambda: wrap(method(*_call.host_args(args),
-                                                                      **_call.host_kwargs(kwargs))))
-    if decision.hosted and type(result) is ndarray:
-        _call.hosted(result, decision.key)
-    return _call.lineage(inputs, decision, result)
+    return _call._execute(op, inputs, decision, lambda: wrap(method(*_call.host_args(args),
+                                                                    **_call.host_kwargs(kwargs))))
 
 
 def _drawn_dtype(name: str, args: tuple, kwargs: dict) -> Any:

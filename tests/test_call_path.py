@@ -197,11 +197,9 @@ def _python_calls(monkeypatch, _call) -> list:
     return seen
 
 
-def test_a_memo_entry_serves_only_while_its_decision_holds_and_no_trial_runs(routed_on_host, monkeypatch):
-    """As the Python memo checks: a decision the router no longer holds, or a trial running,
-    sends the call to the Python path (compiled or not)."""
-    from dispatch.routing import trials
-
+def test_a_memo_entry_serves_only_while_its_decision_holds_and_no_region_is_recorded(routed_on_host, monkeypatch):
+    """As the Python memo checks: a decision the router no longer holds, or a region being
+    recorded for its plan, sends the call to the Python path (compiled or not)."""
     an = np.random.default_rng(0).standard_normal((6, 5))
     a = dispatch.asarray(an)
     a + 1.0  # remembered
@@ -209,13 +207,16 @@ def test_a_memo_entry_serves_only_while_its_decision_holds_and_no_trial_runs(rou
     a + 1.0
     assert seen == ([] if _compiled.ACTIVE else ["add"])
     seen.clear()
-    monkeypatch.setitem(trials.TRIALS.running, ("another call",), object())
+    live = router.ROUTER.live
+    monkeypatch.setattr(live, "on", True)
+    monkeypatch.setattr(live, "recording", False)
+    live.resume()
     np.testing.assert_array_equal(np.asarray(a + 1.0), an + 1.0)
     assert seen == ["add"]
-    trials.TRIALS.running.clear()
+    live.recording = False
     seen.clear()
     decision = next(entry[0] for entry in router.ROUTER.memo.values() if entry[0].key[0] == "add")
-    monkeypatch.delitem(router.ROUTER.decisions, decision.key)  # decided again, as after a trial's verdict
+    monkeypatch.delitem(router.ROUTER.decisions, decision.key)  # decided again, as after a plan's revision
     np.testing.assert_array_equal(np.asarray(a + 1.0), an + 1.0)
     assert seen == ["add"]
 
@@ -272,19 +273,11 @@ def test_a_product_run_from_the_memo_is_seen_by_blas_spin(routed_on_host, monkey
 
 
 def test_host_calls_with_consequences_are_not_remembered(routed_on_host, monkeypatch):
-    """A rooted input (its result carries the root, and may credit it), a decision that makes
-    roots or watches where its result goes: the router sees every call. A device's gain on the
-    call credits its inputs' roots: with none, it keeps nothing from the memo."""
+    """A decision asked again at each call (for data large enough to need Dask: ``live``), or
+    one made while a region is recorded for its plan: the router sees every such call."""
     an = np.linspace(0.0, 1.0, 30).reshape(6, 5)
     asked = []
     decide = router.decide
-    monkeypatch.setattr(router, "decide", lambda *args: asked.append(1) or decide(*args))
-    rooted = dispatch.asarray(an)
-    rooted._root = ("copy",)
-    for _ in range(3):
-        got = rooted + 1.0
-        assert got._root == ("copy",)
-    assert len(asked) == 3
     plain = dispatch.asarray(an)
     key = routed_on_host._memo_key(op_named("add"), (plain, 1.0), {})
     flagged = []
@@ -294,20 +287,25 @@ def test_host_calls_with_consequences_are_not_remembered(routed_on_host, monkeyp
         flagged.append(decision)
         return decision
 
-    for flag in ("placeable", "hosted"):
-        monkeypatch.setattr(router, "decide", lambda *args, flag=flag: asked.append(1) or _with(decide(*args), flag))
-        asked.clear()
-        for _ in range(3):
-            np.testing.assert_array_equal(np.asarray(plain + 1.0), an + 1.0)
-        assert len(asked) == 3 and key not in router.ROUTER.memo, flag
-        for decision in flagged:  # (set on the router's cached decision)
-            decision.placeable = decision.hosted = False
-    monkeypatch.setattr(router, "decide", lambda *args: _with(decide(*args), "gain"))
+    monkeypatch.setattr(router, "decide", lambda *args: asked.append(1) or _with(decide(*args), "live"))
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(plain + 1.0), an + 1.0)
+    assert len(asked) == 3 and key not in router.ROUTER.memo
+    for decision in flagged:  # (set on the router's cached decision)
+        decision.live = False
+    monkeypatch.setattr(router.ROUTER.live, "recording", True)
+    asked.clear()
+    monkeypatch.setattr(router, "decide", lambda *args: asked.append(1) or decide(*args))
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(plain + 1.0), an + 1.0)
+    assert len(asked) == 3 and key not in router.ROUTER.memo
+    router.ROUTER.live.recording = False
     plain + 1.0
     assert key in router.ROUTER.memo  # remembered once nothing follows from it
     monkeypatch.setattr(router, "decide", decide)
     with dispatch.trace() as t:
         got = plain + 1.0
+    np.testing.assert_array_equal(np.asarray(got), an + 1.0)
     assert [(r.op, r.target) for r in t.records] == [("add", "numpy")]  # a trace sees it
 
 

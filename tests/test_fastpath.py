@@ -206,9 +206,9 @@ def test_views_and_casts_it_takes_are_numpys(method, args):
 
 
 @compiled_only
-def test_views_and_casts_as_functions_are_taken_at_any_size_without_a_root():
-    """``diagonal``, ``reshape``... of host arrays no root reaches run on NumPy whatever their
-    size, as the Python path runs them; an argument NumPy hands back is that array itself."""
+def test_views_and_casts_as_functions_are_taken_at_any_size():
+    """``diagonal``, ``reshape``... of host arrays run on NumPy whatever their size, as the
+    Python path runs them; an argument NumPy hands back is that array itself."""
     big = numpy.arange(2 * _array._ELIDE_BYTES, dtype=numpy.float64).reshape(-1, 64)  # past every floor here
     for name, call, expected in [("diagonal", lambda f, x: f(x), numpy.diagonal(big)),
                                  ("reshape", lambda f, x: f(x, (64, -1)), big.reshape(64, -1)),
@@ -221,9 +221,6 @@ def test_views_and_casts_as_functions_are_taken_at_any_size_without_a_root():
         assert numpy.shares_memory(numpy.asarray(got), big)  # a view, as NumPy's
     x = wrapped(big)
     assert fast("local", "atleast_2d", _must_not_run)(x) is x  # handed back as it is
-    rooted = wrapped(big)
-    rooted._root = ("a call that made it", 0)  # the router follows what becomes of it
-    assert fast("local", "diagonal", _handed)(rooted) is HANDED
     assert type(dispatch.diagonal) is type(dispatch.reshape) is _compiled._fastpath.Fast
 
 
@@ -412,14 +409,15 @@ def test_arrays_over_the_floor_go_to_the_router(monkeypatch):
 
 
 @compiled_only
-def test_over_the_floor_and_under_the_round_trip_floor_it_takes_arrays_without_a_root(monkeypatch):
-    a, _ = _data()  # 30 elements: over a floor of 10, under a round-trip floor of 40
-    for op in (op_named("add"), op_named("max"), op_named("where"), dispatch.abs._op):
+def test_over_the_floor_and_under_the_learned_floor_it_takes_the_call(monkeypatch):
+    a, _ = _data()  # 30 elements: over a floor of 10, under a learned floor of 40 or over one of 20
+    ops = (op_named("add"), op_named("max"), op_named("where"), dispatch.abs._op)
+    for op in ops:
         monkeypatch.setattr(op, "floor", 10)
-        monkeypatch.setattr(op, "trip_floor", 40)
-    rooted = wrapped(a)
-    rooted._root = ("a call that made it", 0)  # the router follows what becomes of it
-    for x, expect_handed in ((wrapped(a), False), (rooted, True)):
+    for trip, expect_handed in ((40, False), (20, True)):
+        for op in ops:
+            monkeypatch.setattr(op, "trip_floor", trip)
+        x = wrapped(a)
         calls = [fast("forward", "add", _handed)(x, 1.0), fast("forward", "add", _handed)(wrapped(a[:1]), x),
                  fast("reflected", "add", _handed)(x, 1.0), fast("inplace", "add", _handed)(wrapped(a), x),
                  fast("method", "max", _handed, numpy.ndarray.max)(x),
@@ -557,19 +555,6 @@ def test_device_data_goes_to_the_python_path(tmp_path, monkeypatch):
         assert fast("method", "max", _handed, numpy.ndarray.max)(x) is HANDED
         assert fast("function", "stack", _handed)([wrapped(a), x]) is HANDED
         assert_same(x + b, a + b)  # and the installed operator gets NumPy's result there
-
-
-@compiled_only
-def test_a_large_view_keeps_its_root():
-    getitem = fast("getitem", None, _must_not_run)
-    base = wrapped(numpy.arange(float(_array._LINEAGE_MIN * 2)))
-    base._root = ("a call", 1)
-    assert getitem(base, slice(1, None))._root == ("a call", 1)
-    assert getitem(base, slice(0, 10))._root is None  # small views skip the bookkeeping
-    assert getitem(wrapped(numpy.arange(float(_array._LINEAGE_MIN * 2))), slice(1, None))._root is None
-
-
-# ---- installed: the same programs, compiled and in Python -----------------------------------------------
 
 
 @pytest.fixture
@@ -724,30 +709,24 @@ def test_a_compiled_array_has_numpys_attributes_alone():
         x.color = "red"
     with pytest.raises(AttributeError):
         numpy.arange(3.0).color = "red"
-    assert (x._origin, x._root, x._hosted) == (None, None, None)
-    x._root = ("a call", 1)
-    assert x._root == ("a call", 1) and x[1:]._root is None  # a small view keeps no root
     assert weakref.ref(x)() is x
 
 
 @compiled_only
 def test_a_compiled_array_is_freed_by_the_compiled_deallocation():
-    """dispatch.ndarray's own deallocation releases its data and marks and tells its weak
-    references; a subclass's (CPython's) clears its own slots and then calls it."""
+    """dispatch.ndarray's own deallocation releases its data and tells its weak references; a
+    subclass's (CPython's) clears its own slots and then calls it."""
     assert _compiled._fastpath.installed_lean()[0]
 
-    class Mark:
-        pass
-
     for cls in (dispatch.ndarray, _array._DeviceScalar):
-        data, mark, told = numpy.arange(3.0), Mark(), []
+        data, told = numpy.arange(3.0), []
         x = object.__new__(cls)
-        x._data, x._root = data, mark
+        x._data = data
         held = sys.getrefcount(data)
-        watch, marked = weakref.ref(x, told.append), weakref.ref(mark)
-        del x, mark
+        watch = weakref.ref(x, told.append)
+        del x
         assert watch() is None and len(told) == 1
-        assert marked() is None and sys.getrefcount(data) == held - 1
+        assert sys.getrefcount(data) == held - 1
     y = wrapped(numpy.arange(4.0)) + 1.0  # a result the compiled path made
     watch = weakref.ref(y)
     del y

@@ -70,18 +70,15 @@ def _both_paths(monkeypatch, program, xp_args, np_args) -> bool:
 
 @pytest.mark.parametrize("label", CALLS)
 @pytest.mark.parametrize("dtype", [np.float64, np.int32])
-@pytest.mark.parametrize("rooted", [False, True])
-def test_both_paths_take_the_host_shortcut_alike(label, dtype, rooted, floors, monkeypatch):
+def test_both_paths_take_the_host_shortcut_alike(label, dtype, floors, monkeypatch):
     program = CALLS[label]
     for n in SIZES:
         an = np.arange(n, dtype=dtype) + 1
         bn = an[::-1].copy()
         a, b = dispatch.asarray(an), dispatch.asarray(bn)
-        if rooted:
-            a._root = ("a fresh array's call",)
         _set_floors()
         shortcut = _call.host_shortcut(_op(label), n, a, b)  # (n: the largest array's size)
-        assert shortcut == (n <= FLOOR or (n <= TRIP and not rooted))
+        assert shortcut == (n <= TRIP)
         asked = _both_paths(monkeypatch, program, (a, b), (an, bn))
         assert asked == (not shortcut), (label, n)
 

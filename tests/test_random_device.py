@@ -108,9 +108,6 @@ def test_auto_mode_draws_large_draws_on_the_device_and_small_ones_on_the_host(fa
     _bits(f, theirs.standard_exponential(ROUTED, dtype=np.float32))
     _bits(n, theirs.normal(1.0, 2.0, size=5))
     assert ours.bit_generator.state == theirs.bit_generator.state
-    # a fresh array the router follows: what its consumers save on the device credits the draw
-    drawn = dispatch.base.ops.op_named("random.Generator.standard_normal")
-    assert z._root == router.call_key(drawn, _draw_inputs(ROUTED))
 
 
 def _draw_inputs(n: int) -> Any:

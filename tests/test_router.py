@@ -3,7 +3,6 @@ refusals, the adaptive history, and the MoE table derived from a calibration."""
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import time
@@ -1143,36 +1142,6 @@ def test_another_target_takes_a_call_from_numpy_only_when_clearly_cheaper(isolat
     router.clear_decisions()
     assert router.decide(op, inputs, (), {}).target.name == "torch-cpu"  # 2x is not
     assert float(dispatch.sum(x)) == 1_000_000.0
-
-
-def test_a_devices_calls_keep_to_one_engine_unless_another_is_clearly_cheaper(isolated, monkeypatch):
-    """Two engines on one GPU: a call on host data goes to the device's home (the first of
-    ``GPU_TARGETS`` calibrated there) unless the other is priced ``ENGINE_MARGIN`` cheaper;
-    calls taking turns between the two would each pay a crossing."""
-    cal = synthetic(gpu=True)
-    cal.targets["torch-cuda"] = copy.deepcopy(cal.targets["cupy"])
-    router.use_calibration(cal)
-    device = router.ROUTER.models["cupy"].device
-    assert router.ROUTER.models["torch-cuda"].device == device and router.ROUTER.policies["cost"].home(device) == "cupy"
-    fakes = {name: types.SimpleNamespace(name=name, device=device, supports=lambda op: True)
-             for name in ("cupy", "torch-cuda")}
-    real = dispatch.targets.probe
-    patch_targets(monkeypatch, probe=lambda name: fakes.get(name) or real(name))
-    op = op_named("exp")
-    x = dispatch.ones(400_000)  # its copy in: a third of the call
-    inputs = Inputs([x], _layout(op, (x,), {}))
-    key = router.call_key(op, inputs)
-    assert router.ENGINE_MARGIN == pytest.approx(1.0)
-    # with the copy in: 1.4x and 2.5x; then NumPy within 20% of CuPy, not of torch: the home is
-    # weighed only once the keeper, NumPy, lost to the cheapest
-    for share, numpy_s, chosen in ((0.6, 50e-3, "cupy"), (0.2, 50e-3, "torch-cuda"), (0.4, 1.5e-3, "cupy")):
-        for _ in range(100):
-            router.history.observe(key, "numpy", numpy_s)
-            router.history.observe(key, "torch-cpu", 50e-3)
-            router.history.observe(key, "cupy", 1e-3)
-            router.history.observe(key, "torch-cuda", share * 1e-3)
-        decision = router.ROUTER.policies["cost"].decide(op, inputs, key)
-        assert decision.target.name == chosen, decision
 
 
 def _multiply_over_the_floor() -> tuple:

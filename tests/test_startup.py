@@ -42,7 +42,7 @@ def calibrated(tmp_path, monkeypatch):
     monkeypatch.delitem(targets.registry._targets, "torch-cpu")  # restored afterwards
     monkeypatch.setattr(bringup, "_states", {})
     monkeypatch.setattr(bringup, "_threads", {})
-    with router_restored(History(trials=False)):
+    with router_restored(History()):
         yield
     startup.use_calibration(None)
 

@@ -571,39 +571,30 @@ def test_the_interval_of_the_ratio_narrows_with_rounds():
 
 
 def test_the_suite_lets_the_router_learn_until_it_settles(monkeypatch):
-    """The router's mode runs the program until, for a few runs in a row, no trial runs, starts
-    or ends and no cached decision changes; the report says how long that took, and names a
-    case that did not settle."""
+    """The router's mode runs the program until, for a few runs in a row, no cached decision
+    changes; the report says how long that took, and names a case that did not settle."""
     from benchmarks import suite
-    from dispatch.routing import router, trials
+    from dispatch.routing import router
 
-    # each run: the trial left running after it, whether it ended one, what it did to a cached
-    # decision (dropped to be decided afresh: a change only if decided otherwise)
-    script = iter([("a", False, None), ("a", False, None), (None, True, None), (None, False, None),
-                   (None, False, "numpy"), (None, False, "drop"), (None, False, "cupy"), (None, False, "drop"),
-                   (None, False, "cupy"), (None, False, None), (None, False, None), (None, False, None)])
+    # each run: what it did to a cached decision (dropped to be decided afresh: a change only if
+    # decided otherwise)
+    script = iter(["numpy", None, "drop", "cupy", "drop", "cupy", None, None, None, None])
     runs = []
 
     def run():
-        running, judged, decided = next(script)
-        runs.append(running)
-        trials.TRIALS.running.clear()
-        if running:
-            trials.TRIALS.running[(running,)] = object()
-        if judged:
-            trials.TRIALS.judged[("a",)] = object()
+        decided = next(script)
+        runs.append(decided)
         if decided == "drop":
             router.ROUTER.decisions.pop(("b",))
         elif decided:
             router.ROUTER.decisions[("b",)] = types.SimpleNamespace(target=types.SimpleNamespace(name=decided))
 
-    monkeypatch.setattr(trials.TRIALS, "running", {})
-    monkeypatch.setattr(trials.TRIALS, "judged", {})
     monkeypatch.setattr(router.ROUTER, "decisions", {})
     learned = suite._learn_router(run, quiet_runs=3, quiet_s=0.0)
-    assert learned["settled"] and learned["runs"] == 10  # quiet: the 4th; the 6th; the 8th to 10th
-    assert runs == ["a", "a"] + [None] * 8
-    assert suite._learn_router(lambda: trials.TRIALS.running.update({("b",): object()}), limit=3) == {
+    assert learned["settled"] and learned["runs"] == 7  # changed at the 1st and 4th: quiet from the 5th to the 7th
+    flips = iter(["numpy", "cupy"] * 3)
+    assert suite._learn_router(lambda: router.ROUTER.decisions.update(
+        {("c",): types.SimpleNamespace(target=types.SimpleNamespace(name=next(flips)))}), limit=3) == {
         "runs": 3, "seconds": pytest.approx(0.0, abs=5.0), "settled": False}
     case = {"workload": "pca", "size": "small", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
             "seconds": {"numpy": 0.002, "router": 0.002}, "learning": {"router": dict(learned, seconds=0.3)}}
@@ -638,7 +629,7 @@ def test_each_dispatch_mode_of_the_suite_keeps_its_own_history(monkeypatch):
 
 def test_the_suite_reports_what_the_routers_decisions_did_while_timed(monkeypatch):
     from benchmarks import suite
-    from dispatch.routing import router, trials
+    from dispatch.routing import router
 
     target = types.SimpleNamespace
 
@@ -647,24 +638,19 @@ def test_the_suite_reports_what_the_routers_decisions_did_while_timed(monkeypatc
 
     monkeypatch.setitem(router.ROUTER.caches, "cost", {key("a"): target(target=target(name="numpy")),
                                                  key("b"): target(target=target(name="cupy"))})
-    monkeypatch.setattr(trials.TRIALS, "running", {})
-    monkeypatch.setattr(trials.TRIALS, "judged", {})
     before = suite._router_state()
-    assert suite._router_changes(before) == {"decisions_changed": 0, "decisions_new": 0, "verdicts": 0,
-                                             "trial_running": 0}
+    assert suite._router_changes(before) == {"decisions_changed": 0, "decisions_new": 0}
     router.ROUTER.caches["cost"][key("a")] = target(target=target(name="cupy"))
     router.ROUTER.caches["cost"][key("c")] = target(target=target(name="numpy"))
     router.ROUTER.caches["cost"][key("d", "cupy")] = target(target=target(name="cupy"))  # forced: not the router's
     del router.ROUTER.caches["cost"][key("b")]
-    trials.TRIALS.judged[key("a")] = object()
-    trials.TRIALS.running[key("c")] = object()
     timing = suite._router_changes(before)
-    assert timing == {"decisions_changed": 1, "decisions_new": 1, "verdicts": 1, "trial_running": 1}
+    assert timing == {"decisions_changed": 1, "decisions_new": 1}
     case = {"workload": "pca", "size": "small", "checks": {"numpy": "ok"}, "numpy_us_per_call": 50.0,
             "seconds": {"numpy": 0.002, "router": 0.002},
             "learning": {"router": {"runs": 10, "seconds": 0.3, "settled": True, "timing": timing}}}
     lines = suite.report([case], ("numpy", "router"))
-    assert "router while timed: pca small (decisions_changed 1, decisions_new 1, verdicts 1, trial_running 1)" in lines
+    assert "router while timed: pca small (decisions_changed 1, decisions_new 1)" in lines
 
 
 def test_the_suite_records_where_a_traced_router_run_ran(monkeypatch):
@@ -715,18 +701,6 @@ def test_short_programs_take_more_samples():
     assert suite._repeats(7, run_s=0.002) == suite.TINY_REPEATS > suite.SHORT_REPEATS  # a small one, many runs a sample
     assert suite._repeats(suite.TINY_REPEATS + 5, run_s=0.002) == suite.TINY_REPEATS + 5
     assert suite._loops(0.002) == 25 and suite._loops(0.08) == 1 and suite._loops(1e-9) == 1000
-
-
-def test_the_suite_keeps_each_cases_trial_verdicts(monkeypatch):
-    from benchmarks import suite
-    from dispatch.routing import trials
-
-    f64 = numpy.dtype("float64")
-    verdict = types.SimpleNamespace
-    monkeypatch.setattr(trials.TRIALS, "judged", {("exp", (f64,), 20, "host", None, None): verdict(reason="old")})
-    before = set(trials.verdicts())
-    trials.TRIALS.judged[("matmul", (f64, f64), 18, "host", None, None)] = verdict(reason="trial: the program ran ...")
-    assert suite._verdicts_since(before) == {"matmul (float64, float64) under 2^18": "trial: the program ran ..."}
 
 
 @pytest.mark.parametrize("workload", WORKLOADS)

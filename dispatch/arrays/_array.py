@@ -38,6 +38,7 @@ from dispatch.base.ops import (
 )
 from dispatch.base.state import STATE
 from dispatch.routing.cost import FFT_1D
+from dispatch.routing.router import ROUTER
 
 __all__ = ["device_scalar", "held", "ndarray", "wrap", "wrap_host"]
 
@@ -67,25 +68,12 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
     other creation functions; ``dispatch.ndarray(shape, dtype)`` mirrors ``numpy.ndarray``.
     """
 
-    # The router's marks, None on most arrays:
-    # _origin: the key of a call a device made this result in from host data, until the result is
-    # next used (dispatch.arrays._call.settle)
-    # _root: the key of the call that made the fresh array this one is, or was computed from
-    # (dispatch.arrays._call.lineage)
-    # _hosted: the key of a call a host target made this result in where a device was priced for
-    # it, until a device is sent it (dispatch.arrays._call.sent)
-    # Compiled, they are slots that read None until set (the compiled path makes them so), and an
-    # array has no __dict__, as NumPy's has none: each array is made and freed without one (15-30
-    # ns of the 100-140 dispatch added to an operator on a small array). In Python, they are class
-    # defaults, and the few arrays that carry one hold it in their __dict__ (an unset slot would
-    # raise inside getattr: 165 ns against 28).
+    # Compiled, an array has no __dict__, as NumPy's has none: each array is made and freed without
+    # one (15-30 ns of the 100-140 dispatch adds to an operator on a small array).
     if _compiled.ACTIVE:
-        __slots__ = ("__weakref__", "_data", *_compiled.MARKS)
+        __slots__ = ("__weakref__", "_data")
     else:
         __slots__ = ("__dict__", "__weakref__", "_data")
-        _origin: tuple | None = None
-        _root: tuple | None = None
-        _hosted: tuple | None = None
     __array_priority__ = 100.0  # NumPy defers to us in mixed binary operators
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
@@ -156,12 +144,13 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = self._data
+        if _LIVE.recording:  # the program reads it on the host: its region ends here
+            _LIVE.read(self)
         if type(data) is np.ndarray:
             host = data
             if not copy and (dtype is None or data.dtype == dtype):
                 mirrors.escape(data)  # (mirrors) handed out as it is: the caller may write it unseen
         else:
-            _call.settle(self, False)
             host = mirrors.handed(data)  # (mirrors) the caller's own copy, from a kept one where valid
         if copy is False and host is not data:
             raise ValueError("the array lives on a device: making a host array needs a copy")
@@ -374,15 +363,9 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     def __getitem__(self, key: Any) -> Any:
         data = self._data
-        # (an index array on a device goes to the router, which may send this array there: _gather_on_device)
+        # (an index array on a device goes to the router)
         if type(data) is np.ndarray and STATE.plain and not (type(key) is ndarray and type(key._data) is not _ND):
-            view = wrap_host(data[_host_key(key)])
-            if type(view) is ndarray and view._data.size > _LINEAGE_MIN:  # a large view keeps its root
-                root = self._root
-                if root is not None:
-                    view._root = root
-                _keeps_watch(self, view)
-            return view
+            return wrap_host(data[_host_key(key)])
         if STATE.plain and type(data) is not _ND:
             view = _call.device_view(self, key)
             if view is not _call._MISS:
@@ -502,10 +485,9 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     def copy(self, order: str = "C") -> ndarray:
         data = self._data
-        if type(data) is np.ndarray and (data.size <= _call.router.host_floor(_COPY) or order != "C"):
-            return wrap_host(data.copy(order))
-        # a large copy is made where the router places it, by ``numpy.copy``, whose order is "K":
-        # the method's "C" for data in C order (the memo keys no order), else asked for
+        if type(data) is np.ndarray and (STATE.floored or order != "C"):
+            return wrap_host(data.copy(order))  # a copy is made where its data is
+        # (a forced target: ``numpy.copy``, whose order is "K": the method's "C" for data in C order)
         kwargs = {} if order == "C" and _c_contiguous(data) else {"order": order}
         return _call.call(_COPY, (self,), kwargs)
 
@@ -543,8 +525,8 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
             shape = tuple(shape[0])
         data = self._data
         if type(data) is np.ndarray:
-            return _viewed(self, wrap_host(data.reshape(shape, order=order, copy=copy) if copy is not None
-                                           else data.reshape(shape, order=order)))
+            return wrap_host(data.reshape(shape, order=order, copy=copy) if copy is not None
+                             else data.reshape(shape, order=order))
         return _call.call(op_named("reshape"), (self, shape), {"order": order} if order != "C" else {})
 
     def transpose(self, *axes: Any) -> ndarray:
@@ -556,7 +538,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
             axes = _host_value(axes)
         data = self._data
         if type(data) is np.ndarray:
-            return _viewed(self, wrap_host(data.transpose(axes)))
+            return wrap_host(data.transpose(axes))
         return _call.call(op_named("transpose"), (self, axes), {})
 
     def ravel(self, order: str = "C") -> ndarray:
@@ -807,7 +789,6 @@ def _read(x: ndarray) -> np.ndarray:
     data = x._data
     if type(data) is np.ndarray:
         return data
-    _call.settle(x, False)
     return mirrors.read(data)
 
 
@@ -1139,28 +1120,6 @@ def _install_methods() -> None:
     ndarray.choose = choose
 
 
-_LINEAGE_MIN = 1 << 14  # smaller arrays are never worth making on a device: their views skip the bookkeeping
-
-
-def _viewed(source: ndarray, view: Any) -> Any:
-    """``view`` (a reshape or transpose of ``source``'s host data), watched as ``source`` is
-    where it is large."""
-    if type(view) is ndarray and view._data.size > _LINEAGE_MIN:
-        _keeps_watch(source, view)
-    return view
-
-
-def _keeps_watch(source: ndarray, view: ndarray) -> None:
-    """A large view of a host result whose next use the router watches (``_hosted``) is watched
-    too: a device sent ``X[i:j]`` or ``W.T`` is sent that result (``dispatch.arrays._call.sent``). The
-    compiled path does the same (``keep_watch`` in dispatch/arrays/_fastpath.c)."""
-    hosted = source._hosted
-    if hosted is not None:
-        base, data = view._data.base, source._data
-        if base is not None and (base is data or base is data.base):  # a view, not a copy
-            view._hosted = hosted
-
-
 def _refs_of_one_name() -> int:
     """What ``sys.getrefcount(self)`` reads inside a method of an object one name holds."""
 
@@ -1173,7 +1132,7 @@ def _refs_of_one_name() -> int:
 
 
 _ONE_NAME = _refs_of_one_name()
-_compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, _LINEAGE_MIN, Op, vars(blas_spin))
+_compiled.setup(ndarray, STATE, wrap, _ELIDE_BYTES, Op, vars(blas_spin))
 _install_operators()
 _measure_temporaries()
 _compiled.install_slots()
@@ -1186,6 +1145,7 @@ for _name in ("shape", "dtype", "ndim", "size"):
 del _name
 ndarray.__module__ = "dispatch"
 _call.bind(ndarray, _DeviceScalar, wrap, held)
+_LIVE = ROUTER.live  # the region being recorded for the planner (``dispatch.routing.live``)
 
 
 def _numpys_signatures() -> None:

@@ -28,7 +28,7 @@ from dispatch.base import blas_spin
 from dispatch.base.devices import HOST, HOST_ONLY, Device, device_of, library_of
 from dispatch.base.ops import GETITEM, Op
 from dispatch.base.state import STATE
-from dispatch.routing import regions, router
+from dispatch.routing import cost, regions, router
 from dispatch.routing.cost import FFT_1D
 from dispatch.routing.decisions import Decision, DecisionKind
 from dispatch.routing.router import ROUTER, SETTLED_EVERY
@@ -47,6 +47,8 @@ _DeviceScalar: type = type(None)
 wrap: Callable[..., Any] = None  # type: ignore[assignment]
 held: Callable[[Any], Any] = None  # type: ignore[assignment]  # ``_array.held``: an array around data as it is
 _engine_of = targets.engine_of
+_LIVE = ROUTER.live  # the region being recorded for the planner (``dispatch.routing.live``)
+cost.set_mirrors(mirrors.valid, mirrors.keepable)  # a copy a device keeps is free to read there
 
 
 def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any], hold: Callable[[Any], Any]) -> None:
@@ -298,25 +300,6 @@ def _holds_array(values: Any) -> bool:
     return any(_is_array(v) or (type(v) in (list, tuple) and _holds_array(v)) for v in values)
 
 
-def settle(x: ndarray, stayed: bool) -> None:
-    """``x`` is used next on its device (``stayed``) or on the host: if a device computed it
-    from host data, the router learns which (``router.settle``), once per array."""
-    key = x._origin  # None on most arrays: only results of a call entering a device carry one
-    if key is not None:
-        x._origin = None
-        router.settle(key, stayed)
-
-
-def sent(x: ndarray) -> None:
-    """``x``, on the host, is being copied to a device: if a host target computed it where a
-    device was priced for it, the router learns that such results go there next
-    (``router.sent``), once per array."""
-    key = x._hosted  # None on most arrays
-    if key is not None:
-        x._hosted = None
-        router.sent(key)
-
-
 def to_host(x: Any) -> Any:
     """A dispatch or native array as host NumPy, to read (a transfer if it lives on a device,
     unless a host copy of it is kept: ``mirrors.read``, read-only)."""
@@ -324,7 +307,6 @@ def to_host(x: Any) -> Any:
         data = x._data
         if type(data) is np.ndarray:
             return data
-        settle(x, False)
         return mirrors.read(data)  # (mirrors) dispatch's own device memory
     if type(x) is np.ndarray:
         return x
@@ -366,10 +348,8 @@ def to_forced_device(result: Any) -> Any:
         return result
 
 
-def _native_for(target: Target, counted: bool = True, handed: list | None = None):
-    """Arrays as ``target``'s own; ``counted``: a host result sent there is learned from
-    (``sent``), which an explored call's is not (a measurement, not where the program goes).
-    One call sends a host array to a device once: passed twice (``x * x``), or with its
+def _native_for(target: Target, handed: list | None = None):
+    """Arrays as ``target``'s own. One call sends a host array to a device once: passed twice (``x * x``), or with its
     transpose (``A.T @ A``), the later one is the copy already made, or its transpose.
     ``handed``: where given, host arrays already copied there and not written since are read
     from that copy (``mirrors``), and copies made are kept; the copies served are listed in it."""
@@ -400,17 +380,11 @@ def _native_for(target: Target, counted: bool = True, handed: list | None = None
             data = x
             mirrors.escape(data)  # (mirrors) the caller's own array, which it may write unseen
         if target.owns(data):
-            if isinstance(x, ndarray):
-                settle(x, True)
             return data
         if isinstance(data, np.ndarray):
-            if counted and isinstance(x, ndarray):
-                sent(x)
             return from_host(data)
         if device_of(data) == target.device:
             return target.adopt(data)
-        if counted and isinstance(x, ndarray):
-            sent(x)
         return target.from_host(NUMPY.from_native(data))
 
     return convert
@@ -455,7 +429,6 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     copies: dict = {}
     written = _device_outputs(op, args)
     for w in written:  # (mirrors) each gets a host copy of its own to write, never a kept (read-only) one
-        settle(w, False)
         copies[id(w)] = (w, mirrors.handed(w._data))
     hargs, hkwargs = host_args(args, copies), host_kwargs(kwargs, copies)
     if op.mutates is not None and len(args) > op.mutates:
@@ -491,13 +464,13 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     return wrap(result, out_of=(args, kwargs))
 
 
-def _run_on(target: Target, op: Op, args: tuple, kwargs: dict, explored: bool = False) -> Any:
+def _run_on(target: Target, op: Op, args: tuple, kwargs: dict) -> Any:
     if op.mutates is not None:
         written = args[op.mutates] if len(args) > op.mutates else None
         if not (isinstance(written, ndarray) and written.device == target.device):
             raise Unsupported("it writes into an array that lives on another device")
     handed: list | None = [] if op.mutates is None else None  # (mirrors) none for a call that writes its input
-    convert = _native_for(target, not explored, handed)
+    convert = _native_for(target, handed)
     kwargs, out = _split_out(op, kwargs)
     native_args = tuple(_convert(a, convert) for a in args)
     native_kwargs = {k: _convert(v, convert) for k, v in kwargs.items()}
@@ -537,10 +510,9 @@ _ANY_SIZE = 1 << 62
 _PLAIN = frozenset({int, float, bool, complex, str, type(None)})
 
 
-def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | None:
+def _small_on_host(values: Any, floor: int) -> list | None:
     """``values`` with dispatch arrays unwrapped, if every array among them is a host array
-    of at most ``floor`` elements (and, if ``rootless``, carries no root: no fresh array's
-    lineage to follow); ``None`` otherwise (the router must decide)."""
+    of at most ``floor`` elements; ``None`` otherwise (the router must decide)."""
     out = []
     for v in values:
         kind = type(v)
@@ -548,8 +520,6 @@ def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | No
             out.append(v)
             continue
         if kind is ndarray:
-            if rootless and v._root is not None:
-                return None
             v = v._data
             if type(v) is not np.ndarray or v.size > floor:
                 return None
@@ -557,7 +527,7 @@ def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | No
             if v.size > floor:
                 return None
         elif kind is list or kind is tuple:
-            inner = _small_on_host(v, floor, rootless)
+            inner = _small_on_host(v, floor)
             if inner is None:
                 return None
             v = inner if kind is list else tuple(inner)
@@ -569,53 +539,44 @@ def _small_on_host(values: Any, floor: int, rootless: bool = False) -> list | No
     return out
 
 
-def _small_kwargs(kwargs: dict, floor: int, rootless: bool = False) -> dict | None:
+def _small_kwargs(kwargs: dict, floor: int) -> dict | None:
     """``kwargs`` under ``_small_on_host``'s rule: the dict itself when it holds only axes, flags
     and names (the common case), a copy with its host arrays unwrapped, or ``None``."""
     for v in kwargs.values():
         if type(v) not in _PLAIN:  # an array, a list, an out=: unwrapped and size-checked
-            hvalues = _small_on_host(kwargs.values(), floor, rootless)
+            hvalues = _small_on_host(kwargs.values(), floor)
             return None if hvalues is None else dict(zip(kwargs, hvalues, strict=True))
     return kwargs
 
 
-def host_shortcut(op: Op, n: int, a: Any = None, b: Any = None, *more: Any) -> bool:
+def host_shortcut(op: Op, n: int, *arrays: Any) -> bool:
     """The host shortcut: whether a call of ``op`` whose arrays all hold host data, the largest
-    of ``n`` elements (``a``, ``b``, ``more``: its dispatch arrays, for their roots), runs
-    straight on NumPy without asking the router.
+    of ``n`` elements, runs straight on NumPy without asking the router (``arrays``: its
+    dispatch arrays, which the rule does not read).
 
     It does where no target is forced and no hook observes calls (``STATE.floored``; the
     compiled path, which records nothing, also wants no trace open: ``STATE.plain``) and ``n`` is
-    at most the op's floor (``router.host_floor``), or at most its round-trip floor
-    (``router.trip_floor``) where no array carries a root (``ndarray._root``: a fresh array whose
-    lineage the router follows). Strict mode changes nothing here: NumPy runs these calls. The
-    compiled path (``takes`` and ``run_op`` in dispatch/arrays/_fastpath.c) implements exactly
-    this, deferring to Python where a floor is not computed yet."""
+    at most the op's round-trip floor (``router.trip_floor``: no device wins the round trip of
+    such data, alone; at least the op's floor, ``router.host_floor``, where no target wins at
+    all). Strict mode changes nothing here: NumPy runs these calls. The compiled path (``takes``
+    and ``run_op`` in dispatch/arrays/_fastpath.c) implements exactly this, deferring to Python
+    where a floor is not computed yet."""
     floor = op.floor
     if floor < 0:
         floor = router.host_floor(op)
-    if n <= floor:
-        return True
-    if n > router.trip_floor(op):
-        return False
-    for x in (a, b, *more):
-        if getattr(x, "_root", None) is not None:
-            return False
-    return True
+    return n <= floor or n <= router.trip_floor(op)
 
 
-def under_floors(op: Op, args: tuple) -> tuple[list | None, int, bool]:
+def under_floors(op: Op, args: tuple) -> tuple[list | None, int]:
     """``args`` unwrapped if they run on NumPy without asking the router (``host_shortcut``),
-    else ``None``; with the largest floor that may hold and whether it asks for arrays without
-    a root (what ``_small_kwargs`` checks the keywords against)."""
+    else ``None``; with the floor that holds (what ``_small_kwargs`` checks the keywords against)."""
     found = _host_extent(args)
     if found is None:
-        return None, 0, False
-    n, arrays = found
-    if not host_shortcut(op, n, *arrays):
-        return None, 0, False
-    rootless = n > op.floor  # (held by the round-trip floor)
-    return _small_on_host(args, _ANY_SIZE), router.trip_floor(op) if rootless else op.floor, rootless
+        return None, 0
+    n, _ = found
+    if not host_shortcut(op, n):
+        return None, 0
+    return _small_on_host(args, _ANY_SIZE), max(op.floor, op.trip_floor)
 
 
 def _host_extent(values: Any, found: list | None = None) -> tuple[int, list] | None:
@@ -652,8 +613,7 @@ def _host_extent(values: Any, found: list | None = None) -> tuple[int, list] | N
 # ---- the resident lane ------------------------------------------------------------------------------
 # A loop on data a GPU holds makes many small calls on the engine holding it, which the general
 # path would make several times slower than the engine's own. The lane runs them with
-# what the general path would do for them and nothing else: no host copies, no lineage (data on a
-# device has no root), no placement, no out= to check.
+# what the general path would do for them and nothing else: no host copies, no out= to check.
 
 _MISS = object()  # the lane does not take this call: the general path does
 _LANE_LIBRARIES = targets.registry.gpu_libraries()  # CuPy, torch: the libraries of the GPU targets
@@ -699,8 +659,6 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
     for a in inputs.arrays:
         if not target.owns(a._data):
             return _MISS  # another engine: the general path adopts the data
-    for a in inputs.arrays:
-        settle(a, True)
     try:
         result = _execute(op, inputs, decision, lambda: target.run(op, natives, kwargs))
     except Exception:
@@ -718,8 +676,8 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
 # each repeat cost more than the kernel launch. So the lane remembers, per call signature, the
 # decision and the engine's resolved call, and a repeat runs them while that decision is the
 # router's and needs no timing. A host call over the floors that the router keeps on NumPy is
-# remembered the same way, where nothing follows from it (no root, no placement credit, no watch
-# on where its result goes): asking the router again would cost more than such a call.
+# remembered the same way: asking the router again would cost more than such a call. Nothing is
+# remembered while a region is recorded for its plan (``dispatch.routing.live``).
 # The compiled path serves those host entries itself (``memo_run`` in dispatch/arrays/_fastpath.c,
 # the same key and checks). An operator that NumPy's elision runs into a temporary
 # (``_array._elides``) is remembered under a key of its own and run into it, and a list or tuple of
@@ -739,8 +697,8 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
     the forced target, each array's engine type, dtype, shape and device, every other argument's
     type (and value, but for floats: as ``_oracle.signature``), the keywords; ``None`` for calls
     the memo does not serve (a NumPy array not wrapped, an index, a shape, a write, an array in a
-    keyword, a transform on a device). A host array counts with whether a root reaches it; a
-    list or tuple of host arrays (``concatenate``'s), as its type and their parts."""
+    keyword, a transform on a device). A list or tuple of host arrays (``concatenate``'s), as
+    its type and their parts."""
     if op.mutates is not None:
         return None
     parts: list = [op, STATE.forced_name()]
@@ -750,7 +708,7 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
         if kind is ndarray:
             data = v._data
             if type(data) is np.ndarray:
-                parts.append((np.ndarray, data.dtype, data.shape, v._root is None))
+                parts.append((np.ndarray, data.dtype, data.shape))
                 continue
             library = library_of(type(data))
             on_device = True
@@ -766,7 +724,7 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
             parts.append((kind, v))
         elif kind in _SEQUENCES and v and all(
                 type(a) is ndarray and type(a._data) is np.ndarray for a in v):  # ``concatenate([a, b])``
-            parts.append((kind, tuple((np.ndarray, a._data.dtype, a._data.shape, a._root is None) for a in v)))
+            parts.append((kind, tuple((np.ndarray, a._data.dtype, a._data.shape) for a in v)))
         else:
             return None
     for name, v in kwargs.items():
@@ -784,11 +742,11 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
 
 def _remember_host(memo_key: tuple, op: Op, args: tuple, decision: Any) -> None:
     """Keep a host call the router sends to NumPy (see the memo above), if it has arrays, every
-    one on the host and reached by no root, and nothing follows from the decision (a device's
-    ``gain`` on the call credits the roots of its inputs: these have none)."""
+    one on the host, and its decision is the router's cached one for good (not a fallback, nor
+    one asked again at each call for its size)."""
     arrays = [a for v in args for a in (v if type(v) in _SEQUENCES else (v,)) if type(a) is ndarray]
-    if (not arrays or any(type(a._data) is not np.ndarray or a._root is not None for a in arrays)
-            or op.work == "random" or decision.placeable or decision.hosted or decision.live
+    if (not arrays or any(type(a._data) is not np.ndarray for a in arrays)
+            or op.work == "random" or decision.live
             or decision.kind is DecisionKind.FALLBACK or router.cached(decision.key) is not decision):
         return
     run = op.func  # no target: NumPy's function, called as ``_run_numpy`` does
@@ -818,9 +776,9 @@ def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: A
 
 
 def _keep(memo_key: tuple, decision: Any, target: Any, run: Any) -> None:
-    """Store a memo entry, at the router's epoch; a full memo starts over. None while a trial
-    runs: it times the program as the router runs it, call by call."""
-    if ROUTER.trials.running:
+    """Store a memo entry, at the router's epoch; a full memo starts over. None while a region is
+    recorded: its plan must see every call."""
+    if _LIVE.recording:
         return
     memo = ROUTER.memo
     if len(memo) >= _MEMO_MAX:
@@ -835,11 +793,11 @@ def _native_items(v: list | tuple) -> list | tuple:
 
 def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
     """Run a remembered lane call, if its decision still holds, is not to be timed now and no
-    trace or trial watches; else ``_MISS`` (the general lane path runs it). ``into``: a host
+    trace or region recording watches; else ``_MISS`` (the general lane path runs it). ``into``: a host
     temporary the result is written into (``call``'s)."""
     decision, target, run, epoch = entry
-    if epoch != ROUTER.epoch:  # the decisions or the trials changed since: is this one still the router's?
-        if router.cached(decision.key) is not decision or ROUTER.trials.running:
+    if epoch != ROUTER.epoch:  # the decisions changed since, or a region is recorded: is this one still the router's?
+        if router.cached(decision.key) is not decision or _LIVE.recording:
             return _MISS
         ROUTER.memo[memo_key] = (decision, target, run, ROUTER.epoch)
     if STATE.tracing:
@@ -865,8 +823,6 @@ def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: nd
     natives = []
     for a in args:
         if type(a) is ndarray:
-            if a._origin is not None:
-                settle(a, True)
             natives.append(a._data)
         else:
             natives.append(a)
@@ -895,7 +851,6 @@ def device_view(x: ndarray, key: Any) -> Any:
     library = library_of(type(data))
     if library not in _LANE_LIBRARIES:
         return _MISS
-    settle(x, True)
     try:
         # CuPy's view by slices is NumPy's, with nothing to check; torch's goes through its target
         view = data[key] if library == "cupy" else _engine_of(data).run(GETITEM, (data, key), {})
@@ -926,12 +881,10 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         _writes(op, args, kwargs)  # what the call may write, or wrap as it is
     if STATE.floored and sized:  # the host shortcut's mode (``host_shortcut``)
         if not op.local:
-            hargs, floor, rootless = under_floors(op, args)
-        elif op.name not in router.PLACED_COPIES:  # views and casts of host data no root reaches: NumPy's
-            hargs, floor, rootless = _small_on_host(args, _ANY_SIZE, True), _ANY_SIZE, True
-        else:
-            hargs = None  # a copy the router may make on a device
-        hkwargs = _small_kwargs(kwargs, floor, rootless) if hargs is not None else None
+            hargs, floor = under_floors(op, args)
+        else:  # views, casts and copies of host data: NumPy's
+            hargs, floor = _small_on_host(args, _ANY_SIZE), _ANY_SIZE
+        hkwargs = _small_kwargs(kwargs, floor) if hargs is not None else None
         if hkwargs is not None:
             if STATE.tracing:  # a trace records the call where the program runs it untraced
                 return _traced_under_floor(op, args, kwargs, hargs, hkwargs)
@@ -954,6 +907,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         if result is not _MISS:
             if memo_key is not None:  # (a lane call: its arrays are on a device)
                 _remember(memo_key, op, natives, kwargs, decision)
+            if _LIVE.recording:
+                _LIVE.note(op, inputs, decision, result)
             return result
     else:
         arrays = _collect(args, kwargs)
@@ -969,20 +924,16 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
             tracing.fallback(op, decision.reason.removeprefix(router.FALLBACK))
         run = (lambda: _run_numpy(op, args, kwargs)) if into is None else (lambda: _run_into(op, args, into))
         result = _execute(op, inputs, decision, run)
-        if decision.hosted and type(result) is ndarray:
-            hosted(result, decision.key)
         if memo_key is not None and lane is None:
             _remember_host(memo_key, op, args, decision)
-        return lineage(inputs, decision, result)
+        if _LIVE.recording:
+            _LIVE.note(op, inputs, decision, result)
+        return result
     try:
-        result = _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs, decision.explored))
-        if type(result) is ndarray:
-            if target.device.is_host:
-                if decision.hosted:
-                    hosted(result, decision.key)
-            elif inputs.resident is None:
-                result._origin = decision.key  # entered a device from host data: see what becomes of it
-        return lineage(inputs, decision, result)
+        result = _execute(op, inputs, decision, lambda: _run_on(target, op, args, kwargs))
+        if _LIVE.recording:
+            _LIVE.note(op, inputs, decision, result)
+        return result
     except Unsupported as exc:
         why = f"{target.name} refused: {exc}"
         if exc.lasting:
@@ -996,7 +947,10 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         router.failed(op, inputs, target, why)
     tracing.fallback(op, why)
     fallback = Decision(NUMPY, DecisionKind.FALLBACK, router.FALLBACK + why, key=decision.key)
-    return _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
+    result = _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
+    if _LIVE.recording:
+        _LIVE.note(op, inputs, fallback, result)
+    return result
 
 
 def _writes(op: Op, args: tuple, kwargs: dict) -> None:
@@ -1078,53 +1032,6 @@ def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs:
         kind, reason = DecisionKind.FLOOR, router.FLOOR_REASON
     decision = Decision(NUMPY, kind, reason)
     return _execute(op, inputs, decision, lambda: _under_floor(op, args, kwargs, hargs, hkwargs))
-
-
-def hosted(result: ndarray, key: tuple) -> None:
-    """A host target made ``result`` where a device was priced for the call: see whether a
-    device is sent it later (``sent``)."""
-    if result.device.is_host:  # not an argument NumPy handed back as it is, on its device
-        result._hosted = key
-        router.hosted(key)
-
-
-def lineage(inputs: Inputs, decision: Any, result: Any) -> Any:
-    """Carry the root (the call that made the fresh array a computation started from) to the
-    result, and credit that root with what a device holding the data saves on this call; a
-    call that could have made its result on a device, from host data, becomes a root."""
-    root = None
-    several = False  # inputs from more than one root: each is credited by the bytes it brings
-    rootless = False  # a host input no root made: a device would have to be sent it anyway
-    for a in inputs.arrays:
-        mine = getattr(a, "_root", None)
-        if mine is None:
-            if type(a) is ndarray and type(a._data) is not np.ndarray:
-                continue  # on a device already
-            rootless = True
-            continue
-        if root is None:
-            root = mine
-        elif mine != root:
-            several = True
-    if root is not None:
-        if decision.gain and not rootless:
-            router.credit(_bytes_by_root(inputs.arrays) if several else {root: 0}, decision.gain)
-    elif decision.placeable and type(result) is ndarray:
-        root = decision.key
-        router.made(root)
-    if root is not None and type(result) is ndarray:
-        result._root = root
-    return result
-
-
-def _bytes_by_root(arrays: list[Any]) -> dict[tuple, int]:
-    """The roots of these arrays, and the bytes each brings."""
-    roots: dict[tuple, int] = {}
-    for a in arrays:
-        mine = getattr(a, "_root", None)
-        if mine is not None:
-            roots[mine] = roots.get(mine, 0) + a.nbytes
-    return roots
 
 
 def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:

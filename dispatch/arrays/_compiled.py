@@ -29,12 +29,9 @@ if _fastpath is not None and ENV.pure_python:
     STATUS = "off (DISPATCH_PURE_PYTHON is set)"
 
 ACTIVE = _fastpath is not None
-# dispatch.ndarray's marks for the router: compiled, slots that read None until set (``setup``)
-MARKS = ("_origin", "_root", "_hosted")
 
 __all__ = [
     "ACTIVE",
-    "MARKS",
     "MIRRORS_SAFE",
     "STATUS",
     "attr",
@@ -54,14 +51,12 @@ __all__ = [
 ]
 
 
-def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, lineage_min: int, op: type,
-          blas_spin: dict) -> None:
+def setup(ndarray: type, state: Any, wrap: Any, elide_bytes: int, op: type, blas_spin: dict) -> None:
     """Tell the compiled path the array type, the switches it reads, the Python rules' limits,
     the op type (whose floors and ``blas`` it reads from their slots) and ``blas_spin``'s
-    namespace (where it notes that NumPy's BLAS ran, as ``blas_spin.ran`` does). The array
-    type's ``MARKS`` slots then read None until set."""
+    namespace (where it notes that NumPy's BLAS ran, as ``blas_spin.ran`` does)."""
     if _fastpath is not None:
-        _fastpath.setup(ndarray, state, wrap, elide_bytes, lineage_min, op, blas_spin, MARKS)
+        _fastpath.setup(ndarray, state, wrap, elide_bytes, op, blas_spin)
 
 
 def from_interpreter() -> bool:

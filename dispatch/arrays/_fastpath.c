@@ -12,8 +12,8 @@
  *
  * What it takes is a subset of the Python fast path's cases, decided the same way. "Under the
  * floors" is the host shortcut, dispatch.arrays._call.host_shortcut: at most op.floor elements, or
- * at most op.trip_floor where no operand carries a root (no fresh array's lineage the router
- * follows); tests/test_host_shortcut.py drives both paths on the same calls.
+ * at most op.trip_floor (the floor, raised where NumPy was measured best); tests/test_host_shortcut.py
+ * drives both paths on the same calls.
  *   forward    a <op> b          a's data and b (array or Python scalar) on the host, the larger
  *                                size under the floors; where a is a temporary NumPy would reuse
  *                                (256 KiB or more, its data held by it alone), into a, as NumPy's
@@ -36,7 +36,7 @@
  *   transform  np.fft.rfft(x, n=...)  as function where its work follows its input's size (not
  *                                padded FFT_PADDED times or more: dispatch.arrays._call.fft_sized)
  *   array      numpy.asarray(a)  __array__ of host data, no dtype asked, no copy: the data itself
- *   copy       a.copy()          host data at or under copy's floor (the router places larger copies)
+ *   copy       a.copy()          host data, at any size
  *   shaped     np.zeros((3, 4))  a creation function whose first argument is the shape, given as
  *                                integers, with plain keywords: where the result has fewer than
  *                                dispatch.cluster.LIVE_ELEMENTS elements, the routed function itself
@@ -44,12 +44,12 @@
  *   range      np.arange(k)      as shaped, for arange of one to three integers
  *
  * Over the floors, a forward, reflected, method, function, ufunc, protocol or transform call of host
- * arrays no root reaches (or of a list of them: concatenate's) is looked up in dispatch.arrays._call's
+ * arrays (or of a list of them: concatenate's) is looked up in dispatch.arrays._call's
  * memo (the router's: dispatch.routing.router.Router.memo), as `_memo_key` and `_memo_run` do: a
  * repeat of a call the router keeps on NumPy, decided and settled, runs NumPy's function without
  * asking again; an operator on a temporary NumPy would elide, into that temporary, where the memo
  * holds such an entry. An entry serves only at the router's epoch it was checked at (the router
- * bumps it whenever a decision or a trial changes) and when the call is not due to be timed;
+ * bumps it whenever a decision changes or a region is recorded) and when the call is not due to be timed;
  * anything else hands the call to the Python path, which checks the entry again. What this reads
  * of the router it is handed at import (bind_router), never looked up by name.
  *
@@ -87,7 +87,7 @@ static Py_ssize_t plain_off = -1;
 static PyTypeObject *op_type;  /* dispatch.base.ops.Op: its floors and function are read from their slots */
 static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1, blas_off = -1;
 static PyObject *wrap_fn, *blas_ns, *perf_counter, *str_last;  /* blas_spin's namespace, where _last is */
-static npy_intp elide_bytes, lineage_min;
+static npy_intp elide_bytes;
 /* A left operand's reference count at a temporary's call, measured at import through refs_seen()
  * (dispatch.arrays._array._measure_temporaries); -1 where not told: every large operand goes to Python. */
 static Py_ssize_t temporary_refs = -1, refs_seen = -1;
@@ -107,20 +107,6 @@ static unsigned long long memo_hits = 0;  /* calls served from the memo here (me
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))  /* a __slots__ member at that offset */
 #define DATA(o) SLOT(o, data_off)
-
-/* dispatch.ndarray's marks for the router (dispatch.arrays._compiled.MARKS), in that order: slots read
- * here directly, NULL or None where unset. */
-enum { ORIGIN, ROOT, HOSTED, MARKS };
-static Py_ssize_t mark_off[MARKS] = {-1, -1, -1};
-
-static inline PyObject *mark(PyObject *x, int which) {  /* borrowed; NULL where None or unset */
-    PyObject *v = SLOT(x, mark_off[which]);
-    return v == Py_None ? NULL : v;
-}
-
-static inline void set_mark(PyObject *x, int which, PyObject *v) {
-    Py_XSETREF(SLOT(x, mark_off[which]), Py_NewRef(v));
-}
 
 static inline int plain(void) {
     return SLOT(state, plain_off) == Py_True;
@@ -182,24 +168,6 @@ static PyObject *op_func(PyObject *op) {
     return PyObject_GetAttr(op, str_func);
 }
 
-/* A large view (a new reference, or NULL) of the host array d of `source` keeps source's watch
- * on where its result goes next (dispatch.arrays._array._keeps_watch); a copy does not. */
-static PyObject *keep_watch(PyObject *source, PyObject *d, PyObject *view) {
-    if (view == NULL || Py_TYPE(view) != nd_type || !PyArray_CheckExact(DATA(view))) return view;
-    PyArrayObject *v = (PyArrayObject *)DATA(view);
-    PyObject *base = PyArray_BASE(v);
-    if (PyArray_SIZE(v) <= lineage_min || base == NULL || (base != d && base != PyArray_BASE((PyArrayObject *)d)))
-        return view;
-    PyObject *hosted = mark(source, HOSTED);
-    if (hosted != NULL) set_mark(view, HOSTED, hosted);
-    return view;
-}
-
-/* Whether x carries no root: not a dispatch array, or one whose _root is None. */
-static int rootless(PyObject *x) {
-    return Py_TYPE(x) != nd_type || mark(x, ROOT) == NULL;
-}
-
 /* An op NumPy hands to its BLAS ran under the floors: what blas_spin.ran() does, as every path
  * says it (its _last set to time.perf_counter(), with no Python frame). */
 static int note_blas(PyObject *op) {
@@ -211,15 +179,13 @@ static int note_blas(PyObject *op) {
     return failed;
 }
 
-/* dispatch.arrays._call.host_shortcut: host operands a and b (or NULL), the larger of n elements, run
- * on NumPy: n at most op.floor, or at most op.trip_floor where neither carries a root. 0 where the
- * floor is not computed yet (the Python path computes it, and decides). */
-static int takes(PyObject *op, npy_intp n, PyObject *a, PyObject *b) {
+/* dispatch.arrays._call.host_shortcut: host operands, the larger of n elements, run on NumPy: n at
+ * most op.floor, or at most op.trip_floor. 0 where the floor is not computed yet (the Python path
+ * computes it, and decides). */
+static int takes(PyObject *op, npy_intp n) {
     npy_intp floor = op_floor(op, str_floor);
     if (floor < 0) return 0;  /* not computed yet: the Python path computes it */
-    if (n <= floor) return 1;
-    npy_intp trip = op_floor(op, str_trip);
-    return n <= trip && rootless(a) && (b == NULL || rootless(b));
+    return n <= floor || n <= op_floor(op, str_trip);
 }
 
 static inline int py_scalar(PyObject *x) {
@@ -281,16 +247,15 @@ static PyObject *host_key(PyObject *key) {
 }
 
 /* `v` as the Python path's `_small_on_host` gives it to NumPy (dispatch arrays unwrapped, lists
- * and tuples item by item; with `bare`, only dispatch arrays without a root): a new reference,
- * or NULL with no error set where the router decides. */
-static PyObject *host_value(PyObject *v, npy_intp floor, int bare, int depth) {
+ * and tuples item by item): a new reference, or NULL with no error set where the router decides. */
+static PyObject *host_value(PyObject *v, npy_intp floor, int depth) {
     if (PyArray_CheckExact(v)) {
         if (PyArray_SIZE((PyArrayObject *)v) > floor) return NULL;
         return Py_NewRef(v);
     }
     if (Py_TYPE(v) == nd_type) {
         PyObject *d = host_data(v);
-        if (d == NULL || PyArray_SIZE((PyArrayObject *)d) > floor || (bare && !rootless(v))) return NULL;
+        if (d == NULL || PyArray_SIZE((PyArrayObject *)d) > floor) return NULL;
         return Py_NewRef(d);
     }
     if (passes(v)) return Py_NewRef(v);
@@ -303,7 +268,7 @@ static PyObject *host_value(PyObject *v, npy_intp floor, int bare, int depth) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = host_value(is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i), floor, bare, depth + 1);
+        PyObject *item = host_value(is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i), floor, depth + 1);
         if (item == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -329,7 +294,7 @@ static PyObject *new_array(PyObject *data) {
 /* dispatch.ndarray's deallocation, in place of CPython's generic one for classes (subtype_dealloc,
  * which walks the class's bases for slots to clear, a finalizer, a __del__ and a __dict__: a third
  * of what dispatch adds to an operator on a small array). The array type has none of those: its
- * slots are the weak reference list, _data and the marks, cleared here. A subclass keeps CPython's
+ * slots are the weak reference list and _data, cleared here. A subclass keeps CPython's
  * deallocation, which clears the subclass's own slots and then calls this one. */
 static void nd_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
@@ -337,7 +302,6 @@ static void nd_dealloc(PyObject *self) {
     if (nd_type->tp_weaklistoffset <= 0 || SLOT(self, nd_type->tp_weaklistoffset) != NULL)
         PyObject_ClearWeakRefs(self);  /* (a list the interpreter keeps before the object: it looks itself) */
     Py_CLEAR(DATA(self));
-    for (int i = 0; i < MARKS; i++) Py_CLEAR(SLOT(self, mark_off[i]));
     type->tp_free(self);
     Py_DECREF(type);  /* a heap type: each instance holds a reference to it */
 }
@@ -348,7 +312,7 @@ static int lean_dealloc_fits(PyTypeObject *t) {
 #ifdef Py_TPFLAGS_MANAGED_DICT
     if (PyType_HasFeature(t, Py_TPFLAGS_MANAGED_DICT)) return 0;
 #endif
-    Py_ssize_t own = t->tp_weaklistoffset > 0 ? 2 + MARKS : 1 + MARKS;  /* weak list, _data, marks */
+    Py_ssize_t own = t->tp_weaklistoffset > 0 ? 2 : 1;  /* weak list, _data */
     return t->tp_dictoffset == 0 && t->tp_finalize == NULL && t->tp_del == NULL && t->tp_itemsize == 0 &&
            t->tp_base == &PyBaseObject_Type && t->tp_basicsize == (Py_ssize_t)(sizeof(PyObject) + own * sizeof(PyObject *));
 }
@@ -422,8 +386,7 @@ static PyObject *array_part(PyObject *v) {
     PyArrayObject *a = (PyArrayObject *)d;
     PyObject *shape = PyArray_IntTupleFromIntp(PyArray_NDIM(a), PyArray_DIMS(a));
     if (shape == NULL) return NULL;
-    PyObject *part = PyTuple_Pack(4, (PyObject *)&PyArray_Type, (PyObject *)PyArray_DESCR(a), shape,
-                                  rootless(v) ? Py_True : Py_False);
+    PyObject *part = PyTuple_Pack(3, (PyObject *)&PyArray_Type, (PyObject *)PyArray_DESCR(a), shape);
     Py_DECREF(shape);
     return part;
 }
@@ -493,7 +456,8 @@ static PyObject *memo_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
 }
 
 /* Whether `_memo_run` would run this memo entry on NumPy now: a host entry made at the router's
- * epoch (no decision or trial changed since it was checked: dispatch.routing.router.Router.epoch),
+ * epoch (no decision changed and no region's recording started since it was checked:
+ *   dispatch.routing.router.Router.epoch),
  * and (for a decision that learns) settled and not this call's turn to be timed, counted as
  * `_memo_run` counts it. At another epoch the Python path checks the entry again. */
 static int memo_serves(PyObject *entry) {
@@ -737,9 +701,9 @@ typedef struct {
     vectorcallfunc vectorcall;
 } Fast;
 
-/* Call func on the host forms of args[0:nargs] and the keyword values (arrays under `floor`;
- * with `bare`, rootless ones); NULL with no error set where any is not the fast path's. */
-static PyObject *call_hosted(PyObject *func, npy_intp floor, int bare, PyObject *const *args, Py_ssize_t nargs,
+/* Call func on the host forms of args[0:nargs] and the keyword values (arrays under `floor`); NULL
+ * with no error set where any is not the fast path's. */
+static PyObject *call_hosted(PyObject *func, npy_intp floor, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames, int *taken) {
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     if (nargs + nkw > MAX_ARGS) return NULL;
@@ -750,7 +714,7 @@ static PyObject *call_hosted(PyObject *func, npy_intp floor, int bare, PyObject 
     PyObject *hosted[MAX_ARGS];
     Py_ssize_t made = 0;
     for (; made < nargs; made++) {
-        hosted[made] = host_value(args[made], floor, bare, 0);
+        hosted[made] = host_value(args[made], floor, 0);
         if (hosted[made] == NULL) break;
     }
     PyObject *result = NULL;
@@ -765,14 +729,14 @@ static PyObject *call_hosted(PyObject *func, npy_intp floor, int bare, PyObject 
 
 /* `op` on these arguments where the host shortcut takes them (dispatch.arrays._call.host_shortcut,
  * as under_floors applies it to a call's arguments): at most op.floor elements, or at most
- * op.trip_floor where no dispatch array among them carries a root. */
+ * op.trip_floor. */
 static PyObject *run_op(PyObject *op, PyObject *func, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                         int *taken) {
     npy_intp floor = op_floor(op, str_floor), trip;
     if (floor < 0) return NULL;  /* not computed yet: the Python path computes it */
-    PyObject *r = call_hosted(func, floor, 0, args, nargs, kwnames, taken);
+    PyObject *r = call_hosted(func, floor, args, nargs, kwnames, taken);
     if (!*taken && (trip = op_floor(op, str_trip)) > floor)
-        r = call_hosted(func, trip, 1, args, nargs, kwnames, taken);
+        r = call_hosted(func, trip, args, nargs, kwnames, taken);
     if (*taken && r != NULL && note_blas(op) < 0) Py_CLEAR(r);
     return r;
 }
@@ -870,7 +834,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             break;
         }
         if (on > n) n = on;
-        int under = takes(self->op, n, args[0], o);
+        int under = takes(self->op, n);
         if (!under && self->kind == INPLACE) break;
         if (under && note_blas(self->op) < 0) return NULL;
         if (self->kind == INPLACE) {
@@ -921,12 +885,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         PyObject *r = PyObject_GetItem(d, key);
         Py_DECREF(key);
         if (r == NULL || !PyArray_CheckExact(r)) return r;
-        npy_intp size = PyArray_SIZE((PyArrayObject *)r);
-        PyObject *view = new_array(r);
-        PyObject *root;
-        if (view != NULL && size > lineage_min && (root = mark(args[0], ROOT)) != NULL)
-            set_mark(view, ROOT, root);  /* a large view keeps its root (dispatch.arrays._call.lineage) */
-        return keep_watch(args[0], d, view);
+        return new_array(r);
     }
     case SETITEM: {
         if (nargs != 3 || kwnames != NULL) break;
@@ -957,7 +916,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
                 if (!PyLong_CheckExact(PyTuple_GET_ITEM(args[1], j))) goto fall_back;
             call_args[1] = args[1];
         }
-        return keep_watch(args[0], d, wrap_result(PyObject_Vectorcall(self->func, call_args, nargs, NULL)));
+        return wrap_result(PyObject_Vectorcall(self->func, call_args, nargs, NULL));
     }
     case METHOD: {  /* the array alone, and plain keywords: a function of one argument */
         if (nargs != 1 || !plain()) break;
@@ -968,10 +927,10 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         if (taken) return r;
         break;
     }
-    case LOCAL: {  /* a view or a cast (diagonal, reshape...) of host arrays no root reaches, at any size */
+    case LOCAL: {  /* a view, a cast or a copy (diagonal, reshape...) of host arrays, at any size */
         if (!plain() || large_numpy_arg(args, nargs)) break;  /* (mirrors) a large NumPy array comes in */
         int taken = 0;
-        PyObject *r = call_hosted(self->func, NPY_MAX_INTP, 1, args, nargs, kwnames, &taken);
+        PyObject *r = call_hosted(self->func, NPY_MAX_INTP, args, nargs, kwnames, &taken);
         if (!taken) break;
         return wrap_handed(r, args, nargs);
     }
@@ -1073,18 +1032,11 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         if (large_memory(d)) break;  /* (mirrors) handed out: the Python path */
         return Py_NewRef(d);
     }
-    case COPY: {  /* a.copy(): under copy's floor, NumPy's method; over it, data in C order from the memo,
-                   * where numpy.copy's order "K" is the method's "C" (dispatch.arrays._array's ndarray.copy) */
+    case COPY: {  /* a.copy() of host data: NumPy's method, at any size (a copy is made where its data is) */
         if (nargs != 1 || kwnames != NULL || !plain()) break;
         PyObject *d = host_data(args[0]);
-        npy_intp floor = op_floor(self->op, str_floor);
-        if (d == NULL || floor < 0) break;
-        if (PyArray_SIZE((PyArrayObject *)d) <= floor) return wrap_result(PyObject_Vectorcall(self->func, &d, 1, NULL));
-        if (!PyArray_IS_C_CONTIGUOUS((PyArrayObject *)d)) break;
-        int taken = 0;
-        PyObject *r = memo_run(self->op, args, 1, NULL, NULL, &taken);
-        if (taken) return r;
-        break;
+        if (d == NULL) break;
+        return wrap_result(PyObject_Vectorcall(self->func, &d, 1, NULL));
     }
     case SHAPED:
     case RANGE: {  /* a creation function: the routed function, where Dask would not take the result */
@@ -1590,36 +1542,6 @@ static Py_ssize_t slot_offset(PyObject *type, const char *name) {
     return off;
 }
 
-/* The array type's marks (names), made to read None until set: their slots' member descriptors,
- * which raise AttributeError on an unset slot (T_OBJECT_EX), replaced by ones that read None
- * (T_OBJECT) at the same offsets. */
-static PyMemberDef mark_members[MARKS];
-static PyObject *mark_names[MARKS];
-
-static int defaulted_marks(PyObject *nd, PyObject *marks) {
-    if (!PyTuple_CheckExact(marks) || PyTuple_GET_SIZE(marks) != MARKS) {
-        PyErr_Format(PyExc_TypeError, "marks must be a tuple of %d names", MARKS);
-        return -1;
-    }
-    for (int i = 0; i < MARKS; i++) {
-        PyObject *name = PyTuple_GET_ITEM(marks, i);
-        const char *utf8 = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-        if (utf8 == NULL) return -1;
-        Py_ssize_t off = slot_offset(nd, utf8);
-        if (off < 0) return -1;
-        Py_XSETREF(mark_names[i], Py_NewRef(name));  /* keeps the member's name alive */
-        mark_members[i] = (PyMemberDef){utf8, T_OBJECT, off, 0, NULL};
-        PyObject *descr = PyDescr_NewMember((PyTypeObject *)nd, &mark_members[i]);
-        if (descr == NULL || PyObject_SetAttr(nd, name, descr) < 0) {
-            Py_XDECREF(descr);
-            return -1;
-        }
-        Py_DECREF(descr);
-        mark_off[i] = off;
-    }
-    return 0;
-}
-
 /* install_call(dispatch.ufunc): its call slot calls its Fast __call__ directly; whether it was set. */
 static PyObject *install_call(PyObject *module, PyObject *cls) {
     if (!PyType_Check(cls)) return PyErr_Format(PyExc_TypeError, "install_call takes dispatch.ufunc");
@@ -1635,13 +1557,12 @@ static PyObject *install_call(PyObject *module, PyObject *cls) {
 }
 
 static PyObject *setup(PyObject *module, PyObject *args) {
-    PyObject *nd, *st, *wrap, *op, *marks;
+    PyObject *nd, *st, *wrap, *op;
     PyObject *blas;
-    Py_ssize_t elide, lineage;
-    if (!PyArg_ParseTuple(args, "O!OOnnO!O!O:setup", &PyType_Type, &nd, &st, &wrap, &elide, &lineage, &PyType_Type, &op,
-                          &PyDict_Type, &blas, &marks))
+    Py_ssize_t elide;
+    if (!PyArg_ParseTuple(args, "O!OOnO!O!:setup", &PyType_Type, &nd, &st, &wrap, &elide, &PyType_Type, &op,
+                          &PyDict_Type, &blas))
         return NULL;
-    if (defaulted_marks(nd, marks) < 0) return NULL;
     Py_ssize_t doff = slot_offset(nd, "_data"), foff = slot_offset(op, "floor"), toff = slot_offset(op, "trip_floor"),
                fnoff = slot_offset(op, "func"), boff = slot_offset(op, "blas");
     if (doff < 0 || foff < 0 || toff < 0 || fnoff < 0 || boff < 0) return NULL;
@@ -1660,7 +1581,6 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     trip_off = toff;
     func_off = fnoff;
     elide_bytes = elide;
-    lineage_min = lineage;
     if (nd_type->tp_dealloc != nd_dealloc && lean_dealloc_fits(nd_type)) nd_type->tp_dealloc = nd_dealloc;
     Py_RETURN_NONE;
 }
@@ -1735,7 +1655,7 @@ static PyMethodDef module_methods[] = {
     {"set_temporary_refs", set_temporary_refs, METH_O,
      "set_temporary_refs(n): operands held more than n times stay on the compiled path (-1: none does)"},
     {"setup", setup, METH_VARARGS,
-     "setup(ndarray, STATE, wrap, elide_bytes, lineage_min, Op, vars(blas_spin), marks): what the fast path reads on each call"},
+     "setup(ndarray, STATE, wrap, elide_bytes, Op, vars(blas_spin)): what the fast path reads on each call"},
     {"install_slots", install_slots, METH_NOARGS,
      "install_slots(): dispatch.ndarray's operator and index slots call its Fast callables directly"},
     {"install_buffer", install_buffer, METH_O,

@@ -57,6 +57,7 @@ __all__ = [
     "handed",
     "host_budget",
     "keep",
+    "keepable",
     "kept",
     "lookup",
     "read",
@@ -65,6 +66,7 @@ __all__ = [
     "set_budget",
     "set_host_budget",
     "stats",
+    "valid",
     "valid_on",
     "wrote",
 ]
@@ -148,6 +150,19 @@ def lookup(data: np.ndarray, target: Any) -> Any:
 def _valid(mirror: _Mirror, data: np.ndarray) -> bool:
     state = _versions.get(mirror.owner)
     return mirror.host() is data and state is not None and state[0] == mirror.version
+
+
+def valid(data: Any, name: str) -> bool:
+    """Whether the target ``name`` keeps a copy of ``data`` that is still valid (nothing counted,
+    nothing reordered: a price asks, a call reads with ``lookup``)."""
+    mirror = _mirrors.get((id(data), name)) if _mirrors else None
+    return mirror is not None and _valid(mirror, data)
+
+
+def keepable(data: np.ndarray) -> bool:
+    """Whether a copy of ``data`` on a device would be kept (``keep``'s rule on the host side)."""
+    owner = _owner(data)
+    return owner.nbytes >= MIN_BYTES and id(owner) not in _escaped and _compiled.MIRRORS_SAFE
 
 
 def keep(data: np.ndarray, target: Any, copy: Any) -> None:

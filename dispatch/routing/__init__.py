@@ -1,2 +1,2 @@
 """Routing: where a call runs. The router and its policies, cost models, calibration,
-history and trials. Imports ``dispatch.base`` and ``dispatch.targets`` only."""
+history and the live regions' plans. Imports ``dispatch.base`` and ``dispatch.targets`` only."""

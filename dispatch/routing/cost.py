@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -246,11 +247,15 @@ def _batched_fft_seconds(model: TargetModel, inputs: Any, dtype: str, factor: fl
 
 
 def transfer_seconds(model: TargetModel, target: Any, inputs: Any) -> tuple[float, int]:
-    """Seconds and bytes to bring every input not on the target's device there."""
+    """Seconds and bytes to bring every input not on the target's device there (none for a
+    host array the target keeps a valid copy of: ``mirrored``)."""
     seconds, moved = 0.0, 0
     for a in inputs.arrays:
         device = _device_of(a)
         if device == target.device:
+            continue
+        data = getattr(a, "_data", a)
+        if type(data) is np.ndarray and mirrored(data, target.name):
             continue
         nbytes = int(math.prod(a.shape)) * _itemsize(a)
         moved += nbytes
@@ -296,6 +301,22 @@ def return_seconds(model: TargetModel, op: Any, inputs: Any) -> float:
     if not nbytes:
         return 0.0
     return model.to_host_seconds(nbytes) + float(model.data.get("sync_overhead_s", 0.0))
+
+
+def _never(*_: Any) -> bool:
+    return False
+
+
+# Whether the target ``name`` keeps a valid copy of host ``data`` (``dispatch.arrays.mirrors.valid``,
+# which the call path, above this layer, sets here), and whether one would be kept (``keepable``).
+mirrored: Callable[[Any, str], bool] = _never
+keepable: Callable[[Any], bool] = _never
+
+
+def set_mirrors(valid: Callable[[Any, str], bool], keeps: Callable[[Any], bool]) -> None:
+    """Price copies by the device copies kept (``dispatch.arrays.mirrors``)."""
+    global mirrored, keepable
+    mirrored, keepable = valid, keeps
 
 
 # The models of the targets holding data elsewhere (set by the router with the calibration).

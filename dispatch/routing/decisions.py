@@ -37,27 +37,21 @@ class DecisionKind(enum.Enum):
     SMALL = "small"  # host data too small for any engine's call overhead: NumPy
     FLOOR = "floor"  # host data under the op's floor (the host shortcut, as a trace records it)
     SCALE_OUT = "scale-out"  # data in Dask, or work too large for the device holding it
-    INDEXING = "indexing"  # a host array indexed by a device's index array goes to that device
     SEED = "seed"  # the seed policy's table
     COST = "cost"  # the cost policy, on its models
     HISTORY = "history"  # the cost policy, on what such calls measured
-    PLACEMENT = "placement"  # the cost policy: later calls on the result run there
+    PLANNED = "planned"  # the plan of the region the call belongs to (``dispatch.routing.live``)
     EXPLORING = "exploring"  # the cost policy measures an alternative (not cached)
-    TRIAL = "trial"  # a trial times the program with the call on one side, or its verdict
     ORACLE = "oracle"  # the oracle policy (benchmarks)
     FALLBACK = "fallback"  # a target refused such a call (or a forced one is unavailable): NumPy
 
-
-# The kinds the cost policy prices (a trial's all-device side moves those it may).
-PRICED_KINDS = frozenset({DecisionKind.COST, DecisionKind.HISTORY, DecisionKind.EXPLORING})
 
 
 class Decision:
     """Where one kind of call runs, which rule said so (``kind``), why in words (``reason``), and
     what it is expected to take."""
 
-    __slots__ = ("calls", "explored", "gain", "hosted", "key", "kind", "live", "placeable", "predicted", "reason",
-                 "sample", "settled", "target")
+    __slots__ = ("calls", "explored", "key", "kind", "live", "predicted", "reason", "sample", "settled", "target")
 
     def __init__(self, target: Any, kind: DecisionKind, reason: str, predicted: float | None = None,
                  key: tuple = (), sample: bool = False, explored: bool = False) -> None:
@@ -68,11 +62,8 @@ class Decision:
         self.key = key
         self.sample = sample  # time this call and learn from it
         self.explored = explored  # a measurement of an alternative: decided for this call alone
-        self.gain = 0.0  # seconds a device holding the inputs would save on this call (placement credit)
         self.settled = False  # measured often enough: only one call in SETTLED_EVERY is timed
         self.calls = 0
-        self.placeable = False  # its result, made from host data, could have been made on a device
-        self.hosted = False  # a host target runs it where a device was priced: see if its result is sent there
         self.live = False  # decided for data large enough to need Dask: whether it still fits is asked each call
 
     def __repr__(self) -> str:
@@ -82,9 +73,8 @@ class Decision:
 
 class Watched(dict):
     """A dict that calls ``changed()`` whenever an entry is removed or replaced (and, with
-    ``added``, set afresh): the router's caches and running trials, whose changes end what the
-    memo served under them (the router's epoch). A new decision changes no other's standing; a
-    new trial does (none is served while one runs)."""
+    ``added``, set afresh): the router's caches, whose changes end what the memo served under
+    them (the router's epoch). A new decision changes no other's standing."""
 
     __slots__ = ("added", "changed")
 

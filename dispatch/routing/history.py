@@ -12,23 +12,7 @@ and the first call of each kind on the target chosen for it (a model wrong by or
 magnitude under the threshold is caught once, then the threshold rules, which no op called more
 than ``hot_calls_per_s`` (10,000) times a second can pass); such ops are "hot": not traced. GPU
 calls are timed with device events, read back later without a host sync. The history can be
-saved and loaded (``save()``, ``load()``) in the user's cache directory. With ``trials`` on (the
-default) the router also times the whole program against NumPy where it sends host data to a
-device (``dispatch.routing.trials``).
-
-It also learns what becomes of a result that a device computed from host data: used on the
-device again, or read back to the host first (``settle``). ``p_return`` is that chance, starting
-at 1 (the cautious round trip), so entering a device is priced with the copy back it will cost.
-
-And it learns what a fresh array made from host data is worth on a device (``placements``):
-every later call on it, or on what is computed from it, credits the call that made it with
-what a device would save on that call; the average credit per array lowers the price of
-making such arrays on a device (the router's ``placement``).
-
-The other way round, it learns what share of a kind of call's host results a device is sent
-next (``p_send``, 0 until one is): a host target, priced for a call whose result goes on to a
-device, pays that copy too (a weight updated on the host from a device's gradient crosses the
-bus at every step of a training loop; on the device it stays there).
+saved and loaded (``save()``, ``load()``) in the user's cache directory.
 """
 
 from __future__ import annotations
@@ -95,7 +79,7 @@ class History:
 
     def __init__(self, alpha: float = 0.3, sample_threshold_s: float = 100e-6, hot_calls_per_s: float = 10_000,
                  explore_probability: float = 0.1, explore_ratio: float = 3.0, explore_samples: int = 2,
-                 explore_budget: float = 0.05, trials: bool = True, seed: int = 0) -> None:
+                 explore_budget: float = 0.05, seed: int = 0) -> None:
         self.alpha = alpha
         self.sample_threshold_s = sample_threshold_s
         self.hot_calls_per_s = hot_calls_per_s
@@ -103,7 +87,6 @@ class History:
         self.explore_ratio = explore_ratio
         self.explore_samples = explore_samples
         self.explore_budget = explore_budget
-        self.trials = trials  # device choices for host data are tried against the host (dispatch.routing.trials)
         self.stats: dict[tuple, dict[str, Stat]] = {}
         self.ran: set[tuple] = set()  # (op, dtypes, layout, target) measured at least once, at any size
         self._lock = threading.Lock()
@@ -113,10 +96,6 @@ class History:
         self.measured_s = 0.0  # time measured in all
         self.explored_s = 0.0  # time spent on exploration
         self._pending: list[tuple[Any, Any, float, tuple, str, bool]] = []
-        self.outcomes: dict[tuple, list[int]] = {}  # key -> [read back, used on the device]
-        self.placements: dict[tuple, list[float]] = {}  # root key -> [arrays made, device savings on them]
-        # key -> [results a host target made, of which sent to a device, made since the last one sent]
-        self.sends: dict[tuple, list[int]] = {}
         self.spent: dict[tuple, float] = {}  # key -> seconds its timed calls took, on every target
 
     # ---- learning ------------------------------------------------------------------------------------
@@ -188,84 +167,6 @@ class History:
         per = self.stats.get(key, {})
         return next((name for name in names if name in per and per[name].samples < _first_samples(name)), None)
 
-    # ---- what becomes of results computed on a device from host data -------------------------------
-
-    def settle(self, key: tuple, stayed: bool) -> int:
-        """One such result was next used on its device (``stayed``) or read back; returns how many
-        outcomes this key has now."""
-        with self._lock:
-            counts = self.outcomes.setdefault(key, [0, 0])
-            counts[1 if stayed else 0] += 1
-            return counts[0] + counts[1]
-
-    def p_return(self, key: tuple) -> float:
-        """The chance that a result of this kind of call is read back before the device uses it
-        again; a prior of one read-back keeps it at 1 until results are seen to stay."""
-        counts = self.outcomes.get(key)
-        if counts is None:
-            return 1.0
-        return (counts[0] + 1) / (counts[0] + counts[1] + 1)
-
-    # ---- what becomes of results computed on the host, where a device was priced -----------------------
-
-    def hosted(self, key: tuple) -> int:
-        """A host target made a result of this kind of call; returns how many it has made since
-        the last one sent to a device (all of them, while none was)."""
-        with self._lock:
-            counts = self.sends.setdefault(key, [0, 0, 0])
-            counts[0] += 1
-            counts[2] += 1
-            return counts[2]
-
-    def hosted_unsent(self, key: tuple) -> int:
-        """How many results of this kind of call a host target made, where a device was priced,
-        since the last one sent to a device."""
-        counts = self.sends.get(key)
-        return counts[2] if counts is not None else 0
-
-    def sent(self, key: tuple) -> int:
-        """One such result was then sent to a device; returns how many have been."""
-        with self._lock:
-            counts = self.sends.setdefault(key, [0, 0, 0])
-            counts[1] += 1
-            counts[2] = 0
-            return counts[1]
-
-    def p_send(self, key: tuple) -> float:
-        """The share of this kind of call's host results that a device was sent next: 0 until
-        one is (a program that stays on the host never pays for a copy it does not make)."""
-        counts = self.sends.get(key)
-        if counts is None or not counts[1]:
-            return 0.0
-        return min(counts[1] / max(counts[0], 1), 1.0)
-
-    # ---- where fresh arrays are made ------------------------------------------------------------------
-
-    def made(self, key: tuple) -> int:
-        """A call of this kind made a fresh array on the host's data (a root): count it; returns
-        how many it has made."""
-        with self._lock:
-            entry = self.placements.setdefault(key, [0, 0.0])
-            entry[0] += 1
-            return entry[0]
-
-    def credit(self, key: tuple, seconds: float) -> None:
-        """A call on an array made by a call of kind ``key`` (or on what was computed from it)
-        would take ``seconds`` less on a device that held its data."""
-        entry = self.placements.get(key)
-        if entry is not None:
-            entry[1] += seconds
-
-    def roots_made(self, key: tuple) -> int:
-        """How many fresh arrays calls of this kind have made on host data."""
-        entry = self.placements.get(key)
-        return int(entry[0]) if entry is not None else 0
-
-    def placement_credit(self, key: tuple) -> float:
-        """Seconds a device saves, on average, on the work done with one array of this kind."""
-        entry = self.placements.get(key)
-        return entry[1] / entry[0] if entry is not None and entry[0] else 0.0
-
     # ---- hot paths -----------------------------------------------------------------------------------
 
     def count(self, op: str) -> bool:
@@ -324,11 +225,7 @@ class History:
             for key, per in self.stats.items()
             for t, s in per.items()
         ]
-        outcomes = [{"key": _jsonable(key), "returned": r, "stayed": k} for key, (r, k) in self.outcomes.items()]
-        placements = [{"key": _jsonable(key), "made": m, "credit": c} for key, (m, c) in self.placements.items()]
-        sends = [{"key": _jsonable(key), "made": m, "sent": n} for key, (m, n, _) in self.sends.items()]
-        return json.dumps({"version": HISTORY_VERSION, "stats": rows, "outcomes": outcomes, "placements": placements,
-                           "sends": sends})
+        return json.dumps({"version": HISTORY_VERSION, "stats": rows})
 
     def save(self, path: str | Path) -> None:
         """Write the history to ``path`` whole (``cachefiles.write_text``)."""
@@ -349,20 +246,11 @@ class History:
         try:
             stats = [(_key(r["key"]), _name(r["target"]), Stat(_number(r["seconds"]), int(r["samples"])))
                      for r in data.get("stats", [])]
-            outcomes = [(_key(r["key"]), [int(r["returned"]), int(r["stayed"])])
-                        for r in data.get("outcomes", [])]
-            placements = [(_key(r["key"]), [int(r["made"]), _number(r["credit"])])
-                          for r in data.get("placements", [])]
-            sends = [(_key(r["key"]), int(r["made"]), int(r["sent"])) for r in data.get("sends", [])]
         except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise ValueError(f"{path}: not a saved history ({type(exc).__name__}: {exc})") from None
         for key, target, stat in stats:
             self.stats.setdefault(key, {})[target] = stat
             self.ran.add(call_kind(key, target))
-        self.outcomes.update(outcomes)
-        self.placements.update(placements)
-        for key, made, sent in sends:
-            self.sends[key] = [made, sent, 0 if sent else made]  # (followed afresh)
 
 
 def _key(raw: object) -> tuple:

@@ -22,7 +22,7 @@ __all__ = ["FINITE_INPUTS", "Target", "Unavailable", "Unsupported", "check_finit
 
 # Kinds of call a target has run for the first time in this process, so far. CuPy counts its
 # own: it compiles a kernel for each, or loads it from its cache, on the host's clock (torch
-# ships its kernels compiled). A trial leaves out the periods they fall in (``dispatch.routing.trials``).
+# ships its kernels compiled).
 first_calls = 0
 
 

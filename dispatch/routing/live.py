@@ -1,0 +1,400 @@
+"""Live placement: the region a program is running, planned as a whole (``planner.plan``).
+
+On a machine with a calibrated device, the router records the calls of the region running
+now: each routed call with its key, its inputs' producers (the earlier call of the region that
+made them, or a source: an array made before the region, where it lives) and its price on each
+place (the calibration's model, pulled toward what the history measured). A region ends where
+the program reads an array on the host (``__array__``: ``item``, ``float``, ``tolist``, a NumPy
+call on it), or where a loop body starts again (a call of the region's first kind, on the same
+kinds of producers). A region met again (a loop body) is planned once (``Planner.plan_for``,
+its plan cached by the region's key) and its plan installed as the decisions of its kinds of
+call: each kind runs where the plan put it, on the engine priced cheapest there. The region the
+plan makes (the same calls, on the places it chose) is served the same plan, and once met, the
+recording stops: the plan's decisions serve the loop through the decision cache and the memo,
+at no cost per call. A kind of call that no recorded region made brings the recording back.
+
+A plan is revised when measured times stray from its prices: each timing of a planned call
+re-prices the plan (``Planner.measured``); a plan dropped so is planned again from the newer
+prices the next time its region is met.
+
+Copies are priced as the planner prices them, once per array and place; a host source that a
+device keeps a copy of (``dispatch.arrays.mirrors``, through ``cost.mirrored``) is free to read there, and one it will
+keep (large enough, the program's own) is charged its copy spread over the times the region
+was met: a loop copies it once.
+
+Calls no plan decides are priced one at a time by the cost policy: each target's price with
+the copies of inputs not already there, and, for host data entering a device, the copy back.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from dispatch import targets
+from dispatch.base.devices import HOST as HOST_DEVICE
+from dispatch.base.devices import device_of
+from dispatch.routing import cost
+from dispatch.routing.decisions import CallKey, Decision, DecisionKind
+from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
+
+__all__ = ["MAX_CALLS", "Live"]
+
+MAX_CALLS = 512  # a region without a read or a repeat ends here (a plan over more would cost more than it saves)
+REVISIONS = 3  # a region planned this many times keeps its last plan: its prices will not settle
+SEEN_MAX = 4096  # regions counted at most; a program making more distinct ones starts counting over
+
+
+class _Node:
+    """One recorded call: its key, the producers of its inputs (call index, or ``-1 - source``,
+    with the bytes read) and its price on each place (seconds, and the engine priced there)."""
+
+    __slots__ = ("key", "out_bytes", "prices", "producers")
+
+    def __init__(self, key: CallKey, producers: list[tuple[int, int]], prices: dict[str, tuple[float, str]],
+                 out_bytes: int) -> None:
+        self.key, self.producers, self.prices, self.out_bytes = key, producers, prices, out_bytes
+
+
+class _Planned:
+    """A plan in force: its decisions, per key, and the prices it was made from."""
+
+    __slots__ = ("decisions", "nodes", "plan")
+
+    def __init__(self, plan: Plan, nodes: list[tuple[CallKey, str, float]]) -> None:
+        self.plan = plan
+        self.nodes = nodes  # (key as the plan runs it, engine, price): what its timings are compared with
+        self.decisions: dict[CallKey, Decision] = {}
+
+
+def _place(device: Any) -> str:
+    return HOST if device.is_host else str(device)
+
+
+def _native(a: Any) -> Any:
+    return getattr(a, "_data", a)
+
+
+def _bases(native: Any) -> Any:
+    """``native`` and the arrays it views."""
+    seen = 0
+    while native is not None and seen < 8:
+        yield native
+        base = getattr(native, "_base", None) if hasattr(native, "_base") else getattr(native, "base", None)
+        native, seen = (base if hasattr(base, "shape") else None), seen + 1
+
+
+def _weak(native: Any) -> Any:
+    try:
+        return weakref.ref(native)
+    except TypeError:
+        return lambda: None
+
+
+class Live:
+    """The router's live regions: recording, planning, the plans in force (see the module)."""
+
+    def __init__(self, router: Any) -> None:
+        self.router = router
+        self.planner = Planner()
+        self.on = False  # a calibrated device: regions are recorded and planned
+        self.recording = False
+        self.nodes: list[_Node] = []
+        self.sources: list[tuple[str, int, Any]] = []  # arrays made before the region: (place, bytes, weakref)
+        self._made: dict[int, tuple[Any, int]] = {}
+        self._sources: dict[int, tuple[Any, int]] = {}
+        self.seen: dict[Hashable, int] = {}
+        self.expected: dict[Hashable, Hashable] = {}  # the region a plan makes -> the plan's key
+        self.planned: dict[Hashable, _Planned] = {}  # plan key -> in force
+        self.by_key: dict[CallKey, Hashable] = {}  # a planned kind of call -> its plan's key
+        self.revisions: dict[Hashable, int] = {}
+        self.last_sources: dict[Hashable, set[int]] = {}  # region key -> ids of its sources when last met
+        self.known: set[CallKey] = set()  # kinds of call some recorded region made
+        self.devices: dict[str, Any] = {HOST: HOST_DEVICE}
+
+    # ---- switching ------------------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Forget every region and plan; record from now on where the cost policy routes with a
+        calibrated device (a place to plan for)."""
+        router = self.router
+        self.on = router.policy.name == "cost" and any(
+            not m.device.is_host and m.transfer for m in router.models.values())
+        self.planner.clear()
+        self.seen.clear()
+        self.expected.clear()
+        self.planned.clear()
+        self.by_key.clear()
+        self.revisions.clear()
+        self.last_sources.clear()
+        self.known.clear()
+        self._reset()
+        self.recording = self.on
+
+    def _reset(self) -> None:
+        self.nodes.clear()
+        self.sources.clear()
+        self._made.clear()
+        self._sources.clear()
+
+    def resume(self, key: CallKey | None = None) -> None:
+        """Record again (a plan dropped; or ``key``, a kind of call no decision covers, that no
+        recorded region made): the memo stops serving meanwhile. A kind a region made, decided
+        afresh as its measurements come in, changes no region."""
+        if self.on and not self.recording and (key is None or key not in self.known):
+            self.recording = True
+            self._reset()
+            self.router.changed()
+
+    # ---- recording ------------------------------------------------------------------------------
+
+    def note(self, op: Any, inputs: Any, decision: Decision, result: Any) -> None:
+        """A routed call ran: add it to the region (a view or a cast passes its input's producer on)."""
+        out = _native(result)
+        if op.local:
+            self._local(op, inputs, decision, out)
+            return
+        key = decision.key
+        if type(key) is not CallKey:
+            return
+        prices = self._prices(op, inputs, key) if op.cataloged and op.work != "host" else {}
+        if not prices:  # a host op: its inputs come to the host
+            prices = {HOST: (0.0, "numpy")}
+        if self.nodes and key == self.nodes[0].key and len(self.nodes) > 1:
+            self.boundary()  # a loop body starts again
+        producers = []
+        for a in inputs.arrays:
+            data = _native(a)
+            producers.append((self._producer(data, a), int(getattr(data, "nbytes", 0) or 0)))
+        if self.nodes and key == self.nodes[0].key and len(self.nodes) == 1 and producers == self.nodes[0].producers:
+            self.boundary()  # a body of one call
+        self.nodes.append(_Node(key, producers, prices, int(getattr(out, "nbytes", 0) or 0)))
+        self.known.add(key)
+        if hasattr(out, "shape"):
+            self._made[id(out)] = (_weak(out), len(self.nodes) - 1)
+        if len(self.nodes) >= MAX_CALLS:
+            self.boundary()
+
+    def _local(self, op: Any, inputs: Any, decision: Decision, out: Any) -> None:
+        """A view or a cast passes its input's producer on; one that puts what the region made into
+        host data (``host[i] = made``, ``host[made_mask]``) reads it on the host."""
+        arrays = inputs.arrays
+        if not arrays:
+            return
+        first = self._producer(_native(arrays[0]), None)
+        if first is not None and first >= 0 and hasattr(out, "shape") and op.mutates is None:
+            self._made[id(out)] = (_weak(out), first)
+        if type(_native(arrays[0])) is not np.ndarray or type(decision.key) is not CallKey:
+            return
+        made = [(found, int(getattr(_native(a), "nbytes", 0) or 0)) for a in arrays[1:]
+                if (found := self._producer(_native(a), None)) is not None and found >= 0]
+        if made:
+            self.nodes.append(_Node(decision.key, made, {HOST: (0.0, "numpy")}, 0))
+
+    def _producer(self, native: Any, array: Any) -> int | None:
+        for n in _bases(native):
+            found = self._made.get(id(n))
+            if found is not None and found[0]() is n:
+                return found[1]
+        for n in _bases(native):
+            found = self._sources.get(id(n))
+            if found is not None and found[0]() is n:
+                return found[1]
+        if array is None:
+            return None
+        device = device_of(native)
+        place = _place(device)
+        self.devices.setdefault(place, device)
+        nbytes = int(getattr(native, "nbytes", 0) or 0)
+        index = -1 - len(self.sources)
+        ref = _weak(native)
+        self.sources.append((place, nbytes, ref))
+        self._sources[id(native)] = (ref, index)
+        return index
+
+    def _prices(self, op: Any, inputs: Any, key: CallKey) -> dict[str, tuple[float, str]]:
+        """Seconds on each place (its compute alone: the region's edges price the copies), at the
+        engine cheapest there, blended with what calls of this kind measured there."""
+        router = self.router
+        history, refused = router.history, router.refusals.get(key, ())
+        scalar = op.work == "reduce"
+        found: dict[str, tuple[float, str]] = {}
+        for name, model in router.models.items():
+            if name not in router.priced or name in refused:
+                continue
+            compute = cost.compute_seconds(model, op, inputs)
+            if compute is None:
+                continue
+            device = model.device
+            if scalar and not device.is_host:
+                compute += model.roundtrip_overhead_s()
+            there = key._replace(devices=frozenset({device}))
+            seconds, _ = history.blended(there, name, compute)
+            place = _place(device)
+            self.devices.setdefault(place, device)
+            if place not in found or seconds < found[place][0]:
+                found[place] = (seconds, name)
+        return found
+
+    # ---- regions ----------------------------------------------------------------------------------
+
+    def read(self, array: Any) -> None:
+        """The program reads ``array`` on the host: the region ends there."""
+        if not self.recording or not self.nodes:
+            return
+        found = self._producer(_native(array), None)
+        self.boundary(found if found is not None and found >= 0 else None)
+
+    def boundary(self, read: int | None = None) -> None:
+        """End the region (``read``: the call whose result the host reads) and plan it if it was met before."""
+        nodes, sources = list(self.nodes), list(self.sources)
+        self._reset()
+        if not nodes:
+            return
+        key = (tuple((n.key, tuple(p for p, _ in n.producers)) for n in nodes), read)
+        plan_key = self.expected.get(key, key)
+        if plan_key in self.planned and plan_key != key:
+            self.planner.plan_for(plan_key, lambda: None)  # the region its plan makes: served, and the plan holds
+            self.recording = False
+            return
+        if len(self.seen) >= SEEN_MAX:
+            self.seen.clear()
+            self.last_sources.clear()
+            self.known.clear()
+        count = self.seen[key] = self.seen.get(key, 0) + 1
+        ids = {id(data) for _, _, ref in sources if (data := ref()) is not None}
+        again = ids & self.last_sources.get(key, set())  # the arrays the region read when last met too
+        self.last_sources[key] = ids
+        if count < 2 or not any(p != HOST for n in nodes for p in n.prices):
+            return
+        if key in self.planned:
+            self.planner.plan_for(key, lambda: None)
+            self.recording = False
+            return
+        plan = self.planner.plan_for(key, lambda: self._region(nodes, sources, read, count, again))
+        self._install(key, plan, nodes, sources)
+
+    def _region(self, nodes: list[_Node], sources: list[tuple[str, int, Any]], read: int | None,
+                count: int, again: set[int]) -> Region:
+        nsrc = len(sources)
+        prices: list[dict[str, float]] = [{place: 0.0} for place, _, _ in sources]
+        fixed = {s: place for s, (place, _, _) in enumerate(sources)}
+        prices += [{place: s for place, (s, _) in n.prices.items()} for n in nodes]
+        edges = []
+        for i, n in enumerate(nodes):
+            for producer, nbytes in n.producers:
+                if producer >= 0:
+                    edges.append((nsrc + producer, nsrc + i, nbytes))
+                    continue
+                s = -1 - producer
+                edges.append((s, nsrc + i, self._copied(sources[s], nbytes, count, again)))
+        if read is not None:
+            prices.append({HOST: 0.0})
+            fixed[len(prices) - 1] = HOST
+            edges.append((nsrc + read, len(prices) - 1, nodes[read].out_bytes))
+        labels = [f"source {s}" for s in range(nsrc)] + [f"{i}: {n.key.op}" for i, n in enumerate(nodes)]
+        return Region(prices, edges, self._transfer, fixed, labels)
+
+    def _copied(self, source: tuple[str, int, Any], nbytes: int, count: int, again: set[int]) -> int:
+        """The bytes a region pays to copy a host source it reads: none where a device keeps a
+        valid copy; its share where one will be kept and the region read the same array when
+        last met (a loop over it, met ``count`` times, copies it once); all of them for an array
+        made afresh each time (``un = u.copy()``), whose copy no device keeps for the next."""
+        data = source[2]()
+        if type(data) is not np.ndarray:
+            return nbytes
+        if any(cost.mirrored(data, name) for name in self.router.models):
+            return 0
+        return nbytes // count if id(data) in again and cost.keepable(data) else nbytes
+
+    def _transfer(self, src: str, dst: str, nbytes: int) -> float:
+        if src == dst or nbytes <= 0:
+            return 0.0
+        seconds = 0.0
+        if src != HOST:
+            model = cost._model_for_device(self.devices.get(src))
+            seconds += model.to_host_seconds(nbytes) if model is not None else 0.0
+        if dst != HOST:
+            model = cost._model_for_device(self.devices.get(dst))
+            seconds += model.to_device_seconds(nbytes) if model is not None else 0.0
+        return seconds
+
+    # ---- plans in force -----------------------------------------------------------------------------
+
+    def _install(self, key: Hashable, plan: Plan, nodes: list[_Node], sources: list[tuple[str, int, Any]]) -> None:
+        """The plan's decisions for its kinds of call, each keyed as the plan runs it (its inputs
+        where the plan put their producers); a kind the plan places on two places is left to the
+        per-call rule. The region the plan makes is expected next, and served this plan."""
+        self._drop(key)
+        nsrc = len(sources)
+        placement = plan.placement
+        places_by_key: dict[CallKey, set[str]] = {}
+        planned_keys = []
+        for i, n in enumerate(nodes):
+            devices = set()
+            for producer, _ in n.producers:
+                place = placement[nsrc + producer] if producer >= 0 else sources[-1 - producer][0]
+                devices.add(self.devices.get(place, HOST_DEVICE))
+            there = n.key._replace(devices=frozenset(devices)) if devices else n.key
+            planned_keys.append(there)
+            places_by_key.setdefault(there, set()).add(placement[nsrc + i])
+        planned = _Planned(plan, [])
+        decisions = self.router.decisions
+        for i, (n, there) in enumerate(zip(nodes, planned_keys, strict=True)):
+            places = places_by_key[there]
+            if len(places) != 1 or there in planned.decisions:
+                continue
+            place = placement[nsrc + i]
+            seconds, name = n.prices.get(place, (None, None))
+            target = targets.probe(name) if name is not None else None
+            if target is None:
+                continue
+            decision = Decision(target, DecisionKind.PLANNED, describe(plan, nsrc + i), seconds, there, sample=True)
+            decision.settled = True  # timed one call in SETTLED_EVERY: enough to revise the plan
+            planned.decisions[there] = decision
+            planned.nodes.append((there, name, seconds))
+            decisions[there] = decision
+            self.by_key[there] = key
+        self.planned[key] = planned
+        expected = (tuple((k, tuple(p for p, _ in n.producers)) for k, n in zip(planned_keys, nodes, strict=True)),
+                    key[1])
+        if expected != key:
+            self.expected[expected] = key
+
+    def _drop(self, key: Hashable) -> None:
+        planned = self.planned.pop(key, None)
+        if planned is None:
+            return
+        decisions = self.router.decisions
+        for k, d in planned.decisions.items():
+            if decisions.get(k) is d:
+                del decisions[k]
+            if self.by_key.get(k) == key:
+                del self.by_key[k]
+
+    def measured(self, key: CallKey) -> None:
+        """A planned call was timed: re-price its plan with what its calls measured, and drop it
+        where that strays (``Planner.measured``): its region is planned again when next met."""
+        plan_key = self.by_key.get(key)
+        planned = self.planned.get(plan_key) if plan_key is not None else None
+        if planned is None or self.revisions.get(plan_key, 0) >= REVISIONS:
+            return
+        stats = self.router.history.stats
+        seconds = planned.plan.seconds
+        for k, name, price in planned.nodes:
+            stat = stats.get(k, {}).get(name)
+            if stat is not None and price is not None:
+                seconds += stat.seconds - price
+        if self.planner.measured(plan_key, max(seconds, 0.0)):
+            self.revisions[plan_key] = self.revisions.get(plan_key, 0) + 1
+            self._drop(plan_key)
+            self.seen[plan_key] = 1  # planned again, from the newer prices, when next met
+            self.resume()
+
+    def describe(self) -> list[tuple[Hashable, Plan]]:
+        """The plans in force, and what each expects to save."""
+        return [(k, p.plan) for k, p in self.planned.items()]
+
