@@ -228,7 +228,7 @@ def dispatch_mode(mode: str, size: str, seed: int) -> None:
     for key, per in history.stats.items():
         if key.op.startswith("random."):
             timed = {name: f"{1e3 * s.seconds:.1f} ms x{s.samples}" for name, s in per.items()}
-            print(f"  {mode}: {key.op} {key.bucket}: {timed}, returned {history.p_return(key):.2f}", file=sys.stderr)
+            print(f"  {mode}: {key.op} {key.bucket}: {timed}", file=sys.stderr)
     print(json.dumps({"first": first, "median": median, "out": out, "draws_on": draws_on}))
 
 

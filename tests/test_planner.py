@@ -128,9 +128,13 @@ def test_a_plan_is_revised_when_measurements_disagree():
     assert again is not first and cache.planned == 2
 
 
-def test_describe_names_the_plan_and_its_saving():
-    made = plan(Region([{HOST: 1e-2, "gpu": 1e-3}], [], TWO))
-    made.key = "loop"
+def test_describe_names_the_plan_by_number_and_its_saving():
+    """A trace names a plan by the planner's count, not by its key (a region's key spells out
+    every call of the region: thousands of characters in a reason)."""
+    planner_ = Planner()
+    planner_.plan_for(("first",), Region([{HOST: 1.0}], [], TWO))
+    made = planner_.plan_for(("a long key",) * 50, Region([{HOST: 1e-2, "gpu": 1e-3}], [], TWO))
     text = planner.describe(made, 0)
-    assert "loop" in text and "gpu" in text and "save" in text
+    assert text.startswith("plan 2 (exact cut, 1 call): call 0 on gpu") and "save 9 ms" in text
+    assert "a long key" not in text and len(text) < 120
     assert math.isclose(made.saving, 1e-2 - 1e-3)

@@ -75,6 +75,7 @@ class Plan:
     host_seconds: float
     method: str
     key: Hashable = None
+    number: int = 0  # the planner's count when it was made: what a trace names it by
     served: int = 0  # times the cache served it
 
     @property
@@ -202,6 +203,7 @@ class Planner:
         made.key = key
         self.plans[key] = made
         self.planned += 1
+        made.number = self.planned
         return made
 
     def measured(self, key: Hashable, seconds: float) -> bool:
@@ -222,7 +224,9 @@ class Planner:
 
 
 def describe(p: Plan, index: int) -> str:
-    """What a trace says of a call the plan placed."""
-    return f"plan {p.key!r} ({p.method}): call {index} on {p.placement[index]}, the region expected to save " \
-           f"{p.saving * 1e3:.3g} ms"
+    """What a trace says of a call the plan placed (the plan by its number, not its key: a
+    region's key spells out every call of it)."""
+    n = len(p.placement)
+    return f"plan {p.number} ({p.method}, {n} call{'s' * (n != 1)}): call {index} on {p.placement[index]}, " \
+           f"the region expected to save {p.saving * 1e3:.3g} ms"
 
