@@ -67,8 +67,8 @@ class Op:
     local: bool = False
     # Sizes at or under this run on NumPy without routing (-1: not computed yet; see router).
     floor: int = -1
-    # Host arrays at or under this that no fresh array's lineage reaches run on NumPy too: no
-    # device wins their round trip (-1: not computed yet; see router.trip_floor).
+    # Host arrays at or under this run on NumPy too: the floor, raised where NumPy was measured
+    # best above it (-1: not computed yet; see router.trip_floor).
     trip_floor: int = -1
     # Per-target state the adapters keep (resolved implementation, refusal reasons).
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
