@@ -18,7 +18,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
-__all__ = ["install"]
+__all__ = ["install", "spec_then"]
 
 _PREFIX = "dispatch."
 _TESTING_UTILS = "numpy.testing._private.utils"
@@ -62,15 +62,7 @@ class _NumpyMirror:
         sys.modules[module.__name__] = _numpy_module(module.__name__[len(_PREFIX):])
 
     def _patched_spec(self, fullname: str, path: Any, target: Any) -> Any:
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Patching(spec.loader)
-                return spec
-        return None
+        return spec_then(self, fullname, path, target, _patch_testing)
 
 
 def _numpy_module(dotted: str) -> ModuleType | None:
@@ -86,18 +78,32 @@ def _numpy_module(dotted: str) -> ModuleType | None:
     return obj if isinstance(obj, ModuleType) else None
 
 
-class _Patching:
-    """A loader that runs ``loader`` and then patches the testing helpers it defined."""
+def spec_then(finder: Any, fullname: str, path: Any, target: Any, then: Any) -> Any:
+    """The spec the finders after ``finder`` give ``fullname``, its loader followed by
+    ``then(module)`` once the module has run (``None`` where none finds it)."""
+    for other in sys.meta_path:
+        if other is finder or not hasattr(other, "find_spec"):
+            continue
+        spec = other.find_spec(fullname, path, target)
+        if spec is not None:
+            if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                spec.loader = _Then(spec.loader, then)
+            return spec
+    return None
 
-    def __init__(self, loader: Any) -> None:
-        self._loader = loader
+
+class _Then:
+    """A loader that runs ``loader``, then ``then(module)``."""
+
+    def __init__(self, loader: Any, then: Any) -> None:
+        self._loader, self._then = loader, then
 
     def create_module(self, spec: Any) -> Any:
         return self._loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
         self._loader.exec_module(module)
-        _patch_testing(module)
+        self._then(module)
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_filename...: the real loader's
         return getattr(self._loader, name)

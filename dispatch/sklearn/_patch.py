@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from dispatch.base.import_hooks import spec_then
 from dispatch.sklearn._run import Spec, call, closed_by
 
 __all__ = ["METHODS", "accelerate", "accelerated", "all_routed", "is_accelerated", "patched", "unaccelerate"]
@@ -204,34 +205,14 @@ class _PatchOnImport:
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if not _installed or not _public(fullname):
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _PatchingLoader(spec.loader)
-                return spec
-        return None
+        return spec_then(self, fullname, path, target, _patch_loaded)
 
 
-class _PatchingLoader:
-    """``loader``, then the patch of the estimator classes the module defined or imported."""
-
-    def __init__(self, loader: Any) -> None:
-        self._loader = loader
-
-    def create_module(self, spec: Any) -> Any:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        self._loader.exec_module(module)
-        with _lock:
-            if _installed:
-                _patch_classes(_estimators_of(module))
-
-    def __getattr__(self, name: str) -> Any:  # get_source, get_resource_reader...: the real loader's
-        return getattr(self._loader, name)
+def _patch_loaded(module: Any) -> None:
+    """The patch of the estimator classes a module just loaded defined or imported."""
+    with _lock:
+        if _installed:
+            _patch_classes(_estimators_of(module))
 
 
 def _restore() -> bool:
