@@ -41,7 +41,7 @@ from dispatch.routing import cost
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind
 from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
 
-__all__ = ["MAX_CALLS", "Live"]
+__all__ = ["MAX_CALLS", "Live", "bases", "data_of", "weak"]
 
 MAX_CALLS = 512  # a region without a read or a repeat ends here (a plan over more would cost more than it saves)
 REVISIONS = 3  # a region planned this many times keeps its last plan: its prices will not settle
@@ -74,12 +74,13 @@ def _place(device: Any) -> str:
     return HOST if device.is_host else str(device)
 
 
-def _native(a: Any) -> Any:
+def data_of(a: Any) -> Any:
+    """A dispatch array's data, or ``a`` itself."""
     return getattr(a, "_data", a)
 
 
-def _bases(native: Any) -> Any:
-    """``native`` and the arrays it views."""
+def bases(native: Any) -> Any:
+    """``native`` and the arrays it views (NumPy's and CuPy's ``base``, torch's ``_base``)."""
     seen = 0
     while native is not None and seen < 8:
         yield native
@@ -87,7 +88,8 @@ def _bases(native: Any) -> Any:
         native, seen = (base if hasattr(base, "shape") else None), seen + 1
 
 
-def _weak(native: Any) -> Any:
+def weak(native: Any) -> Any:
+    """A weak reference to ``native``, or one that is always dead where it takes none."""
     try:
         return weakref.ref(native)
     except TypeError:
@@ -153,7 +155,7 @@ class Live:
 
     def note(self, op: Any, inputs: Any, decision: Decision, result: Any) -> None:
         """A routed call ran: add it to the region (a view or a cast passes its input's producer on)."""
-        out = _native(result)
+        out = data_of(result)
         if op.local:
             self._local(op, inputs, decision, out)
             return
@@ -167,14 +169,14 @@ class Live:
             self.boundary()  # a loop body starts again
         producers = []
         for a in inputs.arrays:
-            data = _native(a)
+            data = data_of(a)
             producers.append((self._producer(data, a), int(getattr(data, "nbytes", 0) or 0)))
         if self.nodes and key == self.nodes[0].key and len(self.nodes) == 1 and producers == self.nodes[0].producers:
             self.boundary()  # a body of one call
         self.nodes.append(_Node(key, producers, prices, int(getattr(out, "nbytes", 0) or 0)))
         self.known.add(key)
         if hasattr(out, "shape"):
-            self._made[id(out)] = (_weak(out), len(self.nodes) - 1)
+            self._made[id(out)] = (weak(out), len(self.nodes) - 1)
         if len(self.nodes) >= MAX_CALLS:
             self.boundary()
 
@@ -184,22 +186,22 @@ class Live:
         arrays = inputs.arrays
         if not arrays:
             return
-        first = self._producer(_native(arrays[0]), None)
+        first = self._producer(data_of(arrays[0]), None)
         if first is not None and first >= 0 and hasattr(out, "shape") and op.mutates is None:
-            self._made[id(out)] = (_weak(out), first)
-        if type(_native(arrays[0])) is not np.ndarray or type(decision.key) is not CallKey:
+            self._made[id(out)] = (weak(out), first)
+        if type(data_of(arrays[0])) is not np.ndarray or type(decision.key) is not CallKey:
             return
-        made = [(found, int(getattr(_native(a), "nbytes", 0) or 0)) for a in arrays[1:]
-                if (found := self._producer(_native(a), None)) is not None and found >= 0]
+        made = [(found, int(getattr(data_of(a), "nbytes", 0) or 0)) for a in arrays[1:]
+                if (found := self._producer(data_of(a), None)) is not None and found >= 0]
         if made:
             self.nodes.append(_Node(decision.key, made, {HOST: (0.0, "numpy")}, 0))
 
     def _producer(self, native: Any, array: Any) -> int | None:
-        for n in _bases(native):
+        for n in bases(native):
             found = self._made.get(id(n))
             if found is not None and found[0]() is n:
                 return found[1]
-        for n in _bases(native):
+        for n in bases(native):
             found = self._sources.get(id(n))
             if found is not None and found[0]() is n:
                 return found[1]
@@ -210,7 +212,7 @@ class Live:
         self.devices.setdefault(place, device)
         nbytes = int(getattr(native, "nbytes", 0) or 0)
         index = -1 - len(self.sources)
-        ref = _weak(native)
+        ref = weak(native)
         self.sources.append((place, nbytes, ref))
         self._sources[id(native)] = (ref, index)
         return index
@@ -245,7 +247,7 @@ class Live:
         """The program reads ``array`` on the host: the region ends there."""
         if not self.recording or not self.nodes:
             return
-        found = self._producer(_native(array), None)
+        found = self._producer(data_of(array), None)
         self.boundary(found if found is not None and found >= 0 else None)
 
     def boundary(self, read: int | None = None) -> None:

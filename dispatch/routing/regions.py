@@ -15,7 +15,6 @@ target measured there, less what it spent copying inputs (the region's edges pri
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ import numpy as np
 
 from dispatch import tracing
 from dispatch.base.devices import device_of
+from dispatch.routing.live import bases, data_of, weak
 from dispatch.routing.planner import HOST, Region
 from dispatch.targets import _staging, engine_of
 
@@ -61,38 +61,18 @@ def place_of(target: Any) -> str:
     return HOST if device.is_host else str(device)
 
 
-def _native(a: Any) -> Any:
-    return getattr(a, "_data", a)
-
-
-def _bases(native: Any) -> Iterator[Any]:
-    """``native`` and the arrays it views (NumPy's and CuPy's ``base``, torch's ``_base``)."""
-    seen = 0
-    while native is not None and seen < 8:
-        yield native
-        base = getattr(native, "_base", None) if hasattr(native, "_base") else getattr(native, "base", None)
-        native, seen = (base if hasattr(base, "shape") else None), seen + 1
-
-
-def _weak(native: Any) -> Any:
-    try:
-        return weakref.ref(native)
-    except TypeError:
-        return lambda: None
-
-
 def _producer(rec: Recording, native: Any, nbytes: int, place: str) -> int:
-    for n in _bases(native):
+    for n in bases(native):
         found = rec._made.get(id(n))
         if found is not None and found[0]() is n:
             return found[1]
-    for n in _bases(native):
+    for n in bases(native):
         found = rec._sources.get(id(n))
         if found is not None and found[0]() is n:
             return found[1]
     index = -1 - len(rec.sources)
     rec.sources.append((place, nbytes))
-    rec._sources[id(native)] = (_weak(native), index)
+    rec._sources[id(native)] = (weak(native), index)
     return index
 
 
@@ -100,7 +80,7 @@ def observe(op: Any, inputs: Any, target: Any, run: Callable[[], Any]) -> Any:
     """Run one call for the open recordings, timed on its own, and record it."""
     engines = {target}
     for a in inputs.arrays:
-        data = _native(a)
+        data = data_of(a)
         if type(data) is not np.ndarray:
             engines.add(engine_of(data))
     for e in engines:
@@ -111,18 +91,18 @@ def observe(op: Any, inputs: Any, target: Any, run: Callable[[], Any]) -> Any:
     target.synchronize()
     seconds = time.perf_counter() - start
     moved = sum(_staging.moved().values()) - before
-    out = _native(result)
+    out = data_of(result)
     out_bytes = int(getattr(out, "nbytes", 0) or 0)
     for rec in RECORDING:
         producers = []
         for a in inputs.arrays:
-            data = _native(a)
+            data = data_of(a)
             nbytes = int(getattr(data, "nbytes", 0) or 0)
             where = HOST if type(data) is np.ndarray else _device_place(data)
             producers.append((_producer(rec, data, nbytes, where), nbytes))
         rec.calls.append(Call(op.name, target.name, place_of(target), seconds, moved, out_bytes, producers))
         if hasattr(out, "shape"):
-            rec._made[id(out)] = (_weak(out), len(rec.calls) - 1)
+            rec._made[id(out)] = (weak(out), len(rec.calls) - 1)
     return result
 
 
