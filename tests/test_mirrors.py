@@ -13,6 +13,22 @@ import fakecupy
 import numpy
 import pytest
 from helpers import fake_cupy_router
+from mirror_writes import (
+    N,
+    _copyto,
+    _fill,
+    _flat,
+    _iadd,
+    _numpy_out,
+    _out,
+    _put,
+    _setitem,
+    _setitem_slice,
+    _ufunc_at,
+    _ufunc_positional_out,
+    _view_iadd,
+    _view_setitem,
+)
 
 import dispatch
 from dispatch.arrays import mirrors
@@ -20,8 +36,6 @@ from dispatch.targets import _staging
 
 if fakecupy.real_cupy_installed():
     pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules", allow_module_level=True)
-
-N = 1 << 18  # 2 MiB of float64: over mirrors.MIN_BYTES
 
 
 @pytest.fixture(autouse=True)
@@ -58,51 +72,9 @@ def test_a_host_array_is_copied_once_while_unwritten():
     assert mirrors.stats()["hits"] >= 1
 
 
-def _setitem(x, ref):
-    x[5] = -1.0
-    ref[5] = -1.0
-
-
-def _setitem_slice(x, ref):
-    x[10:20] = 3.0
-    ref[10:20] = 3.0
-
-
-def _iadd(x, ref):
-    x += 1.0
-    ref += 1.0
-
-
 def _imul_array(x, ref):
     x *= dispatch.asarray(numpy.full(N, 2.0))
     ref *= 2.0
-
-
-def _out(x, ref):
-    dispatch.add(x, 1.5, out=x)
-    numpy.add(ref, 1.5, out=ref)
-
-
-def _numpy_out(x, ref):
-    numpy.multiply(x, 0.5, out=x)
-    numpy.multiply(ref, 0.5, out=ref)
-
-
-def _view_setitem(x, ref):
-    v = x[100:200]
-    v[3] = 42.0
-    ref[103] = 42.0
-
-
-def _view_iadd(x, ref):
-    v = x.reshape(512, -1)
-    v += 2.0
-    ref += 2.0
-
-
-def _fill(x, ref):
-    x.fill(7.0)
-    ref.fill(7.0)
 
 
 def _sort(x, ref):
@@ -110,27 +82,6 @@ def _sort(x, ref):
     x.sort()
     ref[:] = ref[::-1]
     ref.sort()
-
-
-def _copyto(x, ref):
-    src = numpy.linspace(0.0, 1.0, N)
-    dispatch.copyto(x, src)
-    numpy.copyto(ref, src)
-
-
-def _put(x, ref):
-    dispatch.put(x, [0, 1, 2], [9.0, 8.0, 7.0])
-    numpy.put(ref, [0, 1, 2], [9.0, 8.0, 7.0])
-
-
-def _ufunc_at(x, ref):
-    dispatch.add.at(x, [0, 0, 5], 1.0)
-    numpy.add.at(ref, [0, 0, 5], 1.0)
-
-
-def _flat(x, ref):
-    x.flat[7] = -7.0
-    ref.flat[7] = -7.0
 
 
 def _method_positional_out(x, ref):
@@ -141,11 +92,6 @@ def _method_positional_out(x, ref):
 def _function_positional_out(x, ref):
     dispatch.clip(dispatch.array(ref), 0.0, 10.0, x)
     numpy.clip(ref.copy(), 0.0, 10.0, ref)
-
-
-def _ufunc_positional_out(x, ref):
-    dispatch.negative(x, x)
-    numpy.negative(ref, ref)
 
 
 WRITES = [_method_positional_out, _function_positional_out, _ufunc_positional_out,

@@ -15,6 +15,22 @@ import fakecupy
 import numpy
 import pytest
 from helpers import fake_cupy_router
+from mirror_writes import (
+    N,
+    _copyto,
+    _fill,
+    _flat,
+    _iadd,
+    _numpy_out,
+    _out,
+    _put,
+    _setitem,
+    _setitem_slice,
+    _ufunc_at,
+    _ufunc_positional_out,
+    _view_iadd,
+    _view_setitem,
+)
 
 import dispatch
 from dispatch.arrays import _call, mirrors
@@ -25,8 +41,6 @@ from dispatch.targets import _staging
 
 if fakecupy.real_cupy_installed():
     pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules", allow_module_level=True)
-
-N = 1 << 18  # 2 MiB of float64: over mirrors.MIN_BYTES
 
 
 @pytest.fixture(autouse=True)
@@ -94,51 +108,9 @@ def test_device_data_read_on_the_host_is_copied_back_once():
     assert stats["host_misses"] == 1 and stats["host_bytes"] == x.nbytes
 
 
-def _setitem(x, ref):
-    x[5] = -1.0
-    ref[5] = -1.0
-
-
-def _setitem_slice(x, ref):
-    x[10:20] = 3.0
-    ref[10:20] = 3.0
-
-
-def _iadd(x, ref):
-    x += 1.0
-    ref += 1.0
-
-
-def _out(x, ref):
-    dispatch.add(x, 1.5, out=x)
-    numpy.add(ref, 1.5, out=ref)
-
-
-def _numpy_out(x, ref):
-    numpy.multiply(x, 0.5, out=x)
-    numpy.multiply(ref, 0.5, out=ref)
-
-
-def _ufunc_positional_out(x, ref):
-    dispatch.negative(x, x)
-    numpy.negative(ref, ref)
-
-
 def _method_positional_out(x, ref):
     _on_device(numpy.full(N, 0.25)).clip(0.0, 1.0, x)
     numpy.full(N, 0.25).clip(0.0, 1.0, ref)
-
-
-def _view_setitem(x, ref):
-    v = x[100:200]
-    v[3] = 42.0
-    ref[103] = 42.0
-
-
-def _view_iadd(x, ref):
-    v = x.reshape(512, -1)
-    v += 2.0
-    ref += 2.0
 
 
 def _other_array_same_memory(x, ref):
@@ -147,38 +119,12 @@ def _other_array_same_memory(x, ref):
     ref[7] = -7.0
 
 
-def _fill(x, ref):
-    x.fill(7.0)
-    ref.fill(7.0)
-
-
 def _sort(x, ref):
     x *= -1.0
     ref *= -1.0
     _check(x, ref)  # a host copy of the unsorted values
     x.sort()
     ref.sort()
-
-
-def _copyto(x, ref):
-    src = numpy.linspace(0.0, 1.0, N)
-    dispatch.copyto(x, src)
-    numpy.copyto(ref, src)
-
-
-def _put(x, ref):
-    dispatch.put(x, [0, 1, 2], [9.0, 8.0, 7.0])
-    numpy.put(ref, [0, 1, 2], [9.0, 8.0, 7.0])
-
-
-def _ufunc_at(x, ref):
-    dispatch.add.at(x, [0, 0, 5], 1.0)
-    numpy.add.at(ref, [0, 0, 5], 1.0)
-
-
-def _flat(x, ref):
-    x.flat[7] = -7.0
-    ref.flat[7] = -7.0
 
 
 def _real(x, ref):
