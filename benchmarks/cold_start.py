@@ -28,7 +28,6 @@ a fresh process alone, and while ``dispatch.routing.bringup`` imports torch besi
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -171,8 +170,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"torch's import alone {found['torch_import_alone_s']:.2f} s, its bring-up beside the work "
               f"{found['torch_bringup_beside_s']:.2f} s")
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(found, f, indent=1)
+            programs_bench.save(args.json, found)
         return found
 
     if args.sklearn:
@@ -184,8 +182,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         found["machine"] = programs_bench._machine()
         print("\n".join([f"machine: {found['machine']}; rounds: {args.repeats} (best of)", "", *found["summary"]]))
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(found, f, indent=1)
+            programs_bench.save(args.json, found)
         return found
 
     from dispatch.routing import calibration
@@ -213,8 +210,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result["goals"] = goals(result)
         out["programs"].append(result)
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(out, f, indent=1)
+            programs_bench.save(args.json, out)
     out["seconds"] = time.perf_counter() - started
     lines = [f"machine: {out['machine']}; targets: {', '.join(targets)}; calibrated: "
              f"{'yes' if calibrated else 'no'}; rounds: {args.repeats} (best of)"]
@@ -223,8 +219,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print("\n".join(lines))
     out["summary"] = lines
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+        programs_bench.save(args.json, out)
     return out
 
 

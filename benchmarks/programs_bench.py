@@ -374,6 +374,12 @@ def _machine() -> str:
     return f"{info.get('cpu', platform.processor())} x{info.get('cpu_count', os.cpu_count())}, {gpus}"
 
 
+def save(path: str, found: dict) -> None:
+    """Write what a run measured so far as JSON (after each program, so a run cut short keeps it)."""
+    with open(path, "w") as f:
+        json.dump(found, f, indent=1)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=("cold", "warm", "both"), default="both")
@@ -426,15 +432,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     oracle_of = _oracle_of(targets)
                 results.append(warm_program(name, targets, args.repeats, size, log, oracle_of))
             if args.json:  # program by program, so that a run cut short keeps what it measured
-                with open(args.json, "w") as f:
-                    json.dump(out, f, indent=1)
+                save(args.json, out)
         out["modes"][mode]["seconds"] = time.perf_counter() - started
     lines = report(out)
     print("\n".join(lines))
     out["summary"] = lines
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+        save(args.json, out)
     return out
 
 
