@@ -77,7 +77,7 @@ def test_both_paths_take_the_host_shortcut_alike(label, dtype, floors, monkeypat
         bn = an[::-1].copy()
         a, b = dispatch.asarray(an), dispatch.asarray(bn)
         _set_floors()
-        shortcut = _call.host_shortcut(_op(label), n, a, b)  # (n: the largest array's size)
+        shortcut = _call.host_shortcut(_op(label), n)  # (n: the largest array's size)
         assert shortcut == (n <= TRIP)
         asked = _both_paths(monkeypatch, program, (a, b), (an, bn))
         assert asked == (not shortcut), (label, n)

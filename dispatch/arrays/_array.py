@@ -932,7 +932,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             else:
                 return _call.call_fast_ufunc(op, self, other)
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, odata, True)
-            if n > op.floor and not host_shortcut(op, n, self, other):  # (the rule's first test inlined)
+            if n > op.floor and not host_shortcut(op, n):  # (the rule's first test inlined)
                 return _call.call(op, (self, other), {}, into=self if elide else None)
             if blas:
                 blas_spin.ran()
@@ -950,7 +950,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
         if type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND:  # ``alpha * x``: forward's hot path
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, other, False)
             n = data.size
-            if n > op.floor and not host_shortcut(op, n, self, other):
+            if n > op.floor and not host_shortcut(op, n):
                 return _call.call(op, (other, self), {}, into=self if elide else None)
             if elide:
                 func(other, data, out=data)  # ``2.0 * (a + b)``: in the temporary, as NumPy would
@@ -979,7 +979,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             okind = type(odata)
             if okind is _ND or okind in _PY_SCALARS:
                 n = odata.size if okind is _ND and odata.size > data.size else data.size
-                if n <= op.floor or host_shortcut(op, n, self, other):
+                if n <= op.floor or host_shortcut(op, n):
                     if blas:
                         blas_spin.ran()
                     mirrors.wrote(data)  # (mirrors)

@@ -549,10 +549,9 @@ def _small_kwargs(kwargs: dict, floor: int) -> dict | None:
     return kwargs
 
 
-def host_shortcut(op: Op, n: int, *arrays: Any) -> bool:
+def host_shortcut(op: Op, n: int) -> bool:
     """The host shortcut: whether a call of ``op`` whose arrays all hold host data, the largest
-    of ``n`` elements, runs straight on NumPy without asking the router (``arrays``: its
-    dispatch arrays, which the rule does not read).
+    of ``n`` elements, runs straight on NumPy without asking the router.
 
     It does where no target is forced and no hook observes calls (``STATE.floored``; the
     compiled path, which records nothing, also wants no trace open: ``STATE.plain``) and ``n`` is
@@ -570,20 +569,16 @@ def host_shortcut(op: Op, n: int, *arrays: Any) -> bool:
 def under_floors(op: Op, args: tuple) -> tuple[list | None, int]:
     """``args`` unwrapped if they run on NumPy without asking the router (``host_shortcut``),
     else ``None``; with the floor that holds (what ``_small_kwargs`` checks the keywords against)."""
-    found = _host_extent(args)
-    if found is None:
-        return None, 0
-    n, _ = found
-    if not host_shortcut(op, n):
+    n = _host_extent(args)
+    if n is None or not host_shortcut(op, n):
         return None, 0
     return _small_on_host(args, _ANY_SIZE), max(op.floor, op.trip_floor)
 
 
-def _host_extent(values: Any, found: list | None = None) -> tuple[int, list] | None:
-    """The largest element count of the arrays among ``values`` (lists and tuples looked into)
-    and the dispatch arrays among them, if every array is host data; ``None`` otherwise."""
+def _host_extent(values: Any) -> int | None:
+    """The largest element count of the arrays among ``values`` (lists and tuples looked into),
+    if every array is host data; ``None`` otherwise."""
     n = 0
-    arrays = [] if found is None else found
     for v in values:
         kind = type(v)
         if kind in _PLAIN:
@@ -592,22 +587,20 @@ def _host_extent(values: Any, found: list | None = None) -> tuple[int, list] | N
             data = v._data
             if type(data) is not np.ndarray:
                 return None
-            arrays.append(v)
             size = data.size
         elif kind is np.ndarray:
             size = v.size
         elif kind is list or kind is tuple:
-            inner = _host_extent(v, arrays)
-            if inner is None:
+            size = _host_extent(v)
+            if size is None:
                 return None
-            size = inner[0]
         elif isinstance(v, ndarray) or _is_array(v):
             return None
         else:
             continue
         if size > n:
             n = size
-    return n, arrays
+    return n
 
 
 # ---- the resident lane ------------------------------------------------------------------------------
@@ -1107,7 +1100,7 @@ def call_fast_unary(op: Op, a: Any) -> Any:
         data = a._data
         if type(data) is np.ndarray:
             n = data.size
-            if n <= op.floor or host_shortcut(op, n, a):
+            if n <= op.floor or host_shortcut(op, n):
                 result = op.func(data)
                 if type(result) is np.ndarray:
                     return held(result)
@@ -1126,7 +1119,7 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
             # (sizes read without getattr's default: a Python scalar would raise inside it)
             na = ad.size if type(ad) is np.ndarray else 1
             nb = bd.size if type(bd) is np.ndarray else 1
-            if host_shortcut(op, na if na >= nb else nb, a, b):
+            if host_shortcut(op, na if na >= nb else nb):
                 if op.blas:
                     blas_spin.ran()
                 result = op.func(ad, bd)
