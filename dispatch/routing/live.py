@@ -123,8 +123,7 @@ class Live:
         """Forget every region and plan; record from now on where the cost policy routes with a
         calibrated device (a place to plan for)."""
         router = self.router
-        self.on = router.policy.name == "cost" and any(
-            not m.device.is_host and m.transfer for m in router.models.values())
+        self.on = router.policy.name == "cost" and bool(router.policies["cost"].transfer_models())
         self.planner.clear()
         self.seen.clear()
         self.expected.clear()
