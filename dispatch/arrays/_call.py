@@ -1070,7 +1070,7 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
     if not (sample or tracing_on):
         return run()
     target = decision.target
-    before = _staging.moved()
+    before, kept = _staging.moved(), mirrors.served()
     events = target.events() if sample else None
     if sample and inputs.devices and inputs.devices != {target.device}:
         _drain(inputs, target)
@@ -1098,6 +1098,7 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
             predicted_seconds=decision.predicted,
             bytes_moved=sum(after.values()) - sum(before.values()),
             site=tracing.call_site() if tracing.SITES else None,
+            bytes_kept=mirrors.served() - kept,
         ))
     return result
 

@@ -64,6 +64,7 @@ __all__ = [
     "readable",
     "released",
     "set_budget",
+    "served",
     "set_host_budget",
     "stats",
     "valid",
@@ -497,6 +498,11 @@ def kept(device: Any = None) -> int:
     if device is None or device.is_host:
         on_devices += sum(m.nbytes for m in _host_mirrors.values())
     return on_devices
+
+
+def served() -> int:
+    """Bytes read from kept copies since the process started, both ways (what a trace charges a call)."""
+    return _counts["hit_bytes"] + _counts["host_hit_bytes"]
 
 
 def stats() -> dict[str, int]:
