@@ -154,8 +154,8 @@ class Trace:
         kept = any(r["bytes_kept"] for r in rows)
         headers = ("op", "target", "reason", "calls", "time", "moved") + (("kept",) if kept else ())
         table = [
-            (r["op"], r["target"], r["reason"], str(r["calls"]),
-             _fmt_seconds(r["seconds"]), _fmt_bytes(r["bytes_moved"])) + ((_fmt_bytes(r["bytes_kept"]),) if kept else ())
+            (r["op"], r["target"], r["reason"], str(r["calls"]), _fmt_seconds(r["seconds"]),
+             _fmt_bytes(r["bytes_moved"])) + ((_fmt_bytes(r["bytes_kept"]),) if kept else ())
             for r in rows
         ]
         calls = sum(r["calls"] for r in rows)

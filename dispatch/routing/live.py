@@ -6,14 +6,16 @@ made them, or a source: an array made before the region, where it lives) and its
 place (the calibration's model, pulled toward what the history measured). A region ends where
 the program reads an array on the host (``__array__``: ``item``, ``float``, ``tolist``, a NumPy
 call on it), or where a loop body starts again (a call of the region's first kind followed by
-one of its second; for a body of one call, one of its kind on the same producers). A region met again (a loop body) is planned once (``Planner.plan_for``,
-its plan cached by the region's key) and its plan installed as the decisions of its kinds of
-call: each kind runs where the plan put it, on the engine priced cheapest there. A region's key
-names its calls and their data flow, not where their data is: the region the plan makes (the
-same calls, their data where the plan put it) is the same region, served the same plan, its
-kinds of call as they run there added to the plan's decisions; once met, the recording stops:
-the plan's decisions serve the loop through the decision cache and the memo, at no cost per
-call. A kind of call that no recorded region made brings the recording back.
+one of its second; for a body of one call, one of its kind on the same producers). A region
+met again (a loop body) is planned once (``Planner.plan_for``, its plan cached by the region's
+key) and its plan installed as the decisions of its kinds of call: each kind runs where the
+plan put it, on the engine priced cheapest there. A region's key names its calls and their data
+flow, not where their data is: the region the plan makes (the same calls, their data where the
+plan put it) is the same region, one plan in force for it, its kinds of call as they run there
+added to the plan's decisions; planned again (``REVISIONS`` times at most) where its sources
+have moved since it was planned. Once served, the recording stops: the plan's decisions serve
+the loop through the decision cache and the memo, at no cost per call. A kind of call that no
+recorded region made, or that a plan made with its data elsewhere, brings the recording back.
 
 A plan is revised when measured times stray from its prices: each timing of a planned call
 re-prices the plan (``Planner.measured``); a plan dropped so is planned again from the newer
