@@ -271,3 +271,23 @@ def test_a_small_write_into_a_large_host_array_leaves_it_on_the_host():
     u[: N // 4] = d[: N // 4]  # a quarter of it: the value crosses, not the array
     assert u.target == "numpy"
     numpy.testing.assert_array_equal(numpy.asarray(u)[: N // 4], numpy.asarray(d)[: N // 4])
+
+
+def test_an_element_wise_call_is_sized_by_its_arrays_broadcast_together():
+    """``x[:, None] - y[None, :]`` of two small arrays makes a large one: priced at that size
+    (here where a device wins it), never run under the floors by its inputs' sizes."""
+    from dispatch.arrays import _call
+
+    rng = numpy.random.default_rng(1)
+    x0, y0 = rng.random(1000), rng.random(2000)
+    x, y = dispatch.array(x0), dispatch.array(y0)
+    assert _call.broadcast_size([(1000, 1), (1, 2000)], 2000) == 2_000_000
+    assert _call.broadcast_size([(3, 4), (5,)], 12) == 12  # no broadcast: NumPy raises its own error
+    with dispatch.trace() as t:
+        z = x[:, None] - y[None, :]
+    (rec,) = [c for c in t.records if c.op == "subtract"]
+    assert rec.reason not in (router.FLOOR_REASON, router.SMALL_REASON), rec.reason
+    result = numpy.asarray(z)
+    expected = x0[:, None] - y0[None, :]
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    numpy.testing.assert_array_equal(result, expected)
