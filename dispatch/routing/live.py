@@ -334,6 +334,7 @@ class Live:
             return
         plan = self.planner.plan_for(key, lambda: self._region(nodes, sources, read, count, again))
         self._install(key, plan, nodes, sources, made_for)
+        self.recording = False  # the plan serves the loop (a call it moves elsewhere, met, records again)
 
     def _region(self, nodes: list[_Node], sources: list[tuple[str, int, Any]], read: int | None,
                 count: int, again: set[int]) -> Region:
