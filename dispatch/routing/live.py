@@ -13,9 +13,10 @@ plan put it, on the engine priced cheapest there. A region's key names its calls
 flow, not where their data is: the region the plan makes (the same calls, their data where the
 plan put it) is the same region, one plan in force for it, its kinds of call as they run there
 added to the plan's decisions; planned again (``REVISIONS`` times at most) where its sources
-have moved since it was planned. Once served, the recording stops: the plan's decisions serve
-the loop through the decision cache and the memo, at no cost per call. A kind of call that no
-recorded region made, or that a plan made with its data elsewhere, brings the recording back.
+have moved since it was planned. Once planned or served, the recording stops: the plan's
+decisions serve the loop through the decision cache and the memo, at no cost per call. A kind of
+call that no recorded region made, or that a plan made with its data elsewhere, brings the
+recording back.
 
 A plan is revised when measured times stray from its prices: each timing of a planned call
 re-prices the plan (``Planner.measured``); a plan dropped so is planned again from the newer
