@@ -44,6 +44,7 @@ class CallRecord:
     predicted_seconds: float | None = None
     bytes_moved: int = 0
     site: str | None = None
+    bytes_kept: int = 0  # inputs read from a copy kept on the call's side (``dispatch.arrays.mirrors``), not copied
 
 
 @dataclass
@@ -59,6 +60,7 @@ class CallGroup:
     calls: int = 0
     seconds: float = 0.0
     bytes_moved: int = 0
+    bytes_kept: int = 0
 
 
 @dataclass(repr=False)
@@ -102,6 +104,7 @@ class Trace:
             group.calls += 1
             group.seconds += rec.seconds
             group.bytes_moved += rec.bytes_moved
+            group.bytes_kept += rec.bytes_kept
 
     # ---- reading a trace ------------------------------------------------------------------------
 
@@ -112,7 +115,8 @@ class Trace:
                 yield from list(self.groups.values())
             return
         for r in self.records:
-            yield CallGroup(r.op, r.shapes, r.dtypes, r.target, r.reason, r.site, 1, r.seconds, r.bytes_moved)
+            yield CallGroup(r.op, r.shapes, r.dtypes, r.target, r.reason, r.site, 1, r.seconds, r.bytes_moved,
+                            r.bytes_kept)
 
     def by_target(self) -> dict[str, float]:
         """Seconds spent per target."""
@@ -122,16 +126,18 @@ class Trace:
         return totals
 
     def rows(self) -> list[dict[str, Any]]:
-        """Per (op, target, reason): calls, seconds and bytes moved, most time first."""
+        """Per (op, target, reason): calls, seconds, bytes moved and bytes read from kept copies, most time first."""
         groups: dict[tuple[str, str, str], dict[str, Any]] = {}
         for g in self.grouped():
             row = groups.setdefault(
                 (g.op, g.target, g.reason),
-                {"op": g.op, "target": g.target, "reason": g.reason, "calls": 0, "seconds": 0.0, "bytes_moved": 0},
+                {"op": g.op, "target": g.target, "reason": g.reason, "calls": 0, "seconds": 0.0, "bytes_moved": 0,
+                 "bytes_kept": 0},
             )
             row["calls"] += g.calls
             row["seconds"] += g.seconds
             row["bytes_moved"] += g.bytes_moved
+            row["bytes_kept"] += g.bytes_kept
         return sorted(groups.values(), key=lambda row: -row["seconds"])
 
     def to_json(self) -> str:
@@ -142,12 +148,14 @@ class Trace:
         return json.dumps(data, indent=1)
 
     def _table(self) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]]:
-        """The summary's title, headers and rows, formatted."""
+        """The summary's title, headers and rows, formatted (a column ``kept``, the bytes read
+        from kept copies instead of copied, where any call read one)."""
         rows = self.rows()
-        headers = ("op", "target", "reason", "calls", "time", "moved")
+        kept = any(r["bytes_kept"] for r in rows)
+        headers = ("op", "target", "reason", "calls", "time", "moved") + (("kept",) if kept else ())
         table = [
-            (r["op"], r["target"], r["reason"], str(r["calls"]),
-             _fmt_seconds(r["seconds"]), _fmt_bytes(r["bytes_moved"]))
+            (r["op"], r["target"], r["reason"], str(r["calls"]), _fmt_seconds(r["seconds"]),
+             _fmt_bytes(r["bytes_moved"])) + ((_fmt_bytes(r["bytes_kept"]),) if kept else ())
             for r in rows
         ]
         calls = sum(r["calls"] for r in rows)
@@ -308,7 +316,7 @@ def _fmt_bytes(n: int) -> str:
     return f"{n} B"
 
 
-_NUMBERS = frozenset({"calls", "time", "moved"})  # right-aligned columns
+_NUMBERS = frozenset({"calls", "time", "moved", "kept"})  # right-aligned columns
 
 
 def _render(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]], file: Any) -> None:

@@ -9,6 +9,7 @@ with NumPy's.
 
 from __future__ import annotations
 
+import io
 import types
 import weakref
 
@@ -23,6 +24,7 @@ from dispatch.arrays import mirrors
 from dispatch.routing import router
 from dispatch.routing.decisions import DecisionKind
 from dispatch.routing.history import History
+from dispatch.routing.live import REVISIONS
 from dispatch.targets import _staging
 
 if fakecupy.real_cupy_installed():
@@ -148,3 +150,165 @@ def test_a_random_draw_the_catalog_prices_is_a_node_like_any_other(monkeypatch):
     node = live.nodes[-1]
     assert node.key.op == "random.standard_normal"
     assert node.prices["host"] == (pytest.approx(1e-3), "numpy") and node.prices["cuda:0"][1] == "cupy"
+
+
+# ---- loops whose data the program writes in place, slices and masks ---------------------------------
+
+
+def _stencil(u0: numpy.ndarray, steps: int, program=dispatch) -> tuple:
+    """A loop of slices, in-place writes and a mask: ``u[1:-1] = ...`` into a host array made by
+    ``zeros``, an accumulation ``acc += ...`` into another, and ``u[u > t].sum()`` read each step."""
+    u = program.zeros(u0.shape)
+    u[:] = program.asarray(u0) if program is not dispatch else dispatch.array(u0)
+    acc = program.zeros(u0.shape[0] - 2)
+    picked = []
+    for _ in range(steps):
+        un = u.copy()
+        u[1:-1] = un[1:-1] + 0.1 * (un[2:] - 2 * un[1:-1] + un[:-2])
+        acc += program.cos(u[1:-1])
+        picked.append(float(u[u > 0.5].sum()))
+    return u, acc, picked
+
+
+def test_a_loop_of_slices_in_place_writes_and_a_mask_runs_on_the_device_as_one_plan():
+    live = router.ROUTER.live
+    u0 = _inputs()[0]
+    before = live.planner.planned
+    u, acc, picked = _stencil(u0, 10)
+    expected_u, expected_acc, expected_picked = _stencil(u0, 10, numpy)
+    for got, want in ((u, expected_u), (acc, expected_acc)):
+        result = numpy.asarray(got)
+        assert result.dtype == want.dtype and result.shape == want.shape
+        numpy.testing.assert_allclose(result, want, rtol=1e-12)
+    numpy.testing.assert_allclose(picked, expected_picked, rtol=1e-12)
+    # the host arrays written from the device moved there, with the loop over them
+    assert u.target == "cupy" and acc.target == "cupy"
+    # one region, one plan in force: planned when met twice, and again as its data moved there (at
+    # most REVISIONS times); run again from data on the host, it is recorded again from where that
+    # run's calls first missed the plan's decisions (the same body, begun elsewhere: one more region)
+    assert len(live.planned) == 1 and live.planner.planned - before <= 1 + REVISIONS
+    _stencil(u0, 3)
+    assert len(live.planned) <= 2
+    with dispatch.trace() as t:
+        _stencil(u0, 3)
+    assert live.planner.planned - before <= 2 * (1 + REVISIONS)
+    placed = [c for c in t.records if c.op in ("cos", "subtract", "multiply", "add")][len(t.records) // 3:]
+    assert placed and all(c.target == "cupy" for c in placed), [(c.op, c.target, c.reason) for c in placed]
+
+
+def test_a_region_has_one_key_wherever_its_data_is():
+    from dispatch.routing.live import _Node, region_key
+
+    rec = router.ROUTER.live
+    u0, v0 = _inputs()
+    _loop(u0, v0, 6)
+    node = rec.planned and next(iter(rec.planned.values()))
+    keys = list(node.decisions) if node else []
+    assert keys
+    key = keys[0]
+    on_host = [_Node(key._replace(devices=frozenset({dispatch.base.devices.HOST})), [(-1, 8)], {}, 8)]
+    on_device = [_Node(key._replace(devices=frozenset({fakecupy_device()})), [(-1, 8)], {}, 8)]
+    assert region_key(on_host) == region_key(on_device)
+    loop_keys = set(rec.planned)
+    u, v = dispatch.array(u0).to("cupy"), dispatch.array(v0).to("cupy")
+    for _ in range(6):  # the same loop over data that starts on the device: the same region, one plan
+        u = dispatch.cos(u) + v
+    float(u.sum())
+    assert set(rec.planned) == loop_keys
+
+
+def fakecupy_device():
+    return dispatch.targets.get("cupy").device
+
+
+def test_the_trace_shows_the_host_data_read_from_the_devices_copy():
+    u0, v0 = _inputs()
+    _loop(u0, v0, 4)
+    u, v = dispatch.array(u0), dispatch.array(v0)
+    with dispatch.trace() as t:
+        for _ in range(3):
+            u = dispatch.cos(u) + v  # v, a host array, is read from the copy the device keeps
+        float(u.sum())
+    kept = [c for c in t.records if c.bytes_kept]
+    assert kept and all(c.target == "cupy" for c in kept), [(c.op, c.target, c.bytes_kept) for c in t.records]
+    assert sum(c.bytes_kept for c in kept) >= 2 * v0.nbytes
+    assert all(c.bytes_moved == 0 for c in kept if c.op == "add")  # the copy kept, not sent again
+    out = io.StringIO()
+    t.summary(file=out)
+    assert "kept" in out.getvalue().splitlines()[1].split()
+
+
+# ---- a host array a device computes into ---------------------------------------------------------------
+
+
+def test_a_host_array_written_whole_by_the_device_moves_there_and_keeps_numpys_values():
+    d0 = _inputs()[0]
+    d = dispatch.array(d0).to("cupy")
+    acc = dispatch.zeros(N)
+    acc += d
+    dispatch.add(acc, d, out=acc)
+    assert acc.target == "cupy"
+    result = numpy.asarray(acc)
+    assert result.dtype == numpy.float64 and result.shape == (N,)
+    numpy.testing.assert_allclose(result, 2 * d0, rtol=0)
+
+
+@pytest.mark.parametrize("held", ["view", "handed out"])
+def test_a_host_array_something_else_holds_stays_and_every_holder_sees_the_write(held):
+    d0 = _inputs()[0]
+    d = dispatch.array(d0).to("cupy")
+    acc = dispatch.zeros(N)
+    other = acc[: N // 2] if held == "view" else numpy.asarray(acc)
+    acc += d
+    acc[1:] = d[1:]
+    assert acc.target == "numpy"
+    numpy.testing.assert_array_equal(numpy.asarray(other), d0[: len(numpy.asarray(other))])
+    numpy.testing.assert_array_equal(numpy.asarray(acc), d0)
+
+
+def test_a_small_write_into_a_large_host_array_leaves_it_on_the_host():
+    d = dispatch.array(_inputs()[0]).to("cupy")
+    u = dispatch.zeros(N)
+    u[: N // 4] = d[: N // 4]  # a quarter of it: the value crosses, not the array
+    assert u.target == "numpy"
+    numpy.testing.assert_array_equal(numpy.asarray(u)[: N // 4], numpy.asarray(d)[: N // 4])
+
+
+def test_an_element_wise_call_is_sized_by_its_arrays_broadcast_together():
+    """``x[:, None] - y[None, :]`` of two small arrays makes a large one: priced at that size
+    (here where a device wins it), never run under the floors by its inputs' sizes."""
+    from dispatch.arrays import _call
+
+    rng = numpy.random.default_rng(1)
+    x0, y0 = rng.random(1000), rng.random(2000)
+    x, y = dispatch.array(x0), dispatch.array(y0)
+    assert _call.broadcast_size([(1000, 1), (1, 2000)], 2000) == 2_000_000
+    assert _call.broadcast_size([(3, 4), (5,)], 12) == 12  # no broadcast: NumPy raises its own error
+    with dispatch.trace() as t:
+        z = x[:, None] - y[None, :]
+    (rec,) = [c for c in t.records if c.op == "subtract"]
+    assert rec.reason not in (router.FLOOR_REASON, router.SMALL_REASON), rec.reason
+    result = numpy.asarray(z)
+    expected = x0[:, None] - y0[None, :]
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    numpy.testing.assert_array_equal(result, expected)
+
+
+def test_a_plan_in_force_is_not_revised_from_the_part_of_its_loop_the_router_still_sees():
+    """Once planned, a loop whose host half runs under the floors (unseen) is not recorded again
+    in pieces: a piece alone (``c * noise[t]`` without the host sum that reads it) would be planned
+    onto the device, its result sent back at every step."""
+    live = router.ROUTER.live
+    rng = numpy.random.default_rng(3)
+    noise0 = rng.standard_normal((2000, 32))
+    noise = dispatch.array(noise0).to("cupy")
+    y, expected = dispatch.empty((2000, 32)), numpy.empty((2000, 32))
+    y[0], expected[0] = noise[0], noise0[0]
+    before = live.planner.planned
+    for t in range(1, 2000):
+        y[t] = 0.9 * y[t - 1] + 0.5 * noise[t]
+        expected[t] = 0.9 * expected[t - 1] + 0.5 * noise0[t]
+    assert live.planner.planned - before <= 1
+    result = numpy.asarray(y)
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    numpy.testing.assert_allclose(result, expected, rtol=1e-12)

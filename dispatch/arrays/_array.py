@@ -374,10 +374,11 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         data = self._data
-        if type(data) is np.ndarray:
+        if type(data) is np.ndarray and not (type(value) is ndarray and self._moves_for(value, 1)):
             mirrors.wrote(data)  # (mirrors)
             data[_host_key(key)] = _host_value(value)
             return
+        del data  # (a moved array's host memory is let go)
         _call.call(SETITEM, (self, key, value), {})
 
     def __delitem__(self, key: Any) -> None:
@@ -597,6 +598,38 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
         else:
             mirrors.wrote(data)  # (mirrors)
             _engine_of(data).assign(data, value)
+
+    def _moves_for(self, value: Any, holders: int) -> bool:
+        """Move this host array to the device that computed ``value`` (``_moves``), for a write of
+        ``value`` into it that covers at least half of it: the array crosses once, where the
+        value would cross back at every such write. ``holders``: the caller's own references
+        to ``self._data``."""
+        native = value._data if isinstance(value, ndarray) else value
+        if type(native) is np.ndarray or not hasattr(native, "nbytes") or 2 * native.nbytes < self._data.nbytes:
+            return False
+        return self._moves(_engine_of(native), holders)
+
+    def _moves(self, engine: Any, holders: int = 0, replaced: Any = None) -> bool:
+        """Make ``engine`` (a device's) this host array's home, where that changes nothing a
+        program can see: the array owns its memory, is at least ``mirrors.MIN_BYTES`` (smaller
+        data is cheaper to copy at each crossing) and nothing else holds it, neither a view nor
+        the caller (``holders``: references to ``self._data`` the callers hold). ``replaced``:
+        ``engine``'s array that replaces the whole content (an ``out=`` result), else it is
+        copied there. Whether it moved."""
+        data = self._data
+        device = engine.device
+        if (type(data) is not np.ndarray or data.base is not None or device.is_host or device == DASK
+                or data.nbytes < mirrors.MIN_BYTES or not mirrors.keepable(data)):
+            return False
+        kept = mirrors.lookup(data, engine) if replaced is None else replaced
+        mirrors.wrote(data)  # its copies go (a kept one is the array's own from now on)
+        if _rc(data) != _alone_refs + holders:
+            return False
+        try:
+            self._data = kept if kept is not None else engine.from_host(data)
+        except targets.Unsupported:
+            return False
+        return True
 
     def _mutate_host(self, change: Any) -> None:
         """Apply an in-place NumPy change; device data makes a round trip through the host."""
@@ -868,6 +901,7 @@ _ELIDE_BYTES = 256 * 1024
 _temporary_refs: int | None = None  # None: not measured, or this Python cannot tell temporaries apart
 _owned_refs = -1  # what ``_elides`` sees on an array only its wrapper holds (measured at import)
 _rc = sys.getrefcount
+_alone_refs = -1  # what ``_moves`` sees on an array only its wrapper holds (measured at import)
 
 
 def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
@@ -927,6 +961,8 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             okind = type(odata)
             if okind is _ND:
                 n = data.size if data.size >= odata.size else odata.size
+                if data.shape != odata.shape:
+                    n = _call.broadcast_size([data.shape, odata.shape], n)
             elif okind in _PY_SCALARS:
                 n = data.size
             else:
@@ -985,6 +1021,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
                     mirrors.wrote(data)  # (mirrors)
                     func(data, odata, out=data)
                     return self
+        del data  # (an array only its wrapper holds may move to the device that computes into it)
         return _call.call(op, (self, other), {"out": (self,)})
 
     return op, forward, reflected, inplace
@@ -1034,6 +1071,14 @@ def _measure_temporaries() -> None:
         return _rc(data)
 
     _owned_refs = outer(wrap_host(np.zeros(1)))
+
+    global _alone_refs
+
+    def moves(self: ndarray) -> int:  # the frame of _moves
+        data = self._data
+        return _rc(data)
+
+    _alone_refs = moves(wrap_host(np.zeros(1)))
 
 
 def _unary(op: Any) -> Any:

@@ -474,6 +474,7 @@ def _run_on(target: Target, op: Op, args: tuple, kwargs: dict) -> Any:
     kwargs, out = _split_out(op, kwargs)
     native_args = tuple(_convert(a, convert) for a in args)
     native_kwargs = {k: _convert(v, convert) for k, v in kwargs.items()}
+    del convert  # (and the host arrays it copied: ``out`` may move to the device, below)
     result = target.run(op, native_args, native_kwargs)
     if handed:
         mirrors.released(result, handed)  # (mirrors) a copy handed back as the result is the program's now
@@ -481,7 +482,10 @@ def _run_on(target: Target, op: Op, args: tuple, kwargs: dict) -> Any:
         return result
     if out is not None:
         _check_out(op, result, out)
-        out._assign(result if not isinstance(result, ndarray) else result._data)
+        native = result if not isinstance(result, ndarray) else result._data
+        fresh = target.owns(native) and not any(native is a for a in native_args)
+        if not (fresh and _dtype(native) == out.dtype and out._moves(target, replaced=native)):
+            out._assign(native)  # else the result is the array's data: it moved to the device
         return out
     for a, native in zip(args, native_args, strict=True):
         if native is result and isinstance(a, ndarray):
@@ -570,9 +574,29 @@ def under_floors(op: Op, args: tuple) -> tuple[list | None, int]:
     """``args`` unwrapped if they run on NumPy without asking the router (``host_shortcut``),
     else ``None``; with the floor that holds (what ``_small_kwargs`` checks the keywords against)."""
     n = _host_extent(args)
+    if n is not None and op.ufunc is not None:
+        n = _broadcast_extent(args, n)
     if n is None or not host_shortcut(op, n):
         return None, 0
     return _small_on_host(args, _ANY_SIZE), max(op.floor, op.trip_floor)
+
+
+def broadcast_size(shapes: list[tuple[int, ...]], largest: int) -> int:
+    """The elements of arrays of ``shapes`` broadcast together: an element-wise call's work
+    (``x[:, None] - y[None, :]`` makes more than either holds); ``largest`` (the most any one
+    holds) where they are all one shape, or do not broadcast (NumPy raises its own error)."""
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return largest
+    try:
+        return math.prod(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return largest
+
+
+def _broadcast_extent(args: tuple, n: int) -> int:
+    shapes = [a.shape for a in args if type(a) is ndarray or type(a) is np.ndarray]
+    return broadcast_size(shapes, n) if len(shapes) > 1 else n
 
 
 def _host_extent(values: Any) -> int | None:
@@ -895,6 +919,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     if lane is not None:
         arrays, natives = lane
         inputs = Inputs(arrays, _layout(op, args, kwargs))
+        if op.ufunc is not None and len(arrays) > 1:
+            inputs.size = broadcast_size([tuple(a.shape) for a in arrays], inputs.size)
         decision = router.decide(op, inputs, args, kwargs)
         result = _resident_run(op, args, natives, kwargs, inputs, decision)
         if result is not _MISS:
@@ -908,6 +934,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         if _subclassed(arrays):  # a masked array, a matrix: NumPy's own rules, never a target that drops them
             return _run_numpy(op, args, kwargs)
         inputs = Inputs(arrays, _layout(op, args, kwargs))
+        if op.ufunc is not None and len(arrays) > 1:
+            inputs.size = broadcast_size([tuple(a.shape) for a in arrays], inputs.size)
         if op.name in FFT_1D:
             _fft_points(inputs, args, kwargs)
         decision = router.decide(op, inputs, args, kwargs)
@@ -1042,7 +1070,7 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
     if not (sample or tracing_on):
         return run()
     target = decision.target
-    before = _staging.moved()
+    before, kept = _staging.moved(), mirrors.served()
     events = target.events() if sample else None
     if sample and inputs.devices and inputs.devices != {target.device}:
         _drain(inputs, target)
@@ -1070,6 +1098,7 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
             predicted_seconds=decision.predicted,
             bytes_moved=sum(after.values()) - sum(before.values()),
             site=tracing.call_site() if tracing.SITES else None,
+            bytes_kept=mirrors.served() - kept,
         ))
     return result
 
@@ -1119,7 +1148,10 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
             # (sizes read without getattr's default: a Python scalar would raise inside it)
             na = ad.size if type(ad) is np.ndarray else 1
             nb = bd.size if type(bd) is np.ndarray else 1
-            if host_shortcut(op, na if na >= nb else nb):
+            n = na if na >= nb else nb
+            if type(ad) is np.ndarray and type(bd) is np.ndarray and ad.shape != bd.shape:
+                n = broadcast_size([ad.shape, bd.shape], n)
+            if host_shortcut(op, n):
                 if op.blas:
                     blas_spin.ran()
                 result = op.func(ad, bd)

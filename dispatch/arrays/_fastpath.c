@@ -208,6 +208,19 @@ static PyObject *operand(PyObject *x, npy_intp *size) {
     return d;
 }
 
+/* The elements of a and b broadcast together: an element-wise call's work (x[:, None] - y[None, :]
+ * makes more than either holds); the larger size where they do not broadcast (NumPy raises). */
+static npy_intp broadcast_size(PyArrayObject *a, PyArrayObject *b, npy_intp larger) {
+    int na = PyArray_NDIM(a), nb = PyArray_NDIM(b), n = na > nb ? na : nb;
+    npy_intp size = 1;
+    for (int i = 1; i <= n; i++) {
+        npy_intp x = i <= na ? PyArray_DIM(a, na - i) : 1, y = i <= nb ? PyArray_DIM(b, nb - i) : 1;
+        if (x != y && x != 1 && y != 1) return larger;
+        size *= x == 1 ? y : x;
+    }
+    return size;
+}
+
 /* A value passed to NumPy as it is: a flag, an axis, a name, a dtype, a scalar, a slice. */
 static int passes(PyObject *v) {
     return v == Py_None || py_scalar(v) || PyUnicode_CheckExact(v) || PySlice_Check(v) || v == Py_Ellipsis ||
@@ -834,6 +847,8 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             break;
         }
         if (on > n) n = on;
+        if (self->kind == FORWARD && PyArray_Check(od))
+            n = broadcast_size((PyArrayObject *)d, (PyArrayObject *)od, n);
         int under = takes(self->op, n);
         if (!under && self->kind == INPLACE) break;
         if (under && note_blas(self->op) < 0) return NULL;

@@ -63,6 +63,7 @@ __all__ = [
     "read",
     "readable",
     "released",
+    "served",
     "set_budget",
     "set_host_budget",
     "stats",
@@ -497,6 +498,11 @@ def kept(device: Any = None) -> int:
     if device is None or device.is_host:
         on_devices += sum(m.nbytes for m in _host_mirrors.values())
     return on_devices
+
+
+def served() -> int:
+    """Bytes read from kept copies since the process started, both ways (what a trace charges a call)."""
+    return _counts["hit_bytes"] + _counts["host_hit_bytes"]
 
 
 def stats() -> dict[str, int]:

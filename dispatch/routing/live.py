@@ -5,13 +5,18 @@ now: each routed call with its key, its inputs' producers (the earlier call of t
 made them, or a source: an array made before the region, where it lives) and its price on each
 place (the calibration's model, pulled toward what the history measured). A region ends where
 the program reads an array on the host (``__array__``: ``item``, ``float``, ``tolist``, a NumPy
-call on it), or where a loop body starts again (a call of the region's first kind, on the same
-kinds of producers). A region met again (a loop body) is planned once (``Planner.plan_for``,
-its plan cached by the region's key) and its plan installed as the decisions of its kinds of
-call: each kind runs where the plan put it, on the engine priced cheapest there. The region the
-plan makes (the same calls, on the places it chose) is served the same plan, and once met, the
-recording stops: the plan's decisions serve the loop through the decision cache and the memo,
-at no cost per call. A kind of call that no recorded region made brings the recording back.
+call on it), or where a loop body starts again (a call of the region's first kind followed by
+one of its second; for a body of one call, one of its kind on the same producers). A region
+met again (a loop body) is planned once (``Planner.plan_for``, its plan cached by the region's
+key) and its plan installed as the decisions of its kinds of call: each kind runs where the
+plan put it, on the engine priced cheapest there. A region's key names its calls and their data
+flow, not where their data is: the region the plan makes (the same calls, their data where the
+plan put it) is the same region, one plan in force for it, its kinds of call as they run there
+added to the plan's decisions; planned again (``REVISIONS`` times at most) where its sources
+have moved since it was planned. Once planned or served, the recording stops: the plan's
+decisions serve the loop through the decision cache and the memo, at no cost per call. A kind of
+call that no recorded region made, or that a plan made with its data elsewhere, brings the
+recording back.
 
 A plan is revised when measured times stray from its prices: each timing of a planned call
 re-prices the plan (``Planner.measured``); a plan dropped so is planned again from the newer
@@ -41,7 +46,7 @@ from dispatch.routing import cost
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind
 from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
 
-__all__ = ["MAX_CALLS", "Live", "bases", "data_of", "weak"]
+__all__ = ["MAX_CALLS", "Live", "bases", "data_of", "region_key", "weak"]
 
 MAX_CALLS = 512  # a region without a read or a repeat ends here (a plan over more would cost more than it saves)
 REVISIONS = 3  # a region planned this many times keeps its last plan: its prices will not settle
@@ -62,12 +67,13 @@ class _Node:
 class _Planned:
     """A plan in force: its decisions, per key, and the prices it was made from."""
 
-    __slots__ = ("decisions", "nodes", "plan")
+    __slots__ = ("decisions", "made_for", "nodes", "plan")
 
-    def __init__(self, plan: Plan, nodes: list[tuple[CallKey, str, float]]) -> None:
+    def __init__(self, plan: Plan, nodes: list[tuple[CallKey, str, float]], made_for: Hashable = None) -> None:
         self.plan = plan
         self.nodes = nodes  # (key as the plan runs it, engine, price): what its timings are compared with
         self.decisions: dict[CallKey, Decision] = {}
+        self.made_for = made_for  # where the region's sources were, and which call the host read
 
 
 def _place(device: Any) -> str:
@@ -96,6 +102,13 @@ def weak(native: Any) -> Any:
         return lambda: None
 
 
+def region_key(nodes: list[_Node]) -> Hashable:
+    """What names a region: its kinds of call, each without where its data is (``CallKey.elsewhere``),
+    and their producers; the same region whatever place its data has. (Where its sources are,
+    and which result the host reads, are what its plan was made for: ``Live.boundary``.)"""
+    return tuple((n.key.elsewhere(), tuple(p for p, _ in n.producers)) for n in nodes)
+
+
 class Live:
     """The router's live regions: recording, planning, the plans in force (see the module)."""
 
@@ -105,16 +118,17 @@ class Live:
         self.on = False  # a calibrated device: regions are recorded and planned
         self.recording = False
         self.nodes: list[_Node] = []
+        self._restart: tuple | None = None  # a call of the region's first kind, just noted (``_confirm``)
         self.sources: list[tuple[str, int, Any]] = []  # arrays made before the region: (place, bytes, weakref)
         self._made: dict[int, tuple[Any, int]] = {}
         self._sources: dict[int, tuple[Any, int]] = {}
         self.seen: dict[Hashable, int] = {}
-        self.expected: dict[Hashable, Hashable] = {}  # the region a plan makes -> the plan's key
         self.planned: dict[Hashable, _Planned] = {}  # plan key -> in force
         self.by_key: dict[CallKey, Hashable] = {}  # a planned kind of call -> its plan's key
         self.revisions: dict[Hashable, int] = {}
         self.last_sources: dict[Hashable, set[int]] = {}  # region key -> ids of its sources when last met
         self.known: set[CallKey] = set()  # kinds of call some recorded region made
+        self.planned_kinds: set[Hashable] = set()  # the kinds of call plans made, wherever their data (``elsewhere``)
         self.devices: dict[str, Any] = {HOST: HOST_DEVICE}
 
     # ---- switching ------------------------------------------------------------------------------
@@ -126,16 +140,17 @@ class Live:
         self.on = router.policy.name == "cost" and bool(router.policies["cost"].transfer_models())
         self.planner.clear()
         self.seen.clear()
-        self.expected.clear()
         self.planned.clear()
         self.by_key.clear()
         self.revisions.clear()
         self.last_sources.clear()
         self.known.clear()
+        self.planned_kinds.clear()
         self._reset()
         self.recording = self.on
 
     def _reset(self) -> None:
+        self._restart = None
         self.nodes.clear()
         self.sources.clear()
         self._made.clear()
@@ -143,9 +158,11 @@ class Live:
 
     def resume(self, key: CallKey | None = None) -> None:
         """Record again (a plan dropped; or ``key``, a kind of call no decision covers, that no
-        recorded region made): the memo stops serving meanwhile. A kind a region made, decided
+        recorded region made, or that a plan in force makes with its data elsewhere: its region,
+        met, is served the plan): the memo stops serving meanwhile. A kind a region made, decided
         afresh as its measurements come in, changes no region."""
-        if self.on and not self.recording and (key is None or key not in self.known):
+        if self.on and not self.recording and (key is None or key not in self.known
+                                               or key.elsewhere() in self.planned_kinds):
             self.recording = True
             self._reset()
             self.router.changed()
@@ -164,13 +181,14 @@ class Live:
         prices = self._prices(op, inputs, key) if op.cataloged and op.work != "host" else {}
         if not prices:  # a host op: its inputs come to the host
             prices = {HOST: (0.0, "numpy")}
-        if self.nodes and key == self.nodes[0].key and len(self.nodes) > 1:
-            self.boundary()  # a loop body starts again
+        if self._restart is not None:
+            self._confirm(key)
         producers = []
         for a in inputs.arrays:
             data = data_of(a)
             producers.append((self._producer(data, a), int(getattr(data, "nbytes", 0) or 0)))
-        if self.nodes and key == self.nodes[0].key and len(self.nodes) == 1 and producers == self.nodes[0].producers:
+        if (len(self.nodes) == 1 and key.elsewhere() == self.nodes[0].key.elsewhere()
+                and producers == self.nodes[0].producers):
             self.boundary()  # a body of one call
         self.nodes.append(_Node(key, producers, prices, int(getattr(out, "nbytes", 0) or 0)))
         self.known.add(key)
@@ -178,6 +196,42 @@ class Live:
             self._made[id(out)] = (weak(out), len(self.nodes) - 1)
         if len(self.nodes) >= MAX_CALLS:
             self.boundary()
+        elif len(self.nodes) > 2 and key.elsewhere() == self.nodes[0].key.elsewhere():  # a body may start again here
+            self._restart = (len(self.nodes) - 1, [self._input(data_of(a)) for a in inputs.arrays], weak(out))
+
+    def _input(self, native: Any) -> tuple[Any, str, int]:
+        """What the next region needs of an input, should its call start it: the array owning its
+        memory (weakly), where it is, its bytes."""
+        *_, root = bases(native)
+        return weak(root), _place(device_of(native)), int(getattr(native, "nbytes", 0) or 0)
+
+    def _confirm(self, key: CallKey) -> None:
+        """The call after one of the region's first kind: where it is of the region's second
+        kind too, the loop body started again at that one, which begins the next region. (A
+        first kind met twice in a body, ``2 * x`` then ``0.1 * (...)``, is followed by other calls.)"""
+        at, inputs, out = self._restart
+        self._restart = None
+        if at != len(self.nodes) - 1 or key.elsewhere() != self.nodes[1].key.elsewhere():
+            return
+        carried = self.nodes.pop()
+        self.boundary()
+        if not self.recording:  # a plan serves the region from here
+            return
+        producers = []
+        for ref, place, nbytes in inputs:  # each a source of the new region, where it was
+            root = ref()
+            found = self._sources.get(id(root)) if root is not None else None
+            if found is not None and found[0]() is root:
+                index = found[1]
+            else:
+                index = self._source(place, nbytes, ref)
+                if root is not None:
+                    self._sources[id(root)] = (ref, index)
+            producers.append((index, nbytes))
+        self.nodes.append(_Node(carried.key, producers, carried.prices, carried.out_bytes))
+        made = out()
+        if made is not None:
+            self._made[id(made)] = (out, 0)
 
     def _local(self, op: Any, inputs: Any, decision: Decision, out: Any) -> None:
         """A view or a cast passes its input's producer on; one that puts what the region made into
@@ -209,12 +263,15 @@ class Live:
         device = device_of(native)
         place = _place(device)
         self.devices.setdefault(place, device)
-        nbytes = int(getattr(native, "nbytes", 0) or 0)
-        index = -1 - len(self.sources)
-        ref = weak(native)
-        self.sources.append((place, nbytes, ref))
-        self._sources[id(native)] = (ref, index)
+        *_, root = bases(native)  # one source for the memory, whichever views of it the region reads
+        ref = weak(root)
+        index = self._source(place, int(getattr(native, "nbytes", 0) or 0), ref)
+        self._sources[id(root)] = (ref, index)
         return index
+
+    def _source(self, place: str, nbytes: int, ref: Any) -> int:
+        self.sources.append((place, nbytes, ref))
+        return -len(self.sources)
 
     def _prices(self, op: Any, inputs: Any, key: CallKey) -> dict[str, tuple[float, str]]:
         """Seconds on each place (its compute alone: the region's edges price the copies), at the
@@ -255,12 +312,17 @@ class Live:
         self._reset()
         if not nodes:
             return
-        key = (tuple((n.key, tuple(p for p, _ in n.producers)) for n in nodes), read)
-        plan_key = self.expected.get(key, key)
-        if plan_key in self.planned and plan_key != key:
-            self.planner.plan_for(plan_key, lambda: None)  # the region its plan makes: served, and the plan holds
-            self.recording = False
-            return
+        key = region_key(nodes)
+        made_for = (tuple(place for place, _, _ in sources), read)
+        planned = self.planned.get(key)
+        if planned is not None:
+            if planned.made_for == made_for or self.revisions.get(key, 0) >= REVISIONS:
+                self._install(key, self.planner.plan_for(key, lambda: None), nodes, sources, made_for)
+                self.recording = False  # met again: served, its calls as they run now decided too
+                return
+            self._drop(key)  # its data has moved (or the host reads another result): planned again from there
+            self.planner.forget(key)
+            self.revisions[key] = self.revisions.get(key, 0) + 1
         if len(self.seen) >= SEEN_MAX:
             self.seen.clear()
             self.last_sources.clear()
@@ -271,12 +333,9 @@ class Live:
         self.last_sources[key] = ids
         if count < 2 or not any(p != HOST for n in nodes for p in n.prices):
             return
-        if key in self.planned:
-            self.planner.plan_for(key, lambda: None)
-            self.recording = False
-            return
         plan = self.planner.plan_for(key, lambda: self._region(nodes, sources, read, count, again))
-        self._install(key, plan, nodes, sources)
+        self._install(key, plan, nodes, sources, made_for)
+        self.recording = False  # the plan serves the loop (a call it moves elsewhere, met, records again)
 
     def _region(self, nodes: list[_Node], sources: list[tuple[str, int, Any]], read: int | None,
                 count: int, again: set[int]) -> Region:
@@ -305,7 +364,7 @@ class Live:
         last met (a loop over it, met ``count`` times, copies it once); all of them for an array
         made afresh each time (``un = u.copy()``), whose copy no device keeps for the next."""
         data = source[2]()
-        if type(data) is not np.ndarray:
+        if source[0] != HOST or type(data) is not np.ndarray:
             return nbytes
         if any(cost.mirrored(data, name) for name in self.router.models):
             return 0
@@ -325,11 +384,16 @@ class Live:
 
     # ---- plans in force -----------------------------------------------------------------------------
 
-    def _install(self, key: Hashable, plan: Plan, nodes: list[_Node], sources: list[tuple[str, int, Any]]) -> None:
+    def _install(self, key: Hashable, plan: Plan, nodes: list[_Node], sources: list[tuple[str, int, Any]],
+                 made_for: Hashable = None) -> None:
         """The plan's decisions for its kinds of call, each keyed as the plan runs it (its inputs
-        where the plan put their producers); a kind the plan places on two places is left to the
-        per-call rule. The region the plan makes is expected next, and served this plan."""
-        self._drop(key)
+        where the plan put their producers, or where this meeting's sources were); a kind the plan
+        places on two places is left to the per-call rule. Added to the decisions it installed
+        before, where the plan is the same."""
+        found = self.planned.get(key)
+        if found is not None and found.plan is not plan:
+            self._drop(key)
+            found = None
         nsrc = len(sources)
         placement = plan.placement
         places_by_key: dict[CallKey, set[str]] = {}
@@ -342,7 +406,7 @@ class Live:
             there = n.key._replace(devices=frozenset(devices)) if devices else n.key
             planned_keys.append(there)
             places_by_key.setdefault(there, set()).add(placement[nsrc + i])
-        planned = _Planned(plan, [])
+        planned = found if found is not None else _Planned(plan, [], made_for)
         decisions = self.router.decisions
         for i, (n, there) in enumerate(zip(nodes, planned_keys, strict=True)):
             places = places_by_key[there]
@@ -356,14 +420,11 @@ class Live:
             decision = Decision(target, DecisionKind.PLANNED, describe(plan, nsrc + i), seconds, there, sample=True)
             decision.settled = True  # timed one call in SETTLED_EVERY: enough to revise the plan
             planned.decisions[there] = decision
+            self.planned_kinds.add(there.elsewhere())
             planned.nodes.append((there, name, seconds))
             decisions[there] = decision
             self.by_key[there] = key
         self.planned[key] = planned
-        expected = (tuple((k, tuple(p for p, _ in n.producers)) for k, n in zip(planned_keys, nodes, strict=True)),
-                    key[1])
-        if expected != key:
-            self.expected[expected] = key
 
     def _drop(self, key: Hashable) -> None:
         planned = self.planned.pop(key, None)

@@ -219,6 +219,10 @@ class Planner:
             return True
         return False
 
+    def forget(self, key: Hashable) -> None:
+        """Drop the plan of region ``key``: what it was made for no longer holds."""
+        self.plans.pop(key, None)
+
     def clear(self) -> None:
         self.plans.clear()
 
