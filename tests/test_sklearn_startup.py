@@ -80,10 +80,14 @@ def test_a_large_fit_the_gpu_wins_by_far_goes_there_on_a_first_run(gpu_machine):
     assert choice.reason.endswith("by far, stock scikit-learn not measured")
     assert choice.learn == (LDA, "fit", X.size.bit_length())  # its time on the GPU is kept for the next run
     assert asked["checked"] == ["cupy"]
-    # what the GPU measured leads the next call there too, stock still not run
+    # the next calls go there too, stock still not run; the GPU's first call is timed once more
+    # (it may have paid one-time costs), then no more
     _routing.observe(choice.learn, "cupy", 0.3)
     again = _routing.choose(LDA(), "fit", X, (y,))
-    assert again.target == "cupy" and again.learn is None
+    assert again.target == "cupy" and again.learn == choice.learn
+    _routing.observe(choice.learn, "cupy", 0.25)
+    settled = _routing.choose(LDA(), "fit", X, (y,))
+    assert settled.target == "cupy" and settled.learn is None
 
 
 def test_a_small_fit_never_brings_the_gpu_up(gpu_machine):
@@ -141,3 +145,29 @@ def test_prices_follow_the_work_shape():
         assert _price.seconds(LDA, "fit", X[:, 0]) == {}  # not a matrix
     _price.forget()
     assert _price.seconds(LDA, "fit", X) == {}  # no calibration: nothing priced
+
+
+def test_a_first_slow_call_on_the_gpu_kept_by_a_run_does_not_keep_the_next_run_off_it(gpu_machine, monkeypatch):
+    """Run 1's only call on the GPU paid one-time costs (CuPy compiling kernels its disk cache
+    lacked: seconds): the next run, in a fresh process, still takes the GPU where the price says
+    it wins by far, and measures it again; a second slow measurement counts."""
+    from dispatch.routing import learned
+
+    use, _ = gpu_machine
+    use(0.5)
+    X, y = _data(1_000_000, 150)
+    key = (LDA, "fit", X.size.bit_length())
+    assert _routing.choose(LDA(), "fit", X, (y,)).learn == key
+    _routing.observe(key, "cupy", 1e3)  # far over stock's price
+    kept = _routing._kept()
+    assert kept[0]["tries"] == 1
+    _routing.forget()  # the next run: a fresh process reading what the last one kept
+    monkeypatch.setattr(learned, "earlier", lambda section: kept if section == "sklearn" else None)
+    again = _routing.choose(LDA(), "fit", X, (y,))
+    assert again.target == "cupy" and again.learn == key, again
+    _routing.observe(key, "cupy", 1e3)  # slow twice: not a one-time cost
+    kept = _routing._kept()
+    _routing.forget()
+    monkeypatch.setattr(learned, "earlier", lambda section: kept if section == "sklearn" else None)
+    third = _routing.choose(LDA(), "fit", X, (y,))
+    assert third.target is None and "but cupy is not up" in third.reason and third.learn == key

@@ -208,9 +208,10 @@ def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table
     # The alternative's first call pays one-time costs (kernels compiled on first use, memory
     # pools, a CUDA context): a loss is measured once more before it counts.
     again = len(seen) == 2 and seen.get(other, 0.0) > seen.get(None, 0.0) and _tries.get(key, 0) < 2
+    first_only = other in seen and _tries.get(key, 0) < 2
     if far and wants_other and None not in seen:
         name, why = other, f"{table} by far, stock scikit-learn not measured"
-        learn = key if other not in seen else None
+        learn = key if other not in seen or first_only else None
     else:
         if not seen:
             name = other if wants_other else None
@@ -227,7 +228,12 @@ def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table
         # A first run with no history brings a target up only for a call priced to repay its
         # start-up on its own (nor says it will measure it next); later runs judge by what
         # earlier ones measured.
-        left_down = _left_down(other, seen.get(None, stock_s), seen.get(other, there_s))
+        # Its first call may have paid one-time costs (CuPy compiling kernels its disk cache
+        # lacked): measured once, it is priced at the cheaper of that and the calibration's price.
+        there = seen.get(other, there_s)
+        if first_only and there_s is not None:
+            there = min(there, there_s)
+        left_down = _left_down(other, seen.get(None, stock_s), there)
         if left_down is not None:
             return Choice(None, f"{STOCK}: {table}, but {left_down}", learn=key if None not in seen else None)
         refusal = _refusal(estimator, method, other, X, others) if name == other else None
@@ -257,7 +263,9 @@ def _name(cls: type) -> str:
 
 def _kept() -> list[dict[str, Any]]:
     """What large calls measured, as a script's next run reads it (``dispatch.routing.learned``)."""
-    return [{"estimator": _name(cls), "method": method, "bucket": bucket,
+    with _lock:
+        tries = dict(_tries)
+    return [{"estimator": _name(cls), "method": method, "bucket": bucket, "tries": tries.get((cls, method, bucket), 0),
              "seconds": {"stock" if t is None else t: s for t, s in per.items()}}
             for (cls, method, bucket), per in measured().items()]
 
@@ -271,7 +279,9 @@ def _earlier(key: tuple) -> dict[str | None, float]:
                 found = {None if t == "stock" else str(t): float(s) for t, s in row["seconds"].items()}
                 with _lock:
                     _measured.setdefault(key, found)
-                    _tries.setdefault(key, 2)  # measured in earlier runs: no more tries
+                    # how often the alternative was measured (a first loss is measured once more);
+                    # files kept before this was recorded: no more tries
+                    _tries.setdefault(key, int(row.get("tries", 2)))
                 return dict(_measured[key])
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
