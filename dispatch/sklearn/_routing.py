@@ -33,7 +33,7 @@ the reason recorded as a fallback:
 - scikit-learn must declare Array API support for this estimator *with these parameters*
   (its ``array_api_support`` tag, read at run time from the installed version);
 - a call that failed in Array API mode while stock scikit-learn succeeded is remembered by
-  (class, parameters, method), so the next such call goes straight to NumPy;
+  (class, parameters, method, dtype of X), so the next such call goes straight to NumPy;
 - the inputs must be arrays a device can hold: not sparse, not a DataFrame, not object or
   string dtypes, not float64 on MPS;
 - ``set_output`` containers (pandas, polars) are built from NumPy: stock scikit-learn.
@@ -329,7 +329,7 @@ def _refusal(estimator: Any, method: str, name: str, X: Any, others: tuple) -> s
     if why is not None:
         return why
     if type(estimator) in _unsupported_classes:  # computing the key costs a get_params
-        learned = _unsupported.get(unsupported_key(estimator, method))
+        learned = _unsupported.get(unsupported_key(estimator, method, X))
         if learned is not None:
             return f"remembered: {learned}"
     if not array_api_support(estimator):
@@ -411,23 +411,30 @@ _unsupported_classes: set[type] = set()
 _stock_calls: set[tuple] = set()  # calls remembered to run stock scikit-learn (``_run``)
 
 
-def unsupported_key(estimator: Any, method: str) -> tuple:
-    """(class, parameters, method): what a learned refusal is remembered by."""
+def unsupported_key(estimator: Any, method: str, X: Any = None) -> tuple:
+    """(class, parameters, method, dtype of X): what a learned refusal is remembered by. The
+    dtype is part of it: a failure on float16 data says nothing of float64's, and refusing
+    ``fit`` on all data for it would run ``fit`` and ``transform`` on two engines, whose last
+    bits differ, where ``fit_transform`` runs on one."""
     try:
         params = estimator.get_params(deep=False)
     except Exception:
         params = {}
-    return (type(estimator), tuple(sorted((k, _hashable(v)) for k, v in params.items())), method)
+    dtype = getattr(X, "dtype", None)
+    return (type(estimator), tuple(sorted((k, _hashable(v)) for k, v in params.items())), method,
+            type(X).__name__ if dtype is None else str(dtype))
 
 
-def remember_unsupported(estimator: Any, method: str, why: str) -> None:
+def remember_unsupported(estimator: Any, method: str, why: str, X: Any = None) -> None:
+    """A call of ``estimator.<method>`` on data like ``X`` failed in Array API mode where stock
+    scikit-learn succeeded: such calls run stock from now on."""
     with _lock:
-        _unsupported[unsupported_key(estimator, method)] = why
+        _unsupported[unsupported_key(estimator, method, X)] = why
         _unsupported_classes.add(type(estimator))
 
 
 def unsupported() -> dict[tuple, str]:
-    """Every (class, parameters, method) learned unsupported in Array API mode, with why."""
+    """Every (class, parameters, method, dtype) learned unsupported in Array API mode, with why."""
     with _lock:
         return dict(_unsupported)
 
