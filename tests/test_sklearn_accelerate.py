@@ -234,6 +234,30 @@ def test_unsupported_hyperparameter_learned_by_trying():
 
 
 @needs_torch
+def test_a_failure_on_one_dtype_is_remembered_for_that_dtype_only():
+    """StandardScaler's fit on float16 fails on torch (a product of float64 and Half): stock ran
+    it. float64 data still fits on torch, so ``fit`` then ``transform`` and ``fit_transform``
+    run on one engine and agree to the bit, as stock's do (scikit-learn's own test_fit_transform)."""
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.RandomState(0)
+    X = rng.random_sample((5, 4))
+    half = X.astype(np.float16)
+    _routing.remember_unsupported(StandardScaler(), "fit", "torch-cpu failed: RuntimeError: Half", half)
+    with dispatch.using("torch-cpu"):
+        assert _routing.choose(StandardScaler(), "fit", half).reason == \
+            "stock scikit-learn: remembered: torch-cpu failed: RuntimeError: Half"
+        assert _routing.choose(StandardScaler(), "fit", X).target == "torch-cpu"
+        StandardScaler().fit(half)  # whatever this torch does with it: stock decides where it fails
+        with dispatch.trace() as t:
+            apart = StandardScaler().fit(X).transform(X)
+            together = StandardScaler().fit_transform(X)
+    assert {r.target for r in t.records} == {"torch-cpu"}
+    np.testing.assert_array_equal(apart, together)
+    assert apart.dtype == X.dtype and apart.shape == X.shape
+
+
+@needs_torch
 def test_estimator_without_array_api_support():
     from sklearn.ensemble import RandomForestClassifier
 

@@ -310,12 +310,14 @@ def test_what_large_scikit_learn_calls_measured_is_kept_for_the_next_run(monkeyp
 
     key = (LinearDiscriminantAnalysis, "fit", 21)
     monkeypatch.setattr(_routing, "_measured", {key: {None: 12.5, "cupy": 0.24}})
+    monkeypatch.setattr(_routing, "_tries", {key: 2})  # the GPU measured twice
     kept = _routing._kept()
     assert kept == [{"estimator": "sklearn.discriminant_analysis.LinearDiscriminantAnalysis", "method": "fit",
-                     "bucket": 21, "seconds": {"stock": 12.5, "cupy": 0.24}}]
+                     "bucket": 21, "tries": 2, "seconds": {"stock": 12.5, "cupy": 0.24}}]
     # the next run: nothing measured yet in the process, the entry read back from the file
     monkeypatch.setattr(_routing, "_measured", {})
     monkeypatch.setattr(_routing, "_tries", {})
     monkeypatch.setattr(learned, "_previous", {"sklearn": json.loads(json.dumps(kept))})
     assert _routing._earlier(key) == {None: 12.5, "cupy": 0.24}
+    assert _routing._tries == {key: 2}
     assert _routing._earlier((LinearDiscriminantAnalysis, "predict", 21)) == {}

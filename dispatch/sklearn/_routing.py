@@ -20,13 +20,20 @@ call, (class, method, size bucket), runs where it measured faster. No NumPy kern
 an estimator does (LinearDiscriminantAnalysis's SVD solver takes far longer than a GEMM over
 the same data), and one call of each kind is a bounded price for knowing.
 
+On a calibrated machine a call is also priced on each side (``_price``: the NumPy call its
+work amounts to, on this machine's curves), and a target that is not up yet adds its start-up
+(``dispatch.routing.startup``). A first run with no history then sends a fit the prices say
+the GPU wins by far straight there, without running stock first; and no call brings a target
+up unless it alone is priced (or, once stock was timed, measured) to save more than that
+start-up: small fits never pay it, and the GPU's library is not even imported for them.
+
 Whatever 1-3 picked, the hard rules then may send the call back to stock scikit-learn, with
 the reason recorded as a fallback:
 
 - scikit-learn must declare Array API support for this estimator *with these parameters*
   (its ``array_api_support`` tag, read at run time from the installed version);
 - a call that failed in Array API mode while stock scikit-learn succeeded is remembered by
-  (class, parameters, method), so the next such call goes straight to NumPy;
+  (class, parameters, method, dtype of X), so the next such call goes straight to NumPy;
 - the inputs must be arrays a device can hold: not sparse, not a DataFrame, not object or
   string dtypes, not float64 on MPS;
 - ``set_output`` containers (pandas, polars) are built from NumPy: stock scikit-learn.
@@ -49,16 +56,21 @@ from dispatch.arrays._array import _engine_of, ndarray
 from dispatch.base.state import STATE
 from dispatch.base.tiers import Backend, OpComplexity
 from dispatch.routing import learned, router, startup
+from dispatch.sklearn import _price
 from dispatch.targets import Unsupported
 
-__all__ = ["LEARN_MIN", "Choice", "choose", "forget", "measured", "observe", "remember_unsupported", "unsupported"]
+__all__ = ["FAR_SHARE", "LEARN_MIN", "Choice", "choose", "forget", "measured", "observe", "remember_unsupported",
+           "unsupported"]
 
 GPU_ORDER = targets.registry.gpu_names()  # each device's home first (a live view of the registry)
 # From this many elements (n_samples x n_features) a call is worth timing on both sides once.
 LEARN_MIN = 1 << 20
-# A call this many times over the table's GPU threshold goes to the GPU without timing stock
-# scikit-learn first: the prices say the GPU wins by far, and a script that fits once would pay
-# the stock fit in full to learn it (tens of times what the GPU takes, on such calls).
+# A call the GPU wins by far goes there without timing stock scikit-learn first: a script that
+# fits once would pay the stock fit in full to learn it (tens of times what the GPU takes, on
+# such calls). By far: priced (``_price``) to save this share of stock's time, start-up included
+# (a device's factorisations are priced from sizes at which it waits on launches, so its price
+# for a large one errs high); a call no calibration prices, FAR times over the table's GPU threshold.
+FAR_SHARE = 1 / 3
 FAR = 64
 
 
@@ -98,20 +110,24 @@ def choose(estimator: Any, method: str, X: Any, others: Iterable = ()) -> Choice
             if complexity is None:
                 return _remember_host(key, f"{STOCK}: {type(estimator).__name__} is not in the catalog")
             tier = selector.select_with_moe(complexity, n)
+            table = f"MoE: {complexity.name} on {n:,} elements -> {tier.name}"
+            prices = _price.seconds(type(estimator), method, X, tuple(others)) if n >= LEARN_MIN or \
+                tier is Backend.GPU else {}
             if n >= LEARN_MIN:
-                other = _other_target()
+                other = _other_target(prices)
                 if other is not None:
                     gpu_from = selector.thresholds.gpu[complexity]
                     far = gpu_from is not None and n >= FAR * gpu_from
-                    return _measuring(estimator, method, X, tuple(others), n, f"MoE: {complexity.name} on "
-                                      f"{n:,} elements -> {tier.name}", tier is Backend.GPU and other in GPU_ORDER,
-                                      other, far)
-            table = f"MoE: {complexity.name} on {n:,} elements -> {tier.name}"
+                    return _measuring(estimator, method, X, tuple(others), n, table,
+                                      tier is Backend.GPU and other in GPU_ORDER, other, far, prices)
             if tier is not Backend.GPU:
                 return _remember_host(key, f"{STOCK}: {table}{_HOST_TIER[tier]}")
-            name = first_gpu()
+            name = _gpu_named(prices)
             if name is None:
                 return _remember_host(key, f"{STOCK}: {table}, but no GPU here")
+            left_down = _left_down(name, prices.get("numpy"), prices.get(name))
+            if left_down is not None:
+                return Choice(None, f"{STOCK}: {table}, but {left_down}")
             why = f"{name}: {table}"
     refusal = _refusal(estimator, method, name, X, tuple(others))
     if refusal is not None:
@@ -134,9 +150,9 @@ _HOST_TIER = {Backend.SCALAR: "", Backend.SIMD: ", which stock scikit-learn's th
 _measured: dict[tuple, dict[str | None, float]] = {}
 
 
-def _other_target() -> str | None:
-    """What a large call is measured against stock scikit-learn on: the first GPU, else torch-cpu."""
-    gpu = first_gpu()
+def _other_target(prices: dict[str, float]) -> str | None:
+    """What a large call is measured against stock scikit-learn on: a GPU, else torch-cpu."""
+    gpu = _gpu_named(prices)
     if gpu is not None:
         return gpu
     # torch-cpu's start-up (torch's import, seconds) is paid only where the program loaded torch:
@@ -144,30 +160,85 @@ def _other_target() -> str | None:
     return "torch-cpu" if startup.admit("torch-cpu", None) and targets.probe("torch-cpu") is not None else None
 
 
+def _gpu_named(prices: dict[str, float]) -> str | None:
+    """The GPU target a call would take, named without importing any library: on a calibrated
+    machine, of those up and those the calibration measured (and not found broken since), the
+    one priced cheapest for this call with its start-up, else the first; uncalibrated, the first
+    that works (``first_gpu``, which probes)."""
+    if not router.ROUTER.models:
+        return first_gpu()
+    named = [n for n in GPU_ORDER if n in targets.registry.up()
+             or (n in router.ROUTER.models and not targets.registry.tried(n))]
+    priced = [n for n in named if n in prices]
+    if priced:
+        return min(priced, key=lambda n: prices[n] + startup.seconds(n))
+    return named[0] if named else None
+
+
+def _left_down(name: str, stock_s: float | None, there_s: float | None) -> str | None:
+    """Why ``name`` is not brought up for this call (``None``: it is up, or the call repays its
+    start-up). ``stock_s`` and ``there_s``: the call's seconds on stock scikit-learn and on
+    ``name``, measured or priced (``None``: neither); the saving is their difference."""
+    if startup.up(name):
+        return None
+    saving = None if stock_s is None else stock_s - (there_s or 0.0)
+    if startup.admit(name, saving):
+        return None
+    if saving is None:
+        return f"{name} is not up, and nothing prices this call to repay its start-up"
+    return f"{name} is not up: priced to save {_ms(saving)}, less than its start-up of {_ms(startup.seconds(name))}"
+
+
 def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table: str, table_wants_other: bool,
-               other: str, far: bool = False) -> Choice:
-    refusal = _refusal(estimator, method, other, X, others)  # nothing to measure against
-    if refusal is not None:
-        return Choice(None, f"{STOCK}: {refusal}", fallback=table_wants_other)
+               other: str, far: bool = False, prices: dict[str, float] | None = None) -> Choice:
+    checked = startup.up(other)  # asking a target that is not up would bring it up: asked once chosen
+    if checked:
+        refusal = _refusal(estimator, method, other, X, others)  # nothing to measure against
+        if refusal is not None:
+            return Choice(None, f"{STOCK}: {refusal}", fallback=table_wants_other)
     key = (type(estimator), method, n.bit_length())
     seen = _measured.get(key) or _earlier(key)
-    if far and table_wants_other and None not in seen:
-        return Choice(other, f"{other}: {table} by far, stock scikit-learn not measured",
-                      learn=key if other not in seen else None)
+    prices = prices or {}
+    stock_s, there_s = prices.get("numpy"), prices.get(other)
+    wants_other = table_wants_other
+    if stock_s is not None and there_s is not None:  # the prices decide, not the table
+        there_up = there_s + startup.seconds(other)
+        wants_other, far = there_up < stock_s, stock_s - there_up >= FAR_SHARE * stock_s
+        table = f"priced stock {_ms(stock_s)}, {other} {_ms(there_s)} (start-up {_ms(there_up - there_s)})"
     # The alternative's first call pays one-time costs (kernels compiled on first use, memory
     # pools, a CUDA context): a loss is measured once more before it counts.
     again = len(seen) == 2 and seen.get(other, 0.0) > seen.get(None, 0.0) and _tries.get(key, 0) < 2
-    if not seen:
-        name = other if table_wants_other else None
-        why = f"{table}; measured first, then {STOCK if name else other}"
-    elif len(seen) == 1:
-        name, why = (other if None in seen else None), "measuring the alternative"
-    elif again:
-        name, why = other, f"measuring {other} again (lost {_ms(seen.get(other))} vs stock {_ms(seen.get(None))})"
+    first_only = other in seen and _tries.get(key, 0) < 2
+    if far and wants_other and None not in seen:
+        name, why = other, f"{table} by far, stock scikit-learn not measured"
+        learn = key if other not in seen or first_only else None
     else:
-        name = min(seen, key=lambda k: seen[k])
-        why = f"measured {other} {_ms(seen.get(other))} vs stock {_ms(seen.get(None))}"
-    learn = key if len(seen) < 2 or again else None
+        if not seen:
+            name = other if wants_other else None
+            why = f"{table}; measured first, then {STOCK if name else other}"
+        elif len(seen) == 1:
+            name, why = (other if None in seen else None), "measuring the alternative"
+        elif again:
+            name, why = other, f"measuring {other} again (lost {_ms(seen.get(other))} vs stock {_ms(seen.get(None))})"
+        else:
+            name = min(seen, key=lambda k: seen[k])
+            why = f"measured {other} {_ms(seen.get(other))} vs stock {_ms(seen.get(None))}"
+        learn = key if len(seen) < 2 or again else None
+    if (name == other or not seen) and not checked:
+        # A first run with no history brings a target up only for a call priced to repay its
+        # start-up on its own (nor says it will measure it next); later runs judge by what
+        # earlier ones measured.
+        # Its first call may have paid one-time costs (CuPy compiling kernels its disk cache
+        # lacked): measured once, it is priced at the cheaper of that and the calibration's price.
+        there = seen.get(other, there_s)
+        if first_only and there_s is not None:
+            there = min(there, there_s)
+        left_down = _left_down(other, seen.get(None, stock_s), there)
+        if left_down is not None:
+            return Choice(None, f"{STOCK}: {table}, but {left_down}", learn=key if None not in seen else None)
+        refusal = _refusal(estimator, method, other, X, others) if name == other else None
+        if refusal is not None:
+            return Choice(None, f"{STOCK}: {refusal}", fallback=True)
     return Choice(name, f"{name or STOCK}: {why}", learn=learn)
 
 
@@ -192,7 +263,9 @@ def _name(cls: type) -> str:
 
 def _kept() -> list[dict[str, Any]]:
     """What large calls measured, as a script's next run reads it (``dispatch.routing.learned``)."""
-    return [{"estimator": _name(cls), "method": method, "bucket": bucket,
+    with _lock:
+        tries = dict(_tries)
+    return [{"estimator": _name(cls), "method": method, "bucket": bucket, "tries": tries.get((cls, method, bucket), 0),
              "seconds": {"stock" if t is None else t: s for t, s in per.items()}}
             for (cls, method, bucket), per in measured().items()]
 
@@ -206,7 +279,9 @@ def _earlier(key: tuple) -> dict[str | None, float]:
                 found = {None if t == "stock" else str(t): float(s) for t, s in row["seconds"].items()}
                 with _lock:
                     _measured.setdefault(key, found)
-                    _tries.setdefault(key, 2)  # measured in earlier runs: no more tries
+                    # how often the alternative was measured (a first loss is measured once more);
+                    # files kept before this was recorded: no more tries
+                    _tries.setdefault(key, int(row.get("tries", 2)))
                 return dict(_measured[key])
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
@@ -254,7 +329,7 @@ def _refusal(estimator: Any, method: str, name: str, X: Any, others: tuple) -> s
     if why is not None:
         return why
     if type(estimator) in _unsupported_classes:  # computing the key costs a get_params
-        learned = _unsupported.get(unsupported_key(estimator, method))
+        learned = _unsupported.get(unsupported_key(estimator, method, X))
         if learned is not None:
             return f"remembered: {learned}"
     if not array_api_support(estimator):
@@ -336,23 +411,30 @@ _unsupported_classes: set[type] = set()
 _stock_calls: set[tuple] = set()  # calls remembered to run stock scikit-learn (``_run``)
 
 
-def unsupported_key(estimator: Any, method: str) -> tuple:
-    """(class, parameters, method): what a learned refusal is remembered by."""
+def unsupported_key(estimator: Any, method: str, X: Any = None) -> tuple:
+    """(class, parameters, method, dtype of X): what a learned refusal is remembered by. The
+    dtype is part of it: a failure on float16 data says nothing of float64's, and refusing
+    ``fit`` on all data for it would run ``fit`` and ``transform`` on two engines, whose last
+    bits differ, where ``fit_transform`` runs on one."""
     try:
         params = estimator.get_params(deep=False)
     except Exception:
         params = {}
-    return (type(estimator), tuple(sorted((k, _hashable(v)) for k, v in params.items())), method)
+    dtype = getattr(X, "dtype", None)
+    return (type(estimator), tuple(sorted((k, _hashable(v)) for k, v in params.items())), method,
+            type(X).__name__ if dtype is None else str(dtype))
 
 
-def remember_unsupported(estimator: Any, method: str, why: str) -> None:
+def remember_unsupported(estimator: Any, method: str, why: str, X: Any = None) -> None:
+    """A call of ``estimator.<method>`` on data like ``X`` failed in Array API mode where stock
+    scikit-learn succeeded: such calls run stock from now on."""
     with _lock:
-        _unsupported[unsupported_key(estimator, method)] = why
+        _unsupported[unsupported_key(estimator, method, X)] = why
         _unsupported_classes.add(type(estimator))
 
 
 def unsupported() -> dict[tuple, str]:
-    """Every (class, parameters, method) learned unsupported in Array API mode, with why."""
+    """Every (class, parameters, method, dtype) learned unsupported in Array API mode, with why."""
     with _lock:
         return dict(_unsupported)
 
@@ -366,6 +448,7 @@ def forget() -> None:
         _measured.clear()
         _tries.clear()
         _stock_calls.clear()  # the calls remembered to run stock: routed afresh
+    _price.forget()
 
 
 def _hashable(v: Any) -> Any:

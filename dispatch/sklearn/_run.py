@@ -14,7 +14,7 @@ The patched methods all land in ``call``. What happens there:
   fitted arrays were moved to that target. After the call, every array the copy holds comes
   back to the user's estimator as NumPy, so it pickles and runs as plain scikit-learn.
 - A target call that raises, where stock scikit-learn then succeeds, is remembered as
-  unsupported for (class, parameters, method); stock scikit-learn's own errors propagate.
+  unsupported for (class, parameters, method, dtype of X); stock scikit-learn's own errors propagate.
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def _execute(est: Any, spec: Spec, invoke: Any, args: tuple, kwargs: dict, X: An
             learn = not _transient(exc)
         result = _stock(est, invoke, args, kwargs, caller, X)  # its own errors are the user's
         if learn:
-            remember_unsupported(est, spec.method, why)
+            remember_unsupported(est, spec.method, why, X)
         tracing.fallback(_op(est, spec), why)
         return result, "numpy", f"{STOCK}: fallback: {why}"
     finally:
