@@ -18,6 +18,7 @@ import numpy as np
 from dispatch.arrays import _call, mirrors, scale_out
 from dispatch.arrays._array import held, ndarray, wrap_host
 from dispatch.arrays._compiled import fast, install_call, installed_in
+from dispatch.base.box import Wrapper
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
 from dispatch.base.ops import op_for_ufunc_method, op_named
 from dispatch.base.state import STATE
@@ -140,7 +141,7 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
             copy = kwargs["copy"] = _COPY_MODES[copy]
         if not copy and isinstance(a, np.ndarray):
             mirrors.escape(a)  # (mirrors)
-        if isinstance(a, ndarray) and not args and set(kwargs) <= {"copy"}:
+        if isinstance(a, Wrapper) and not args and set(kwargs) <= {"copy"}:
             if dtype is not None and np.dtype(dtype) != a.dtype:
                 if copy is False:  # NumPy's answer: a view where the cast needs no copy, else its ValueError
                     data = a._data
@@ -178,7 +179,7 @@ _CHUNKABLE = frozenset({"zeros", "ones", "empty", "full", "eye", "identity", "ar
 def _metadata(name: str, func: Any) -> Any:
     @functools.wraps(func)
     def wrapper(a: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(a, ndarray):
+        if isinstance(a, Wrapper):
             if name == "size":
                 axis = args[0] if args else kwargs.get("axis")
                 return a.size if axis is None else a.shape[axis]

@@ -414,6 +414,35 @@ def test_dispatchs_own_array_types_still_derive_from_the_wrapper():
     assert type(dispatch.arange(3.0)) is dispatch.ndarray
 
 
+@pytest.mark.parametrize("check", [
+    pytest.param(lambda xp: isinstance(numpy.arange(3), xp.ndarray), id="numpys-array"),
+    pytest.param(lambda xp: isinstance(numpy.linalg.inv(numpy.eye(2)), xp.ndarray), id="numpys-result"),
+    pytest.param(lambda xp: isinstance(numpy.ma.masked_array([1, 2]), xp.ndarray), id="masked-array"),
+    pytest.param(lambda xp: isinstance(xp.arange(3), xp.ndarray), id="own-array"),
+    pytest.param(lambda xp: issubclass(numpy.ndarray, xp.ndarray), id="numpys-class"),
+    pytest.param(lambda xp: issubclass(numpy.matrix, xp.ndarray), id="numpys-subclass"),
+    pytest.param(lambda xp: isinstance(numpy.float64(1.0), xp.ndarray), id="numpys-scalar"),
+    pytest.param(lambda xp: isinstance([1.0], xp.ndarray), id="list"),
+    pytest.param(lambda xp: issubclass(list, xp.ndarray), id="list-class"),
+    pytest.param(lambda xp: isinstance(xp.arange(3.0).sum(), xp.ndarray), id="reduction"),
+])
+def test_numpys_arrays_are_instances_of_the_modules_ndarray(check):
+    """As NumPy's: an array NumPy's own functions made is ``isinstance(x, np.ndarray)`` under
+    ``import dispatch as np``."""
+    assert check(dispatch) is check(numpy)
+
+
+def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
+    """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
+    is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""
+    masked = numpy.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+    assert type(dispatch.negative(masked)) is numpy.ma.MaskedArray
+    assert float(dispatch.sum(masked)) == float(numpy.sum(masked)) == 4.0
+    out = numpy.zeros(3)
+    assert dispatch.add(dispatch.arange(3.0), 1.0, out=out) is out
+    assert out.tolist() == [1.0, 2.0, 3.0]
+
+
 # ---- operators take any object NumPy's would, and defer where NumPy's do -------------------------------
 
 class _Deferring:

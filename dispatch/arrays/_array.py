@@ -25,6 +25,7 @@ from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
 from dispatch.arrays.array_likes import for_numpy
 from dispatch.base import blas_spin, box
+from dispatch.base.box import Wrapper
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
 from dispatch.base.ops import (
     GETITEM,
@@ -60,8 +61,21 @@ class _ArrayType(type):
                 meta = builtins.type(b)
         return meta(name, bases, namespace, **kwargs)
 
+    # ``dispatch.ndarray`` names NumPy's arrays too, as a drop-in's ndarray must: an array NumPy's
+    # own functions made is ``isinstance(x, np.ndarray)`` under ``import dispatch as np``. (Dispatch's
+    # own code asks ``box.Wrapper``: whether an object is one of its wrappers.)
+    def __instancecheck__(cls, x: Any) -> bool:
+        if cls is ndarray:
+            return isinstance(x, (Wrapper, np.ndarray))
+        return builtins.type.__instancecheck__(cls, x)
 
-class ndarray(metaclass=_ArrayType, wrapper=True):
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        if cls is ndarray:
+            return issubclass(sub, (Wrapper, np.ndarray))
+        return builtins.type.__subclasscheck__(cls, sub)
+
+
+class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     """An n-dimensional array that runs each call on the fastest backend.
 
     Construct arrays with ``dispatch.array``, ``dispatch.asarray``, ``dispatch.zeros`` and the
@@ -78,7 +92,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
                 strides: Any = None, order: Any = None) -> ndarray:
-        if not issubclass(cls, ndarray):  # ``np.ndarray.__new__(cls, ...)`` in a subclass's own __new__
+        if not issubclass(cls, Wrapper):  # ``np.ndarray.__new__(cls, ...)`` in a subclass's own __new__
             return np.ndarray.__new__(cls, shape, dtype, buffer, offset, strides, order)
         data = np.ndarray(shape, dtype, buffer, offset, strides, order)
         if buffer is not None:
@@ -501,7 +515,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
     def view(self, dtype: Any = None, type: Any = None) -> Any:
         if isinstance(dtype, builtins.type) and issubclass(dtype, (np.ndarray, ndarray)):
             dtype, type = None, dtype  # NumPy reads view(np.matrix) as a type
-        if type is not None and not issubclass(type, ndarray):
+        if type is not None and not issubclass(type, Wrapper):
             # A view as a NumPy subclass (np.matrix, a recarray) is NumPy's own object.
             host = self.__array__()
             return host.view(type) if dtype is None else host.view(dtype, type)
@@ -534,7 +548,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
             axes = None
         elif len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list, ndarray, np.ndarray))):
             axes = axes[0]  # one sequence of axes (an array of them too), or None
-        if isinstance(axes, ndarray):
+        if isinstance(axes, Wrapper):
             axes = _host_value(axes)
         data = self._data
         if type(data) is np.ndarray:
@@ -588,7 +602,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
     def _assign(self, value: Any) -> None:
         """Write ``value`` (any array) into this array's own memory, keeping its identity and
         every view of it."""
-        value = value._data if isinstance(value, ndarray) else value
+        value = value._data if isinstance(value, Wrapper) else value
         data = self._data
         if type(data) is np.ndarray:
             src = value if type(value) is np.ndarray else _host(value)  # _host knows device arrays by library
@@ -696,7 +710,7 @@ def _plain_object(kind: type) -> bool:
     return not hasattr(kind, "__array_ufunc__") and getattr(kind, "__array_priority__", 0.0) <= 0.0
 
 
-_HANDLED_TYPES = (ndarray, np.ndarray)
+_HANDLED_TYPES = (Wrapper, np.ndarray)
 # id(owner) -> the wrapper ``base`` gave for it, while that wrapper lives (it keeps the owner, so the id)
 _BASES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 # Dtype kinds NumPy reads back exactly from the buffer protocol and the interfaces: booleans,
@@ -743,10 +757,10 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
         if out is not None:
             outs = out if isinstance(out, tuple) else (out,)
             for o in outs:
-                if o is result or (isinstance(o, ndarray) and o._data is result):  # a NumPy out= comes back itself
+                if o is result or (isinstance(o, Wrapper) and o._data is result):  # a NumPy out= comes back itself
                     return o
             if isinstance(result, tuple) and len(result) == len(outs):
-                return tuple(o if isinstance(o, (ndarray, np.ndarray)) else wrap(r)
+                return tuple(o if isinstance(o, (Wrapper, np.ndarray)) else wrap(r)
                              for o, r in zip(outs, result, strict=True))
     kind = type(result)
     if kind is np.ndarray:
@@ -757,7 +771,7 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
         return kind(wrap(r) for r in result)
     if isinstance(result, tuple) and hasattr(result, "_fields"):
         return kind(*(wrap(r) for r in result))
-    if isinstance(result, (np.generic, ndarray)) or result is None:
+    if isinstance(result, (np.generic, Wrapper)) or result is None:
         return result
     module = kind.__module__
     if module.startswith("cupy") or module.startswith("torch") or module.startswith("dask.array"):
@@ -798,7 +812,7 @@ def _lazy(data: Any) -> bool:
 
 
 def _host_value(value: Any) -> Any:
-    if isinstance(value, ndarray):
+    if isinstance(value, Wrapper):
         data = value._data
         return data if type(data) is np.ndarray else _host(data)
     return value
@@ -814,12 +828,12 @@ def _host_key(key: Any) -> Any:
     if kind is tuple:
         for k in key:
             if type(k) not in _PLAIN_KEYS:
-                return tuple(_host_value(k) if isinstance(k, ndarray) else for_numpy(k) for k in key)
+                return tuple(_host_value(k) if isinstance(k, Wrapper) else for_numpy(k) for k in key)
         return key  # slices and integers, the common case, as they are
-    if isinstance(key, ndarray):
+    if isinstance(key, Wrapper):
         return _host_value(key)
     if kind is list:
-        return [_host_value(k) if isinstance(k, ndarray) else k for k in key]
+        return [_host_value(k) if isinstance(k, Wrapper) else k for k in key]
     return for_numpy(key)
 
 
