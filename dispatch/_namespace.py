@@ -124,6 +124,15 @@ def routed(name: str, func: Any, module: str) -> Any:
     elif name in FFT_1D:  # a transform's floors follow n (_call.fft_sized)
         wrapper = fast("transform", op, wrapper, bound=bound)
     wrapper.__wrapped__ = func
+    return signed_as(func, wrapper)
+
+
+def signed_as(func: Any, wrapper: Any) -> Any:
+    """``wrapper`` with NumPy's ``func``'s ``__signature__`` or ``__text_signature__``, where it has
+    one: what ``inspect`` and NumPy's own signature tests read first."""
+    for name in ("__signature__", "__text_signature__"):
+        if getattr(func, name, None) is not None:
+            setattr(wrapper, name, getattr(func, name))
     return wrapper
 
 
@@ -226,7 +235,7 @@ def _public(prefix: str, name: str, obj: Any, module: str) -> Any:
     if not prefix and name in _META:
         return _metadata(name, obj)
     if not prefix and name in _CHUNKABLE:  # a result too large for the host is made chunked, in Dask
-        return scale_out.creation(name, routed(name, obj, module))
+        return signed_as(obj, scale_out.creation(name, routed(name, obj, module)))
     if full in NUMPY_CATALOG and callable(obj) and not isinstance(obj, type):
         if isinstance(obj, np.ufunc):
             return ufunc(obj, full)

@@ -327,6 +327,21 @@ def test_methods_show_numpys_signatures(name):
     assert inspect.signature(getattr(dispatch.ndarray, name)) == inspect.signature(getattr(numpy.ndarray, name))
 
 
+@pytest.mark.parametrize("name", [
+    "inner", "where", "lexsort", "can_cast", "result_type", "dot", "bincount", "copyto", "packbits",
+    "may_share_memory", "busday_count", "datetime_as_string",  # NumPy's dispatchers carry __signature__
+    "arange", "frombuffer", "fromiter", "promote_types", "nested_iters",  # builtins: __text_signature__
+])
+def test_functions_carry_numpys_signatures(name):
+    """The attributes ``inspect`` reads first are NumPy's function's own (NumPy's tests ask for them)."""
+    import inspect
+
+    ours, theirs = getattr(dispatch, name), getattr(numpy, name)
+    for attribute in ("__signature__", "__text_signature__"):
+        assert getattr(ours, attribute, None) == getattr(theirs, attribute, None), attribute
+    assert inspect.signature(ours) == inspect.signature(theirs)
+
+
 def test_to_device_cpu_is_the_array():
     a = dispatch.arange(3.0)
     _agree(lambda xp: xp.arange(3.0).to_device("cpu"))
