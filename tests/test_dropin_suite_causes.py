@@ -447,6 +447,22 @@ def test_numpys_arrays_are_instances_of_the_modules_ndarray(check):
     assert check(dispatch) is check(numpy)
 
 
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.arange(3).__array_wrap__(xp.array(3, dtype=xp.int8), None, True), id="0d-scalar"),
+    pytest.param(lambda xp: xp.arange(3).__array_wrap__(xp.array(3, dtype=xp.int8)), id="0d-array"),
+    pytest.param(lambda xp: xp.arange(3).__array_wrap__(xp.array(3, dtype=xp.int8), None, False), id="0d-no-scalar"),
+    pytest.param(lambda xp: xp.arange(3).__array_wrap__(xp.array([3], dtype=xp.int8), None, True), id="1d"),
+    pytest.param(lambda xp: xp.arange(3).__array_wrap__(numpy.arange(2.0)), id="numpys-array"),
+])
+def test_array_wrap_is_numpys(run):
+    """``a.__array_wrap__(result, context, return_scalar)`` as NumPy's: the result as the module's
+    array, or NumPy's scalar for a 0-d result where ``return_scalar`` (NumPy's linalg tests call it)."""
+    want, got = run(numpy), run(dispatch)
+    assert type(got) is (dispatch.ndarray if type(want) is numpy.ndarray else type(want))
+    host = numpy.asarray(got)
+    assert (host.dtype, host.shape, host.tolist()) == (want.dtype, want.shape, want.tolist())
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

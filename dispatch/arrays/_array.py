@@ -233,6 +233,13 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         return sys.modules["dispatch"]  # the package itself, loaded before any of its modules
 
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False) -> Any:
+        """NumPy's: ``array`` (a result computed from this array) as a dispatch array, or as
+        NumPy's scalar where ``return_scalar`` and it is 0-d."""
+        if not isinstance(array, Wrapper):
+            array = held(np.asarray(array))
+        return array.__array__()[()] if return_scalar and array.ndim == 0 else array
+
     def __dlpack__(self, **kwargs: Any) -> Any:
         return self._exporter().__dlpack__(**kwargs)
 
