@@ -463,6 +463,17 @@ def test_array_wrap_is_numpys(run):
     assert (host.dtype, host.shape, host.tolist()) == (want.dtype, want.shape, want.tolist())
 
 
+@pytest.mark.parametrize("name", ["device", "base", "ndim", "size", "itemsize", "nbytes", "T", "mT", "flags"])
+def test_read_only_attributes_refuse_as_numpys(name):
+    """Setting a read-only attribute raises NumPy's AttributeError message (NumPy's tests match it)."""
+    messages = []
+    for xp in (numpy, dispatch):
+        with pytest.raises(AttributeError) as caught:
+            setattr(xp.ones((2, 2)), name, None)
+        messages.append(str(caught.value).replace("numpy.ndarray", "ndarray"))
+    assert messages[1] == messages[0]
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

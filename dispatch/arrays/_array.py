@@ -1161,6 +1161,21 @@ _compiled.install_buffer(ndarray)
 _compiled.install_buffer(_DeviceScalar)  # (its slots were copied from ndarray's before)
 _install_methods()
 _compiled.installed_in(ndarray)
+
+
+def _read_only_as_numpys() -> None:
+    """Setting a read-only attribute (``a.device = ...``) raises NumPy's message, not Python's
+    "property has no setter": code and tests match on it."""
+    for name, prop in list(vars(ndarray).items()):
+        if isinstance(prop, property) and prop.fset is None and isinstance(getattr(np.ndarray, name, None),
+                                                                           types.GetSetDescriptorType):
+            def refuse(self: Any, value: Any, name: str = name) -> None:
+                raise AttributeError(f"attribute '{name}' of '{builtins.type(self).__name__}' objects is not writable")
+
+            setattr(ndarray, name, property(prop.fget, refuse, prop.fdel, prop.__doc__))
+
+
+_read_only_as_numpys()
 for _name in ("shape", "dtype", "ndim", "size"):
     setattr(ndarray, _name, _compiled.attr(_name, vars(ndarray)[_name]))
 del _name
