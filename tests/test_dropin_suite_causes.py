@@ -474,6 +474,30 @@ def test_read_only_attributes_refuse_as_numpys(name):
     assert messages[1] == messages[0]
 
 
+@pytest.mark.parametrize("pointer", [
+    pytest.param(lambda a: a.ctypes.data_as(__import__("ctypes").c_void_p), id="data_as"),
+    pytest.param(lambda a: a.ctypes._as_parameter_, id="as_parameter"),
+])
+@pytest.mark.parametrize("make", [lambda xp: xp.arange(6.0).reshape(2, 3), lambda xp: xp.array([None])])
+def test_a_ctypes_pointer_holds_its_array(pointer, make):
+    """As NumPy's: a pointer from ``a.ctypes`` keeps ``a`` alive, and lets it go when it dies."""
+    import gc
+    import weakref
+
+    for xp in (numpy, dispatch):
+        arr = make(xp).copy()
+        ref = weakref.ref(arr)
+        described = arr.ctypes
+        assert (list(described.shape), list(described.strides)) == (list(arr.shape), list(arr.strides))
+        assert described.data == numpy.asarray(arr).ctypes.data
+        held = pointer(arr)
+        del arr, described
+        gc.collect()
+        assert ref() is not None, xp.__name__
+        del held
+        assert ref() is None, xp.__name__
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

@@ -454,7 +454,9 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         device holds, whose host copy would go stale behind a pointer."""
         if type(self._data) is not np.ndarray:
             raise AttributeError(_DEVICE_HELD)
-        return self.__array__().ctypes
+        described = self.__array__().ctypes
+        described._arr = self  # the pointers it makes (data_as, _as_parameter_) keep this array alive, as NumPy's
+        return described
 
     def __bool__(self) -> bool:
         return bool(self.__array__())
