@@ -498,6 +498,17 @@ def test_a_ctypes_pointer_holds_its_array(pointer, make):
         assert ref() is None, xp.__name__
 
 
+def test_getsizeof_counts_the_memory_an_array_owns():
+    """As NumPy's: ``sys.getsizeof`` counts the data an array owns, not a view's."""
+    for xp in (numpy, dispatch):
+        d = xp.ones(100)
+        owner = sys.getsizeof(d)
+        assert owner > 100 * 8 > sys.getsizeof(d[...]), xp.__name__
+        assert owner < sys.getsizeof(d.reshape(100, 1, 1).copy()), xp.__name__
+        d.resize(150)
+        assert sys.getsizeof(d) > owner + 50 * 8 - 1, xp.__name__
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

@@ -458,6 +458,10 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         described._arr = self  # the pointers it makes (data_as, _as_parameter_) keep this array alive, as NumPy's
         return described
 
+    def __sizeof__(self) -> int:
+        """``sys.getsizeof``: the wrapper and what it holds (NumPy's counts the memory an array owns)."""
+        return builtins.object.__sizeof__(self) + self._data.__sizeof__()
+
     def __bool__(self) -> bool:
         return bool(self.__array__())
 
