@@ -509,6 +509,18 @@ def test_getsizeof_counts_the_memory_an_array_owns():
         assert sys.getsizeof(d) > owner + 50 * 8 - 1, xp.__name__
 
 
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.array([0, 1, 2]).choose([5, 6, 7], [8, 9, 10], [11, 12, 13]), id="choices-as-arguments"),
+    pytest.param(lambda xp: xp.array([0, 1]).choose(([5, 6], [7, 8])), id="one-sequence"),
+    pytest.param(lambda xp: xp.array([0, 3]).choose([[5, 6], [7, 8]], mode="clip"), id="mode"),
+    pytest.param(lambda xp: xp.array([[0, 1], [1, 0]]).choose(*xp.arange(8.0).reshape(2, 2, 2)), id="unpacked"),
+])
+def test_choose_method_takes_choices_as_numpys(run):
+    """``a.choose(c0, c1, ...)``: NumPy's method takes several arguments as the choices."""
+    want, got = run(numpy), numpy.asarray(run(dispatch))
+    assert (got.dtype, got.shape, got.tolist()) == (want.dtype, want.shape, want.tolist())
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

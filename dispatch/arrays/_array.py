@@ -1140,7 +1140,11 @@ def _install_methods() -> None:
     def compress(self: ndarray, condition: Any, axis: Any = None, out: Any = None) -> Any:
         return _call.call(op_named("compress"), (condition, self, axis), {} if out is None else {"out": out})
 
-    def choose(self: ndarray, choices: Any, out: Any = None, mode: str = "raise") -> Any:
+    def choose(self: ndarray, *choices: Any, out: Any = None, mode: str = "raise") -> Any:
+        # NumPy's: one argument is the sequence of choices, several are the choices themselves
+        if not choices:
+            raise TypeError("choose() takes exactly 1 argument (0 given)")
+        choices = choices[0] if len(choices) == 1 else choices
         return _call.call(op_named("choose"), (self, choices), {"mode": mode, **({} if out is None else {"out": out})})
 
     ndarray.compress = compress
