@@ -521,6 +521,19 @@ def test_choose_method_takes_choices_as_numpys(run):
     assert (got.dtype, got.shape, got.tolist()) == (want.dtype, want.shape, want.tolist())
 
 
+@pytest.mark.parametrize("method", ["std", "var", "mean", "sum", "max"])
+def test_reduction_methods_take_an_array_where(method):
+    """``a.std(axis=2, where=mask)`` with the mask a dispatch array, as NumPy's method."""
+    def run(xp):
+        a = xp.arange(16.0).reshape((2, 2, 4))
+        kwargs = {"initial": -1.0} if method == "max" else {}
+        return getattr(a, method)(axis=2, where=xp.array([False, True, True, False]), **kwargs)
+
+    want, got = run(numpy), numpy.asarray(run(dispatch))
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    numpy.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

@@ -1114,8 +1114,10 @@ def _method(method: str, op: Any, numpy_method: Any) -> Any:
         data = self._data
         if args and mirrors.counted():  # (mirrors) an ``out`` given by position: ``a.clip(0, 1, b)``
             _call._writes(op, (self, *args), kwargs)
-        if type(data) is np.ndarray and STATE.plain and kwargs.get("out") is None:
+        if (type(data) is np.ndarray and STATE.plain and kwargs.get("out") is None
+                and not (kwargs and any(isinstance(v, Wrapper) for v in kwargs.values()))):
             # NumPy's method, cheaper than the function, where ``_call.call`` would run NumPy
+            # (``_call.call`` unwraps dispatch arrays given by keyword: ``a.std(where=mask)``)
             if not args and data.size <= op.floor:  # the common case, without the general rule's cost
                 return wrap(numpy_method(data, **kwargs))
             hargs = _call.under_floors(op, (self, *args))[0]
