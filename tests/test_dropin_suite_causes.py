@@ -534,6 +534,18 @@ def test_reduction_methods_take_an_array_where(method):
     numpy.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:In the future:FutureWarning")  # NumPy's own, for np.str
+@pytest.mark.parametrize("name", ["float", "complex", "int", "str", "no_such_name"])
+def test_a_missing_name_gives_numpys_message(name):
+    """``np.float``: NumPy's AttributeError, with its guidance for the removed aliases."""
+    messages = []
+    for xp in (numpy, dispatch):
+        with pytest.raises(AttributeError) as caught:
+            getattr(xp, name)
+        messages.append(str(caught.value).replace("module 'dispatch'", "module 'numpy'"))
+    assert messages[1] == messages[0]
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""
