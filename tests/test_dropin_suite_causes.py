@@ -546,6 +546,21 @@ def test_a_missing_name_gives_numpys_message(name):
     assert messages[1] == messages[0]
 
 
+def test_strides_can_be_set_with_numpys_warning():
+    """``a.strides = s``: deprecated in NumPy 2.4, which warns and sets them (or raises where
+    they would leave the memory)."""
+    results = []
+    for xp in (numpy, dispatch):
+        x = xp.arange(6.0)[:3]
+        with pytest.warns(DeprecationWarning, match="Setting the strides"):
+            x.strides = (16,)
+        with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="not compatible"):
+            xp.arange(6.0).strides = (100,)
+        host = numpy.asarray(x)
+        results.append((x.strides, host.dtype, host.shape, host.tolist()))
+    assert results[1] == results[0]
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

@@ -309,6 +309,13 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def strides(self) -> tuple[int, ...]:
         return self.__array__().strides if not self.device.is_host else self._data.strides
 
+    @strides.setter
+    def strides(self, value: Any) -> None:  # deprecated in NumPy 2.4, which warns as it sets them
+        data = self._data
+        view = (data if type(data) is np.ndarray else self.__array__()).view()  # the caller's object stays
+        view.strides = value  # NumPy raises (and warns) as for its own array
+        self._data = view if type(data) is np.ndarray else _engine_of(data).from_host(view)
+
     @property
     def flags(self) -> Any:
         return self._data.flags if type(self._data) is np.ndarray else self.__array__().flags
