@@ -561,6 +561,18 @@ def test_strides_can_be_set_with_numpys_warning():
     assert results[1] == results[0]
 
 
+@pytest.mark.parametrize("dtype", ["?", "b", "h", "I", "f8"])
+@pytest.mark.parametrize("method", ["conj", "conjugate"])
+def test_a_real_array_is_its_own_conjugate(method, dtype):
+    """As NumPy's method: ``a.conj()`` of a real array is ``a`` itself; of a complex one, a new array."""
+    for xp in (numpy, dispatch):
+        a = xp.ones(10, dtype=dtype)
+        assert getattr(a, method)() is a, xp.__name__
+    c = dispatch.array([1 - 1j, 2 + 1j])
+    got = numpy.asarray(getattr(c, method)())
+    assert got.dtype == numpy.complex128 and got.tolist() == [1 + 1j, 2 - 1j]
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

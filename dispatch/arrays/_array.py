@@ -1159,6 +1159,20 @@ def _install_methods() -> None:
     ndarray.compress = compress
     ndarray.choose = choose
 
+    for method in ("conj", "conjugate"):
+        setattr(ndarray, method, _own_conjugate(method, getattr(ndarray, method)))
+
+
+def _own_conjugate(method: str, routed: Any) -> Any:
+    """``a.conj()``: NumPy's method gives a real array itself, a complex one's conjugate."""
+    def conjugate(self: ndarray, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs and self.dtype.kind in "biuf":
+            return self
+        return routed(self, *args, **kwargs)
+
+    conjugate.__name__, conjugate.__qualname__ = method, f"ndarray.{method}"
+    return conjugate
+
 
 def _refs_of_one_name() -> int:
     """What ``sys.getrefcount(self)`` reads inside a method of an object one name holds."""
