@@ -573,6 +573,25 @@ def test_a_real_array_is_its_own_conjugate(method, dtype):
     assert got.dtype == numpy.complex128 and got.tolist() == [1 + 1j, 2 - 1j]
 
 
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda a, o: a.sum(1, None, o), id="sum"),
+    pytest.param(lambda a, o: a.max(1, o), id="max"),
+    pytest.param(lambda a, o: a.std(1, None, o, 1), id="std-ddof-after-out"),
+    pytest.param(lambda a, o: a[:, 0].clip(1.0, 2.0, o), id="clip"),
+    pytest.param(lambda a, o: a[:, 0].conjugate(o), id="conjugate"),
+])
+@pytest.mark.parametrize("out_module", ["numpy", "dispatch"])
+def test_a_methods_out_given_by_position_comes_back(call, out_module):
+    """As NumPy's methods: ``a.sum(1, None, out)`` writes ``out`` and returns it itself."""
+    results = []
+    for xp in (numpy, dispatch):
+        a = xp.arange(6.0).reshape(2, 3)
+        out = (numpy if out_module == "numpy" else xp).zeros(2)
+        assert call(a, out) is out, xp.__name__
+        results.append(numpy.asarray(out).tolist())
+    assert results[1] == results[0]
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

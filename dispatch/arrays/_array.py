@@ -1118,6 +1118,8 @@ _METHODS = {
 
 def _method(method: str, op: Any, numpy_method: Any) -> Any:
     def bound(self: ndarray, *args: Any, **kwargs: Any) -> Any:
+        if args and len(args) > _out_parameters(numpy_method)[0]:  # ``a.clip(0, 1, b)``: out by keyword,
+            args, kwargs = _out_by_keyword(numpy_method, args, kwargs)  # so that it is what comes back
         data = self._data
         if args and mirrors.counted():  # (mirrors) an ``out`` given by position: ``a.clip(0, 1, b)``
             _call._writes(op, (self, *args), kwargs)
@@ -1138,6 +1140,32 @@ def _method(method: str, op: Any, numpy_method: Any) -> Any:
     bound.__qualname__ = f"ndarray.{method}"
     bound.__doc__ = f"See ``dispatch.{op.name}``."
     return bound
+
+
+_OUT_PARAMETERS: dict[Any, tuple[int, tuple[str, ...]]] = {}
+
+
+def _out_parameters(numpy_method: Any) -> tuple[int, tuple[str, ...]]:
+    """Where NumPy's method takes ``out`` by position (after ``self``; large where it takes none),
+    and the names of the positions after it (read once, where a call first gives one)."""
+    found = _OUT_PARAMETERS.get(numpy_method)
+    if found is None:
+        import inspect  # (only once a method is given arguments by position)
+
+        names = [p.name for p in list(inspect.signature(numpy_method).parameters.values())[1:]  # after self
+                 if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        at = names.index("out") if "out" in names else sys.maxsize
+        found = _OUT_PARAMETERS[numpy_method] = (at, tuple(names[at + 1:]))
+    return found
+
+
+def _out_by_keyword(numpy_method: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A method's arguments with ``out`` and those after it given by keyword, where NumPy's
+    signature names them all (else as they were: NumPy's method reads them)."""
+    at, after = _out_parameters(numpy_method)
+    if args[at] is None or len(args) > at + 1 + len(after) or not kwargs.keys().isdisjoint(("out", *after)):
+        return args, kwargs  # no out; or positions past those named (``a.sum(0, None, o, True)``), or twice
+    return args[:at], {**kwargs, **dict(zip(("out", *after), args[at:], strict=False))}
 
 
 def _install_methods() -> None:
@@ -1168,6 +1196,8 @@ def _own_conjugate(method: str, routed: Any) -> Any:
     def conjugate(self: ndarray, *args: Any, **kwargs: Any) -> Any:
         if not args and not kwargs and self.dtype.kind in "biuf":
             return self
+        if len(args) == 1 and not kwargs:  # ``a.conj(out)``: the ufunc's out, which comes back itself
+            args, kwargs = (), {"out": args[0]}
         return routed(self, *args, **kwargs)
 
     conjugate.__name__, conjugate.__qualname__ = method, f"ndarray.{method}"
