@@ -592,6 +592,22 @@ def test_a_methods_out_given_by_position_comes_back(call, out_module):
     assert results[1] == results[0]
 
 
+@pytest.mark.parametrize(("args", "kwargs", "error"), [
+    ((None,), {}, None), ((), {}, None), (("hi",), {}, TypeError), ((-1,), {}, ValueError),
+    ((), {"order": 1}, TypeError), ((3, 3), {"refcheck": "hi"}, TypeError), ((3, 3), {"refcheck": None}, TypeError),
+])
+def test_resize_reads_its_arguments_as_numpys(args, kwargs, error):
+    """``a.resize(None)`` and ``a.resize()`` change nothing; a bad shape or ``refcheck`` raises NumPy's error."""
+    for xp in (numpy, dispatch):
+        x = xp.eye(3)
+        if error is None:
+            x.resize(*args, **kwargs)
+            assert numpy.asarray(x).tolist() == numpy.eye(3).tolist(), xp.__name__
+        else:
+            with pytest.raises(error):
+                x.resize(*args, **kwargs)
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

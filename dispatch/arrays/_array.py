@@ -588,6 +588,9 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         return _call.call(op_named("swapaxes"), (self, axis1, axis2), {})
 
     def resize(self, *new_shape: Any, refcheck: bool = True) -> None:
+        refcheck = operator.index(refcheck)  # as NumPy reads it: "hi" or None is a TypeError
+        if not new_shape or (len(new_shape) == 1 and new_shape[0] is None):  # NumPy's: nothing to do
+            return
         if len(new_shape) == 1 and isinstance(new_shape[0], (tuple, list)):
             new_shape = tuple(new_shape[0])
         if type(self._data) is np.ndarray and refcheck:
