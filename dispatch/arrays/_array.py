@@ -593,6 +593,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             return
         if len(new_shape) == 1 and isinstance(new_shape[0], (tuple, list)):
             new_shape = tuple(new_shape[0])
+        new_shape = tuple(operator.index(n) for n in new_shape)  # NumPy's TypeError first, for a shape like "hi"
         if type(self._data) is np.ndarray and refcheck:
             if sys.getrefcount(self) > _ONE_NAME:  # another name holds this array: NumPy refuses
                 raise ValueError("cannot resize an array that references or is referenced\nby another object in "
