@@ -136,12 +136,19 @@ def signed_as(func: Any, wrapper: Any) -> Any:
     return wrapper
 
 
+_NO_OBJECT = object()  # array() called with its first argument by keyword, or without it
+
+
 def _asarray(func: Any, copy_default: bool | None) -> Any:
     """``array`` / ``asarray``: a dispatch array stays where it is; anything else is NumPy's."""
     op = op_named(func.__name__)
 
     @functools.wraps(func)
-    def wrapper(a: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(a: Any = _NO_OBJECT, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if a is _NO_OBJECT:  # ``np.array(object=x)``: NumPy's name for array's first argument
+            if "object" not in kwargs:
+                raise TypeError(f"{func.__name__}() missing required argument 'object' (pos 0)")
+            a = kwargs.pop("object")
         if type(a) is np.ndarray and not copy_default and dtype is None and not args and not kwargs and STATE.plain:
             mirrors.escape(a)  # (mirrors) wrapped as it is: the caller may still write it
             return held(a)  # ``asarray`` of a NumPy array: the call path's answer, without the path

@@ -608,6 +608,21 @@ def test_resize_reads_its_arguments_as_numpys(args, kwargs, error):
                 x.resize(*args, **kwargs)
 
 
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.array(object=3), id="array-object"),
+    pytest.param(lambda xp: xp.array(object=[1, 2], dtype=float), id="array-object-dtype"),
+    pytest.param(lambda xp: xp.asarray(a=[1, 2]), id="asarray-a"),
+])
+def test_array_takes_its_first_argument_by_numpys_name(run):
+    want, got = run(numpy), numpy.asarray(run(dispatch))
+    assert (got.dtype, got.shape, got.tolist()) == (want.dtype, want.shape, want.tolist())
+
+
+def test_array_without_an_object_raises_numpys_error():
+    with pytest.raises(TypeError, match="missing required argument 'object'"):
+        dispatch.array()
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""
