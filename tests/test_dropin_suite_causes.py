@@ -623,6 +623,28 @@ def test_array_without_an_object_raises_numpys_error():
         dispatch.array()
 
 
+@pytest.mark.parametrize("source", [
+    numpy.arange(6.0).reshape(2, 3), numpy.asfortranarray(numpy.arange(6).reshape(2, 3)), numpy.array(["a", "bc"]),
+])
+def test_setstate_restores_numpys_state(source):
+    """``a.__setstate__(state)`` (the state ``numpy.ndarray.__reduce__`` gives) as NumPy's."""
+    state = source.__reduce__()[2]
+    results = []
+    for xp in (numpy, dispatch):
+        a = xp.zeros(1)
+        assert a.__setstate__(state) is None
+        host = numpy.asarray(a)
+        results.append((host.dtype, host.shape, host.flags.f_contiguous, host.tolist()))
+    assert results[1] == results[0]
+
+
+def test_array_finalize_is_numpys_hook():
+    import inspect
+
+    assert inspect.signature(dispatch.ndarray.__array_finalize__) == inspect.signature(numpy.ndarray.__array_finalize__)
+    assert dispatch.zeros(2).__array_finalize__(None) is numpy.zeros(2).__array_finalize__(None) is None
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

@@ -502,6 +502,16 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def __reduce__(self) -> tuple:
         return (_rebuild, (self.__array__(), str(self.device)))
 
+    def __setstate__(self, state: tuple) -> None:
+        """NumPy's: the array becomes the one ``state`` describes (as ``numpy.ndarray.__reduce__``
+        gives it), on the host."""
+        host = np.empty(0)
+        host.__setstate__(state)
+        self._data = host
+
+    def __array_finalize__(self, obj: Any, /) -> None:
+        """NumPy's hook for subclasses, called on views and results of theirs: nothing to do here."""
+
     def __copy__(self) -> ndarray:
         return self.copy()
 
