@@ -645,6 +645,30 @@ def test_array_finalize_is_numpys_hook():
     assert dispatch.zeros(2).__array_finalize__(None) is numpy.zeros(2).__array_finalize__(None) is None
 
 
+def _flat_behaviour(xp):
+    it = xp.arange(10).reshape(2, 1, 5).flat
+    seen = [next(it), next(it)]
+    index, coords = it.index, it.coords
+    rest = list(it)
+    a = xp.arange(20.0).reshape(4, 5)
+    a.flags.writeable = False
+    writeable = [x.flat.__array__().flags.writeable for x in (a, a[::2, ::2], xp.arange(6.0))]
+    refused = []
+    for act in (lambda: setattr(xp.ones(3).flat, "index", 1), lambda: xp.ones(3).flat.__delitem__(1),
+                lambda: xp.ones((1,) * 64).flat):
+        try:
+            act()
+            refused.append(None)
+        except (AttributeError, TypeError, RuntimeError) as error:
+            refused.append(type(error))
+    return [int(v) for v in seen], index, coords, [int(v) for v in rest], it.index, writeable, refused
+
+
+def test_flat_iterates_as_numpys_flatiter():
+    """``a.flat`` is its own iterator, with NumPy's ``index`` and ``coords``, ``__array__`` and limits."""
+    assert _flat_behaviour(dispatch) == _flat_behaviour(numpy)
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

@@ -576,7 +576,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def transpose(self, *axes: Any) -> ndarray:
         if not axes:
             axes = None
-        elif len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list, ndarray, np.ndarray))):
+        elif len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list, Wrapper, np.ndarray))):
             axes = axes[0]  # one sequence of axes (an array of them too), or None
         if isinstance(axes, Wrapper):
             axes = _host_value(axes)
@@ -700,12 +700,20 @@ class _Flat:
     """``a.flat``: NumPy's ``flatiter`` indexing (integers, slices, boolean and integer arrays,
     dispatch arrays among them) on the host data; for device data, reads come from a host copy and
     writes go to the device (through the host, as ``_mutate_host`` does), so ``a.flat[i] = v``
-    is not lost."""
+    is not lost. Iterating it is iterating NumPy's own flatiter (its ``index``, ``coords``)."""
 
-    __slots__ = ("base",)
+    __slots__ = ("_it", "base")
 
     def __init__(self, base: ndarray) -> None:
         self.base = base
+        data = base._data
+        # NumPy's iterator over host data, made now as NumPy's (which refuses more than 32 dimensions)
+        self._it = data.flat if type(data) is np.ndarray else None
+
+    def _iterator(self) -> Any:
+        if self._it is None:
+            self._it = self.base.__array__().flat
+        return self._it
 
     def __getitem__(self, key: Any) -> Any:
         return wrap_host(self.base.__array__().flat[_host_key(key)])
@@ -714,8 +722,22 @@ class _Flat:
         key, value = _host_key(key), _host_value(value)
         self.base._mutate_host(lambda h: h.flat.__setitem__(key, value))
 
-    def __iter__(self):
-        return iter(self.base.__array__().flat)
+    def __delitem__(self, key: Any) -> None:
+        raise TypeError("Cannot delete iterator elements")
+
+    def __iter__(self) -> _Flat:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._iterator())
+
+    @property
+    def index(self) -> int:
+        return self._iterator().index
+
+    @property
+    def coords(self) -> tuple[int, ...]:
+        return self._iterator().coords
 
     def __len__(self) -> int:
         return self.base.size
@@ -724,7 +746,7 @@ class _Flat:
         return wrap_host(self.base.__array__().flat.copy())
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        return self.base.__array__().reshape(-1) if dtype is None else self.base.__array__(dtype).reshape(-1)
+        return self.base.__array__().flat.__array__(dtype, copy=copy)  # NumPy's: a view where it can be one
 
 
 def device_scalar(native: Any) -> ndarray:
@@ -733,7 +755,7 @@ def device_scalar(native: Any) -> ndarray:
 
 
 def _handled(x: Any) -> bool:
-    return isinstance(x, (ndarray, np.ndarray, int, float, complex, str, bytes, np.generic)) or x is None or \
+    return isinstance(x, (Wrapper, np.ndarray, int, float, complex, str, bytes, np.generic)) or x is None or \
         is_backend_type(type(x)) or isinstance(x, (list, tuple)) or _plain_object(type(x))
 
 

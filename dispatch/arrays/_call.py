@@ -227,7 +227,7 @@ def fft_sized(args: tuple, kwargs: dict) -> bool:
 
 
 def _is_array(x: Any) -> bool:
-    if isinstance(x, (ndarray, np.ndarray)):
+    if isinstance(x, (Wrapper, np.ndarray)):
         return True
     module = type(x).__module__
     return module.startswith(("cupy", "dask.array")) or (module.startswith("torch") and hasattr(x, "dtype"))
@@ -279,7 +279,7 @@ def _itemsize(x: Any) -> int:
 
 
 def _dtype(x: Any) -> np.dtype:
-    return x.dtype if isinstance(x, (ndarray, np.ndarray)) else ndarray._from_native(x).dtype
+    return x.dtype if isinstance(x, (Wrapper, np.ndarray)) else ndarray._from_native(x).dtype
 
 
 def _device(x: Any) -> Device:
