@@ -669,6 +669,19 @@ def test_flat_iterates_as_numpys_flatiter():
     assert _flat_behaviour(dispatch) == _flat_behaviour(numpy)
 
 
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda a: a.sort(axis=None), id="sort"),
+    pytest.param(lambda a: a.partition(2, axis=None), id="partition"),
+])
+def test_in_place_sort_refuses_axis_none_as_numpys(call):
+    """NumPy's in-place methods take an integer axis: ``axis=None`` is a TypeError, the array untouched."""
+    for xp in (numpy, dispatch):
+        a = xp.arange(10).reshape(2, 5)[:, ::-1].copy()
+        with pytest.raises(TypeError):
+            call(a)
+        assert numpy.asarray(a).tolist() == [[4, 3, 2, 1, 0], [9, 8, 7, 6, 5]], xp.__name__
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

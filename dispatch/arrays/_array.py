@@ -622,12 +622,14 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     # ---- in-place methods ------------------------------------------------------------------------
 
     def sort(self, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
+        axis = operator.index(axis)  # in place, as NumPy's method: an integer axis (None is a TypeError)
         kwargs = {"axis": axis, "kind": kind, "order": order}
         if stable is not None:
             kwargs["stable"] = stable
         self._assign(_call.call(op_named("sort"), (self,), kwargs))
 
     def partition(self, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> None:
+        axis = operator.index(axis)  # in place, as NumPy's method: an integer axis (None is a TypeError)
         self._assign(_call.call(op_named("partition"), (self, kth), {"axis": axis, "kind": kind, "order": order}))
 
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
