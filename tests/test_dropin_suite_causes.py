@@ -682,6 +682,26 @@ def test_in_place_sort_refuses_axis_none_as_numpys(call):
         assert numpy.asarray(a).tolist() == [[4, 3, 2, 1, 0], [9, 8, 7, 6, 5]], xp.__name__
 
 
+@pytest.mark.parametrize(("a_shape", "b_shape"), [
+    ((3,), (3,)), ((3,), (3, 3)), ((2, 3), (3,)), ((2, 3), (3, 3)), ((3, 3, 3), (1, 3, 1)), ((1, 3, 3), (3, 3, 3)),
+])
+def test_inplace_matmul_keeps_the_shape_as_numpys(a_shape, b_shape):
+    """``a @= b`` writes ``a`` itself, and raises NumPy's ValueError where the product has another shape."""
+    results = []
+    for xp in (numpy, dispatch):
+        a = xp.arange(float(numpy.prod(a_shape))).reshape(a_shape)
+        b = xp.arange(numpy.prod(b_shape)).reshape(b_shape)
+        before = id(a)
+        try:
+            a @= b
+        except ValueError:
+            results.append("ValueError")
+            continue
+        host = numpy.asarray(a)
+        results.append((id(a) == before, host.dtype, host.shape, host.tolist()))
+    assert results[1] == results[0]
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

@@ -1115,13 +1115,28 @@ def _unary(op: Any) -> Any:
     return unary
 
 
+def _inplace_matmul(self: ndarray, other: Any) -> Any:
+    """``a @= b`` as NumPy's: matmul into ``a`` with its core axes fixed, so that a result of
+    another shape than ``a``'s is a ValueError, not broadcast into it."""
+    if not _handled(other):
+        return NotImplemented
+    axes = [(-1,), (-2, -1), (-1,)] if self.ndim == 1 else [(-2, -1), (-2, -1), (-2, -1)]
+    try:
+        return _call.call(op_named("matmul"), (self, other), {"out": (self,), "axes": axes})
+    except np.exceptions.AxisError:
+        raise ValueError("inplace matrix multiplication requires the first operand to have at least one and "
+                         "the second at least two dimensions.") from None
+
+
 def _install_operators() -> None:
     for short, name in _BINARY.items():
         op, forward, reflected, inplace = _binary(name, mirrored=f"__r{short}__")
         # ``x ** y`` compiled is NumPy's operator itself (what _power_operator computes for it)
         setattr(ndarray, f"__{short}__", fast("forward", op, forward, operator.pow if short == "pow" else None))
         setattr(ndarray, f"__r{short}__", fast("reflected", op, reflected))
-        if short != "divmod":
+        if short == "matmul":  # NumPy's own rule for ``a @= b`` (below), not matmul into a
+            ndarray.__imatmul__ = _inplace_matmul
+        elif short != "divmod":
             setattr(ndarray, f"__i{short}__", fast("inplace", op, inplace))
     for short, name in _COMPARE.items():
         compare = getattr(operator, short)
