@@ -702,6 +702,22 @@ def test_inplace_matmul_keeps_the_shape_as_numpys(a_shape, b_shape):
     assert results[1] == results[0]
 
 
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda xp: xp.arange(10)[::2], id="strided"),
+    pytest.param(lambda xp: xp.arange(6).reshape(2, 3), id="contiguous"),
+    pytest.param(lambda xp: xp.arange(6).reshape(2, 3).T, id="transposed"),
+])
+def test_ravel_copies_where_numpys_does(make, order):
+    """``a.ravel(order)``: a view where the order allows one, else a copy that owns its data, as NumPy's."""
+    results = []
+    for xp in (numpy, dispatch):
+        flat = make(xp).ravel(order)
+        host = numpy.asarray(flat)
+        results.append((flat.flags.owndata, host.dtype, host.shape, host.tolist()))
+    assert results[1] == results[0]
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

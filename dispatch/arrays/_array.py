@@ -586,10 +586,14 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         return _call.call(op_named("transpose"), (self, axes), {})
 
     def ravel(self, order: str = "C") -> ndarray:
+        data = self._data
+        if type(data) is np.ndarray:  # NumPy's: a view where the order allows one, else a copy
+            return wrap_host(data.ravel(order))
         return _call.call(op_named("ravel"), (self, order), {}) if order != "C" else self.reshape(-1)
 
     def flatten(self, order: str = "C") -> ndarray:
-        return self.ravel(order).copy()
+        data = self._data
+        return wrap_host(data.flatten(order)) if type(data) is np.ndarray else self.ravel(order).copy()
 
     def squeeze(self, axis: Any = None) -> ndarray:
         return _call.call(op_named("squeeze"), (self, axis), {})
