@@ -718,6 +718,23 @@ def test_ravel_copies_where_numpys_does(make, order):
     assert results[1] == results[0]
 
 
+@pytest.mark.parametrize(("dtype", "copy"), [(None, None), (None, False), (None, True), (int, False),
+                                           (float, None), (float, False)])
+def test_dunder_array_copies_as_numpys(dtype, copy):
+    """``a.__array__(dtype, copy=...)``: the data itself where it can be, a copy where asked or cast,
+    and NumPy's ValueError for ``copy=False`` where a cast needs one."""
+    results = []
+    for xp in (numpy, dispatch):
+        a = xp.ones((3, 3), dtype=int)
+        try:
+            host = a.__array__(dtype, copy=copy)
+        except ValueError as error:
+            results.append(str(error))
+            continue
+        results.append((numpy.shares_memory(host, numpy.asarray(a)), host.dtype, host.shape))
+    assert results[1] == results[0]
+
+
 def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
     """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
     is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""

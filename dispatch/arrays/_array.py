@@ -169,6 +169,8 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         if copy is False and host is not data:
             raise ValueError("the array lives on a device: making a host array needs a copy")
         if dtype is not None and host.dtype != dtype:
+            if copy is False:  # NumPy's refusal: the cast needs a copy
+                np.asarray(host, dtype, copy=False)
             return host.astype(dtype)
         return host.copy() if copy and host is data else host
 
