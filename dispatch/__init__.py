@@ -77,8 +77,8 @@ def asnumpy(a: object) -> _np.ndarray:
 def _numpy_namespace(name: str) -> object:
     try:
         obj = getattr(_np, name)
-    except AttributeError:
-        raise AttributeError(f"module 'dispatch' has no attribute {name!r}") from None
+    except AttributeError as error:  # NumPy's message (its guidance for removed aliases: np.float), for this module
+        raise AttributeError(str(error).replace("module 'numpy'", "module 'dispatch'", 1)) from None
     from dispatch._namespace import public  # lazy: the array machinery loads on the first NumPy name
 
     return public("", name, obj, __name__)

@@ -18,6 +18,7 @@ import numpy as np
 from dispatch.arrays import _call, mirrors, scale_out
 from dispatch.arrays._array import held, ndarray, wrap_host
 from dispatch.arrays._compiled import fast, install_call, installed_in
+from dispatch.base.box import Wrapper
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
 from dispatch.base.ops import op_for_ufunc_method, op_named
 from dispatch.base.state import STATE
@@ -123,7 +124,19 @@ def routed(name: str, func: Any, module: str) -> Any:
     elif name in FFT_1D:  # a transform's floors follow n (_call.fft_sized)
         wrapper = fast("transform", op, wrapper, bound=bound)
     wrapper.__wrapped__ = func
+    return signed_as(func, wrapper)
+
+
+def signed_as(func: Any, wrapper: Any) -> Any:
+    """``wrapper`` with NumPy's ``func``'s ``__signature__`` or ``__text_signature__``, where it has
+    one: what ``inspect`` and NumPy's own signature tests read first."""
+    for name in ("__signature__", "__text_signature__"):
+        if getattr(func, name, None) is not None:
+            setattr(wrapper, name, getattr(func, name))
     return wrapper
+
+
+_NO_OBJECT = object()  # array() called with its first argument by keyword, or without it
 
 
 def _asarray(func: Any, copy_default: bool | None) -> Any:
@@ -131,7 +144,11 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
     op = op_named(func.__name__)
 
     @functools.wraps(func)
-    def wrapper(a: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(a: Any = _NO_OBJECT, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if a is _NO_OBJECT:  # ``np.array(object=x)``: NumPy's name for array's first argument
+            if "object" not in kwargs:
+                raise TypeError(f"{func.__name__}() missing required argument 'object' (pos 0)")
+            a = kwargs.pop("object")
         if type(a) is np.ndarray and not copy_default and dtype is None and not args and not kwargs and STATE.plain:
             mirrors.escape(a)  # (mirrors) wrapped as it is: the caller may still write it
             return held(a)  # ``asarray`` of a NumPy array: the call path's answer, without the path
@@ -140,7 +157,7 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
             copy = kwargs["copy"] = _COPY_MODES[copy]
         if not copy and isinstance(a, np.ndarray):
             mirrors.escape(a)  # (mirrors)
-        if isinstance(a, ndarray) and not args and set(kwargs) <= {"copy"}:
+        if isinstance(a, Wrapper) and not args and set(kwargs) <= {"copy"}:
             if dtype is not None and np.dtype(dtype) != a.dtype:
                 if copy is False:  # NumPy's answer: a view where the cast needs no copy, else its ValueError
                     data = a._data
@@ -178,7 +195,7 @@ _CHUNKABLE = frozenset({"zeros", "ones", "empty", "full", "eye", "identity", "ar
 def _metadata(name: str, func: Any) -> Any:
     @functools.wraps(func)
     def wrapper(a: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(a, ndarray):
+        if isinstance(a, Wrapper):
             if name == "size":
                 axis = args[0] if args else kwargs.get("axis")
                 return a.size if axis is None else a.shape[axis]
@@ -225,7 +242,7 @@ def _public(prefix: str, name: str, obj: Any, module: str) -> Any:
     if not prefix and name in _META:
         return _metadata(name, obj)
     if not prefix and name in _CHUNKABLE:  # a result too large for the host is made chunked, in Dask
-        return scale_out.creation(name, routed(name, obj, module))
+        return signed_as(obj, scale_out.creation(name, routed(name, obj, module)))
     if full in NUMPY_CATALOG and callable(obj) and not isinstance(obj, type):
         if isinstance(obj, np.ufunc):
             return ufunc(obj, full)

@@ -33,6 +33,7 @@ from dispatch import cluster, targets
 from dispatch._namespace import lazy_namespace
 from dispatch.arrays import _call, scale_out
 from dispatch.arrays._array import ndarray, wrap
+from dispatch.base.box import Wrapper
 from dispatch.base.devices import HOST_ONLY
 from dispatch.base.numpy_catalog import DEVICE_DRAWS
 from dispatch.base.ops import op_named
@@ -81,12 +82,12 @@ def _host_method(method: Any, name: str, owner: _Proxy) -> Any:
         drawn = _device_draw(owner, name, method, args, kwargs)
         if drawn is not None:
             return drawn
-        if name in _IN_PLACE and args and isinstance(args[0], ndarray):
+        if name in _IN_PLACE and args and isinstance(args[0], Wrapper):
             target, rest = args[0], args[1:]
             target._mutate_host(lambda host: method(host, *_call.host_args(rest), **_call.host_kwargs(kwargs)))
             return None
         out = kwargs.get("out")
-        if isinstance(out, ndarray):  # drawn into out's memory (through the host for device data); out comes back
+        if isinstance(out, Wrapper):  # drawn into out's memory (through the host for device data); out comes back
             rest = {k: v for k, v in kwargs.items() if k != "out"}
             out._mutate_host(lambda host: method(*_call.host_args(args), out=host, **_call.host_kwargs(rest)))
             return out

@@ -67,7 +67,7 @@ def assert_same(result: Any, expected: Any, *, loose: float = 1.0, signed_zeros:
     """
     kw = {"loose": loose, "signed_zeros": signed_zeros, "values": values}
     if isinstance(expected, np.ndarray) and type(expected) is np.ndarray:
-        assert isinstance(result, dispatch.ndarray) and not isinstance(result, _DeviceScalar), \
+        assert type(result) is dispatch.ndarray, \
             f"{path}: NumPy gives an ndarray, dispatch gave {type(result).__name__}"
         _same_array(np.asarray(result), expected, path, **kw)
     elif isinstance(expected, np.ndarray):  # a NumPy subclass (matrix, masked array): NumPy's own

@@ -327,6 +327,21 @@ def test_methods_show_numpys_signatures(name):
     assert inspect.signature(getattr(dispatch.ndarray, name)) == inspect.signature(getattr(numpy.ndarray, name))
 
 
+@pytest.mark.parametrize("name", [
+    "inner", "where", "lexsort", "can_cast", "result_type", "dot", "bincount", "copyto", "packbits",
+    "may_share_memory", "busday_count", "datetime_as_string",  # NumPy's dispatchers carry __signature__
+    "arange", "frombuffer", "fromiter", "promote_types", "nested_iters",  # builtins: __text_signature__
+])
+def test_functions_carry_numpys_signatures(name):
+    """The attributes ``inspect`` reads first are NumPy's function's own (NumPy's tests ask for them)."""
+    import inspect
+
+    ours, theirs = getattr(dispatch, name), getattr(numpy, name)
+    for attribute in ("__signature__", "__text_signature__"):
+        assert getattr(ours, attribute, None) == getattr(theirs, attribute, None), attribute
+    assert inspect.signature(ours) == inspect.signature(theirs)
+
+
 def test_to_device_cpu_is_the_array():
     a = dispatch.arange(3.0)
     _agree(lambda xp: xp.arange(3.0).to_device("cpu"))
@@ -412,6 +427,323 @@ def test_a_class_derived_from_ndarray_is_numpys_subclass(run):
 def test_dispatchs_own_array_types_still_derive_from_the_wrapper():
     assert issubclass(dispatch.arrays._array._DeviceScalar, dispatch.ndarray)
     assert type(dispatch.arange(3.0)) is dispatch.ndarray
+
+
+@pytest.mark.parametrize("check", [
+    pytest.param(lambda xp: isinstance(numpy.arange(3), xp.ndarray), id="numpys-array"),
+    pytest.param(lambda xp: isinstance(numpy.linalg.inv(numpy.eye(2)), xp.ndarray), id="numpys-result"),
+    pytest.param(lambda xp: isinstance(numpy.ma.masked_array([1, 2]), xp.ndarray), id="masked-array"),
+    pytest.param(lambda xp: isinstance(xp.arange(3), xp.ndarray), id="own-array"),
+    pytest.param(lambda xp: issubclass(numpy.ndarray, xp.ndarray), id="numpys-class"),
+    pytest.param(lambda xp: issubclass(numpy.matrix, xp.ndarray), id="numpys-subclass"),
+    pytest.param(lambda xp: isinstance(numpy.float64(1.0), xp.ndarray), id="numpys-scalar"),
+    pytest.param(lambda xp: isinstance([1.0], xp.ndarray), id="list"),
+    pytest.param(lambda xp: issubclass(list, xp.ndarray), id="list-class"),
+    pytest.param(lambda xp: isinstance(xp.arange(3.0).sum(), xp.ndarray), id="reduction"),
+])
+def test_numpys_arrays_are_instances_of_the_modules_ndarray(check):
+    """As NumPy's: an array NumPy's own functions made is ``isinstance(x, np.ndarray)`` under
+    ``import dispatch as np``."""
+    assert check(dispatch) is check(numpy)
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.arange(3).__array_wrap__(xp.array(3, dtype=xp.int8), None, True), id="0d-scalar"),
+    pytest.param(lambda xp: xp.arange(3).__array_wrap__(xp.array(3, dtype=xp.int8)), id="0d-array"),
+    pytest.param(lambda xp: xp.arange(3).__array_wrap__(xp.array(3, dtype=xp.int8), None, False), id="0d-no-scalar"),
+    pytest.param(lambda xp: xp.arange(3).__array_wrap__(xp.array([3], dtype=xp.int8), None, True), id="1d"),
+    pytest.param(lambda xp: xp.arange(3).__array_wrap__(numpy.arange(2.0)), id="numpys-array"),
+])
+def test_array_wrap_is_numpys(run):
+    """``a.__array_wrap__(result, context, return_scalar)`` as NumPy's: the result as the module's
+    array, or NumPy's scalar for a 0-d result where ``return_scalar`` (NumPy's linalg tests call it)."""
+    want, got = run(numpy), run(dispatch)
+    assert type(got) is (dispatch.ndarray if type(want) is numpy.ndarray else type(want))
+    host = numpy.asarray(got)
+    assert (host.dtype, host.shape, host.tolist()) == (want.dtype, want.shape, want.tolist())
+
+
+@pytest.mark.parametrize("name", ["device", "base", "ndim", "size", "itemsize", "nbytes", "T", "mT", "flags"])
+def test_read_only_attributes_refuse_as_numpys(name):
+    """Setting a read-only attribute raises NumPy's AttributeError message (NumPy's tests match it)."""
+    messages = []
+    for xp in (numpy, dispatch):
+        with pytest.raises(AttributeError) as caught:
+            setattr(xp.ones((2, 2)), name, None)
+        messages.append(str(caught.value).replace("numpy.ndarray", "ndarray"))
+    assert messages[1] == messages[0]
+
+
+@pytest.mark.parametrize("pointer", [
+    pytest.param(lambda a: a.ctypes.data_as(__import__("ctypes").c_void_p), id="data_as"),
+    pytest.param(lambda a: a.ctypes._as_parameter_, id="as_parameter"),
+])
+@pytest.mark.parametrize("make", [lambda xp: xp.arange(6.0).reshape(2, 3), lambda xp: xp.array([None])])
+def test_a_ctypes_pointer_holds_its_array(pointer, make):
+    """As NumPy's: a pointer from ``a.ctypes`` keeps ``a`` alive, and lets it go when it dies."""
+    import gc
+    import weakref
+
+    for xp in (numpy, dispatch):
+        arr = make(xp).copy()
+        ref = weakref.ref(arr)
+        described = arr.ctypes
+        assert (list(described.shape), list(described.strides)) == (list(arr.shape), list(arr.strides))
+        assert described.data == numpy.asarray(arr).ctypes.data
+        held = pointer(arr)
+        del arr, described
+        gc.collect()
+        assert ref() is not None, xp.__name__
+        del held
+        assert ref() is None, xp.__name__
+
+
+def test_getsizeof_counts_the_memory_an_array_owns():
+    """As NumPy's: ``sys.getsizeof`` counts the data an array owns, not a view's."""
+    for xp in (numpy, dispatch):
+        d = xp.ones(100)
+        owner = sys.getsizeof(d)
+        assert owner > 100 * 8 > sys.getsizeof(d[...]), xp.__name__
+        assert owner < sys.getsizeof(d.reshape(100, 1, 1).copy()), xp.__name__
+        d.resize(150)
+        assert sys.getsizeof(d) > owner + 50 * 8 - 1, xp.__name__
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.array([0, 1, 2]).choose([5, 6, 7], [8, 9, 10], [11, 12, 13]), id="choices-as-arguments"),
+    pytest.param(lambda xp: xp.array([0, 1]).choose(([5, 6], [7, 8])), id="one-sequence"),
+    pytest.param(lambda xp: xp.array([0, 3]).choose([[5, 6], [7, 8]], mode="clip"), id="mode"),
+    pytest.param(lambda xp: xp.array([[0, 1], [1, 0]]).choose(*xp.arange(8.0).reshape(2, 2, 2)), id="unpacked"),
+])
+def test_choose_method_takes_choices_as_numpys(run):
+    """``a.choose(c0, c1, ...)``: NumPy's method takes several arguments as the choices."""
+    want, got = run(numpy), numpy.asarray(run(dispatch))
+    assert (got.dtype, got.shape, got.tolist()) == (want.dtype, want.shape, want.tolist())
+
+
+@pytest.mark.parametrize("method", ["std", "var", "mean", "sum", "max"])
+def test_reduction_methods_take_an_array_where(method):
+    """``a.std(axis=2, where=mask)`` with the mask a dispatch array, as NumPy's method."""
+    def run(xp):
+        a = xp.arange(16.0).reshape((2, 2, 4))
+        kwargs = {"initial": -1.0} if method == "max" else {}
+        return getattr(a, method)(axis=2, where=xp.array([False, True, True, False]), **kwargs)
+
+    want, got = run(numpy), numpy.asarray(run(dispatch))
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    numpy.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:In the future:FutureWarning")  # NumPy's own, for np.str
+@pytest.mark.parametrize("name", ["float", "complex", "int", "str", "no_such_name"])
+def test_a_missing_name_gives_numpys_message(name):
+    """``np.float``: NumPy's AttributeError, with its guidance for the removed aliases."""
+    messages = []
+    for xp in (numpy, dispatch):
+        with pytest.raises(AttributeError) as caught:
+            getattr(xp, name)
+        messages.append(str(caught.value).replace("module 'dispatch'", "module 'numpy'"))
+    assert messages[1] == messages[0]
+
+
+def test_strides_can_be_set_with_numpys_warning():
+    """``a.strides = s``: deprecated in NumPy 2.4, which warns and sets them (or raises where
+    they would leave the memory)."""
+    results = []
+    for xp in (numpy, dispatch):
+        x = xp.arange(6.0)[:3]
+        with pytest.warns(DeprecationWarning, match="Setting the strides"):
+            x.strides = (16,)
+        with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="not compatible"):
+            xp.arange(6.0).strides = (100,)
+        host = numpy.asarray(x)
+        results.append((x.strides, host.dtype, host.shape, host.tolist()))
+    assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("dtype", ["?", "b", "h", "I", "f8"])
+@pytest.mark.parametrize("method", ["conj", "conjugate"])
+def test_a_real_array_is_its_own_conjugate(method, dtype):
+    """As NumPy's method: ``a.conj()`` of a real array is ``a`` itself; of a complex one, a new array."""
+    for xp in (numpy, dispatch):
+        a = xp.ones(10, dtype=dtype)
+        assert getattr(a, method)() is a, xp.__name__
+    c = dispatch.array([1 - 1j, 2 + 1j])
+    got = numpy.asarray(getattr(c, method)())
+    assert got.dtype == numpy.complex128 and got.tolist() == [1 + 1j, 2 - 1j]
+
+
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda a, o: a.sum(1, None, o), id="sum"),
+    pytest.param(lambda a, o: a.max(1, o), id="max"),
+    pytest.param(lambda a, o: a.std(1, None, o, 1), id="std-ddof-after-out"),
+    pytest.param(lambda a, o: a[:, 0].clip(1.0, 2.0, o), id="clip"),
+    pytest.param(lambda a, o: a[:, 0].conjugate(o), id="conjugate"),
+])
+@pytest.mark.parametrize("out_module", ["numpy", "dispatch"])
+def test_a_methods_out_given_by_position_comes_back(call, out_module):
+    """As NumPy's methods: ``a.sum(1, None, out)`` writes ``out`` and returns it itself."""
+    results = []
+    for xp in (numpy, dispatch):
+        a = xp.arange(6.0).reshape(2, 3)
+        out = (numpy if out_module == "numpy" else xp).zeros(2)
+        assert call(a, out) is out, xp.__name__
+        results.append(numpy.asarray(out).tolist())
+    assert results[1] == results[0]
+
+
+@pytest.mark.parametrize(("args", "kwargs", "error"), [
+    ((None,), {}, None), ((), {}, None), (("hi",), {}, TypeError), ((-1,), {}, ValueError),
+    ((), {"order": 1}, TypeError), ((3, 3), {"refcheck": "hi"}, TypeError), ((3, 3), {"refcheck": None}, TypeError),
+])
+def test_resize_reads_its_arguments_as_numpys(args, kwargs, error):
+    """``a.resize(None)`` and ``a.resize()`` change nothing; a bad shape or ``refcheck`` raises NumPy's error."""
+    for xp in (numpy, dispatch):
+        x = xp.eye(3)
+        if error is None:
+            x.resize(*args, **kwargs)
+            assert numpy.asarray(x).tolist() == numpy.eye(3).tolist(), xp.__name__
+        else:
+            with pytest.raises(error):
+                x.resize(*args, **kwargs)
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.array(object=3), id="array-object"),
+    pytest.param(lambda xp: xp.array(object=[1, 2], dtype=float), id="array-object-dtype"),
+    pytest.param(lambda xp: xp.asarray(a=[1, 2]), id="asarray-a"),
+])
+def test_array_takes_its_first_argument_by_numpys_name(run):
+    want, got = run(numpy), numpy.asarray(run(dispatch))
+    assert (got.dtype, got.shape, got.tolist()) == (want.dtype, want.shape, want.tolist())
+
+
+def test_array_without_an_object_raises_numpys_error():
+    with pytest.raises(TypeError, match="missing required argument 'object'"):
+        dispatch.array()
+
+
+@pytest.mark.parametrize("source", [
+    numpy.arange(6.0).reshape(2, 3), numpy.asfortranarray(numpy.arange(6).reshape(2, 3)), numpy.array(["a", "bc"]),
+])
+def test_setstate_restores_numpys_state(source):
+    """``a.__setstate__(state)`` (the state ``numpy.ndarray.__reduce__`` gives) as NumPy's."""
+    state = source.__reduce__()[2]
+    results = []
+    for xp in (numpy, dispatch):
+        a = xp.zeros(1)
+        assert a.__setstate__(state) is None
+        host = numpy.asarray(a)
+        results.append((host.dtype, host.shape, host.flags.f_contiguous, host.tolist()))
+    assert results[1] == results[0]
+
+
+def test_array_finalize_is_numpys_hook():
+    import inspect
+
+    assert inspect.signature(dispatch.ndarray.__array_finalize__) == inspect.signature(numpy.ndarray.__array_finalize__)
+    assert dispatch.zeros(2).__array_finalize__(None) is numpy.zeros(2).__array_finalize__(None) is None
+
+
+def _flat_behaviour(xp):
+    it = xp.arange(10).reshape(2, 1, 5).flat
+    seen = [next(it), next(it)]
+    index, coords = it.index, it.coords
+    rest = list(it)
+    a = xp.arange(20.0).reshape(4, 5)
+    a.flags.writeable = False
+    writeable = [x.flat.__array__().flags.writeable for x in (a, a[::2, ::2], xp.arange(6.0))]
+    refused = []
+    for act in (lambda: setattr(xp.ones(3).flat, "index", 1), lambda: xp.ones(3).flat.__delitem__(1),
+                lambda: xp.ones((1,) * 64).flat):
+        try:
+            act()
+            refused.append(None)
+        except (AttributeError, TypeError, RuntimeError) as error:
+            refused.append(type(error))
+    return [int(v) for v in seen], index, coords, [int(v) for v in rest], it.index, writeable, refused
+
+
+def test_flat_iterates_as_numpys_flatiter():
+    """``a.flat`` is its own iterator, with NumPy's ``index`` and ``coords``, ``__array__`` and limits."""
+    assert _flat_behaviour(dispatch) == _flat_behaviour(numpy)
+
+
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda a: a.sort(axis=None), id="sort"),
+    pytest.param(lambda a: a.partition(2, axis=None), id="partition"),
+])
+def test_in_place_sort_refuses_axis_none_as_numpys(call):
+    """NumPy's in-place methods take an integer axis: ``axis=None`` is a TypeError, the array untouched."""
+    for xp in (numpy, dispatch):
+        a = xp.arange(10).reshape(2, 5)[:, ::-1].copy()
+        with pytest.raises(TypeError):
+            call(a)
+        assert numpy.asarray(a).tolist() == [[4, 3, 2, 1, 0], [9, 8, 7, 6, 5]], xp.__name__
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [
+    ((3,), (3,)), ((3,), (3, 3)), ((2, 3), (3,)), ((2, 3), (3, 3)), ((3, 3, 3), (1, 3, 1)), ((1, 3, 3), (3, 3, 3)),
+])
+def test_inplace_matmul_keeps_the_shape_as_numpys(a_shape, b_shape):
+    """``a @= b`` writes ``a`` itself, and raises NumPy's ValueError where the product has another shape."""
+    results = []
+    for xp in (numpy, dispatch):
+        a = xp.arange(float(numpy.prod(a_shape))).reshape(a_shape)
+        b = xp.arange(numpy.prod(b_shape)).reshape(b_shape)
+        before = id(a)
+        try:
+            a @= b
+        except ValueError:
+            results.append("ValueError")
+            continue
+        host = numpy.asarray(a)
+        results.append((id(a) == before, host.dtype, host.shape, host.tolist()))
+    assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda xp: xp.arange(10)[::2], id="strided"),
+    pytest.param(lambda xp: xp.arange(6).reshape(2, 3), id="contiguous"),
+    pytest.param(lambda xp: xp.arange(6).reshape(2, 3).T, id="transposed"),
+])
+def test_ravel_copies_where_numpys_does(make, order):
+    """``a.ravel(order)``: a view where the order allows one, else a copy that owns its data, as NumPy's."""
+    results = []
+    for xp in (numpy, dispatch):
+        flat = make(xp).ravel(order)
+        host = numpy.asarray(flat)
+        results.append((flat.flags.owndata, host.dtype, host.shape, host.tolist()))
+    assert results[1] == results[0]
+
+
+@pytest.mark.parametrize(("dtype", "copy"), [(None, None), (None, False), (None, True), (int, False),
+                                           (float, None), (float, False)])
+def test_dunder_array_copies_as_numpys(dtype, copy):
+    """``a.__array__(dtype, copy=...)``: the data itself where it can be, a copy where asked or cast,
+    and NumPy's ValueError for ``copy=False`` where a cast needs one."""
+    results = []
+    for xp in (numpy, dispatch):
+        a = xp.ones((3, 3), dtype=int)
+        try:
+            host = a.__array__(dtype, copy=copy)
+        except ValueError as error:
+            results.append(str(error))
+            continue
+        results.append((numpy.shares_memory(host, numpy.asarray(a)), host.dtype, host.shape))
+    assert results[1] == results[0]
+
+
+def test_numpys_arrays_stay_numpys_in_dispatchs_own_calls():
+    """dispatch's own code still tells its arrays from NumPy's: a NumPy subclass given to a function
+    is NumPy's business (its type and mask kept), and a NumPy array out= is written in place."""
+    masked = numpy.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+    assert type(dispatch.negative(masked)) is numpy.ma.MaskedArray
+    assert float(dispatch.sum(masked)) == float(numpy.sum(masked)) == 4.0
+    out = numpy.zeros(3)
+    assert dispatch.add(dispatch.arange(3.0), 1.0, out=out) is out
+    assert out.tolist() == [1.0, 2.0, 3.0]
 
 
 # ---- operators take any object NumPy's would, and defer where NumPy's do -------------------------------

@@ -25,6 +25,7 @@ from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
 from dispatch.arrays.array_likes import for_numpy
 from dispatch.base import blas_spin, box
+from dispatch.base.box import Wrapper
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
 from dispatch.base.ops import (
     GETITEM,
@@ -60,8 +61,21 @@ class _ArrayType(type):
                 meta = builtins.type(b)
         return meta(name, bases, namespace, **kwargs)
 
+    # ``dispatch.ndarray`` names NumPy's arrays too, as a drop-in's ndarray must: an array NumPy's
+    # own functions made is ``isinstance(x, np.ndarray)`` under ``import dispatch as np``. (Dispatch's
+    # own code asks ``box.Wrapper``: whether an object is one of its wrappers.)
+    def __instancecheck__(cls, x: Any) -> bool:
+        if cls is ndarray:
+            return isinstance(x, (Wrapper, np.ndarray))
+        return builtins.type.__instancecheck__(cls, x)
 
-class ndarray(metaclass=_ArrayType, wrapper=True):
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        if cls is ndarray:
+            return issubclass(sub, (Wrapper, np.ndarray))
+        return builtins.type.__subclasscheck__(cls, sub)
+
+
+class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     """An n-dimensional array that runs each call on the fastest backend.
 
     Construct arrays with ``dispatch.array``, ``dispatch.asarray``, ``dispatch.zeros`` and the
@@ -78,7 +92,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
                 strides: Any = None, order: Any = None) -> ndarray:
-        if not issubclass(cls, ndarray):  # ``np.ndarray.__new__(cls, ...)`` in a subclass's own __new__
+        if not issubclass(cls, Wrapper):  # ``np.ndarray.__new__(cls, ...)`` in a subclass's own __new__
             return np.ndarray.__new__(cls, shape, dtype, buffer, offset, strides, order)
         data = np.ndarray(shape, dtype, buffer, offset, strides, order)
         if buffer is not None:
@@ -155,6 +169,8 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
         if copy is False and host is not data:
             raise ValueError("the array lives on a device: making a host array needs a copy")
         if dtype is not None and host.dtype != dtype:
+            if copy is False:  # NumPy's refusal: the cast needs a copy
+                np.asarray(host, dtype, copy=False)
             return host.astype(dtype)
         return host.copy() if copy and host is data else host
 
@@ -218,6 +234,13 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         return sys.modules["dispatch"]  # the package itself, loaded before any of its modules
+
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False) -> Any:
+        """NumPy's: ``array`` (a result computed from this array) as a dispatch array, or as
+        NumPy's scalar where ``return_scalar`` and it is 0-d."""
+        if not isinstance(array, Wrapper):
+            array = held(np.asarray(array))
+        return array.__array__()[()] if return_scalar and array.ndim == 0 else array
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         return self._exporter().__dlpack__(**kwargs)
@@ -287,6 +310,13 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
     @property
     def strides(self) -> tuple[int, ...]:
         return self.__array__().strides if not self.device.is_host else self._data.strides
+
+    @strides.setter
+    def strides(self, value: Any) -> None:  # deprecated in NumPy 2.4, which warns as it sets them
+        data = self._data
+        view = (data if type(data) is np.ndarray else self.__array__()).view()  # the caller's object stays
+        view.strides = value  # NumPy raises (and warns) as for its own array
+        self._data = view if type(data) is np.ndarray else _engine_of(data).from_host(view)
 
     @property
     def flags(self) -> Any:
@@ -434,7 +464,13 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
         device holds, whose host copy would go stale behind a pointer."""
         if type(self._data) is not np.ndarray:
             raise AttributeError(_DEVICE_HELD)
-        return self.__array__().ctypes
+        described = self.__array__().ctypes
+        described._arr = self  # the pointers it makes (data_as, _as_parameter_) keep this array alive, as NumPy's
+        return described
+
+    def __sizeof__(self) -> int:
+        """``sys.getsizeof``: the wrapper and what it holds (NumPy's counts the memory an array owns)."""
+        return builtins.object.__sizeof__(self) + self._data.__sizeof__()
 
     def __bool__(self) -> bool:
         return bool(self.__array__())
@@ -469,6 +505,16 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
     def __reduce__(self) -> tuple:
         return (_rebuild, (self.__array__(), str(self.device)))
 
+    def __setstate__(self, state: tuple) -> None:
+        """NumPy's: the array becomes the one ``state`` describes (as ``numpy.ndarray.__reduce__``
+        gives it), on the host."""
+        host = np.empty(0)
+        host.__setstate__(state)
+        self._data = host
+
+    def __array_finalize__(self, obj: Any, /) -> None:
+        """NumPy's hook for subclasses, called on views and results of theirs: nothing to do here."""
+
     def __copy__(self) -> ndarray:
         return self.copy()
 
@@ -502,7 +548,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
     def view(self, dtype: Any = None, type: Any = None) -> Any:
         if isinstance(dtype, builtins.type) and issubclass(dtype, (np.ndarray, ndarray)):
             dtype, type = None, dtype  # NumPy reads view(np.matrix) as a type
-        if type is not None and not issubclass(type, ndarray):
+        if type is not None and not issubclass(type, Wrapper):
             # A view as a NumPy subclass (np.matrix, a recarray) is NumPy's own object.
             host = self.__array__()
             return host.view(type) if dtype is None else host.view(dtype, type)
@@ -533,9 +579,9 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
     def transpose(self, *axes: Any) -> ndarray:
         if not axes:
             axes = None
-        elif len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list, ndarray, np.ndarray))):
+        elif len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list, Wrapper, np.ndarray))):
             axes = axes[0]  # one sequence of axes (an array of them too), or None
-        if isinstance(axes, ndarray):
+        if isinstance(axes, Wrapper):
             axes = _host_value(axes)
         data = self._data
         if type(data) is np.ndarray:
@@ -543,10 +589,14 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
         return _call.call(op_named("transpose"), (self, axes), {})
 
     def ravel(self, order: str = "C") -> ndarray:
+        data = self._data
+        if type(data) is np.ndarray:  # NumPy's: a view where the order allows one, else a copy
+            return wrap_host(data.ravel(order))
         return _call.call(op_named("ravel"), (self, order), {}) if order != "C" else self.reshape(-1)
 
     def flatten(self, order: str = "C") -> ndarray:
-        return self.ravel(order).copy()
+        data = self._data
+        return wrap_host(data.flatten(order)) if type(data) is np.ndarray else self.ravel(order).copy()
 
     def squeeze(self, axis: Any = None) -> ndarray:
         return _call.call(op_named("squeeze"), (self, axis), {})
@@ -555,8 +605,12 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
         return _call.call(op_named("swapaxes"), (self, axis1, axis2), {})
 
     def resize(self, *new_shape: Any, refcheck: bool = True) -> None:
+        refcheck = operator.index(refcheck)  # as NumPy reads it: "hi" or None is a TypeError
+        if not new_shape or (len(new_shape) == 1 and new_shape[0] is None):  # NumPy's: nothing to do
+            return
         if len(new_shape) == 1 and isinstance(new_shape[0], (tuple, list)):
             new_shape = tuple(new_shape[0])
+        new_shape = tuple(operator.index(n) for n in new_shape)  # NumPy's TypeError first, for a shape like "hi"
         if type(self._data) is np.ndarray and refcheck:
             if sys.getrefcount(self) > _ONE_NAME:  # another name holds this array: NumPy refuses
                 raise ValueError("cannot resize an array that references or is referenced\nby another object in "
@@ -575,12 +629,14 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
     # ---- in-place methods ------------------------------------------------------------------------
 
     def sort(self, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
+        axis = operator.index(axis)  # in place, as NumPy's method: an integer axis (None is a TypeError)
         kwargs = {"axis": axis, "kind": kind, "order": order}
         if stable is not None:
             kwargs["stable"] = stable
         self._assign(_call.call(op_named("sort"), (self,), kwargs))
 
     def partition(self, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> None:
+        axis = operator.index(axis)  # in place, as NumPy's method: an integer axis (None is a TypeError)
         self._assign(_call.call(op_named("partition"), (self, kth), {"axis": axis, "kind": kind, "order": order}))
 
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
@@ -589,7 +645,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
     def _assign(self, value: Any) -> None:
         """Write ``value`` (any array) into this array's own memory, keeping its identity and
         every view of it."""
-        value = value._data if isinstance(value, ndarray) else value
+        value = value._data if isinstance(value, Wrapper) else value
         data = self._data
         if type(data) is np.ndarray:
             src = value if type(value) is np.ndarray else _host(value)  # _host knows device arrays by library
@@ -604,7 +660,7 @@ class ndarray(metaclass=_ArrayType, wrapper=True):
         ``value`` into it that covers at least half of it: the array crosses once, where the
         value would cross back at every such write. ``holders``: the caller's own references
         to ``self._data``."""
-        native = value._data if isinstance(value, ndarray) else value
+        native = value._data if isinstance(value, Wrapper) else value
         if type(native) is np.ndarray or not hasattr(native, "nbytes") or 2 * native.nbytes < self._data.nbytes:
             return False
         return self._moves(_engine_of(native), holders)
@@ -685,12 +741,20 @@ class _Flat:
     """``a.flat``: NumPy's ``flatiter`` indexing (integers, slices, boolean and integer arrays,
     dispatch arrays among them) on the host data; for device data, reads come from a host copy and
     writes go to the device (through the host, as ``_mutate_host`` does), so ``a.flat[i] = v``
-    is not lost."""
+    is not lost. Iterating it is iterating NumPy's own flatiter (its ``index``, ``coords``)."""
 
-    __slots__ = ("base",)
+    __slots__ = ("_it", "base")
 
     def __init__(self, base: ndarray) -> None:
         self.base = base
+        data = base._data
+        # NumPy's iterator over host data, made now as NumPy's (which refuses more than 32 dimensions)
+        self._it = data.flat if type(data) is np.ndarray else None
+
+    def _iterator(self) -> Any:
+        if self._it is None:
+            self._it = self.base.__array__().flat
+        return self._it
 
     def __getitem__(self, key: Any) -> Any:
         return wrap_host(self.base.__array__().flat[_host_key(key)])
@@ -699,8 +763,22 @@ class _Flat:
         key, value = _host_key(key), _host_value(value)
         self.base._mutate_host(lambda h: h.flat.__setitem__(key, value))
 
-    def __iter__(self):
-        return iter(self.base.__array__().flat)
+    def __delitem__(self, key: Any) -> None:
+        raise TypeError("Cannot delete iterator elements")
+
+    def __iter__(self) -> _Flat:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._iterator())
+
+    @property
+    def index(self) -> int:
+        return self._iterator().index
+
+    @property
+    def coords(self) -> tuple[int, ...]:
+        return self._iterator().coords
 
     def __len__(self) -> int:
         return self.base.size
@@ -709,7 +787,7 @@ class _Flat:
         return wrap_host(self.base.__array__().flat.copy())
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        return self.base.__array__().reshape(-1) if dtype is None else self.base.__array__(dtype).reshape(-1)
+        return self.base.__array__().flat.__array__(dtype, copy=copy)  # NumPy's: a view where it can be one
 
 
 def device_scalar(native: Any) -> ndarray:
@@ -718,7 +796,7 @@ def device_scalar(native: Any) -> ndarray:
 
 
 def _handled(x: Any) -> bool:
-    return isinstance(x, (ndarray, np.ndarray, int, float, complex, str, bytes, np.generic)) or x is None or \
+    return isinstance(x, (Wrapper, np.ndarray, int, float, complex, str, bytes, np.generic)) or x is None or \
         is_backend_type(type(x)) or isinstance(x, (list, tuple)) or _plain_object(type(x))
 
 
@@ -729,7 +807,7 @@ def _plain_object(kind: type) -> bool:
     return not hasattr(kind, "__array_ufunc__") and getattr(kind, "__array_priority__", 0.0) <= 0.0
 
 
-_HANDLED_TYPES = (ndarray, np.ndarray)
+_HANDLED_TYPES = (Wrapper, np.ndarray)
 # id(owner) -> the wrapper ``base`` gave for it, while that wrapper lives (it keeps the owner, so the id)
 _BASES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 # Dtype kinds NumPy reads back exactly from the buffer protocol and the interfaces: booleans,
@@ -776,10 +854,10 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
         if out is not None:
             outs = out if isinstance(out, tuple) else (out,)
             for o in outs:
-                if o is result or (isinstance(o, ndarray) and o._data is result):  # a NumPy out= comes back itself
+                if o is result or (isinstance(o, Wrapper) and o._data is result):  # a NumPy out= comes back itself
                     return o
             if isinstance(result, tuple) and len(result) == len(outs):
-                return tuple(o if isinstance(o, (ndarray, np.ndarray)) else wrap(r)
+                return tuple(o if isinstance(o, (Wrapper, np.ndarray)) else wrap(r)
                              for o, r in zip(outs, result, strict=True))
     kind = type(result)
     if kind is np.ndarray:
@@ -790,7 +868,7 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
         return kind(wrap(r) for r in result)
     if isinstance(result, tuple) and hasattr(result, "_fields"):
         return kind(*(wrap(r) for r in result))
-    if isinstance(result, (np.generic, ndarray)) or result is None:
+    if isinstance(result, (np.generic, Wrapper)) or result is None:
         return result
     module = kind.__module__
     if module.startswith("cupy") or module.startswith("torch") or module.startswith("dask.array"):
@@ -831,7 +909,7 @@ def _lazy(data: Any) -> bool:
 
 
 def _host_value(value: Any) -> Any:
-    if isinstance(value, ndarray):
+    if isinstance(value, Wrapper):
         data = value._data
         return data if type(data) is np.ndarray else _host(data)
     return value
@@ -847,12 +925,12 @@ def _host_key(key: Any) -> Any:
     if kind is tuple:
         for k in key:
             if type(k) not in _PLAIN_KEYS:
-                return tuple(_host_value(k) if isinstance(k, ndarray) else for_numpy(k) for k in key)
+                return tuple(_host_value(k) if isinstance(k, Wrapper) else for_numpy(k) for k in key)
         return key  # slices and integers, the common case, as they are
-    if isinstance(key, ndarray):
+    if isinstance(key, Wrapper):
         return _host_value(key)
     if kind is list:
-        return [_host_value(k) if isinstance(k, ndarray) else k for k in key]
+        return [_host_value(k) if isinstance(k, Wrapper) else k for k in key]
     return for_numpy(key)
 
 
@@ -1088,13 +1166,28 @@ def _unary(op: Any) -> Any:
     return unary
 
 
+def _inplace_matmul(self: ndarray, other: Any) -> Any:
+    """``a @= b`` as NumPy's: matmul into ``a`` with its core axes fixed, so that a result of
+    another shape than ``a``'s is a ValueError, not broadcast into it."""
+    if not _handled(other):
+        return NotImplemented
+    axes = [(-1,), (-2, -1), (-1,)] if self.ndim == 1 else [(-2, -1), (-2, -1), (-2, -1)]
+    try:
+        return _call.call(op_named("matmul"), (self, other), {"out": (self,), "axes": axes})
+    except np.exceptions.AxisError:
+        raise ValueError("inplace matrix multiplication requires the first operand to have at least one and "
+                         "the second at least two dimensions.") from None
+
+
 def _install_operators() -> None:
     for short, name in _BINARY.items():
         op, forward, reflected, inplace = _binary(name, mirrored=f"__r{short}__")
         # ``x ** y`` compiled is NumPy's operator itself (what _power_operator computes for it)
         setattr(ndarray, f"__{short}__", fast("forward", op, forward, operator.pow if short == "pow" else None))
         setattr(ndarray, f"__r{short}__", fast("reflected", op, reflected))
-        if short != "divmod":
+        if short == "matmul":  # NumPy's own rule for ``a @= b`` (below), not matmul into a
+            ndarray.__imatmul__ = _inplace_matmul
+        elif short != "divmod":
             setattr(ndarray, f"__i{short}__", fast("inplace", op, inplace))
     for short, name in _COMPARE.items():
         compare = getattr(operator, short)
@@ -1129,11 +1222,15 @@ _METHODS = {
 
 def _method(method: str, op: Any, numpy_method: Any) -> Any:
     def bound(self: ndarray, *args: Any, **kwargs: Any) -> Any:
+        if args and len(args) > _out_parameters(numpy_method)[0]:  # ``a.clip(0, 1, b)``: out by keyword,
+            args, kwargs = _out_by_keyword(numpy_method, args, kwargs)  # so that it is what comes back
         data = self._data
         if args and mirrors.counted():  # (mirrors) an ``out`` given by position: ``a.clip(0, 1, b)``
             _call._writes(op, (self, *args), kwargs)
-        if type(data) is np.ndarray and STATE.plain and kwargs.get("out") is None:
+        if (type(data) is np.ndarray and STATE.plain and kwargs.get("out") is None
+                and not (kwargs and any(isinstance(v, Wrapper) for v in kwargs.values()))):
             # NumPy's method, cheaper than the function, where ``_call.call`` would run NumPy
+            # (``_call.call`` unwraps dispatch arrays given by keyword: ``a.std(where=mask)``)
             if not args and data.size <= op.floor:  # the common case, without the general rule's cost
                 return wrap(numpy_method(data, **kwargs))
             hargs = _call.under_floors(op, (self, *args))[0]
@@ -1149,6 +1246,32 @@ def _method(method: str, op: Any, numpy_method: Any) -> Any:
     return bound
 
 
+_OUT_PARAMETERS: dict[Any, tuple[int, tuple[str, ...]]] = {}
+
+
+def _out_parameters(numpy_method: Any) -> tuple[int, tuple[str, ...]]:
+    """Where NumPy's method takes ``out`` by position (after ``self``; large where it takes none),
+    and the names of the positions after it (read once, where a call first gives one)."""
+    found = _OUT_PARAMETERS.get(numpy_method)
+    if found is None:
+        import inspect  # (only once a method is given arguments by position)
+
+        names = [p.name for p in list(inspect.signature(numpy_method).parameters.values())[1:]  # after self
+                 if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        at = names.index("out") if "out" in names else sys.maxsize
+        found = _OUT_PARAMETERS[numpy_method] = (at, tuple(names[at + 1:]))
+    return found
+
+
+def _out_by_keyword(numpy_method: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A method's arguments with ``out`` and those after it given by keyword, where NumPy's
+    signature names them all (else as they were: NumPy's method reads them)."""
+    at, after = _out_parameters(numpy_method)
+    if args[at] is None or len(args) > at + 1 + len(after) or not kwargs.keys().isdisjoint(("out", *after)):
+        return args, kwargs  # no out; or positions past those named (``a.sum(0, None, o, True)``), or twice
+    return args[:at], {**kwargs, **dict(zip(("out", *after), args[at:], strict=False))}
+
+
 def _install_methods() -> None:
     for method, name in _METHODS.items():
         op, numpy_method = op_named(name), getattr(np.ndarray, method)
@@ -1158,11 +1281,31 @@ def _install_methods() -> None:
     def compress(self: ndarray, condition: Any, axis: Any = None, out: Any = None) -> Any:
         return _call.call(op_named("compress"), (condition, self, axis), {} if out is None else {"out": out})
 
-    def choose(self: ndarray, choices: Any, out: Any = None, mode: str = "raise") -> Any:
+    def choose(self: ndarray, *choices: Any, out: Any = None, mode: str = "raise") -> Any:
+        # NumPy's: one argument is the sequence of choices, several are the choices themselves
+        if not choices:
+            raise TypeError("choose() takes exactly 1 argument (0 given)")
+        choices = choices[0] if len(choices) == 1 else choices
         return _call.call(op_named("choose"), (self, choices), {"mode": mode, **({} if out is None else {"out": out})})
 
     ndarray.compress = compress
     ndarray.choose = choose
+
+    for method in ("conj", "conjugate"):
+        setattr(ndarray, method, _own_conjugate(method, getattr(ndarray, method)))
+
+
+def _own_conjugate(method: str, routed: Any) -> Any:
+    """``a.conj()``: NumPy's method gives a real array itself, a complex one's conjugate."""
+    def conjugate(self: ndarray, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs and self.dtype.kind in "biuf":
+            return self
+        if len(args) == 1 and not kwargs:  # ``a.conj(out)``: the ufunc's out, which comes back itself
+            args, kwargs = (), {"out": args[0]}
+        return routed(self, *args, **kwargs)
+
+    conjugate.__name__, conjugate.__qualname__ = method, f"ndarray.{method}"
+    return conjugate
 
 
 def _refs_of_one_name() -> int:
@@ -1185,6 +1328,21 @@ _compiled.install_buffer(ndarray)
 _compiled.install_buffer(_DeviceScalar)  # (its slots were copied from ndarray's before)
 _install_methods()
 _compiled.installed_in(ndarray)
+
+
+def _read_only_as_numpys() -> None:
+    """Setting a read-only attribute (``a.device = ...``) raises NumPy's message, not Python's
+    "property has no setter": code and tests match on it."""
+    for name, prop in list(vars(ndarray).items()):
+        if isinstance(prop, property) and prop.fset is None and isinstance(getattr(np.ndarray, name, None),
+                                                                           types.GetSetDescriptorType):
+            def refuse(self: Any, value: Any, name: str = name) -> None:
+                raise AttributeError(f"attribute '{name}' of '{builtins.type(self).__name__}' objects is not writable")
+
+            setattr(ndarray, name, property(prop.fget, refuse, prop.fdel, prop.__doc__))
+
+
+_read_only_as_numpys()
 for _name in ("shape", "dtype", "ndim", "size"):
     setattr(ndarray, _name, _compiled.attr(_name, vars(ndarray)[_name]))
 del _name

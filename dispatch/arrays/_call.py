@@ -25,6 +25,7 @@ from dispatch import targets, tracing
 from dispatch.arrays import _compiled, mirrors
 from dispatch.arrays.array_likes import for_numpy
 from dispatch.base import blas_spin
+from dispatch.base.box import Wrapper
 from dispatch.base.devices import HOST, HOST_ONLY, Device, device_of, library_of
 from dispatch.base.ops import GETITEM, Op
 from dispatch.base.state import STATE
@@ -77,7 +78,7 @@ class Inputs:
         host = False
         devices = None  # the devices other than the host, once one is met
         for a in arrays:
-            data = a._data if isinstance(a, ndarray) else a
+            data = a._data if isinstance(a, Wrapper) else a
             if type(data) is np.ndarray:  # the common case: no device to look up
                 n, dtype = data.size, data.dtype
                 host = True
@@ -226,7 +227,7 @@ def fft_sized(args: tuple, kwargs: dict) -> bool:
 
 
 def _is_array(x: Any) -> bool:
-    if isinstance(x, (ndarray, np.ndarray)):
+    if isinstance(x, (Wrapper, np.ndarray)):
         return True
     module = type(x).__module__
     return module.startswith(("cupy", "dask.array")) or (module.startswith("torch") and hasattr(x, "dtype"))
@@ -268,7 +269,7 @@ def _collect_in(values: Any, found: list[Any]) -> None:
 
 
 def _size(x: Any) -> int:
-    data = x._data if isinstance(x, ndarray) else x
+    data = x._data if isinstance(x, Wrapper) else x
     size = data.size
     return data.numel() if callable(size) else size  # torch: .size() is the shape, .numel() the count
 
@@ -278,11 +279,11 @@ def _itemsize(x: Any) -> int:
 
 
 def _dtype(x: Any) -> np.dtype:
-    return x.dtype if isinstance(x, (ndarray, np.ndarray)) else ndarray._from_native(x).dtype
+    return x.dtype if isinstance(x, (Wrapper, np.ndarray)) else ndarray._from_native(x).dtype
 
 
 def _device(x: Any) -> Device:
-    return x.device if isinstance(x, ndarray) else device_of(x)
+    return x.device if isinstance(x, Wrapper) else device_of(x)
 
 
 # ---- running on a target --------------------------------------------------------------------
@@ -303,7 +304,7 @@ def _holds_array(values: Any) -> bool:
 def to_host(x: Any) -> Any:
     """A dispatch or native array as host NumPy, to read (a transfer if it lives on a device,
     unless a host copy of it is kept: ``mirrors.read``, read-only)."""
-    if isinstance(x, ndarray):
+    if isinstance(x, Wrapper):
         data = x._data
         if type(data) is np.ndarray:
             return data
@@ -340,7 +341,7 @@ def host_kwargs(kwargs: dict, copies: dict | None = None) -> dict:
 def to_forced_device(result: Any) -> Any:
     """Random draws happen on the host (NumPy's streams); a forced device target gets them."""
     target = targets.forced() if not STATE.plain else None
-    if target is None or target.device.is_host or not isinstance(result, ndarray):
+    if target is None or target.device.is_host or not isinstance(result, Wrapper):
         return result
     try:
         return result.to(target.name)
@@ -374,7 +375,7 @@ def _native_for(target: Target, handed: list | None = None):
         return copy
 
     def convert(x: Any) -> Any:
-        if isinstance(x, ndarray):
+        if isinstance(x, Wrapper):
             data = x._data
         else:
             data = x
@@ -405,7 +406,7 @@ def _split_out(op: Op, kwargs: dict) -> tuple[dict, Any]:
         if len(out) != 1:
             return kwargs, None  # several outputs (divmod, modf): NumPy handles them
         out = out[0]
-    if not isinstance(out, ndarray):
+    if not isinstance(out, Wrapper):
         return kwargs, None
     rest = dict(kwargs)
     del rest["out"]
@@ -433,7 +434,7 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     hargs, hkwargs = host_args(args, copies), host_kwargs(kwargs, copies)
     if op.mutates is not None and len(args) > op.mutates:
         target = args[op.mutates]
-        if isinstance(target, ndarray) and not target.device.is_host:
+        if isinstance(target, Wrapper) and not target.device.is_host:
             try:
                 result = op.func(*hargs, **hkwargs)
             except Exception:
@@ -444,7 +445,7 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     out, device_out = kwargs.get("out"), None
     if isinstance(out, tuple) and len(out) == 1:
         out = out[0]
-    if isinstance(out, ndarray) and not out.device.is_host:
+    if isinstance(out, Wrapper) and not out.device.is_host:
         device_out = out
         hkwargs["out"] = np.empty(out.shape, out.dtype)  # NumPy checks casting into it
     result = op.func(*hargs, **hkwargs)
@@ -459,7 +460,7 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
         drawn = wrap(result, out_of=(args, kwargs))
         return drawn if drawn is out else to_forced_device(drawn)  # out= comes back itself, as NumPy's
     for original, copy in copies.values():
-        if copy is result and isinstance(original, ndarray):
+        if copy is result and isinstance(original, Wrapper):
             return original  # NumPy handed an argument back as it is: that array, on its device
     return wrap(result, out_of=(args, kwargs))
 
@@ -467,7 +468,7 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
 def _run_on(target: Target, op: Op, args: tuple, kwargs: dict) -> Any:
     if op.mutates is not None:
         written = args[op.mutates] if len(args) > op.mutates else None
-        if not (isinstance(written, ndarray) and written.device == target.device):
+        if not (isinstance(written, Wrapper) and written.device == target.device):
             raise Unsupported("it writes into an array that lives on another device")
     handed: list | None = [] if op.mutates is None else None  # (mirrors) none for a call that writes its input
     convert = _native_for(target, handed)
@@ -482,13 +483,13 @@ def _run_on(target: Target, op: Op, args: tuple, kwargs: dict) -> Any:
         return result
     if out is not None:
         _check_out(op, result, out)
-        native = result if not isinstance(result, ndarray) else result._data
+        native = result if not isinstance(result, Wrapper) else result._data
         fresh = target.owns(native) and not any(native is a for a in native_args)
         if not (fresh and _dtype(native) == out.dtype and out._moves(target, replaced=native)):
             out._assign(native)  # else the result is the array's data: it moved to the device
         return out
     for a, native in zip(args, native_args, strict=True):
-        if native is result and isinstance(a, ndarray):
+        if native is result and isinstance(a, Wrapper):
             return a  # the target handed an argument back as it is (a view op with nothing to do)
     return wrap(result)
 
@@ -497,7 +498,7 @@ def _check_out(op: Op, result: Any, out: ndarray) -> None:
     """Refuse (before anything is written) a result that NumPy would not write into ``out``:
     another shape (a copy would broadcast it), or a cast NumPy's rule forbids (ufuncs cast
     same-kind; other functions are left to NumPy unless the dtypes are equal)."""
-    native = result._data if isinstance(result, ndarray) else result
+    native = result._data if isinstance(result, Wrapper) else result
     shape = tuple(getattr(native, "shape", ()))
     if shape != out.shape:
         raise Unsupported(f"a result of shape {shape} into out= of shape {out.shape}: NumPy decides")
@@ -535,7 +536,7 @@ def _small_on_host(values: Any, floor: int) -> list | None:
             if inner is None:
                 return None
             v = inner if kind is list else tuple(inner)
-        elif isinstance(v, ndarray) or _is_array(v):
+        elif isinstance(v, Wrapper) or _is_array(v):
             return None
         else:
             v = for_numpy(v)
@@ -618,7 +619,7 @@ def _host_extent(values: Any) -> int | None:
             size = _host_extent(v)
             if size is None:
                 return None
-        elif isinstance(v, ndarray) or _is_array(v):
+        elif isinstance(v, Wrapper) or _is_array(v):
             return None
         else:
             continue
@@ -980,14 +981,14 @@ def _writes(op: Op, args: tuple, kwargs: dict) -> None:
     view of the caller's array, ``asarray``) are the caller's (``mirrors.escape``)."""
     out = kwargs.get("out")
     for o in (out if isinstance(out, tuple) else (out,)) if out is not None else ():
-        mirrors.wrote(o._data if isinstance(o, ndarray) else o)
+        mirrors.wrote(o._data if isinstance(o, Wrapper) else o)
     if op.mutates is not None and len(args) > op.mutates:
         a = args[op.mutates]
-        mirrors.wrote(a._data if isinstance(a, ndarray) else a)
+        mirrors.wrote(a._data if isinstance(a, Wrapper) else a)
     at = _out_position(op)
     if at is not None and len(args) > at:
         for a in args[at:] if isinstance(op.func, np.ufunc) else args[at:at + 1]:
-            mirrors.wrote(a._data if isinstance(a, ndarray) else a)
+            mirrors.wrote(a._data if isinstance(a, Wrapper) else a)
     if op.local:
         for a in args:
             if type(a) is np.ndarray:
@@ -1007,7 +1008,7 @@ def _device_outputs(op: Op, args: tuple) -> list:
         if at is None:
             return []
         outputs = args[at:] if isinstance(op.func, np.ufunc) else args[at:at + 1]
-    return [a for a in outputs if isinstance(a, ndarray) and type(a._data) is not np.ndarray]
+    return [a for a in outputs if isinstance(a, Wrapper) and type(a._data) is not np.ndarray]
 
 
 def _out_position(op: Op) -> int | None:

@@ -319,15 +319,27 @@ static void nd_dealloc(PyObject *self) {
     Py_DECREF(type);  /* a heap type: each instance holds a reference to it */
 }
 
+/* Whether a class holds nothing to clear or run: no slots, __dict__, finalizer or __del__. */
+static int stateless(PyTypeObject *t) {
+#ifdef Py_TPFLAGS_MANAGED_DICT
+    if (PyType_HasFeature(t, Py_TPFLAGS_MANAGED_DICT)) return 0;
+#endif
+    return t->tp_dictoffset == 0 && t->tp_weaklistoffset == 0 && t->tp_finalize == NULL && t->tp_del == NULL &&
+           t->tp_itemsize == 0 && t->tp_basicsize == (Py_ssize_t)sizeof(PyObject);
+}
+
 /* Whether nd_dealloc covers the array type: slots only (no __dict__), those nd_dealloc clears, and
- * no finalizer or __del__ to run. */
+ * no finalizer or __del__ to run; its base is object, or a base of object that holds nothing
+ * (box.Wrapper, the mark of dispatch's own arrays). */
 static int lean_dealloc_fits(PyTypeObject *t) {
 #ifdef Py_TPFLAGS_MANAGED_DICT
     if (PyType_HasFeature(t, Py_TPFLAGS_MANAGED_DICT)) return 0;
 #endif
     Py_ssize_t own = t->tp_weaklistoffset > 0 ? 2 : 1;  /* weak list, _data */
+    PyTypeObject *base = t->tp_base;
     return t->tp_dictoffset == 0 && t->tp_finalize == NULL && t->tp_del == NULL && t->tp_itemsize == 0 &&
-           t->tp_base == &PyBaseObject_Type && t->tp_basicsize == (Py_ssize_t)(sizeof(PyObject) + own * sizeof(PyObject *));
+           (base == &PyBaseObject_Type || (base->tp_base == &PyBaseObject_Type && stateless(base))) &&
+           t->tp_basicsize == (Py_ssize_t)(sizeof(PyObject) + own * sizeof(PyObject *));
 }
 
 /* Whether wrap() of this tuple would wrap its arrays and keep the rest: a plain or a named tuple

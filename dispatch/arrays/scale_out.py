@@ -13,7 +13,8 @@ import numpy as np
 
 from dispatch import cluster, targets
 from dispatch.arrays import _call, _compiled
-from dispatch.arrays._array import _DeviceScalar, device_scalar, ndarray, wrap
+from dispatch.arrays._array import _DeviceScalar, device_scalar, wrap
+from dispatch.base.box import Wrapper
 from dispatch.base.devices import DASK
 from dispatch.base.ops import op_named
 from dispatch.base.state import STATE
@@ -27,7 +28,7 @@ __all__ = ["compute", "creation", "persist", "run_on_dask"]
 def compute(*arrays: Any) -> tuple[Any, ...]:
     """Compute several Dask-held arrays in one pass (shared work is done once); each becomes a
     ``dispatch.ndarray`` in memory (NumPy, or CuPy from GPU workers). Other values pass through."""
-    lazy = [i for i, a in enumerate(arrays) if isinstance(a, ndarray) and a.device == DASK]
+    lazy = [i for i, a in enumerate(arrays) if isinstance(a, Wrapper) and a.device == DASK]
     if not lazy:
         return tuple(arrays)
     import dask
@@ -49,7 +50,7 @@ def _in_memory(value: Any, like: Any) -> Any:
 def persist(x: Any) -> Any:
     """``x`` with its chunks computed and kept in the cluster's (or this process's) memory, so
     later work starts from them; arrays not held by Dask are returned as they are."""
-    return x.persist() if isinstance(x, ndarray) else x
+    return x.persist() if isinstance(x, Wrapper) else x
 
 
 def run_on_dask(op: Any, reason: str, run: Any) -> Any:

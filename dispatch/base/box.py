@@ -15,7 +15,15 @@ import numpy as np
 
 from dispatch.base.devices import Device, device_of
 
-__all__ = ["device", "device_scalar", "ndarray", "register", "register_copies", "valid_on"]
+__all__ = ["Wrapper", "device", "device_scalar", "ndarray", "register", "register_copies", "valid_on"]
+
+
+class Wrapper:
+    """The base of dispatch's own array types: ``isinstance(x, Wrapper)`` asks whether ``x`` is a
+    dispatch array. ``dispatch.ndarray`` itself also names NumPy's arrays (``isinstance`` and
+    ``issubclass``, as a drop-in's must), so dispatch's own code asks this class instead."""
+
+    __slots__ = ()
 
 
 class _Unset:
@@ -53,7 +61,7 @@ def device_scalar(native: Any) -> Any:
 
 def native(x: Any) -> Any:
     """The backend array a ``dispatch.ndarray`` holds, or ``x`` itself."""
-    return x._data if isinstance(x, ndarray) else x
+    return x._data if isinstance(x, Wrapper) else x
 
 
 def device(x: Any) -> Device:
@@ -63,6 +71,6 @@ def device(x: Any) -> Device:
 
 def dtype(x: Any) -> np.dtype:
     """The NumPy dtype of ``x``, a ``dispatch.ndarray`` or a native array."""
-    if isinstance(x, (ndarray, np.ndarray)):
+    if isinstance(x, (Wrapper, np.ndarray)):
         return x.dtype
     return ndarray._from_native(x).dtype

@@ -112,7 +112,7 @@ class _Then:
 def _as_numpy(x: Any) -> Any:
     """A dispatch array as NumPy's (a 0-d result that stands for a scalar as NumPy's scalar)."""
     arrays = sys.modules.get("dispatch.arrays._array")
-    if arrays is None or not isinstance(x, arrays.ndarray):
+    if arrays is None or not isinstance(x, arrays.Wrapper):
         return x
     host = x.__array__()
     return host[()] if isinstance(x, arrays._DeviceScalar) else host

@@ -52,7 +52,8 @@ import numpy as np
 
 from converters import SklearnConverter
 from dispatch import targets
-from dispatch.arrays._array import _engine_of, ndarray
+from dispatch.arrays._array import _engine_of
+from dispatch.base.box import Wrapper
 from dispatch.base.state import STATE
 from dispatch.base.tiers import Backend, OpComplexity
 from dispatch.routing import learned, router, startup
@@ -470,7 +471,7 @@ def array_kind(a: Any) -> str:
     if isinstance(a, np.ndarray):
         return "numpy"
 
-    if isinstance(a, ndarray):
+    if isinstance(a, Wrapper):
         return "dispatch"
     if is_native(a):
         return "native"

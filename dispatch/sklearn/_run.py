@@ -30,6 +30,7 @@ import numpy as np
 
 from dispatch import targets, tracing
 from dispatch.arrays._array import ndarray, wrap_host
+from dispatch.base.box import Wrapper
 from dispatch.base.state import STATE
 from dispatch.routing import router
 from dispatch.sklearn._routing import (
@@ -448,7 +449,7 @@ def _for_caller(result: Any, caller: str, X: Any, keep: bool) -> Any:
         if caller == "dispatch" or keep:
             return ndarray._from_native(result)
         return engine_of(result).to_host(result)
-    if isinstance(result, ndarray):
+    if isinstance(result, Wrapper):
         if caller == "dispatch" or keep:
             return result
         return np.asarray(result) if caller != "native" else _native_on(result._data, engine_of(X))

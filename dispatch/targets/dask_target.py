@@ -782,7 +782,7 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
     if len(items) != len(want.dtypes):
         raise Unsupported("Dask returned a different number of outputs than NumPy")
     for i, (item, dtype, scalar) in enumerate(zip(items, want.dtypes, want.scalars, strict=True)):
-        if isinstance(item, box.ndarray):  # a device scalar made here
+        if isinstance(item, box.Wrapper):  # a device scalar made here
             item = item._data
         if not isinstance(item, da.Array):
             item = da.from_array(np.asarray(item), chunks=-1)
