@@ -212,6 +212,47 @@ def test_a_script_on_numpy_loads_no_module_it_does_not_need(tmp_path):
     assert list((tmp_path / "xdg" / "dispatch" / learned.FOLDER).glob("*.json"))  # its run was kept
 
 
+def test_dispatch_run_loads_neither_shutil_nor_sysconfig(tmp_path):
+    """``python -m dispatch run`` of a script on NumPy loads neither ``shutil`` (which argparse
+    imports for the terminal's width, with the compression libraries) nor ``sysconfig`` (the
+    build's configuration, read for the library folders): 10-15 ms of a short script's time."""
+    modules = ("shutil", "sysconfig", "bz2", "lzma")
+    path = tmp_path / "short.py"
+    path.write_text(_LOADED_AT_EXIT.replace("{MODULES}", repr(modules)))
+    done = subprocess.run([sys.executable, "-m", "dispatch", "run", str(path)], env=_env(tmp_path / "cache"),
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["999000.0", "[]"]
+
+
+def test_dispatch_run_sets_apart_the_folders_sysconfig_names(tmp_path):
+    """The standard library and the installed packages, found without ``sysconfig``, are its own."""
+    import sysconfig
+
+    from dispatch.cli._script import ImportRedirect
+
+    redirect = ImportRedirect(str(tmp_path))
+    for key in ("stdlib", "purelib", "platlib"):
+        folder = os.path.realpath(sysconfig.get_paths()[key]) + os.sep
+        assert folder in redirect.excluded, key
+        assert not redirect.is_users_file(os.path.join(folder, "mod.py"))
+
+
+def test_help_wraps_at_the_width_argparse_finds(monkeypatch):
+    """The help formatter reads the terminal's width as argparse's own (``shutil``) does."""
+    import argparse
+
+    from dispatch.cli import _HelpFormatter
+
+    for columns in ("50", "120", "0", "wide", None):
+        if columns is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", columns)
+        ours, theirs = _HelpFormatter("dispatch"), argparse.HelpFormatter("dispatch")
+        assert (ours._width, ours._max_help_position) == (theirs._width, theirs._max_help_position), columns
+
+
 def test_concurrent_runs_leave_one_whole_file(tmp_path, script):
     cache = tmp_path / "cache"
     runs = [subprocess.Popen([sys.executable, str(script)], env=_env(cache), cwd=REPO, stdout=subprocess.PIPE,
