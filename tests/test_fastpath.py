@@ -225,6 +225,31 @@ def test_views_and_casts_as_functions_are_taken_at_any_size():
 
 
 @compiled_only
+def test_array_of_host_arrays_is_taken_and_copies_as_numpys():
+    """``array(...)`` of host arrays, alone or in lists (``array([x[0], x[1]])``, a loop's
+    stacking), is NumPy's copy without the Python path; a copy option NumPy's enum spells, or
+    a trace, is the Python wrapper's."""
+    a, b = _data()
+    big = numpy.arange(2 * _array._ELIDE_BYTES, dtype=numpy.float64).reshape(64, -1)  # past every floor here
+    for args, kwargs in [(([wrapped(a), wrapped(b)],), {}), ((wrapped(big.T),), {}),
+                         ((wrapped(a),), {"dtype": "float32"}), (([[wrapped(a)], [wrapped(b)]],), {"ndmin": 4})]:
+        host = [[numpy.asarray(v) for v in x] if type(x) is list else numpy.asarray(x) for x in args[0]] \
+            if type(args[0]) is list else numpy.asarray(args[0])
+        got = fast("local", "array", _must_not_run)(*args, **kwargs)
+        want = numpy.array(host, **kwargs)
+        assert type(got) is dispatch.ndarray
+        assert_same(got, want)
+        assert numpy.asarray(got).flags.f_contiguous == want.flags.f_contiguous  # order="K", as NumPy's
+        assert not numpy.shares_memory(numpy.asarray(got), host)
+    assert fast("local", "array", _handed)(wrapped(a), copy=numpy._CopyMode.ALWAYS) is HANDED
+    assert type(dispatch.array) is _compiled._fastpath.Function  # a builtin in NumPy
+    pair = [wrapped(a), wrapped(b)]
+    with dispatch.trace() as t:
+        dispatch.array(pair)
+    assert [r.op for r in t.records] == ["array"]
+
+
+@compiled_only
 def test_asarray_of_an_array_alone_is_taken():
     """``asarray(a)``, the first call of most programs: a NumPy array wrapped as it is (no copy),
     a dispatch array itself; anything else (a dtype, a list) is the Python path's."""
