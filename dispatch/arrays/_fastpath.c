@@ -527,7 +527,13 @@ static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     PyObject *run = Py_NewRef(PyTuple_GET_ITEM(entry, 2)), *hosted[MAX_ARGS];
+    int on_numpy = PyTuple_GET_ITEM(entry, 1) == Py_None;  /* a host entry: NumPy's function itself */
     Py_DECREF(entry);
+    if (on_numpy && note_blas(op) < 0) {  /* (as _memo_run notes it) */
+        Py_DECREF(run);
+        *taken = 1;
+        return NULL;
+    }
     memo_hits++;
     Py_ssize_t made = 0;
     for (; made < nargs + nkw; made++) {  /* (memo_key took host arrays alone, and lists of them) */
