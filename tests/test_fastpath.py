@@ -173,6 +173,25 @@ def test_methods_it_takes_are_numpys(method, kwargs):
 
 
 @compiled_only
+@pytest.mark.parametrize("method, args", [("dot", ("vector",)), ("clip", (-1.0, 1.0)), ("take", ("index",)),
+                                          ("cumsum", (0,)), ("sum", (1, None, "out"))])
+def test_methods_with_arguments_it_takes_are_numpys(method, args):
+    """``X.T.dot(errors)``, ``a.clip(lo, hi)``: arguments after the array are the function's, host
+    arrays among them unwrapped; an out= by position is written as NumPy's."""
+    a, _ = _data()
+    host = {"vector": numpy.linspace(0.0, 1.0, 5), "index": numpy.array([3, 0, 7]), "out": numpy.zeros(6)}
+    want = getattr(a, method)(*(host.get(v, v) if type(v) is str else v for v in args))
+    out = wrapped(numpy.zeros(6))
+    given = [wrapped(host[v]) if v in ("vector", "index") else out if v == "out" else v for v in args]
+    got = fast("method", method, _must_not_run, getattr(numpy.ndarray, method))(wrapped(a), *given)
+    assert type(got) is dispatch.ndarray
+    assert_same(got, want)
+    if "out" in args:
+        assert_same(out, want)
+    assert type(dispatch.ndarray.dot) is _compiled._fastpath.Fast
+
+
+@compiled_only
 @pytest.mark.parametrize("name, call", [
     ("where", lambda f, x, y: f(x > 0, x, y)),
     ("concatenate", lambda f, x, y: f([x, y], axis=1)),
@@ -407,7 +426,7 @@ def test_calls_outside_its_cases_reach_the_python_path():
     assert fast("getitem", None, _handed)(x, [0, 2]) is HANDED  # a list key: the Python path unwraps it
     assert fast("getitem", None, _handed)(x, True) is HANDED
     assert fast("setitem", None, _handed)(x, 0, [1.0] * 5) is HANDED
-    assert fast("method", "sum", _handed, numpy.ndarray.sum)(x, 1) is HANDED  # positional arguments
+    assert fast("method", "take", _handed, numpy.ndarray.take)(x, {"not": "an index"}) is HANDED
     assert fast("method", "sum", _handed, numpy.ndarray.sum)(x, out=numpy.empty(())) is HANDED
     assert fast("function", "add", _handed)(x, y, out=numpy.empty_like(a)) is HANDED
     assert fast("function", "add", _handed)(x, y, where=a > 0) is HANDED
