@@ -174,7 +174,9 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
         return _call.call(op, (a, *args), kwargs)
 
     wrapper.__module__ = "dispatch"
-    return wrapper if copy_default else fast("asarray", op, wrapper, bound=False)
+    if copy_default:  # ``array``: a copy of host data (a list of host arrays), NumPy's at any size
+        return fast("local", op, wrapper, bound=False)
+    return fast("asarray", op, wrapper, bound=False)
 
 
 _COPY_MODES = {np._CopyMode.ALWAYS: True, np._CopyMode.IF_NEEDED: None, np._CopyMode.NEVER: False}

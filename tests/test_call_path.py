@@ -272,6 +272,42 @@ def test_a_product_run_from_the_memo_is_seen_by_blas_spin(routed_on_host, monkey
     assert got.dtype == np.float64 and got.shape == (6, 4)
 
 
+@pytest.mark.parametrize("name", ["matmul", "dot"])
+def test_a_product_from_the_memo_runs_numpys_function_itself(routed_on_host, monkeypatch, name):
+    """The memo keeps NumPy's product itself, the call noting the BLAS as it runs it: no Python
+    frame of dispatch's wraps it, so the compiled path serves the call without one."""
+    import math
+    import operator
+    import sys
+    from pathlib import Path
+
+    from dispatch.base import blas_spin
+
+    rng = np.random.default_rng(1)
+    an, bn = rng.standard_normal((6, 5)), rng.standard_normal(5)
+    a, b = dispatch.asarray(an), dispatch.asarray(bn)
+    product = operator.matmul if name == "matmul" else dispatch.dot
+    product(a, b)  # decided, and remembered
+    run = next(entry[2] for key, entry in router.ROUTER.memo.items() if key[0].name == name)
+    assert run is op_named(name).func
+    monkeypatch.setattr(blas_spin, "_last", -math.inf)
+    frames = []
+    real = sys.getprofile()
+    package = str(Path(dispatch.__file__).parent)
+    sys.setprofile(lambda frame, event, arg: frames.append(frame.f_code.co_name)
+                   if event == "call" and frame.f_code.co_filename.startswith(package) else None)
+    try:
+        got = product(a, b)
+    finally:
+        sys.setprofile(real)
+    assert blas_spin.spinning()
+    if _compiled.ACTIVE:
+        assert frames == []
+    want = an @ bn
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
 def test_host_calls_with_consequences_are_not_remembered(routed_on_host, monkeypatch):
     """A decision asked again at each call (for data large enough to need Dask: ``live``), or
     one made while a region is recorded for its plan: the router sees every such call."""

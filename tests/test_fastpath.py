@@ -173,6 +173,25 @@ def test_methods_it_takes_are_numpys(method, kwargs):
 
 
 @compiled_only
+@pytest.mark.parametrize("method, args", [("dot", ("vector",)), ("clip", (-1.0, 1.0)), ("take", ("index",)),
+                                          ("cumsum", (0,)), ("sum", (1, None, "out"))])
+def test_methods_with_arguments_it_takes_are_numpys(method, args):
+    """``X.T.dot(errors)``, ``a.clip(lo, hi)``: arguments after the array are the function's, host
+    arrays among them unwrapped; an out= by position is written as NumPy's."""
+    a, _ = _data()
+    host = {"vector": numpy.linspace(0.0, 1.0, 5), "index": numpy.array([3, 0, 7]), "out": numpy.zeros(6)}
+    want = getattr(a, method)(*(host.get(v, v) if type(v) is str else v for v in args))
+    out = wrapped(numpy.zeros(6))
+    given = [wrapped(host[v]) if v in ("vector", "index") else out if v == "out" else v for v in args]
+    got = fast("method", method, _must_not_run, getattr(numpy.ndarray, method))(wrapped(a), *given)
+    assert type(got) is dispatch.ndarray
+    assert_same(got, want)
+    if "out" in args:
+        assert_same(out, want)
+    assert type(dispatch.ndarray.dot) is _compiled._fastpath.Fast
+
+
+@compiled_only
 @pytest.mark.parametrize("name, call", [
     ("where", lambda f, x, y: f(x > 0, x, y)),
     ("concatenate", lambda f, x, y: f([x, y], axis=1)),
@@ -222,6 +241,31 @@ def test_views_and_casts_as_functions_are_taken_at_any_size():
     x = wrapped(big)
     assert fast("local", "atleast_2d", _must_not_run)(x) is x  # handed back as it is
     assert type(dispatch.diagonal) is type(dispatch.reshape) is _compiled._fastpath.Fast
+
+
+@compiled_only
+def test_array_of_host_arrays_is_taken_and_copies_as_numpys():
+    """``array(...)`` of host arrays, alone or in lists (``array([x[0], x[1]])``, a loop's
+    stacking), is NumPy's copy without the Python path; a copy option NumPy's enum spells, or
+    a trace, is the Python wrapper's."""
+    a, b = _data()
+    big = numpy.arange(2 * _array._ELIDE_BYTES, dtype=numpy.float64).reshape(64, -1)  # past every floor here
+    for args, kwargs in [(([wrapped(a), wrapped(b)],), {}), ((wrapped(big.T),), {}),
+                         ((wrapped(a),), {"dtype": "float32"}), (([[wrapped(a)], [wrapped(b)]],), {"ndmin": 4})]:
+        host = [[numpy.asarray(v) for v in x] if type(x) is list else numpy.asarray(x) for x in args[0]] \
+            if type(args[0]) is list else numpy.asarray(args[0])
+        got = fast("local", "array", _must_not_run)(*args, **kwargs)
+        want = numpy.array(host, **kwargs)
+        assert type(got) is dispatch.ndarray
+        assert_same(got, want)
+        assert numpy.asarray(got).flags.f_contiguous == want.flags.f_contiguous  # order="K", as NumPy's
+        assert not numpy.shares_memory(numpy.asarray(got), host)
+    assert fast("local", "array", _handed)(wrapped(a), copy=numpy._CopyMode.ALWAYS) is HANDED
+    assert type(dispatch.array) is _compiled._fastpath.Function  # a builtin in NumPy
+    pair = [wrapped(a), wrapped(b)]
+    with dispatch.trace() as t:
+        dispatch.array(pair)
+    assert [r.op for r in t.records] == ["array"]
 
 
 @compiled_only
@@ -382,7 +426,7 @@ def test_calls_outside_its_cases_reach_the_python_path():
     assert fast("getitem", None, _handed)(x, [0, 2]) is HANDED  # a list key: the Python path unwraps it
     assert fast("getitem", None, _handed)(x, True) is HANDED
     assert fast("setitem", None, _handed)(x, 0, [1.0] * 5) is HANDED
-    assert fast("method", "sum", _handed, numpy.ndarray.sum)(x, 1) is HANDED  # positional arguments
+    assert fast("method", "take", _handed, numpy.ndarray.take)(x, {"not": "an index"}) is HANDED
     assert fast("method", "sum", _handed, numpy.ndarray.sum)(x, out=numpy.empty(())) is HANDED
     assert fast("function", "add", _handed)(x, y, out=numpy.empty_like(a)) is HANDED
     assert fast("function", "add", _handed)(x, y, where=a > 0) is HANDED

@@ -64,7 +64,8 @@ def _inputs(*arrays) -> Inputs:
     return Inputs(list(arrays))
 
 
-def test_cold_start_routes_by_the_seed_table(isolated):
+def test_cold_start_routes_by_the_seed_table(isolated, monkeypatch):
+    monkeypatch.setattr(router, "HOST_CORES", 16)  # a host whose cores torch's reductions thread over
     op = op_named("sum")
     small = _inputs(dispatch.ones(5_000))
     big = _inputs(dispatch.ones(50_000))
@@ -95,6 +96,21 @@ def test_each_rule_names_its_decision_by_kind_and_the_key_by_its_fields(isolated
     router.refused(op_named("exp"), _inputs(x), dispatch.targets.get("numpy"), "a test's refusal")
     refused = router.cached(router.call_key(op_named("exp"), _inputs(x)))
     assert refused.kind is kinds.FALLBACK and refused.reason == "fallback: a test's refusal"
+
+
+@pytest.mark.parametrize("name", ["sum", "mean"])
+def test_on_two_cores_the_seed_keeps_reductions_on_numpy(isolated, monkeypatch, name):
+    """torch-cpu's reductions win by their threads: on two cores the seed's SIMD tier keeps them
+    on NumPy, whose results they are then exactly."""
+    monkeypatch.setattr(router, "HOST_CORES", 2)
+    x = np.random.default_rng(0).random((50_000, 2))
+    decision = router.decide(op_named(name), _inputs(dispatch.asarray(x)), (), {"axis": 1})
+    assert decision.kind is router.DecisionKind.SEED and decision.target.name == "numpy"
+    assert decision.reason.endswith(": NumPy (torch-cpu's threads do not pay on 2 cores)")
+    got = getattr(dispatch, name)(dispatch.asarray(x), axis=1)
+    want = getattr(np, name)(x, axis=1)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def test_a_seed_reason_names_where_the_call_went(isolated, monkeypatch):

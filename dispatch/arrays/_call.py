@@ -767,18 +767,7 @@ def _remember_host(memo_key: tuple, op: Op, args: tuple, decision: Any) -> None:
             or op.work == "random" or decision.live
             or decision.kind is DecisionKind.FALLBACK or router.cached(decision.key) is not decision):
         return
-    run = op.func  # no target: NumPy's function, called as ``_run_numpy`` does
-    if op.blas:
-        run = _noting_blas(run)
-    _keep(memo_key, decision, None, run)
-
-
-def _noting_blas(func: Any) -> Any:
-    """``func``, telling ``blas_spin`` that NumPy's BLAS ran (as ``_run_numpy`` does)."""
-    def run(*args: Any, **kwargs: Any) -> Any:
-        blas_spin.ran()
-        return func(*args, **kwargs)
-    return run
+    _keep(memo_key, decision, None, op.func)  # no target: NumPy's function, called as ``_run_numpy`` does
 
 
 def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: Any) -> None:
@@ -826,7 +815,9 @@ def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: nd
         if not decision.settled or (decision.calls + 1) % SETTLED_EVERY == 0:
             return _MISS
         decision.calls += 1
-    if target is None:  # a host call kept on NumPy
+    if target is None:  # a host call kept on NumPy (noting its BLAS, as ``_run_numpy`` does)
+        if memo_key[0].blas:
+            blas_spin.ran()
         natives = [a._data if type(a) is ndarray else _native_items(a) if type(a) in _SEQUENCES else a for a in args]
         if into is not None:
             run(*natives, out=into._data)

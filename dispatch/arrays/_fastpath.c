@@ -23,7 +23,8 @@
  *   getitem    a[key]            host data, a key of integers, slices, None, Ellipsis and host
  *                                index arrays
  *   setitem    a[key] = v        host data, such a key, a host or scalar value
- *   method     a.max(axis=1)     host data under the floors, keywords of plain values only
+ *   method     a.max(axis=1), a.dot(b)
+ *                                host data under the floors, keywords of plain values only
  *   view       a.T, a.reshape(3, -1), a.astype(float)
  *                                host data, positional plain arguments (NumPy's method, as the
  *                                Python method runs it for host data at any size)
@@ -552,7 +553,13 @@ static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     PyObject *run = Py_NewRef(PyTuple_GET_ITEM(entry, 2)), *hosted[MAX_ARGS];
+    int on_numpy = PyTuple_GET_ITEM(entry, 1) == Py_None;  /* a host entry: NumPy's function itself */
     Py_DECREF(entry);
+    if (on_numpy && note_blas(op) < 0) {  /* (as _memo_run notes it) */
+        Py_DECREF(run);
+        *taken = 1;
+        return NULL;
+    }
     memo_hits++;
     Py_ssize_t made = 0;
     for (; made < nargs + nkw; made++) {  /* (memo_key took host arrays alone, and lists of them) */
@@ -945,12 +952,12 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         }
         return wrap_result(PyObject_Vectorcall(self->func, call_args, nargs, NULL));
     }
-    case METHOD: {  /* the array alone, and plain keywords: a function of one argument */
-        if (nargs != 1 || !plain()) break;
+    case METHOD: {  /* the array first (a.sum(), a.dot(b)), and plain keywords: the function with it first */
+        if (nargs < 1 || !plain() || (nargs > 1 && mirrors_live)) break;  /* (mirrors) an out= by position */
         int taken = 0;
-        PyObject *r = run_op(self->op, self->func, args, 1, kwnames, &taken);
+        PyObject *r = run_op(self->op, self->func, args, nargs, kwnames, &taken);
         if (taken) return wrap_result(r);
-        r = memo_run(self->op, args, 1, kwnames, NULL, &taken);
+        r = memo_run(self->op, args, nargs, kwnames, NULL, &taken);
         if (taken) return r;
         break;
     }

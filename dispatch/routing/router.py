@@ -27,7 +27,7 @@ Rules, first match wins:
    - ``seed`` (cold start): data already on a device stays there; otherwise the seed's MoE
      table on the op's complexity and element count, each tier mapped to the best target
      available here (GPU: cupy, torch-cuda, torch-mps; SIMD: torch-cpu where it is known to be
-     faster; SCALAR: numpy)                                                        "heuristic"
+     faster, on a host of ``TORCH_CPU_MIN_CORES`` cores or more; SCALAR: numpy)    "heuristic"
    - ``oracle`` (benchmarks only): every candidate is tried per key, then the fastest measured
      one is always taken                                                            "oracle"
 
@@ -81,6 +81,11 @@ __all__ = ["ROUTER", "CallKey", "CostPolicy", "Decision", "DecisionKind", "Oracl
 # (reductions from about 1e4 elements; it loses at sorting): the seed policy's SIMD tier uses it
 # for these only, and a calibration measures the machine at hand instead.
 TORCH_CPU_FASTER = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "add.reduce"})
+# Its edge there is its threads: on fewer cores it loses at reductions along an axis or of
+# integers, and its threads, spinning after each call, take the core the NumPy calls around
+# it run on. So the seed uses it only on a host with this many cores for the process.
+TORCH_CPU_MIN_CORES = 4
+HOST_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 GPU_TARGETS = targets.registry.gpu_names()  # each device's home first (live views of the registry)
 PRICED = targets.registry.priced_names()  # the targets the cost policy weighs: those a calibration measures
 _PRICED = PRICED
@@ -219,6 +224,8 @@ class SeedPolicy(Policy):
             lacking = f", but no GPU target here runs {op.name}" if reached else f", but {_no_gpu_up()}"
             tier = Backend.SIMD
         if tier is Backend.SIMD and op.name in TORCH_CPU_FASTER:
+            if HOST_CORES < TORCH_CPU_MIN_CORES:
+                return NUMPY, f"{lacking}: NumPy (torch-cpu's threads do not pay on {HOST_CORES} cores)"
             target = _reach("torch-cpu", None)
             if target is not None:
                 return target, f"{lacking}: torch-cpu (faster than NumPy at {op.name})"
