@@ -403,6 +403,15 @@ static PyObject *wrap_handed(PyObject *r, PyObject *const *args, Py_ssize_t narg
     return wrap_result(r);
 }
 
+/* A method's result (stolen): where NumPy handed back an argument after the array as it is (an out
+ * given by position, NumPy's array or a dispatch array), that argument itself, as NumPy's method
+ * returns its out; else as wrap_handed. */
+static PyObject *wrap_method(PyObject *r, PyObject *const *args, Py_ssize_t nargs) {
+    for (Py_ssize_t i = 1; i < nargs && r != NULL; i++)
+        if (args[i] == r) return r;
+    return wrap_handed(r, args, nargs);
+}
+
 /* One argument's part of `_memo_key`'s key (a keyword's with its name): a new reference, or NULL
  * with no error set where the memo does not serve it (a device array, a NumPy array not wrapped,
  * an array in a keyword, a list...). */
@@ -956,7 +965,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         if (nargs < 1 || !plain() || (nargs > 1 && mirrors_live)) break;  /* (mirrors) an out= by position */
         int taken = 0;
         PyObject *r = run_op(self->op, self->func, args, nargs, kwnames, &taken);
-        if (taken) return wrap_result(r);
+        if (taken) return wrap_method(r, args, nargs);
         r = memo_run(self->op, args, nargs, kwnames, NULL, &taken);
         if (taken) return r;
         break;
