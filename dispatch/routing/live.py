@@ -46,7 +46,7 @@ from dispatch.routing import cost
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind
 from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
 
-__all__ = ["MAX_CALLS", "Live", "bases", "data_of", "region_key", "weak"]
+__all__ = ["MAX_CALLS", "Live", "bases", "data_of", "recorded", "region_key", "weak"]
 
 MAX_CALLS = 512  # a region without a read or a repeat ends here (a plan over more would cost more than it saves)
 REVISIONS = 3  # a region planned this many times keeps its last plan: its prices will not settle
@@ -100,6 +100,17 @@ def weak(native: Any) -> Any:
         return weakref.ref(native)
     except TypeError:
         return lambda: None
+
+
+def recorded(native: Any, *tables: dict) -> int | None:
+    """The index the first of ``tables`` that knows ``native``, or an array it views, gives it
+    (each table: ``id`` -> (weak reference, index)); ``None`` where none does."""
+    for table in tables:
+        for n in bases(native):
+            found = table.get(id(n))
+            if found is not None and found[0]() is n:
+                return found[1]
+    return None
 
 
 def region_key(nodes: list[_Node]) -> Hashable:
@@ -250,16 +261,9 @@ class Live:
             self.nodes.append(_Node(decision.key, made, {HOST: (0.0, "numpy")}, 0))
 
     def _producer(self, native: Any, array: Any) -> int | None:
-        for n in bases(native):
-            found = self._made.get(id(n))
-            if found is not None and found[0]() is n:
-                return found[1]
-        for n in bases(native):
-            found = self._sources.get(id(n))
-            if found is not None and found[0]() is n:
-                return found[1]
-        if array is None:
-            return None
+        found = recorded(native, self._made, self._sources)
+        if found is not None or array is None:
+            return found
         device = device_of(native)
         place = _place(device)
         self.devices.setdefault(place, device)

@@ -24,7 +24,7 @@ import numpy as np
 
 from dispatch import tracing
 from dispatch.base.devices import device_of
-from dispatch.routing.live import bases, data_of, weak
+from dispatch.routing.live import data_of, recorded, weak
 from dispatch.routing.planner import HOST, Region
 from dispatch.targets import _staging, engine_of
 
@@ -62,14 +62,9 @@ def place_of(target: Any) -> str:
 
 
 def _producer(rec: Recording, native: Any, nbytes: int, place: str) -> int:
-    for n in bases(native):
-        found = rec._made.get(id(n))
-        if found is not None and found[0]() is n:
-            return found[1]
-    for n in bases(native):
-        found = rec._sources.get(id(n))
-        if found is not None and found[0]() is n:
-            return found[1]
+    found = recorded(native, rec._made, rec._sources)
+    if found is not None:
+        return found
     index = -1 - len(rec.sources)
     rec.sources.append((place, nbytes))
     rec._sources[id(native)] = (weak(native), index)
