@@ -18,6 +18,7 @@ import numpy as np
 from dispatch.arrays import _call, mirrors, scale_out
 from dispatch.arrays._array import held, ndarray, wrap_host
 from dispatch.arrays._compiled import fast, install_call, installed_in
+from dispatch.arrays.broadcast import broadcast
 from dispatch.base.box import Wrapper
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
 from dispatch.base.ops import op_for_ufunc_method, op_named
@@ -188,6 +189,7 @@ _SPECIAL = {
     "array": lambda obj: _asarray(obj, True),
     "asarray": lambda obj: _asarray(obj, None),
     "asanyarray": lambda obj: _asarray(obj, None),
+    "broadcast": lambda obj: broadcast,
 }
 
 _META = {"shape", "ndim", "size"}  # answered from metadata: no data moves

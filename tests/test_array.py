@@ -482,6 +482,7 @@ OWN = {
     "asanyarray": "a dispatch array stays where it is",
     "shape": "answered from metadata", "ndim": "answered from metadata", "size": "answered from metadata",
     "trace": "also dispatch.trace() with no arguments: a call trace",
+    "broadcast": "its iterators name the dispatch arrays given, as their base",
     "fft": "dispatch.fft routes numpy.fft", "linalg": "dispatch.linalg routes numpy.linalg",
     "random": "dispatch.random draws NumPy's streams into dispatch arrays",
 }

@@ -890,3 +890,73 @@ def test_copy_modes_as_numpys(name, mode):
         return (same, cast.dtype.name)
 
     _agree(run)
+
+
+# ---- a view's base is the array it was taken of, and holds it ------------------------------------------
+
+_VIEWS = {
+    "ellipsis": lambda a: a[...],
+    "empty-tuple": lambda a: a[()],
+    "slice": lambda a: a[1:],
+    "slice-of-slice": lambda a: a[1:][1:],
+    "view": lambda a: a.view(),
+    "reshape": lambda a: a.reshape(2, 3),
+    "transpose": lambda a: a.reshape(2, 3).T,
+    "ravel": lambda a: a.ravel(),
+    "np.reshape": lambda a: dispatch.reshape(a, (3, 2)),
+    "np.transpose": lambda a: dispatch.transpose(a),
+}
+
+
+@pytest.mark.parametrize("take", list(_VIEWS.values()), ids=list(_VIEWS))
+def test_a_views_base_is_the_array_it_was_taken_of(take, operator_path):
+    # NumPy: a view's base is the array that owns the memory, and the view holds it
+    a = dispatch.arange(6.0)
+    before = sys.getrefcount(a)
+    view = take(a)
+    assert view.base is a
+    assert sys.getrefcount(a) == before + 1
+    del view
+    assert sys.getrefcount(a) == before
+
+
+@pytest.mark.parametrize("take", [lambda a: a[[0, 1]], lambda a: a.copy(), lambda a: a + 1],
+                         ids=["fancy", "copy", "add"])
+def test_a_copy_does_not_hold_the_array_it_was_made_of(take, operator_path):
+    a = dispatch.arange(6.0)
+    before = sys.getrefcount(a)
+    made = take(a)
+    assert made.base is None
+    assert sys.getrefcount(a) == before
+
+
+def test_a_view_of_an_array_that_is_no_dispatch_arrays_view_names_its_owner():
+    owner = numpy.arange(6.0)
+    a = dispatch.asarray(owner[1:])  # a view of NumPy's array, wrapped
+    assert a[1:].base is a.base  # one wrapper for one owner, as NumPy's one owner
+    assert type(a.base) is dispatch.ndarray and a.base.tolist() == owner.tolist()
+
+
+# ---- np.broadcast holds the arrays it was given ----------------------------------------------------------
+
+def test_broadcast_iterators_name_the_arrays_given():
+    arrays = [dispatch.empty((6, 7)), dispatch.empty((5, 6, 1)), dispatch.empty((7,)), dispatch.empty((5, 1, 7))]
+    stock = numpy.broadcast(*[numpy.asarray(a) for a in arrays])
+    for made in (dispatch.broadcast(*arrays), dispatch.broadcast(dispatch.broadcast(*arrays[:2]), *arrays[2:])):
+        assert isinstance(made, dispatch.broadcast)
+        assert (made.shape, made.ndim, made.numiter, made.size) == (stock.shape, stock.ndim, stock.numiter, stock.size)
+        assert all(it.base is a for it, a in zip(made.iters, arrays, strict=True))
+        assert len(made.iters[2]) == stock.size
+        assert next(made) == next(numpy.broadcast(*[numpy.asarray(a) for a in arrays]))
+
+
+def test_broadcast_of_lists_and_numpys_arrays_as_numpys():
+    n = numpy.arange(3)
+    made, stock = dispatch.broadcast([[1], [2]], n), numpy.broadcast([[1], [2]], n)
+    assert made.iters[1].base is n
+    assert type(made.iters[0].base) is dispatch.ndarray
+    assert list(made) == list(stock)
+    assert isinstance(stock, dispatch.broadcast)
+    assert made.iters[1][4] == stock.iters[1][4]
+    _agree(lambda xp: xp.broadcast(1, x=1))
+    _agree(lambda xp: xp.broadcast(*[xp.ones(1)] * 65))

@@ -41,7 +41,7 @@ from dispatch.base.state import STATE
 from dispatch.routing.cost import FFT_1D
 from dispatch.routing.router import ROUTER
 
-__all__ = ["device_scalar", "held", "ndarray", "wrap", "wrap_host"]
+__all__ = ["device_scalar", "held", "ndarray", "viewed", "wrap", "wrap_host"]
 
 
 class _ArrayType(type):
@@ -84,10 +84,12 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
 
     # Compiled, an array has no __dict__, as NumPy's has none: each array is made and freed without
     # one (15-30 ns of the 100-140 dispatch adds to an operator on a small array).
+    # ``_base``: the dispatch array a view was taken of, named by ``base`` and held while the view
+    # lives, as NumPy's view holds its base (set by ``viewed``; unset where there is none).
     if _compiled.ACTIVE:
-        __slots__ = ("__weakref__", "_data")
+        __slots__ = ("__weakref__", "_base", "_data")
     else:
-        __slots__ = ("__dict__", "__weakref__", "_data")
+        __slots__ = ("__dict__", "__weakref__", "_base", "_data")
     __array_priority__ = 100.0  # NumPy defers to us in mixed binary operators
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
@@ -336,16 +338,20 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
 
     @property
     def base(self) -> Any:
-        """NumPy's ``base`` of the host data: None where it owns its memory, else the owner, a
-        NumPy array as a dispatch array (one wrapper per owner while it lives, so that two views
-        of one array have one base; not the very array a view was taken of, which only NumPy's
-        own views can name). None for data a device holds."""
+        """NumPy's ``base`` of the host data: None where it owns its memory, else the owner. A
+        view taken of a dispatch array (``a[...]``, ``a.view()``, ``a.reshape(...)``) names that
+        array, or that array's own base where it is a view too, as NumPy's view does; an owner
+        no dispatch array is known to hold comes as a dispatch array (one wrapper per owner while
+        it lives, so that two views of one array have one base). None for data a device holds."""
         data = self._data
         if type(data) is not np.ndarray:
             return None
         owner = data.base
         if type(owner) is not np.ndarray:
             return owner
+        known = getattr(self, "_base", None)
+        if known is not None and known._data is owner:  # (that array may hold other data since)
+            return known
         wrapper = _BASES.get(id(owner))
         if wrapper is None or wrapper._data is not owner:
             wrapper = _BASES[id(owner)] = held(owner)
@@ -395,7 +401,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         data = self._data
         # (an index array on a device goes to the router)
         if type(data) is np.ndarray and STATE.plain and not (type(key) is ndarray and type(key._data) is not _ND):
-            return wrap_host(data[_host_key(key)])
+            return viewed(data[_host_key(key)], self)
         if STATE.plain and type(data) is not _ND:
             view = _call.device_view(self, key)
             if view is not _call._MISS:
@@ -554,7 +560,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             return host.view(type) if dtype is None else host.view(dtype, type)
         data = self._data
         if builtins.type(data) is np.ndarray:  # `type` is the parameter here
-            return wrap_host(data.view() if dtype is None else data.view(dtype))
+            return viewed(data.view() if dtype is None else data.view(dtype), self)
         return wrap(_engine_of(data).view(data, None if dtype is None else np.dtype(dtype)))
 
     def fill(self, value: Any) -> None:
@@ -572,8 +578,8 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             shape = tuple(shape[0])
         data = self._data
         if type(data) is np.ndarray:
-            return wrap_host(data.reshape(shape, order=order, copy=copy) if copy is not None
-                             else data.reshape(shape, order=order))
+            return viewed(data.reshape(shape, order=order, copy=copy) if copy is not None
+                          else data.reshape(shape, order=order), self)
         return _call.call(op_named("reshape"), (self, shape), {"order": order} if order != "C" else {})
 
     def transpose(self, *axes: Any) -> ndarray:
@@ -585,13 +591,13 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             axes = _host_value(axes)
         data = self._data
         if type(data) is np.ndarray:
-            return wrap_host(data.transpose(axes))
+            return viewed(data.transpose(axes), self)
         return _call.call(op_named("transpose"), (self, axes), {})
 
     def ravel(self, order: str = "C") -> ndarray:
         data = self._data
         if type(data) is np.ndarray:  # NumPy's: a view where the order allows one, else a copy
-            return wrap_host(data.ravel(order))
+            return viewed(data.ravel(order), self)
         return _call.call(op_named("ravel"), (self, order), {}) if order != "C" else self.reshape(-1)
 
     def flatten(self, order: str = "C") -> ndarray:
@@ -838,6 +844,26 @@ def wrap_host(result: Any) -> Any:
     return result
 
 
+def viewed(result: Any, of: Any) -> Any:
+    """NumPy's ``result`` of a call on ``of`` (a dispatch array's host data) as ``wrap_host`` gives
+    it; where it is a view of ``of``'s memory, it names ``of`` as its ``base`` (or ``of``'s own
+    base, where NumPy's base of both is one owner) and holds it while it lives, as NumPy's view
+    holds its base (``sys.getrefcount`` sees it). The compiled path does the same (name_base)."""
+    if type(result) is not np.ndarray:
+        return result
+    obj = held(result)
+    owner = result.base
+    if owner is not None and isinstance(of, Wrapper):
+        data = of._data
+        if owner is data:
+            obj._base = of
+        elif type(data) is np.ndarray and owner is data.base:
+            base = getattr(of, "_base", None)
+            if base is not None:
+                obj._base = base
+    return obj
+
+
 def wrap(result: Any, out_of: tuple | None = None) -> Any:
     """Wrap whatever a target returned: arrays become ``dispatch.ndarray`` on their device,
     tuples (also named ones) and lists are wrapped item by item, scalars stay scalars.
@@ -861,6 +887,11 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
                              for o, r in zip(outs, result, strict=True))
     kind = type(result)
     if kind is np.ndarray:
+        owner = result.base
+        if out_of is not None and owner is not None:  # a view of an argument's memory names it (viewed)
+            for a in out_of[0]:
+                if type(a) is ndarray and (a._data is owner or (type(a._data) is np.ndarray and a._data.base is owner)):
+                    return viewed(result, a)
         return held(result)
     if isinstance(result, np.generic):
         return result

@@ -80,9 +80,9 @@ static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "geti
 #define MAX_ARGS 16  /* calls with more arguments take the Python path */
 #define MAX_DEPTH 4  /* nested lists deeper than this too */
 
-/* Set by setup(): dispatch.ndarray, where its _data slot is, STATE and its plain slot, wrap(). */
+/* Set by setup(): dispatch.ndarray, where its _data and _base slots are, STATE and its plain slot, wrap(). */
 static PyTypeObject *nd_type;
-static Py_ssize_t data_off = -1;
+static Py_ssize_t data_off = -1, base_off = -1;
 static PyObject *state;
 static Py_ssize_t plain_off = -1;
 static PyTypeObject *op_type;  /* dispatch.base.ops.Op: its floors and function are read from their slots */
@@ -108,6 +108,7 @@ static unsigned long long memo_hits = 0;  /* calls served from the memo here (me
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))  /* a __slots__ member at that offset */
 #define DATA(o) SLOT(o, data_off)
+#define BASE(o) SLOT(o, base_off)
 
 static inline int plain(void) {
     return SLOT(state, plain_off) == Py_True;
@@ -305,10 +306,24 @@ static PyObject *new_array(PyObject *data) {
     return obj;
 }
 
+/* Where the new array obj's data is a view of the memory of src (a dispatch array the call was
+ * on), obj names src as its base (or src's own base, where NumPy's base of both is one owner) and
+ * holds it, as NumPy's view holds its base: dispatch.arrays._array.viewed, for the Python path.
+ * Whether it did. */
+static int name_base(PyObject *obj, PyObject *src) {
+    PyObject *owner = PyArray_BASE((PyArrayObject *)DATA(obj)), *d, *b;
+    if (owner == NULL || Py_TYPE(src) != nd_type || (d = DATA(src)) == NULL) return 0;
+    if (owner == d) b = src;
+    else if (PyArray_CheckExact(d) && owner == PyArray_BASE((PyArrayObject *)d) && BASE(src) != NULL) b = BASE(src);
+    else return 0;
+    BASE(obj) = Py_NewRef(b);
+    return 1;
+}
+
 /* dispatch.ndarray's deallocation, in place of CPython's generic one for classes (subtype_dealloc,
  * which walks the class's bases for slots to clear, a finalizer, a __del__ and a __dict__: a third
  * of what dispatch adds to an operator on a small array). The array type has none of those: its
- * slots are the weak reference list and _data, cleared here. A subclass keeps CPython's
+ * slots are the weak reference list, _data and _base, cleared here. A subclass keeps CPython's
  * deallocation, which clears the subclass's own slots and then calls this one. */
 static void nd_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
@@ -316,6 +331,7 @@ static void nd_dealloc(PyObject *self) {
     if (nd_type->tp_weaklistoffset <= 0 || SLOT(self, nd_type->tp_weaklistoffset) != NULL)
         PyObject_ClearWeakRefs(self);  /* (a list the interpreter keeps before the object: it looks itself) */
     Py_CLEAR(DATA(self));
+    Py_CLEAR(BASE(self));
     type->tp_free(self);
     Py_DECREF(type);  /* a heap type: each instance holds a reference to it */
 }
@@ -336,7 +352,7 @@ static int lean_dealloc_fits(PyTypeObject *t) {
 #ifdef Py_TPFLAGS_MANAGED_DICT
     if (PyType_HasFeature(t, Py_TPFLAGS_MANAGED_DICT)) return 0;
 #endif
-    Py_ssize_t own = t->tp_weaklistoffset > 0 ? 2 : 1;  /* weak list, _data */
+    Py_ssize_t own = t->tp_weaklistoffset > 0 ? 3 : 2;  /* weak list, _data, _base */
     PyTypeObject *base = t->tp_base;
     return t->tp_dictoffset == 0 && t->tp_finalize == NULL && t->tp_del == NULL && t->tp_itemsize == 0 &&
            (base == &PyBaseObject_Type || (base->tp_base == &PyBaseObject_Type && stateless(base))) &&
@@ -389,6 +405,15 @@ static PyObject *wrap_result(PyObject *r) {
     return w;
 }
 
+/* NumPy's result r (stolen) of a call on src's data, wrapped as wrap_result does; a view names src
+ * (name_base). */
+static PyObject *wrap_view(PyObject *r, PyObject *src) {
+    if (r == NULL || !PyArray_CheckExact(r)) return wrap_result(r);
+    PyObject *obj = new_array(r);
+    if (obj != NULL && PyArray_BASE((PyArrayObject *)r) != NULL) name_base(obj, src);
+    return obj;
+}
+
 /* A NumPy result of a call on args (stolen), as the Python path returns it: where NumPy handed
  * back an argument's data as it is (a view with nothing to do), that dispatch array itself. */
 static PyObject *wrap_handed(PyObject *r, PyObject *const *args, Py_ssize_t nargs) {
@@ -399,6 +424,10 @@ static PyObject *wrap_handed(PyObject *r, PyObject *const *args, Py_ssize_t narg
                 return Py_NewRef(args[i]);
             }
         }
+        PyObject *obj = new_array(r);
+        if (obj != NULL && PyArray_BASE((PyArrayObject *)r) != NULL)  /* a view: of which argument (name_base) */
+            for (Py_ssize_t i = 0; i < nargs && !name_base(obj, args[i]); i++) {}
+        return obj;
     }
     return wrap_result(r);
 }
@@ -928,7 +957,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         PyObject *r = PyObject_GetItem(d, key);
         Py_DECREF(key);
         if (r == NULL || !PyArray_CheckExact(r)) return r;
-        return new_array(r);
+        return wrap_view(r, args[0]);
     }
     case SETITEM: {
         if (nargs != 3 || kwnames != NULL) break;
@@ -959,7 +988,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
                 if (!PyLong_CheckExact(PyTuple_GET_ITEM(args[1], j))) goto fall_back;
             call_args[1] = args[1];
         }
-        return wrap_result(PyObject_Vectorcall(self->func, call_args, nargs, NULL));
+        return wrap_view(PyObject_Vectorcall(self->func, call_args, nargs, NULL), args[0]);
     }
     case METHOD: {  /* the array first (a.sum(), a.dot(b)), and plain keywords: the function with it first */
         if (nargs < 1 || !plain() || (nargs > 1 && mirrors_live)) break;  /* (mirrors) an out= by position */
@@ -1606,9 +1635,9 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!OOnO!O!:setup", &PyType_Type, &nd, &st, &wrap, &elide, &PyType_Type, &op,
                           &PyDict_Type, &blas))
         return NULL;
-    Py_ssize_t doff = slot_offset(nd, "_data"), foff = slot_offset(op, "floor"), toff = slot_offset(op, "trip_floor"),
+    Py_ssize_t doff = slot_offset(nd, "_data"), bsoff = slot_offset(nd, "_base"), foff = slot_offset(op, "floor"), toff = slot_offset(op, "trip_floor"),
                fnoff = slot_offset(op, "func"), boff = slot_offset(op, "blas");
-    if (doff < 0 || foff < 0 || toff < 0 || fnoff < 0 || boff < 0) return NULL;
+    if (doff < 0 || bsoff < 0 || foff < 0 || toff < 0 || fnoff < 0 || boff < 0) return NULL;
     Py_ssize_t poff = slot_offset((PyObject *)Py_TYPE(st), "plain");
     if (poff < 0) return NULL;
     if (SLOT(st, poff) == NULL) return PyErr_Format(PyExc_TypeError, "STATE.plain is unset");
@@ -1619,6 +1648,7 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     Py_XSETREF(blas_ns, Py_NewRef(blas));
     blas_off = boff;
     data_off = doff;
+    base_off = bsoff;
     plain_off = poff;
     floor_off = foff;
     trip_off = toff;
