@@ -206,6 +206,30 @@ def test_dtypes_read_through_array_have_no_interface(dtype):
         memoryview(x)
 
 
+def test_a_memoryview_names_the_array_and_keeps_its_memory():
+    x = dispatch.arange(6.0)
+    before = sys.getrefcount(x)
+    view = memoryview(x)
+    assert view.obj is x  # as NumPy's memoryview names its array
+    assert dispatch.array(view, copy=False).base.obj is x
+    assert dispatch.frombuffer(x).base is x
+    del x
+    assert view.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # the memory lives while the view does
+    x = view.obj
+    view.release()
+    assert sys.getrefcount(x) == before
+
+
+@pytest.mark.parametrize("dtype", ["M8[D]", "m8[s]", "V4", "i1,f8"], ids=str)
+def test_the_bare_memory_of_dtypes_read_through_array_is_numpys(dtype):
+    # NumPy hands out the bytes of any array where no format is asked: ndarray(..., buffer=x) reads them
+    host = numpy.arange(4).astype(dtype) if numpy.dtype(dtype).kind != "V" else numpy.zeros(4, dtype)
+    x = dispatch.asarray(host.copy())
+    got = numpy.ndarray(host.shape, host.dtype, buffer=x)
+    assert got.dtype == host.dtype and got.tobytes() == host.tobytes()
+    assert numpy.shares_memory(got, numpy.asarray(x))
+
+
 def test_data_held_elsewhere_is_never_handed_out_as_a_host_copy():
     pytest.importorskip("dask.array")
     with dispatch.using("dask"):
@@ -905,6 +929,7 @@ _VIEWS = {
     "ravel": lambda a: a.ravel(),
     "np.reshape": lambda a: dispatch.reshape(a, (3, 2)),
     "np.transpose": lambda a: dispatch.transpose(a),
+    "frombuffer": lambda a: dispatch.frombuffer(a),
 }
 
 
@@ -928,6 +953,17 @@ def test_a_copy_does_not_hold_the_array_it_was_made_of(take, operator_path):
     made = take(a)
     assert made.base is None
     assert sys.getrefcount(a) == before
+
+
+def test_a_view_of_fields_names_the_array():
+    a = dispatch.ones(3, dtype=[("a", "i4"), ("b", "f4"), ("c", "u4")])
+    assert a[["a", "c"]].base is a
+
+
+def test_astype_without_a_copy_gives_the_array_itself(operator_path):
+    a = dispatch.arange(4, dtype="f4")
+    assert a.astype("f4", copy=False) is a
+    assert a.astype("f8", copy=False) is not a and a.astype("f4") is not a
 
 
 def test_a_view_of_an_array_that_is_no_dispatch_arrays_view_names_its_owner():

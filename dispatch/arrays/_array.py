@@ -548,7 +548,8 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
                copy: bool = True) -> ndarray:
         data = self._data
         if type(data) is np.ndarray:
-            return wrap_host(data.astype(dtype, order, casting, subok, copy))
+            cast = data.astype(dtype, order, casting, subok, copy)
+            return self if cast is data else viewed(cast, self)  # NumPy's copy=False gives the array itself
         return _call.call(op_named("astype"), (self, dtype), {"copy": copy})
 
     def view(self, dtype: Any = None, type: Any = None) -> Any:

@@ -1029,8 +1029,8 @@ def _under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) 
     result = op.func(*hargs, **hkwargs)
     if op.local or kwargs.get("out") is not None:
         return wrap(result, out_of=(args, kwargs))
-    if type(result) is np.ndarray:
-        return held(result)
+    if type(result) is np.ndarray:  # a view of an argument's memory names it (frombuffer): wrap's rule
+        return held(result) if result.base is None else wrap(result, out_of=(args, kwargs))
     return wrap(result)
 
 

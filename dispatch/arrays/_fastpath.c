@@ -405,12 +405,13 @@ static PyObject *wrap_result(PyObject *r) {
     return w;
 }
 
-/* NumPy's result r (stolen) of a call on src's data, wrapped as wrap_result does; a view names src
- * (name_base). */
-static PyObject *wrap_view(PyObject *r, PyObject *src) {
+/* A NumPy result of a call on args (stolen), wrapped as wrap_result does; a view of an argument's
+ * memory names that argument (name_base), as NumPy's frombuffer(a) or transpose(a) names a. */
+static PyObject *wrap_made(PyObject *r, PyObject *const *args, Py_ssize_t nargs) {
     if (r == NULL || !PyArray_CheckExact(r)) return wrap_result(r);
     PyObject *obj = new_array(r);
-    if (obj != NULL && PyArray_BASE((PyArrayObject *)r) != NULL) name_base(obj, src);
+    if (obj != NULL && PyArray_BASE((PyArrayObject *)r) != NULL)
+        for (Py_ssize_t i = 0; i < nargs && !name_base(obj, args[i]); i++) {}
     return obj;
 }
 
@@ -424,12 +425,8 @@ static PyObject *wrap_handed(PyObject *r, PyObject *const *args, Py_ssize_t narg
                 return Py_NewRef(args[i]);
             }
         }
-        PyObject *obj = new_array(r);
-        if (obj != NULL && PyArray_BASE((PyArrayObject *)r) != NULL)  /* a view: of which argument (name_base) */
-            for (Py_ssize_t i = 0; i < nargs && !name_base(obj, args[i]); i++) {}
-        return obj;
     }
-    return wrap_result(r);
+    return wrap_made(r, args, nargs);
 }
 
 /* A method's result (stolen): where NumPy handed back an argument after the array as it is (an out
@@ -957,7 +954,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         PyObject *r = PyObject_GetItem(d, key);
         Py_DECREF(key);
         if (r == NULL || !PyArray_CheckExact(r)) return r;
-        return wrap_view(r, args[0]);
+        return wrap_made(r, args, 1);
     }
     case SETITEM: {
         if (nargs != 3 || kwnames != NULL) break;
@@ -988,7 +985,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
                 if (!PyLong_CheckExact(PyTuple_GET_ITEM(args[1], j))) goto fall_back;
             call_args[1] = args[1];
         }
-        return wrap_view(PyObject_Vectorcall(self->func, call_args, nargs, NULL), args[0]);
+        return wrap_handed(PyObject_Vectorcall(self->func, call_args, nargs, NULL), args, 1);  /* astype(copy=False): a */
     }
     case METHOD: {  /* the array first (a.sum(), a.dot(b)), and plain keywords: the function with it first */
         if (nargs < 1 || !plain() || (nargs > 1 && mirrors_live)) break;  /* (mirrors) an out= by position */
@@ -1033,7 +1030,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         }
         int taken = 0;
         PyObject *r = run_op(op, func, call_args, nargs, kwnames, &taken);
-        if (taken) r = wrap_result(r);
+        if (taken) r = wrap_made(r, call_args, nargs);
         else r = memo_run(op, call_args, nargs, kwnames, NULL, &taken);
         Py_XDECREF(owned_op);
         Py_XDECREF(owned_func);
@@ -1067,7 +1064,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         }
         int taken = 0;
         PyObject *r = run_op(op, func, flat, n, names, &taken);
-        if (taken) r = wrap_result(r);
+        if (taken) r = wrap_made(r, flat, n);
         else r = memo_run(op, flat, n, names, NULL, &taken);
         Py_XDECREF(names);
         Py_DECREF(op);
@@ -1557,15 +1554,16 @@ static PyObject *install_slots(PyObject *module, PyObject *unused) {
 
 /* The buffer protocol (memoryview(x), Cython's typed memoryviews, bytes(x)): the buffer of the host
  * NumPy array the type's `_shared_host()` hands out (it refuses data a device holds; host data
- * is asked of __array__ directly, 0.1 us less), so the
- * exporter a memoryview holds is that NumPy array. Python 3.12 reads the class's __buffer__
+ * is asked of __array__ directly, 0.1 us less); the exporter a memoryview names is the dispatch
+ * array, which holds that NumPy array for it. Python 3.12 reads the class's __buffer__
  * instead; 3.11 has only this C slot, set on the heap type by install_buffer(type). */
 static int nd_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     /* host data: __array__ hands it out (its compiled case: the data itself), as to numpy.asarray */
     PyObject *d = nd_type != NULL ? host_data(self) : NULL;
-    if (d != NULL && strchr("biufcSUO", PyArray_DESCR((PyArrayObject *)d)->kind) == NULL) {
-        /* _shared_host's rule, without a call: NumPy's coercion tries the buffer first and
-         * goes on to __array__ (datetimes have no buffer format at all) */
+    if (d != NULL && (flags & PyBUF_FORMAT) == PyBUF_FORMAT && strchr("biufcSUO", PyArray_DESCR((PyArrayObject *)d)->kind) == NULL) {
+        /* _shared_host's rule, without a call, where a format is asked (memoryview, NumPy's coercion, which
+         * goes on to __array__; datetimes have no format at all): the bare memory, which its reader
+         * describes itself (numpy.ndarray(shape, dtype, buffer=x)), is NumPy's to give */
         PyErr_SetString(PyExc_BufferError, "void, structured, datetime, timedelta and string-dtype arrays are read "
                                            "through __array__");
         return -1;
@@ -1573,8 +1571,18 @@ static int nd_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     PyObject *host = PyObject_CallMethod(self, d != NULL ? "__array__" : "_shared_host", NULL);
     if (host == NULL) return -1;
     int r = PyObject_GetBuffer(host, view, flags);
+    if (r == 0 && view->obj == host && view->internal == NULL) {
+        /* the exporter a memoryview names (its .obj) is the dispatch array, as NumPy's names its array;
+         * the NumPy array whose memory it is stays held (internal) until nd_releasebuffer */
+        view->internal = host;  /* (the view's reference to it) */
+        view->obj = Py_NewRef(self);
+    }
     Py_DECREF(host);
     return r;
+}
+
+static void nd_releasebuffer(PyObject *self, Py_buffer *view) {
+    Py_CLEAR(view->internal);  /* (NumPy's own buffers have nothing to release) */
 }
 
 static PyObject *install_buffer(PyObject *module, PyObject *type) {
@@ -1582,7 +1590,7 @@ static PyObject *install_buffer(PyObject *module, PyObject *type) {
         return PyErr_Format(PyExc_TypeError, "install_buffer() takes a class defined in Python, not %R", type);
     PyHeapTypeObject *heap = (PyHeapTypeObject *)type;
     heap->as_buffer.bf_getbuffer = nd_getbuffer;
-    heap->as_buffer.bf_releasebuffer = NULL;  /* the NumPy array the view holds releases its own */
+    heap->as_buffer.bf_releasebuffer = nd_releasebuffer;  /* lets go of the NumPy array nd_getbuffer held */
     ((PyTypeObject *)type)->tp_as_buffer = &heap->as_buffer;
     Py_RETURN_NONE;
 }
