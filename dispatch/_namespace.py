@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.arrays import _call, mirrors, scale_out
-from dispatch.arrays._array import held, ndarray, wrap_host
+from dispatch.arrays import _call, array_likes, mirrors, scale_out
+from dispatch.arrays._array import held, ndarray, viewed, wrap_host
 from dispatch.arrays._compiled import fast, install_call, installed_in
 from dispatch.arrays.broadcast import broadcast
 from dispatch.base.box import Wrapper
@@ -156,9 +156,18 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
         copy = kwargs.get("copy", copy_default)
         if isinstance(copy, np._CopyMode):  # NumPy's enum: its truth value raises for IF_NEEDED
             copy = kwargs["copy"] = _COPY_MODES[copy]
+        if not args and set(kwargs) <= {"copy"} and not isinstance(a, (Wrapper, np.ndarray)):
+            whole = array_likes.read_whole(a, dtype, copy)  # an object read through __array__: its array
+            if whole is not None:
+                a, copy = whole
+                if "copy" in kwargs or copy is not copy_default:
+                    kwargs["copy"] = copy
         if not copy and isinstance(a, np.ndarray):
             mirrors.escape(a)  # (mirrors)
         if isinstance(a, Wrapper) and not args and set(kwargs) <= {"copy"}:
+            if dtype is not None and np.dtype(dtype) is not a.dtype and type(a._data) is np.ndarray and not copy \
+                    and np.dtype(dtype) == a.dtype:  # an equal dtype, another object (metadata): NumPy's view with it
+                return viewed(np.asarray(a._data, dtype), a)
             if dtype is not None and np.dtype(dtype) != a.dtype:
                 if copy is False:  # NumPy's answer: a view where the cast needs no copy, else its ValueError
                     data = a._data

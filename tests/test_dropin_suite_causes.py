@@ -996,3 +996,51 @@ def test_broadcast_of_lists_and_numpys_arrays_as_numpys():
     assert made.iters[1][4] == stock.iters[1][4]
     _agree(lambda xp: xp.broadcast(1, x=1))
     _agree(lambda xp: xp.broadcast(*[xp.ones(1)] * 65))
+
+
+# ---- np.array of an object read through __array__: that array itself, as NumPy trusts it -----------------
+
+class _Handing:
+    """An array-like written under ``import dispatch as np``: its ``__array__`` hands out one array
+    (another where a copy is asked), and notes what it was asked."""
+
+    def __init__(self, keeps, copies=None, copy_keyword=True):
+        self.keeps, self.copies, self.asked = keeps, copies, []
+        if not copy_keyword:
+            self.__array__ = lambda dtype=None: (self.asked.append(None), self.keeps)[1]
+
+    def __array__(self, dtype=None, copy=None):
+        self.asked.append(copy)
+        return self.copies if copy and self.copies is not None else self.keeps
+
+
+@pytest.mark.parametrize("copy", [True, None, False, numpy._CopyMode.ALWAYS, numpy._CopyMode.NEVER, numpy.True_])
+def test_array_of_an_array_like_is_what_its___array__gives(copy):
+    keeps, copies = dispatch.arange(10), dispatch.zeros(10)
+    made = _Handing(keeps, copies)
+    got = dispatch.array(made, copy=copy)
+    stock = _Handing(numpy.arange(10), numpy.zeros(10))
+    want = numpy.array(stock, copy=copy)
+    assert made.asked == stock.asked  # asked for a copy exactly where NumPy asks
+    assert got is (copies if want is stock.copies else keeps)
+
+
+def test_array_of_an_array_like_without_the_copy_keyword_asks_it_nothing():
+    keeps = dispatch.arange(10)
+    assert dispatch.array(_Handing(keeps, copy_keyword=False), copy=None) is keeps
+    assert dispatch.asarray(_Handing(keeps)) is keeps
+
+
+def test_an_array_like_assigned_into_an_array_is_read(operator_path):
+    a = dispatch.ones((3, 3))
+    a[...] = _Handing(dispatch.zeros((3, 3)))
+    a[0] = _Handing(dispatch.full(3, 2.0))
+    numpy.testing.assert_array_equal(numpy.asarray(a), [[2.0] * 3, [0.0] * 3, [0.0] * 3])
+
+
+def test_asarray_with_an_equal_dtype_of_its_own_is_a_view_with_it():
+    a = dispatch.array([1, 2, 3], dtype="i")
+    assert dispatch.asarray(a, dtype="i") is a
+    annotated = numpy.dtype("i", metadata={"spam": True})
+    got = dispatch.asarray(a, dtype=annotated)
+    assert got is not a and got.base is a and got.dtype.metadata == {"spam": True}

@@ -944,7 +944,7 @@ def _host_value(value: Any) -> Any:
     if isinstance(value, Wrapper):
         data = value._data
         return data if type(data) is np.ndarray else _host(data)
-    return value
+    return for_numpy(value)  # an object read through __array__ alone: NumPy's array out of it
 
 
 _PLAIN_KEYS = frozenset({int, slice, type(None), type(Ellipsis)})

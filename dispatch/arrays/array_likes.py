@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["for_numpy"]
+__all__ = ["for_numpy", "read_whole"]
 
 # What else NumPy may read an object by (or hand the call to): such objects are passed as they are.
 _OTHER_PROTOCOLS = ("__array_function__", "__array_ufunc__", "__array_interface__", "__array_struct__",
@@ -36,12 +36,34 @@ class _NumpysArrayLike:
         return got
 
 
-def for_numpy(value: Any) -> Any:
-    """``value`` as NumPy's functions may be given it: an object NumPy reads through its
-    ``__array__`` alone comes inside ``_NumpysArrayLike``; anything else as it is."""
-    kind = type(value)
+def _alone(kind: type) -> bool:
+    """Whether NumPy reads objects of ``kind`` through their ``__array__`` alone."""
     alone = _THROUGH_ARRAY.get(kind)
     if alone is None:
         alone = _THROUGH_ARRAY[kind] = (hasattr(kind, "__array__") and not issubclass(kind, (np.ndarray, np.generic))
                                         and not any(hasattr(kind, name) for name in _OTHER_PROTOCOLS))
-    return _NumpysArrayLike(value) if alone else value
+    return alone
+
+
+def for_numpy(value: Any) -> Any:
+    """``value`` as NumPy's functions may be given it: an object NumPy reads through its
+    ``__array__`` alone comes inside ``_NumpysArrayLike``; anything else as it is."""
+    return _NumpysArrayLike(value) if _alone(type(value)) else value
+
+
+def read_whole(value: Any, dtype: Any, copy: bool | None) -> tuple[Any, bool | None] | None:
+    """What ``np.array(value, dtype, copy=copy)`` takes from an object read through ``__array__``
+    alone, as NumPy's coercion does: ``__array__``'s result itself (a dispatch array among them)
+    and the copy still to make: only where a cast needs one, once ``copy=True`` was asked of
+    ``__array__`` (NumPy trusts it). None for any other object, or an ``__array__`` without the
+    ``copy`` keyword (NumPy's deprecated path, left to it)."""
+    if not _alone(type(value)):
+        return None
+    args = () if dtype is None else (dtype,)
+    try:  # (NumPy asks for no copy keyword where a copy is made if needed)
+        got = value.__array__(*args) if copy is None else value.__array__(*args, copy=bool(copy))
+    except TypeError as error:
+        if "copy" in str(error):
+            return None
+        raise
+    return got, (None if copy else copy)  # a cast it still needs is made
