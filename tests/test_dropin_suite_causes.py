@@ -1044,3 +1044,22 @@ def test_asarray_with_an_equal_dtype_of_its_own_is_a_view_with_it():
     annotated = numpy.dtype("i", metadata={"spam": True})
     got = dispatch.asarray(a, dtype=annotated)
     assert got is not a and got.base is a and got.dtype.metadata == {"spam": True}
+
+
+# ---- == and != of what no loop compares: NumPy's all-False / all-True answer -------------------------------
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.array(0) == "a", id="0-d-eq-str"),
+    pytest.param(lambda xp: xp.array(0) != "a", id="0-d-ne-str"),
+    pytest.param(lambda xp: xp.arange(3) == "a", id="eq-str"),
+    pytest.param(lambda xp: "a" != xp.arange(3), id="str-ne"),
+    pytest.param(lambda xp: xp.zeros(4, "M8[s]") == numpy.zeros(4), id="datetime-eq-float"),
+    pytest.param(lambda xp: xp.zeros(4, "M8[s]") != xp.zeros(4), id="datetime-ne-float"),
+    pytest.param(lambda xp: xp.arange(3) < "a", id="lt-refused"),
+    pytest.param(lambda xp: xp.arange(3) == xp.arange(2), id="shapes-refused"),
+])
+def test_equality_of_what_no_loop_compares_is_numpys(run, operator_path):
+    _agree(run)
+    want = _outcome(numpy, run)
+    if want is numpy.False_ or want is numpy.True_:
+        assert run(dispatch) is want  # NumPy's singletons

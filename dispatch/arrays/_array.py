@@ -1134,7 +1134,19 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
         del data  # (an array only its wrapper holds may move to the device that computes into it)
         return _call.call(op, (self, other), {"out": (self,)})
 
+    if ufunc_name in ("equal", "not_equal"):
+        routed = forward
+
+        def forward(self: ndarray, other: Any) -> Any:  # routed's, with NumPy's answer where no loop compares
+            try:
+                return routed(self, other)
+            except _NO_LOOP:  # NumPy's == and != of what no loop compares: all False (True), a bool for 0-d
+                return wrap(compare(self.__array__(), _host_value(other)))
+
     return op, forward, reflected, inplace
+
+
+_NO_LOOP = np._core._exceptions._UFuncNoLoopError
 
 
 def _measure_temporaries() -> None:
