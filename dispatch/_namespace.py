@@ -167,7 +167,7 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
         if isinstance(a, Wrapper) and not args and set(kwargs) <= {"copy"}:
             if dtype is not None and np.dtype(dtype) is not a.dtype and type(a._data) is np.ndarray and not copy \
                     and np.dtype(dtype) == a.dtype:  # an equal dtype, another object (metadata): NumPy's view with it
-                return viewed(np.asarray(a._data, dtype), a)
+                return viewed(np.asarray(a._data, dtype, copy=copy), a)
             if dtype is not None and np.dtype(dtype) != a.dtype:
                 if copy is False:  # NumPy's answer: a view where the cast needs no copy, else its ValueError
                     data = a._data

@@ -1063,3 +1063,18 @@ def test_equality_of_what_no_loop_compares_is_numpys(run, operator_path):
     want = _outcome(numpy, run)
     if want is numpy.False_ or want is numpy.True_:
         assert run(dispatch) is want  # NumPy's singletons
+
+
+@pytest.mark.parametrize("version", ["2021.12", "2024.12", None, "2025.12", "1.0"])
+def test_array_namespace_checks_the_version_asked_as_numpys(version):
+    _agree(lambda xp: xp.arange(2).__array_namespace__(api_version=version) is xp)
+
+
+def test_array_with_an_equal_dtype_of_its_own_copies_where_numpy_must():
+    # StringDType instances with their own allocators: equal, yet a copy is made, and refused under copy=False
+    strings = ["a", "bb" * 10, "ccc"]
+    a, other = dispatch.array(strings, dtype=numpy.dtypes.StringDType()), numpy.array(strings[::-1], dtype="T")
+    got = dispatch.array(a, copy=None, dtype=other.dtype)
+    assert got.base is None and got.tolist() == strings
+    _agree(lambda xp: xp.array(xp.asarray(numpy.array(strings, dtype="T")), copy=False, dtype=other.dtype))
+    assert dispatch.array(a, copy=None, dtype=a.dtype) is a

@@ -235,6 +235,8 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         return _call.call(op, args, kwargs)
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        if api_version is not None:  # NumPy's check of the version asked for, and its error
+            np.empty(0).__array_namespace__(api_version=api_version)
         return sys.modules["dispatch"]  # the package itself, loaded before any of its modules
 
     def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False) -> Any:
