@@ -4,6 +4,7 @@ exception type and first line)."""
 
 from __future__ import annotations
 
+import copy
 import sys
 from decimal import Decimal
 from fractions import Fraction
@@ -1078,3 +1079,29 @@ def test_array_with_an_equal_dtype_of_its_own_copies_where_numpy_must():
     assert got.base is None and got.tolist() == strings
     _agree(lambda xp: xp.array(xp.asarray(numpy.array(strings, dtype="T")), copy=False, dtype=other.dtype))
     assert dispatch.array(a, copy=None, dtype=a.dtype) is a
+
+
+# ---- copy.copy and copy.deepcopy as NumPy's: the memory order kept, object elements deep-copied ---------
+
+def _deep_copied_objects(xp):
+    a = xp.array([[{"a": 1}, {"b": 2}]] * 2, order="F")
+    c = copy.deepcopy(a)
+    return c[0, 1] is not a[0, 1], c[0, 1] is c[1, 1], c.flags.f_contiguous
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: copy.copy(xp.empty((2, 3), order="F")).flags.f_contiguous, id="copy-F"),
+    pytest.param(lambda xp: copy.deepcopy(xp.empty((2, 3), order="F")).flags.f_contiguous, id="deepcopy-F"),
+    pytest.param(_deep_copied_objects, id="deepcopy-objects"),
+])
+def test_copy_module_as_numpys(run):
+    _agree(run)
+
+
+def test_deepcopy_raises_what_an_element_raises():
+    class Refuses:
+        def __deepcopy__(self, memo):
+            raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError):
+        copy.deepcopy(dispatch.array([1, Refuses(), 3], dtype="O"))

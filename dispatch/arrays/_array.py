@@ -524,10 +524,13 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         """NumPy's hook for subclasses, called on views and results of theirs: nothing to do here."""
 
     def __copy__(self) -> ndarray:
-        return self.copy()
+        return self.copy("K")  # NumPy's keeps the memory order (a Fortran array stays one)
 
     def __deepcopy__(self, memo: dict) -> ndarray:
-        return self.copy()
+        data = self._data
+        if type(data) is np.ndarray:  # NumPy's: the order kept, an object array's elements deep-copied
+            return held(data.__deepcopy__(memo))
+        return self.copy("K")
 
     def persist(self) -> ndarray:
         """Compute a Dask-held array's chunks and keep them in the cluster's memory (Dask's
