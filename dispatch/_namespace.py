@@ -179,6 +179,8 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
             if copy:
                 return a.copy()
             return a
+        if type(a) in (list, tuple) and _is_object(dtype):  # NumPy keeps the arrays given as the objects held
+            return wrap_host(func(a, dtype, *args, **kwargs))
         if dtype is not None:
             kwargs["dtype"] = dtype
         return _call.call(op, (a, *args), kwargs)
@@ -189,6 +191,12 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
     return fast("asarray", op, wrapper, bound=False)
 
 
+def _is_object(dtype: Any) -> bool:
+    """Whether ``dtype`` names NumPy's object dtype (the compiled path's is_object_dtype)."""
+    return dtype is object or (isinstance(dtype, (str, np.dtype)) and dtype in ("O", "object", _OBJECT))
+
+
+_OBJECT = np.dtype(object)
 _COPY_MODES = {np._CopyMode.ALWAYS: True, np._CopyMode.IF_NEEDED: None, np._CopyMode.NEVER: False}
 
 # Names whose wrapper is special, per namespace prefix ("" is the top level).

@@ -1105,3 +1105,21 @@ def test_deepcopy_raises_what_an_element_raises():
 
     with pytest.raises(RuntimeError):
         copy.deepcopy(dispatch.array([1, Refuses(), 3], dtype="O"))
+
+
+# ---- an object array holds the dispatch arrays given, as NumPy's holds the arrays given ------------------
+
+def _objects_kept(xp):
+    items = [None, xp.array([3]), xp.float64(3), xp.array(10), xp.float64(7)]
+    held = xp.array(items, dtype=object)
+    zero = xp.array(0.0)
+    one = xp.empty(1, dtype=object)
+    one[0] = items[1]
+    filled = xp.arange(1, dtype="O")
+    filled[:] = [zero]
+    return ([x is y for x, y in zip(held, items, strict=True)], xp.array([zero], "O")[0] is zero, one[0] is items[1],
+            filled[0] is zero, xp.array([xp.zeros((2, 2))] * 2, dtype="object").shape)
+
+
+def test_an_object_array_holds_the_arrays_given(operator_path):
+    _agree(_objects_kept)

@@ -794,6 +794,25 @@ static PyObject *call_hosted(PyObject *func, npy_intp floor, PyObject *const *ar
     return result;
 }
 
+/* Whether v names NumPy's object dtype (object, "O", "object", np.dtype(object)). */
+static int is_object_dtype(PyObject *v) {
+    if (v == (PyObject *)&PyBaseObject_Type) return 1;
+    if (PyArray_DescrCheck(v)) return ((PyArray_Descr *)v)->type_num == NPY_OBJECT;
+    return PyUnicode_CheckExact(v) &&
+           (PyUnicode_CompareWithASCIIString(v, "O") == 0 || PyUnicode_CompareWithASCIIString(v, "object") == 0);
+}
+
+/* Whether a call asks for the object dtype (its second argument or dtype=): an object array made
+ * of a list holds the dispatch arrays in it themselves, as NumPy's holds the arrays given, so
+ * the Python path makes it (dispatch._namespace). */
+static int asks_object(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nkw; i++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "dtype") == 0)
+            return is_object_dtype(args[nargs + i]);
+    return nargs > 1 && is_object_dtype(args[1]);
+}
+
 /* `op` on these arguments where the host shortcut takes them (dispatch.arrays._call.host_shortcut,
  * as under_floors applies it to a call's arguments): at most op.floor elements, or at most
  * op.trip_floor. */
@@ -960,8 +979,8 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         if (nargs != 3 || kwnames != NULL) break;
         PyObject *d = host_data(args[0]), *v = args[2], *key;
         if (d == NULL) break;
-        if (Py_TYPE(v) == nd_type) {
-            if ((v = host_data(v)) == NULL) break;
+        if (Py_TYPE(v) == nd_type) {  /* (an object array holds the dispatch array itself: the Python path) */
+            if (PyArray_DESCR((PyArrayObject *)d)->type_num == NPY_OBJECT || (v = host_data(v)) == NULL) break;
         } else if (!(PyArray_CheckExact(v) || py_scalar(v) || PyArray_IsScalar(v, Generic))) {
             break;
         }
@@ -998,6 +1017,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
     }
     case LOCAL: {  /* a view, a cast or a copy (diagonal, reshape...) of host arrays, at any size */
         if (!plain() || large_numpy_arg(args, nargs)) break;  /* (mirrors) a large NumPy array comes in */
+        if (asks_object(args, nargs, kwnames)) break;  /* array(list, object): it holds the arrays themselves */
         int taken = 0;
         PyObject *r = call_hosted(self->func, NPY_MAX_INTP, args, nargs, kwnames, &taken);
         if (!taken) break;
