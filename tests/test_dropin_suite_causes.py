@@ -1123,3 +1123,18 @@ def _objects_kept(xp):
 
 def test_an_object_array_holds_the_arrays_given(operator_path):
     _agree(_objects_kept)
+
+
+# ---- an out given by position comes back itself, one of a tuple's too ------------------------------------
+
+def _outs_by_position(xp):
+    a, o = xp.array(0.5), xp.empty(())
+    d, o1, o2 = xp.array(5.7), xp.empty(()), xp.empty((), dtype=xp.int32)
+    x = xp.arange(3.0)
+    return (xp.add(a, 2, o) is o, xp.frexp(d, o1, None)[0] is o1, xp.frexp(d, None, o2)[1] is o2,
+            [r is w for r, w in zip(xp.frexp(d, o1, o2), (o1, o2), strict=True)], xp.add(x, 1, x) is x,
+            xp.sin(x, x) is x, xp.add(a, 2, out=(o,)) is o)
+
+
+def test_an_out_by_position_comes_back_itself(operator_path):
+    _agree(_outs_by_position)

@@ -902,10 +902,10 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
         return held(result)
     if isinstance(result, np.generic):
         return result
-    if kind is tuple or kind is list:
-        return kind(wrap(r) for r in result)
+    if kind is tuple or kind is list:  # (frexp(x, o1, o2): each out comes back itself)
+        return kind(wrap(r, out_of) for r in result)
     if isinstance(result, tuple) and hasattr(result, "_fields"):
-        return kind(*(wrap(r) for r in result))
+        return kind(*(wrap(r, out_of) for r in result))
     if isinstance(result, (np.generic, Wrapper)) or result is None:
         return result
     module = kind.__module__

@@ -1027,11 +1027,7 @@ def _under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) 
     if op.blas:
         blas_spin.ran()
     result = op.func(*hargs, **hkwargs)
-    if op.local or kwargs.get("out") is not None:
-        return wrap(result, out_of=(args, kwargs))
-    if type(result) is np.ndarray:  # a view of an argument's memory names it (frombuffer): wrap's rule
-        return held(result) if result.base is None else wrap(result, out_of=(args, kwargs))
-    return wrap(result)
+    return wrap(result, out_of=(args, kwargs))  # an argument handed back (an out by position), a view naming it
 
 
 def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) -> Any:

@@ -370,16 +370,21 @@ static int plain_tuple(PyObject *r) {
     return 1;
 }
 
-/* A plain_tuple with its arrays wrapped, of the same type (r borrowed). */
-static PyObject *wrap_tuple(PyObject *r) {
+/* A plain_tuple with its arrays wrapped (the data of one of args: that argument), of the same type (r borrowed). */
+static PyObject *wrap_tuple_of(PyObject *r, PyObject *const *args, Py_ssize_t nargs) {
     Py_ssize_t n = PyTuple_GET_SIZE(r);
     PyObject *items = PyTuple_New(n);
     if (items == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *x = Py_NewRef(PyTuple_GET_ITEM(r, i));
-        if (PyArray_CheckExact(x) && (x = new_array(x)) == NULL) {
-            Py_DECREF(items);
-            return NULL;
+        if (PyArray_CheckExact(x)) {
+            Py_ssize_t j = 0;
+            while (j < nargs && !(Py_TYPE(args[j]) == nd_type && DATA(args[j]) == x)) j++;
+            if (j < nargs) Py_SETREF(x, Py_NewRef(args[j]));  /* an argument's data: that argument (an out) */
+            else if ((x = new_array(x)) == NULL) {
+                Py_DECREF(items);
+                return NULL;
+            }
         }
         PyTuple_SET_ITEM(items, i, x);
     }
@@ -388,6 +393,8 @@ static PyObject *wrap_tuple(PyObject *r) {
     Py_DECREF(items);
     return named;
 }
+
+static PyObject *wrap_tuple(PyObject *r) { return wrap_tuple_of(r, NULL, 0); }
 
 /* A NumPy result as the Python path returns it (stolen): arrays wrapped, scalars as they are,
  * tuples of them item by item, anything else (None, a list) through dispatch's wrap(). */
@@ -425,6 +432,10 @@ static PyObject *wrap_handed(PyObject *r, PyObject *const *args, Py_ssize_t narg
                 return Py_NewRef(args[i]);
             }
         }
+    } else if (r != NULL && plain_tuple(r)) {  /* frexp(x, o1, o2): its outs come back themselves */
+        PyObject *t = wrap_tuple_of(r, args, nargs);
+        Py_DECREF(r);
+        return t;
     }
     return wrap_made(r, args, nargs);
 }
@@ -1050,7 +1061,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         }
         int taken = 0;
         PyObject *r = run_op(op, func, call_args, nargs, kwnames, &taken);
-        if (taken) r = wrap_made(r, call_args, nargs);
+        if (taken) r = wrap_handed(r, call_args, nargs);  /* (an out given by position comes back itself) */
         else r = memo_run(op, call_args, nargs, kwnames, NULL, &taken);
         Py_XDECREF(owned_op);
         Py_XDECREF(owned_func);
