@@ -1095,7 +1095,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         }
         int taken = 0;
         PyObject *r = run_op(op, func, flat, n, names, &taken);
-        if (taken) r = wrap_made(r, flat, n);
+        if (taken) r = wrap_handed(r, flat, n);  /* (numpy.nan_to_num(a, copy=False) is a) */
         else r = memo_run(op, flat, n, names, NULL, &taken);
         Py_XDECREF(names);
         Py_DECREF(op);
