@@ -1146,3 +1146,13 @@ def test_numpys_own_function_hands_back_the_array_it_wrote(operator_path):
         a = dispatch.array((-1.0, 0.0, 1.0)) / 0.0
     assert numpy.nan_to_num(a, copy=False) is a
     assert numpy.isfinite(numpy.asarray(a)).all()
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.array(type("NoArray", (), {"__array__": lambda self, dtype=None, copy=None: None})()),
+                 id="__array__-gives-None"),
+    pytest.param(lambda xp: (lambda o: (o.__setitem__(0, xp.array(1.2)), xp.array([o], dtype="S"))[1])(
+        xp.array([None])), id="0-d-in-objects-cast-to-bytes"),
+])
+def test_what_an_object_array_and___array__give_stays_numpys(run, operator_path):
+    _agree(run)

@@ -414,8 +414,10 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         data = self._data
         if type(data) is np.ndarray and not (type(value) is ndarray and self._moves_for(value, 1)):
             mirrors.wrote(data)  # (mirrors)
-            # an object array holds the dispatch array itself, as NumPy's holds the array given
-            data[_host_key(key)] = value if type(value) is ndarray and data.dtype.kind == "O" else _host_value(value)
+            # an object array holds the dispatch array itself, as NumPy's holds the array given (NumPy's own
+            # 0-d array where one is given: its casts of objects read that as a scalar, never an array-like)
+            held_as_is = type(value) is ndarray and data.dtype.kind == "O" and value.ndim
+            data[_host_key(key)] = value if held_as_is else _host_value(value)
             return
         del data  # (a moved array's host memory is let go)
         _call.call(SETITEM, (self, key, value), {})

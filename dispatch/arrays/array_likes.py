@@ -66,4 +66,6 @@ def read_whole(value: Any, dtype: Any, copy: bool | None) -> tuple[Any, bool | N
         if "copy" in str(error):
             return None
         raise
+    if not isinstance(got, np.ndarray) and not hasattr(type(got), "__array__"):
+        return None  # not an array: NumPy's coercion refuses it with its own error
     return got, (None if copy else copy)  # a cast it still needs is made
