@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import tracing
 from dispatch.base.blas_spin import BLAS_WORK
 from dispatch.base.numpy_catalog import NUMPY_CATALOG, may_differ
 from dispatch.base.tiers import OpComplexity
@@ -150,6 +149,8 @@ def op_for_function(func: Callable[..., Any]) -> Op:
         op = Op(name=name, func=func, complexity=OpComplexity.LOW, work="host", cataloged=False)
         if not made_at_run_time(func):
             _by_function[func] = op
+
+        from dispatch import tracing  # here: a script whose functions are all in the catalog never loads it
 
         tracing.fallback(op, "not in the NumPy catalog: runs on NumPy")
     return op

@@ -42,7 +42,6 @@ scale-out, not priced, so it has no entry under ``targets``.
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import json
 import math
@@ -143,8 +142,8 @@ _OVERHEAD_BUDGET_S = {False: 0.02, True: 0.005}
 # on square operands priced tall ones wrongly). MEASURING is raised when the way something is
 # measured changes; a change to the tables above changes the plan by itself.
 MEASURING = 4  # 4: memory bandwidth timed beyond the last-level cache (``stream_bytes``)
-PLAN = hashlib.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE_OPS), sorted(TALL_OPS), TALL,
-                            INTEGER_OPS, INTEGER_ONLY, _QUICK_DTYPES)).encode()).hexdigest()[:12]
+PLAN = cachefiles.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE_OPS), sorted(TALL_OPS), TALL,
+                              INTEGER_OPS, INTEGER_ONLY, _QUICK_DTYPES)).encode())[:12]
 
 
 @dataclass
@@ -422,7 +421,7 @@ def fingerprint(info: dict[str, Any] | None = None) -> str:
     """A short hash of this machine's hardware and library versions."""
     info = info or _identity()
     key = {k: info.get(k) for k in ("cpu", "cpu_count", "gpu_hardware", "libraries")}
-    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return cachefiles.sha256(json.dumps(key, sort_keys=True, default=str).encode())[:16]
 
 
 # ---- loading --------------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import tracing
 from dispatch.base.devices import device_of
 from dispatch.routing.live import data_of, recorded, weak
 from dispatch.routing.planner import HOST, Region
@@ -109,6 +108,8 @@ def _device_place(native: Any) -> str:
 @contextmanager
 def record() -> Iterator[Recording]:
     """Record the calls made inside the block (see the module's doc)."""
+    from dispatch import tracing  # here: the call path loads this module, and only a recording opens a trace
+
     rec = Recording()
     RECORDING.append(rec)
     try:
