@@ -13,8 +13,8 @@ Columns after ``work`` are counterparts in other libraries: ``=`` means the same
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 
+from dispatch.base.records import Frozen
 from dispatch.base.tiers import OpComplexity
 
 __all__ = ["CatalogOp", "Entry", "make_enum", "parse_table"]
@@ -22,15 +22,14 @@ __all__ = ["CatalogOp", "Entry", "make_enum", "parse_table"]
 _COMPLEXITY = {c.name: c for c in OpComplexity}
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Frozen):
     """One catalog line."""
 
-    name: str
-    complexity: OpComplexity
-    work: str
-    counterparts: dict[str, str] = field(default_factory=dict)
-    why: str = ""
+    __slots__ = ("name", "complexity", "work", "counterparts", "why")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, name: str, complexity: OpComplexity, work: str, counterparts: dict[str, str] | None = None,
+                 why: str = "") -> None:
+        self._set(name, complexity, work, {} if counterparts is None else counterparts, why)
 
 
 def parse_table(text: str, columns: tuple[str, ...], works: frozenset[str]) -> dict[str, Entry]:

@@ -51,7 +51,6 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +59,7 @@ import numpy as np
 from dispatch import cluster, targets
 from dispatch.base import cachefiles, settings
 from dispatch.base.devices import parse_device
+from dispatch.base.records import Record
 from dispatch.targets import Unsupported, _staging
 
 __all__ = ["Calibration", "cache_dir", "dask_chunk_bytes", "dask_task_overhead", "fingerprint", "load", "machine"]
@@ -146,19 +146,23 @@ PLAN = cachefiles.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE
                               INTEGER_OPS, INTEGER_ONLY, _QUICK_DTYPES)).encode())[:12]
 
 
-@dataclass
-class Calibration:
+class Calibration(Record):
     """Measurements of one machine; see the module docstring for the fields."""
 
-    fingerprint: str
-    machine: dict[str, Any]
-    targets: dict[str, dict[str, Any]]
-    quick: bool = False
-    created: str = ""
-    seconds: float = 0.0
-    version: int = VERSION
-    plan: str = PLAN  # what was measured (``PLAN``); "" for a file older than the field
-    extra: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("fingerprint", "machine", "targets", "quick", "created", "seconds", "version", "plan", "extra")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, fingerprint: str, machine: dict[str, Any], targets: dict[str, dict[str, Any]],
+                 quick: bool = False, created: str = "", seconds: float = 0.0, version: int = VERSION,
+                 plan: str = PLAN, extra: dict[str, Any] | None = None) -> None:
+        self.fingerprint = fingerprint
+        self.machine = machine
+        self.targets = targets
+        self.quick = quick
+        self.created = created
+        self.seconds = seconds
+        self.version = version
+        self.plan = plan  # what was measured (``PLAN``); "" for a file older than the field
+        self.extra = {} if extra is None else extra
 
     def to_json(self) -> str:
         return json.dumps(

@@ -22,22 +22,24 @@ import math
 import random
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dispatch.base import cachefiles
 from dispatch.base.devices import parse_device
+from dispatch.base.records import Record
 from dispatch.routing.decisions import CallKey
 from dispatch.targets import registry
 
 __all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
 
 
-@dataclass
-class Stat:
-    seconds: float
-    samples: int
+class Stat(Record):
+    __slots__ = ("seconds", "samples")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, seconds: float, samples: int) -> None:
+        self.seconds = seconds
+        self.samples = samples
 
 
 HISTORY_VERSION = 3  # 2: keys carry the forced target and the layout; 3: products' and element-wise calls' layouts
