@@ -60,3 +60,10 @@ class Frozen(Record):
 
     def __hash__(self) -> int:
         return hash(tuple(getattr(self, name) for name in self.__slots__))
+
+    # copied and pickled through ``_set``, which ``copy`` and ``pickle`` would bypass
+    def __getstate__(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self._set(*state)
