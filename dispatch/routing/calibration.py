@@ -374,10 +374,21 @@ def _gpu_hardware() -> list[str]:
 def _driver_gpus() -> list[str]:
     """GPU models and driver as the kernel's NVIDIA and AMD drivers list them."""
     nvidia = Path("/proc/driver/nvidia")
-    found = [line.split(":", 1)[1].strip() for info in sorted(nvidia.glob("gpus/*/information"))
-             for line in _lines(info) if line.startswith("Model:")]
+    found = [line.split(":", 1)[1].strip() for gpu in _listed(nvidia / "gpus")
+             for line in _lines(nvidia / "gpus" / gpu / "information") if line.startswith("Model:")]
     found += _lines(nvidia / "version")[:1]
-    return found + [" ".join(_lines(p)) for p in sorted(Path("/sys/class/drm").glob("card*/device/product_name"))]
+    drm = Path("/sys/class/drm")
+    products = [drm / card / "device" / "product_name" for card in _listed(drm) if card.startswith("card")]
+    return found + [" ".join(_lines(p)) for p in products if p.is_file()]
+
+
+def _listed(folder: Path) -> list[str]:
+    """The names in ``folder``, sorted (none where it cannot be read): ``os.listdir``, as
+    ``Path.glob`` compiles its pattern first, a share of a script's first routed call."""
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
 
 
 def _lines(path: Path) -> list[str]:

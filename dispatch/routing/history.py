@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import threading
 import time
 from pathlib import Path
@@ -92,7 +91,8 @@ class History:
         self.stats: dict[tuple, dict[str, Stat]] = {}
         self.ran: set[tuple] = set()  # (op, dtypes, layout, target) measured at least once, at any size
         self._lock = threading.Lock()
-        self._rng = random.Random(seed)
+        self._seed = seed
+        self._rng: Any = None  # ``random.Random(seed)``, made (with the module) by the first exploration
         self._calls: dict[str, list[float]] = {}  # op -> [window start, calls in window]
         self.hot: set[str] = set()
         self.measured_s = 0.0  # time measured in all
@@ -155,6 +155,10 @@ class History:
             if name not in HOST_TARGETS and call_kind(key, name) not in self.ran:
                 continue
             if per.get(name, Stat(0, 0)).samples < self.explore_samples:
+                if self._rng is None:
+                    import random
+
+                    self._rng = random.Random(self._seed)
                 if self._rng.random() < self.explore_probability:
                     return name
         return None
