@@ -101,9 +101,22 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _plain_run(argv: list[str]) -> argparse.Namespace | None:
+    """``run SCRIPT ARGS...``, no option before ``SCRIPT`` and no ``--`` (which the parser drops):
+    the namespace the parser makes of it, made without the parser, whose building (with its
+    messages' translations) is a share of a short script's start; ``None`` for any other."""
+    if len(argv) < 2 or argv[0] != "run" or argv[1].startswith("-") or "--" in argv:
+        return None
+    command = importlib.import_module("dispatch.cli.run")
+    return argparse.Namespace(command="run", report=False, profile=None, no_sklearn=False, calibrate=False,
+                              script=argv[1], args=argv[2:], _run=command.run)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    args = _plain_run(sys.argv[1:] if argv is None else argv)
+    if args is None:
+        parser = build_parser(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv)
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return 2
