@@ -2,7 +2,8 @@
 # The cold-start figures on a GPU machine, most needed first: a quick calibration (with each
 # target's start-up), the import cost, the scikit-learn scripts, GPU-friendly programs sized to
 # 2 s or more on NumPy, and the validation half. Files under $OUT; each step is bounded
-# (COLD_*_S) so that the later ones still run.
+# (COLD_*_S) so that the later ones still run; COLD_STEPS names the cold-start steps to run
+# (default: sklearn gpu validation).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WHL=${WHL:-../../.whl}
@@ -23,6 +24,7 @@ python3 -m dispatch calibrate --quick > "$OUT/calibrate.txt" 2>&1; tail -3 "$OUT
 python3 -c "from dispatch.routing import calibration as c; import json; print(json.dumps(c.load().extra.get('startup')))" | tee -a "$OUT/calibrate.txt"
 step() {  # name, seconds, arguments of benchmarks.cold_start
     local name=$1 limit=$2; shift 2
+    [[ " ${COLD_STEPS:-sklearn gpu validation} " == *" $name "* ]] || return 0
     echo "== $name ($(date +%T))"
     timeout "$limit" python3 -m benchmarks.cold_start "$@" --repeats 1 --json "$OUT/cold_$name.json" \
         > "$OUT/cold_$name.txt" 2> "$OUT/cold_$name.log"

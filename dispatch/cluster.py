@@ -41,13 +41,18 @@ from dispatch.base.devices import HOST, Device
 from dispatch.base.settings import ENV
 from dispatch.base.state import STATE
 from dispatch.targets import _dask_blocks
-from dispatch.tracing import _fmt_bytes
 
 __all__ = ["active", "address", "capacity_bytes", "chunk_bytes", "chunk_bytes_set", "client", "connected",
            "device_free_bytes", "free_bytes", "gpu_workers", "host_free_bytes", "host_memory_bytes",
            "local_cluster_options", "measure_chunks_with", "memory_fraction", "on_change", "result_bytes",
            "result_reason", "scheduler", "set_chunk_bytes", "set_memory_fraction", "use_cluster"]
 
+
+def _fmt_bytes(n: int) -> str:
+    """``n`` bytes as the trace writes them (``dispatch.tracing``, loaded with the first reason written)."""
+    from dispatch.tracing import _fmt_bytes as fmt
+
+    return fmt(n)
 
 
 def _log() -> Any:

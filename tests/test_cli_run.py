@@ -453,3 +453,19 @@ def test_numpy_workload_profile_sites_are_its_lines(tmp_path, monkeypatch):
     svd = [c for c in calls if c["op"] == "linalg.svd"]
     assert len(svd) == 1 and "np.linalg.svd(cov" in lines[int(svd[0]["site"].rpartition(":")[2]) - 1]
     assert svd[0]["shapes"] == [[64, 64]] and svd[0]["count"] == 1
+
+
+@pytest.mark.parametrize("argv", [["run", "x.py"], ["run", "x.py", "3", "--report", "-v"], ["run", "x.py", "-1"]])
+def test_a_plain_run_gets_the_parsers_namespace_without_the_parser(argv):
+    """``run SCRIPT ARGS...`` skips building the parser, for the same namespace: the script's
+    arguments, options among them, are its own."""
+    from dispatch.cli import _plain_run, build_parser
+
+    assert vars(_plain_run(argv)) == vars(build_parser(argv).parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", [["run", "--report", "x.py"], ["run", "x.py", "--", "a"], ["run"], ["info"], []])
+def test_options_and_other_commands_go_through_the_parser(argv):
+    from dispatch.cli import _plain_run
+
+    assert _plain_run(argv) is None

@@ -199,8 +199,9 @@ print(float(np.sum(a * 2)))
 def test_a_script_on_numpy_loads_no_module_it_does_not_need(tmp_path):
     """A script whose calls all stay on NumPy, run once and its run kept in the user's cache, loads
     neither ``logging`` nor the temporary-file, thread-pool or cache-folder libraries (10-20 ms
-    of a short script's time)."""
-    modules = ("logging", "tempfile", "shutil", "platformdirs", "concurrent.futures")
+    of a short script's time), nor ``hashlib`` (OpenSSL: its kept file is named by the
+    interpreter's own SHA-256) nor the trace's module (no call fell back, no trace is open)."""
+    modules = ("logging", "tempfile", "shutil", "platformdirs", "concurrent.futures", "hashlib", "dispatch.tracing")
     path = tmp_path / "short.py"
     path.write_text(_LOADED_AT_EXIT.replace("{MODULES}", repr(modules)))
     env = {k: v for k, v in _env(tmp_path).items() if k != "DISPATCH_CACHE_DIR"}
@@ -215,8 +216,9 @@ def test_a_script_on_numpy_loads_no_module_it_does_not_need(tmp_path):
 def test_dispatch_run_loads_neither_shutil_nor_sysconfig(tmp_path):
     """``python -m dispatch run`` of a script on NumPy loads neither ``shutil`` (which argparse
     imports for the terminal's width, with the compression libraries) nor ``sysconfig`` (the
-    build's configuration, read for the library folders): 10-15 ms of a short script's time."""
-    modules = ("shutil", "sysconfig", "bz2", "lzma")
+    build's configuration, read for the library folders): 10-15 ms of a short script's time;
+    nor, given no option, ``argparse`` with its translations (``gettext``, ``locale``)."""
+    modules = ("shutil", "sysconfig", "bz2", "lzma", "argparse", "gettext", "locale")
     path = tmp_path / "short.py"
     path.write_text(_LOADED_AT_EXIT.replace("{MODULES}", repr(modules)))
     done = subprocess.run([sys.executable, "-m", "dispatch", "run", str(path)], env=_env(tmp_path / "cache"),
@@ -242,14 +244,14 @@ def test_help_wraps_at_the_width_argparse_finds(monkeypatch):
     """The help formatter reads the terminal's width as argparse's own (``shutil``) does."""
     import argparse
 
-    from dispatch.cli import _HelpFormatter
+    from dispatch.cli._help import HelpFormatter
 
     for columns in ("50", "120", "0", "wide", None):
         if columns is None:
             monkeypatch.delenv("COLUMNS", raising=False)
         else:
             monkeypatch.setenv("COLUMNS", columns)
-        ours, theirs = _HelpFormatter("dispatch"), argparse.HelpFormatter("dispatch")
+        ours, theirs = HelpFormatter("dispatch"), argparse.HelpFormatter("dispatch")
         assert (ours._width, ours._max_help_position) == (theirs._width, theirs._max_help_position), columns
 
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import targets, tracing
+from dispatch import targets
 from dispatch.arrays import _compiled, mirrors
 from dispatch.arrays.array_likes import for_numpy
-from dispatch.base import blas_spin
+from dispatch.base import blas_spin, settings
 from dispatch.base.box import Wrapper
 from dispatch.base.devices import HOST, HOST_ONLY, Device, device_of, library_of
 from dispatch.base.ops import GETITEM, Op
@@ -61,6 +61,17 @@ def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any], h
     # settled one is timed, the end of an elided operator's key, and the padding that unsizes a transform.
     _compiled.bind_router(ROUTER, Decision, SETTLED_EVERY, _INTO, FFT_PADDED)
 
+
+def _tracing() -> Any:
+    """``dispatch.tracing``, loaded by the first fallback or open trace: a script whose calls all
+    run where routed never needs it."""
+    from dispatch import tracing
+
+    return tracing
+
+
+if settings.ENV.trace:  # DISPATCH_TRACE: the process's trace (``dispatch.tracing``) opens with the array machinery
+    _tracing()
 
 _NOWHERE: frozenset = frozenset()
 
@@ -934,7 +945,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     target = decision.target
     if target is NUMPY:
         if decision.kind is DecisionKind.FALLBACK:  # a refusal remembered for this kind of call: still counted
-            tracing.fallback(op, decision.reason.removeprefix(router.FALLBACK))
+            _tracing().fallback(op, decision.reason.removeprefix(router.FALLBACK))
         run = (lambda: _run_numpy(op, args, kwargs)) if into is None else (lambda: _run_into(op, args, into))
         result = _execute(op, inputs, decision, run)
         if memo_key is not None and lane is None:
@@ -958,7 +969,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         if "out of memory" in why.lower():
             mirrors.evict(target.device)  # (mirrors) the first memory given back under pressure
         router.failed(op, inputs, target, why)
-    tracing.fallback(op, why)
+    _tracing().fallback(op, why)
     fallback = Decision(NUMPY, DecisionKind.FALLBACK, router.FALLBACK + why, key=decision.key)
     result = _execute(op, inputs, fallback, lambda: _run_numpy(op, args, kwargs))
     if _LIVE.recording:
@@ -1076,6 +1087,7 @@ def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
             router.observe(decision, seconds)
     if tracing_on:
         after = _staging.moved()
+        tracing = _tracing()
         tracing.record(tracing.CallRecord(
             op=op.name,
             shapes=[list(a.shape) for a in inputs.arrays],

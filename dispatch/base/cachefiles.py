@@ -28,13 +28,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_BYTES", "private_dir", "read_json", "read_text", "user_cache_dir", "write_text"]
+__all__ = ["MAX_BYTES", "private_dir", "read_json", "read_text", "sha256", "user_cache_dir", "write_text"]
 
 # A full calibration of an 8-GPU machine is about 200 KB, a long program's saved history a few MB.
 MAX_BYTES = 64 * 2**20
 # Files are written readable by the folder's other users (a shared cache's point); a folder
 # dispatch creates is 0700, so in the default cache nobody else can reach them.
 FILE_MODE = 0o644
+
+# The names of kept files and the checks of their contents are SHA-256 digests, made by the
+# interpreter's own module where it has one: ``hashlib`` loads OpenSSL first, a few milliseconds
+# of a script's start, for the same digest.
+try:
+    from _sha2 import sha256 as _sha256  # Python 3.12 and later
+except ImportError:
+    try:
+        from _sha256 import sha256 as _sha256  # Python 3.11
+    except ImportError:  # an interpreter without them
+        from hashlib import sha256 as _sha256
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows, which has no FIFOs to fear
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -51,6 +62,11 @@ def user_cache_dir(app: str) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(app, appauthor=False))
+
+
+def sha256(data: bytes) -> str:
+    """The SHA-256 digest of ``data``, in hexadecimal (``hashlib.sha256(data).hexdigest()``)."""
+    return _sha256(data).hexdigest()
 
 
 def private_dir(folder: str | Path) -> Path:

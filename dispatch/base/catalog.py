@@ -8,34 +8,69 @@ A catalog is one text table, one line per op (autoray's ``_FUNC_ALIASES`` style)
 
 Columns after ``work`` are counterparts in other libraries: ``=`` means the same name,
 ``-`` means none. Adding an op is one line.
+
+Every line is checked when the table is read (its cells, complexity and work kind); its entry
+is made when the line is first looked up: a script uses tens of the NumPy catalog's 500 ops,
+and making them all took a share of its first routed call.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 
+from dispatch.base.records import Frozen
 from dispatch.base.tiers import OpComplexity
 
-__all__ = ["CatalogOp", "Entry", "make_enum", "parse_table"]
+__all__ = ["Catalog", "CatalogOp", "Entry", "make_enum", "parse_table"]
 
 _COMPLEXITY = {c.name: c for c in OpComplexity}
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Frozen):
     """One catalog line."""
 
-    name: str
-    complexity: OpComplexity
-    work: str
-    counterparts: dict[str, str] = field(default_factory=dict)
-    why: str = ""
+    __slots__ = ("name", "complexity", "work", "counterparts", "why")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, name: str, complexity: OpComplexity, work: str, counterparts: dict[str, str] | None = None,
+                 why: str = "") -> None:
+        self._set(name, complexity, work, {} if counterparts is None else counterparts, why)
 
 
-def parse_table(text: str, columns: tuple[str, ...], works: frozenset[str]) -> dict[str, Entry]:
+class Catalog(Mapping[str, Entry]):
+    """A parsed table, read-only: name -> ``Entry``, in table order."""
+
+    def __init__(self, rows: dict[str, tuple[list[str], str]], columns: tuple[str, ...]) -> None:
+        self._rows = rows  # name -> (the line's cells, its comment)
+        self._columns = columns
+        self._made: dict[str, Entry] = {}
+
+    def __getitem__(self, name: str) -> Entry:
+        entry = self._made.get(name)
+        if entry is None:
+            cells, why = self._rows[name]
+            counterparts = {lib: (name if other == "=" else other)
+                            for lib, other in zip(self._columns, cells[3:], strict=True) if other != "-"}
+            entry = self._made[name] = Entry(name, _COMPLEXITY[cells[1]], cells[2], counterparts, why.strip())
+        return entry
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def work(self, name: str) -> str:
+        """``self[name].work``, read without making the entry."""
+        return self._rows[name][0][2]
+
+
+def parse_table(text: str, columns: tuple[str, ...], works: frozenset[str]) -> Catalog:
     """Parse a catalog table; ``columns`` names the counterpart columns after ``work``."""
-    entries: dict[str, Entry] = {}
+    rows: dict[str, tuple[list[str], str]] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
         line, _, why = raw.partition("#")
         cells = line.split()
@@ -43,18 +78,15 @@ def parse_table(text: str, columns: tuple[str, ...], works: frozenset[str]) -> d
             continue
         if len(cells) != 3 + len(columns):
             raise ValueError(f"catalog line {lineno} has {len(cells)} cells, expected {3 + len(columns)}: {raw!r}")
-        name, complexity, work, *others = cells
-        if name in entries:
+        name, complexity, work = cells[:3]
+        if name in rows:
             raise ValueError(f"catalog line {lineno}: duplicate entry {name!r}")
         if complexity not in _COMPLEXITY:
             raise ValueError(f"catalog line {lineno}: unknown complexity {complexity!r}")
         if work not in works:
             raise ValueError(f"catalog line {lineno}: unknown work kind {work!r}")
-        counterparts = {
-            lib: (name if other == "=" else other) for lib, other in zip(columns, others, strict=True) if other != "-"
-        }
-        entries[name] = Entry(name, _COMPLEXITY[complexity], work, counterparts, why.strip())
-    return entries
+        rows[name] = (cells, why)
+    return Catalog(rows, columns)
 
 
 def member_name(library_name: str) -> str:
@@ -88,7 +120,7 @@ class CatalogOp(enum.Enum):
 
 
 def make_enum(
-    enum_name: str, module: str, entries: dict[str, Entry], spelled: dict[str, str] | None = None
+    enum_name: str, module: str, entries: Mapping[str, Entry], spelled: dict[str, str] | None = None
 ) -> type[CatalogOp]:
     """Build a catalog enum whose members are the table's entries, in table order.
 

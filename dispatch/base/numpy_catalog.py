@@ -638,4 +638,4 @@ def may_differ(name: str, work: str) -> str:
     return ""
 
 
-_UFUNC_NAMES = frozenset(name for name, entry in NUMPY_CATALOG.items() if entry.work == "map" and "." not in name)
+_UFUNC_NAMES = frozenset(name for name in NUMPY_CATALOG if "." not in name and NUMPY_CATALOG.work(name) == "map")

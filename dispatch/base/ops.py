@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from dispatch import tracing
 from dispatch.base.blas_spin import BLAS_WORK
 from dispatch.base.numpy_catalog import NUMPY_CATALOG, may_differ
 from dispatch.base.tiers import OpComplexity
@@ -47,41 +45,42 @@ _UFUNC_METHODS = {
 }
 
 
-@dataclass(eq=False, slots=True)
 class Op:
-    """One routable operation.
+    """One routable operation (equal only to itself).
 
     ``name`` is the catalog name (``"add"``, ``"linalg.svd"``) or, for a ufunc method,
     ``"add.reduce"``; ``func`` is what NumPy calls for it.
     """
 
-    name: str
-    func: Callable[..., Any]
-    complexity: OpComplexity
-    work: str
-    ufunc: np.ufunc | None = None
-    method: str = "__call__"
-    mutates: int | None = None
-    cataloged: bool = True
-    # Runs where its first array lives: views, casts, copies and indexing move no data.
-    local: bool = False
-    # Sizes at or under this run on NumPy without routing (-1: not computed yet; see router).
-    floor: int = -1
-    # Host arrays at or under this run on NumPy too: the floor, raised where NumPy was measured
-    # best above it (-1: not computed yet; see router.trip_floor).
-    trip_floor: int = -1
-    # Per-target state the adapters keep (resolved implementation, refusal reasons).
-    cache: dict[Any, Any] = field(default_factory=dict, repr=False)
-    # NumPy hands it to its BLAS, whose threads spin after it: every path that runs it on NumPy
-    # says so (``dispatch.base.blas_spin``), the compiled path too (it reads this slot).
-    blas: bool = field(init=False, repr=False)
-    # Whether its result may differ from NumPy's in the last bits elsewhere: "always", "floats"
-    # (on float or complex inputs) or "" (``numpy_catalog.may_differ``; strict mode reads it).
-    differs: str = field(init=False, repr=False)
+    __slots__ = ("blas", "cache", "cataloged", "complexity", "differs", "floor", "func", "local", "method", "mutates",
+                 "name", "trip_floor", "ufunc", "work")
 
-    def __post_init__(self) -> None:
-        self.blas = self.work in BLAS_WORK
-        self.differs = may_differ(self.name, self.work) if self.cataloged else ""
+    def __init__(self, name: str, func: Callable[..., Any], complexity: OpComplexity, work: str,
+                 ufunc: np.ufunc | None = None, method: str = "__call__", mutates: int | None = None,
+                 cataloged: bool = True, local: bool = False, floor: int = -1, trip_floor: int = -1) -> None:
+        self.name = name
+        self.func = func
+        self.complexity = complexity
+        self.work = work
+        self.ufunc = ufunc
+        self.method = method
+        self.mutates = mutates
+        self.cataloged = cataloged
+        # Runs where its first array lives: views, casts, copies and indexing move no data.
+        self.local = local
+        # Sizes at or under this run on NumPy without routing (-1: not computed yet; see router).
+        self.floor = floor
+        # Host arrays at or under this run on NumPy too: the floor, raised where NumPy was measured
+        # best above it (-1: not computed yet; see router.trip_floor).
+        self.trip_floor = trip_floor
+        # Per-target state the adapters keep (resolved implementation, refusal reasons).
+        self.cache: dict[Any, Any] = {}
+        # NumPy hands it to its BLAS, whose threads spin after it: every path that runs it on NumPy
+        # says so (``dispatch.base.blas_spin``), the compiled path too (it reads this slot).
+        self.blas = work in BLAS_WORK
+        # Whether its result may differ from NumPy's in the last bits elsewhere: "always", "floats"
+        # (on float or complex inputs) or "" (``numpy_catalog.may_differ``; strict mode reads it).
+        self.differs = may_differ(name, work) if cataloged else ""
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -150,6 +149,8 @@ def op_for_function(func: Callable[..., Any]) -> Op:
         op = Op(name=name, func=func, complexity=OpComplexity.LOW, work="host", cataloged=False)
         if not made_at_run_time(func):
             _by_function[func] = op
+
+        from dispatch import tracing  # here: a script whose functions are all in the catalog never loads it
 
         tracing.fallback(op, "not in the NumPy catalog: runs on NumPy")
     return op

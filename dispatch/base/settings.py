@@ -28,8 +28,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from dispatch.base.records import Frozen
 
 __all__ = ["ENV", "Env", "cache_dir", "check_backend", "check_chunk_bytes", "check_exact",
            "check_memory_fraction", "dask_scheduler", "learn", "read"]
@@ -40,17 +41,15 @@ HEAPS = ("keep", "system")
 DEFAULT_MEMORY_FRACTION = 0.5
 
 
-@dataclass(frozen=True)
-class Env:
+class Env(Frozen):
     """The variables read at import, checked."""
 
-    backend: str = "auto"
-    trace: bool = False
-    pure_python: bool = False
-    heap: str = "keep"
-    memory_fraction: float = DEFAULT_MEMORY_FRACTION
-    chunk_bytes: int | None = None
-    exact: bool = False
+    __slots__ = ("backend", "trace", "pure_python", "heap", "memory_fraction", "chunk_bytes", "exact")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, backend: str = "auto", trace: bool = False, pure_python: bool = False, heap: str = "keep",
+                 memory_fraction: float = DEFAULT_MEMORY_FRACTION, chunk_bytes: int | None = None,
+                 exact: bool = False) -> None:
+        self._set(backend, trace, pure_python, heap, memory_fraction, chunk_bytes, exact)
 
 
 def check_backend(value: object, what: str = "backend", known: Sequence[str] | None = None) -> str:

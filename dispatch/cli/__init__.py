@@ -9,12 +9,16 @@ Files a command writes are named by an option (``--output``, ``--html``, ``--pro
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
+import types
+from typing import TYPE_CHECKING
 
 import dispatch
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["CommandError", "main", "writable"]
 
@@ -56,35 +60,16 @@ def writable(path: str, option: str) -> str:
     return path
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's, the terminal's width read as ``shutil.get_terminal_size()`` reads it, without
-    importing ``shutil``: argparse makes a formatter for each argument added, and ``shutil``
-    loads the compression libraries (about 6 ms of every ``dispatch run``)."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
-
-
-def _columns() -> int:
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns or 80
-
-
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given the command line, only its subcommand's module is imported (a script run
     by ``dispatch run`` does not wait for the other commands' imports), else every one."""
+    import argparse  # here: ``dispatch run SCRIPT`` builds no parser (``_plain_run``)
+
+    from dispatch.cli._help import HelpFormatter
+
     parser = argparse.ArgumentParser(
         prog="dispatch",
-        formatter_class=_HelpFormatter,
+        formatter_class=HelpFormatter,
         description="Run NumPy, scikit-learn and PyTorch code on the fastest backend for each call.",
     )
     parser.add_argument("--version", action="version", version=f"dispatch {dispatch.__dispatch_version__}")
@@ -95,15 +80,28 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             continue
         module = importlib.import_module(f"dispatch.cli.{module_name}")
         command = sub.add_parser(name, help=module.HELP, description=module.__doc__,
-                                 formatter_class=_HelpFormatter)
+                                 formatter_class=HelpFormatter)
         module.add_arguments(command)
         command.set_defaults(_run=module.run)
     return parser
 
 
+def _plain_run(argv: list[str]) -> types.SimpleNamespace | None:
+    """``run SCRIPT ARGS...``, no option before ``SCRIPT`` and no ``--`` (which the parser drops):
+    the namespace the parser makes of it, made without ``argparse``, whose import and parser
+    (with its messages' translations) are a share of a short script's start; ``None`` for any other."""
+    if len(argv) < 2 or argv[0] != "run" or argv[1].startswith("-") or "--" in argv:
+        return None
+    command = importlib.import_module("dispatch.cli.run")
+    return types.SimpleNamespace(command="run", report=False, profile=None, no_sklearn=False, calibrate=False,
+                                 script=argv[1], args=argv[2:], _run=command.run)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    args = _plain_run(sys.argv[1:] if argv is None else argv)
+    if args is None:
+        parser = build_parser(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv)
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return 2

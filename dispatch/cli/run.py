@@ -20,20 +20,24 @@ Options go before SCRIPT; everything after it is the script's.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dispatch.cli import CommandError, writable
 from dispatch.cli._script import ImportRedirect, ScriptError, compile_script, run_script
+
+if TYPE_CHECKING:
+    import argparse
 
 HELP = "run a script with its NumPy calls routed through dispatch (and report or profile them)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    import argparse  # here: ``dispatch run SCRIPT`` builds no parser (``dispatch.cli._plain_run``)
+
     parser.add_argument("--report", action="store_true", help="print the trace summary (stderr) when the script ends")
     parser.add_argument(
         "--profile", metavar="OUT.json", help="write a per-call-site profile for `dispatch analyze --profile`"

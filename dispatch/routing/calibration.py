@@ -42,7 +42,6 @@ scale-out, not priced, so it has no entry under ``targets``.
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import json
 import math
@@ -52,7 +51,6 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +59,7 @@ import numpy as np
 from dispatch import cluster, targets
 from dispatch.base import cachefiles, settings
 from dispatch.base.devices import parse_device
+from dispatch.base.records import Record
 from dispatch.targets import Unsupported, _staging
 
 __all__ = ["Calibration", "cache_dir", "dask_chunk_bytes", "dask_task_overhead", "fingerprint", "load", "machine"]
@@ -143,23 +142,27 @@ _OVERHEAD_BUDGET_S = {False: 0.02, True: 0.005}
 # on square operands priced tall ones wrongly). MEASURING is raised when the way something is
 # measured changes; a change to the tables above changes the plan by itself.
 MEASURING = 4  # 4: memory bandwidth timed beyond the last-level cache (``stream_bytes``)
-PLAN = hashlib.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE_OPS), sorted(TALL_OPS), TALL,
-                            INTEGER_OPS, INTEGER_ONLY, _QUICK_DTYPES)).encode()).hexdigest()[:12]
+PLAN = cachefiles.sha256(repr((MEASURING, DTYPES, REPRESENTATIVES, sorted(SQUARE_OPS), sorted(TALL_OPS), TALL,
+                              INTEGER_OPS, INTEGER_ONLY, _QUICK_DTYPES)).encode())[:12]
 
 
-@dataclass
-class Calibration:
+class Calibration(Record):
     """Measurements of one machine; see the module docstring for the fields."""
 
-    fingerprint: str
-    machine: dict[str, Any]
-    targets: dict[str, dict[str, Any]]
-    quick: bool = False
-    created: str = ""
-    seconds: float = 0.0
-    version: int = VERSION
-    plan: str = PLAN  # what was measured (``PLAN``); "" for a file older than the field
-    extra: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("fingerprint", "machine", "targets", "quick", "created", "seconds", "version", "plan", "extra")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, fingerprint: str, machine: dict[str, Any], targets: dict[str, dict[str, Any]],
+                 quick: bool = False, created: str = "", seconds: float = 0.0, version: int = VERSION,
+                 plan: str = PLAN, extra: dict[str, Any] | None = None) -> None:
+        self.fingerprint = fingerprint
+        self.machine = machine
+        self.targets = targets
+        self.quick = quick
+        self.created = created
+        self.seconds = seconds
+        self.version = version
+        self.plan = plan  # what was measured (``PLAN``); "" for a file older than the field
+        self.extra = {} if extra is None else extra
 
     def to_json(self) -> str:
         return json.dumps(
@@ -371,10 +374,21 @@ def _gpu_hardware() -> list[str]:
 def _driver_gpus() -> list[str]:
     """GPU models and driver as the kernel's NVIDIA and AMD drivers list them."""
     nvidia = Path("/proc/driver/nvidia")
-    found = [line.split(":", 1)[1].strip() for info in sorted(nvidia.glob("gpus/*/information"))
-             for line in _lines(info) if line.startswith("Model:")]
+    found = [line.split(":", 1)[1].strip() for gpu in _listed(nvidia / "gpus")
+             for line in _lines(nvidia / "gpus" / gpu / "information") if line.startswith("Model:")]
     found += _lines(nvidia / "version")[:1]
-    return found + [" ".join(_lines(p)) for p in sorted(Path("/sys/class/drm").glob("card*/device/product_name"))]
+    drm = Path("/sys/class/drm")
+    products = [drm / card / "device" / "product_name" for card in _listed(drm) if card.startswith("card")]
+    return found + [" ".join(_lines(p)) for p in products if p.is_file()]
+
+
+def _listed(folder: Path) -> list[str]:
+    """The names in ``folder``, sorted (none where it cannot be read): ``os.listdir``, as
+    ``Path.glob`` compiles its pattern first, a share of a script's first routed call."""
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
 
 
 def _lines(path: Path) -> list[str]:
@@ -422,7 +436,7 @@ def fingerprint(info: dict[str, Any] | None = None) -> str:
     """A short hash of this machine's hardware and library versions."""
     info = info or _identity()
     key = {k: info.get(k) for k in ("cpu", "cpu_count", "gpu_hardware", "libraries")}
-    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return cachefiles.sha256(json.dumps(key, sort_keys=True, default=str).encode())[:16]
 
 
 # ---- loading --------------------------------------------------------------------------------------

@@ -19,25 +19,26 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dispatch.base import cachefiles
 from dispatch.base.devices import parse_device
+from dispatch.base.records import Record
 from dispatch.routing.decisions import CallKey
 from dispatch.targets import registry
 
 __all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
 
 
-@dataclass
-class Stat:
-    seconds: float
-    samples: int
+class Stat(Record):
+    __slots__ = ("seconds", "samples")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, seconds: float, samples: int) -> None:
+        self.seconds = seconds
+        self.samples = samples
 
 
 HISTORY_VERSION = 3  # 2: keys carry the forced target and the layout; 3: products' and element-wise calls' layouts
@@ -90,7 +91,8 @@ class History:
         self.stats: dict[tuple, dict[str, Stat]] = {}
         self.ran: set[tuple] = set()  # (op, dtypes, layout, target) measured at least once, at any size
         self._lock = threading.Lock()
-        self._rng = random.Random(seed)
+        self._seed = seed
+        self._rng: Any = None  # ``random.Random(seed)``, made (with the module) by the first exploration
         self._calls: dict[str, list[float]] = {}  # op -> [window start, calls in window]
         self.hot: set[str] = set()
         self.measured_s = 0.0  # time measured in all
@@ -153,6 +155,10 @@ class History:
             if name not in HOST_TARGETS and call_kind(key, name) not in self.ran:
                 continue
             if per.get(name, Stat(0, 0)).samples < self.explore_samples:
+                if self._rng is None:
+                    import random
+
+                    self._rng = random.Random(self._seed)
                 if self._rng.random() < self.explore_probability:
                     return name
         return None

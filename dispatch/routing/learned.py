@@ -27,7 +27,6 @@ they run, as before. ``DISPATCH_LEARN=0`` turns it off; ``forget()`` (``dispatch
 from __future__ import annotations
 
 import atexit
-import hashlib
 import json
 import os
 import sys
@@ -82,7 +81,7 @@ def _this_script() -> tuple[str, str] | None:
         return None
     try:
         with open(path, "rb") as handle:
-            digest = hashlib.sha256(handle.read()).hexdigest()
+            digest = cachefiles.sha256(handle.read())
     except OSError:
         return None
     return path, digest
@@ -90,7 +89,7 @@ def _this_script() -> tuple[str, str] | None:
 
 def path_for(script: str) -> Path:
     """The file kept for ``script`` (a path)."""
-    name = hashlib.sha256(os.path.realpath(script).encode()).hexdigest()[:24]
+    name = cachefiles.sha256(os.path.realpath(script).encode())[:24]
     return folder() / f"{name}.json"
 
 
@@ -343,7 +342,7 @@ def describe(script: str) -> dict[str, Any] | None:
         return None
     try:
         with open(script, "rb") as handle:
-            data["current"] = hashlib.sha256(handle.read()).hexdigest() == data.get("sha256")
+            data["current"] = cachefiles.sha256(handle.read()) == data.get("sha256")
     except OSError:
         data["current"] = False
     data["file"] = str(path)

@@ -24,17 +24,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
+
+from dispatch.base.records import Record
 
 __all__ = ["HOST", "Plan", "Planner", "Region", "cost_of", "describe", "plan"]
 
 HOST = "host"  # the host's place name in a region
 
 
-@dataclass
-class Region:
+class Region(Record):
     """A region's calls as a graph.
 
     ``prices[i]``: seconds call ``i`` takes on each place that can run it. ``edges``:
@@ -44,11 +44,16 @@ class Region:
     ``transfer(src, dst, nbytes)``: seconds to copy ``nbytes`` from one place to another.
     """
 
-    prices: list[dict[str, float]]
-    edges: list[tuple[int, int, int]]
-    transfer: Callable[[str, str, int], float]
-    fixed: dict[int, str] = field(default_factory=dict)
-    labels: list[str] = field(default_factory=list)
+    __slots__ = ("prices", "edges", "transfer", "fixed", "labels")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, prices: list[dict[str, float]], edges: list[tuple[int, int, int]],
+                 transfer: Callable[[str, str, int], float], fixed: dict[int, str] | None = None,
+                 labels: list[str] | None = None) -> None:
+        self.prices = prices
+        self.edges = edges
+        self.transfer = transfer
+        self.fixed = {} if fixed is None else fixed
+        self.labels = [] if labels is None else labels
 
     def places(self) -> list[str]:
         found = dict.fromkeys([HOST])
@@ -66,17 +71,20 @@ class Region:
         return out
 
 
-@dataclass
-class Plan:
+class Plan(Record):
     """Where each call runs, what that costs, and what it saves against every call on the host."""
 
-    placement: list[str]
-    seconds: float
-    host_seconds: float
-    method: str
-    key: Hashable = None
-    number: int = 0  # the planner's count when it was made: what a trace names it by
-    served: int = 0  # times the cache served it
+    __slots__ = ("placement", "seconds", "host_seconds", "method", "key", "number", "served")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, placement: list[str], seconds: float, host_seconds: float, method: str, key: Hashable = None,
+                 number: int = 0, served: int = 0) -> None:
+        self.placement = placement
+        self.seconds = seconds
+        self.host_seconds = host_seconds
+        self.method = method
+        self.key = key
+        self.number = number  # the planner's count when it was made: what a trace names it by
+        self.served = served  # times the cache served it
 
     @property
     def saving(self) -> float:

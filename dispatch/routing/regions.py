@@ -17,13 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from dispatch import tracing
 from dispatch.base.devices import device_of
+from dispatch.base.records import Record
 from dispatch.routing.live import data_of, recorded, weak
 from dispatch.routing.planner import HOST, Region
 from dispatch.targets import _staging, engine_of
@@ -33,23 +32,28 @@ __all__ = ["RECORDING", "Call", "Recording", "place_of", "record", "region_of"]
 RECORDING: list[Recording] = []  # the open recordings: the call path hands them each call (``observe``)
 
 
-@dataclass
-class Call:
-    op: str
-    target: str
-    place: str
-    seconds: float
-    moved: int  # bytes copied between host and device during the call
-    out_bytes: int
-    producers: list[tuple[int, int]]  # (index of the producing call, or -1 - source index; bytes read)
+class Call(Record):
+    __slots__ = ("op", "target", "place", "seconds", "moved", "out_bytes", "producers")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, op: str, target: str, place: str, seconds: float, moved: int, out_bytes: int,
+                 producers: list[tuple[int, int]]) -> None:
+        self.op = op
+        self.target = target
+        self.place = place
+        self.seconds = seconds
+        self.moved = moved  # bytes copied between host and device during the call
+        self.out_bytes = out_bytes
+        self.producers = producers  # (index of the producing call, or -1 - source index; bytes read)
 
 
-@dataclass
-class Recording:
-    calls: list[Call] = field(default_factory=list)
-    sources: list[tuple[str, int]] = field(default_factory=list)  # arrays made before the region: (place, bytes)
-    _made: dict[int, tuple[Any, int]] = field(default_factory=dict)  # id(native) -> (weakref, index)
-    _sources: dict[int, tuple[Any, int]] = field(default_factory=dict)
+class Recording(Record):
+    __slots__ = ("calls", "sources", "_made", "_sources")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, calls: list[Call] | None = None, sources: list[tuple[str, int]] | None = None) -> None:
+        self.calls = [] if calls is None else calls
+        self.sources = [] if sources is None else sources  # arrays made before the region: (place, bytes)
+        self._made: dict[int, tuple[Any, int]] = {}  # id(native) -> (weakref, index)
+        self._sources: dict[int, tuple[Any, int]] = {}
 
     def seconds(self) -> float:
         return sum(c.seconds for c in self.calls)
@@ -109,6 +113,8 @@ def _device_place(native: Any) -> str:
 @contextmanager
 def record() -> Iterator[Recording]:
     """Record the calls made inside the block (see the module's doc)."""
+    from dispatch import tracing  # here: the call path loads this module, and only a recording opens a trace
+
     rec = Recording()
     RECORDING.append(rec)
     try:

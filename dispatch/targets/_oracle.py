@@ -18,23 +18,23 @@ import functools
 import math
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dispatch.base.records import Frozen
 from dispatch.targets.protocol import Unsupported
 
 __all__ = ["Expected", "expected", "indexing_gives_scalar", "rejects", "signature", "unique_inverse_shape"]
 
 
-@dataclass(frozen=True)
-class Expected:
+class Expected(Frozen):
     """NumPy's result, described: a dtype per output and whether each is a NumPy scalar."""
 
-    dtypes: tuple[np.dtype, ...]
-    scalars: tuple[bool, ...]
-    container: type | None  # tuple, list, a named tuple type, or None for one array
+    __slots__ = ("dtypes", "scalars", "container")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, dtypes: tuple[np.dtype, ...], scalars: tuple[bool, ...], container: type | None) -> None:
+        self._set(dtypes, scalars, container)  # container: tuple, list, a named tuple type, or None for one array
 
     def build(self, items: list[Any]) -> Any:
         """``items`` in NumPy's container: one array, a tuple, a list or a named tuple."""

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from dispatch.base import devices
 from dispatch.base.devices import device_of, library_of
+from dispatch.base.records import Frozen
 from dispatch.base.state import STATE
 from dispatch.targets.protocol import Target, Unavailable
 
@@ -53,8 +53,7 @@ __all__ = [
 HOST_KIND, GPU_KIND, CLUSTER_KIND = "host", "gpu", "cluster"
 
 
-@dataclass(frozen=True)
-class TargetSpec:
+class TargetSpec(Frozen):
     """One target's registration.
 
     Parameters
@@ -83,15 +82,13 @@ class TargetSpec:
         Whether a process forked after its library loaded may keep using it (``base.forksafe``).
     """
 
-    name: str
-    library: str
-    device: str
-    make: Callable[[], Target]
-    rank: int = 100
-    dtypes: frozenset[np.dtype] | None = None
-    counterparts: Mapping[str, Any] = field(default_factory=dict)
-    array_module: str = ""
-    fork_safe: bool = True
+    __slots__ = ("name", "library", "device", "make", "rank", "dtypes", "counterparts", "array_module", "fork_safe")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, name: str, library: str, device: str, make: Callable[[], Target], rank: int = 100,
+                 dtypes: frozenset[np.dtype] | None = None, counterparts: Mapping[str, Any] | None = None,
+                 array_module: str = "", fork_safe: bool = True) -> None:
+        self._set(name, library, device, make, rank, dtypes, {} if counterparts is None else counterparts,
+                  array_module, fork_safe)
 
     @property
     def device_kind(self) -> str:
