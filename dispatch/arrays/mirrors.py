@@ -13,7 +13,10 @@ such calls to Python (``_compiled.set_mirrors``).
 
 To the host. Device data read on the host (a host target's call on it, printing, ``tolist``,
 ``item``) is copied back once (``read``): the copy is kept, read-only, and served to later reads
-until the device memory is written. Device memory has no ``.base`` every engine shares (CuPy and
+until the device memory is written. A small view of large device data (a row, ``x[t]``, read in
+a loop) is read from its base's host copy: the view's offset and strides mapped into the copy's
+bytes; the base is copied back at the second such read since it was last written (one read alone
+costs less than the whole copy). Device memory has no ``.base`` every engine shares (CuPy and
 torch exchange it zero-copy through DLPack), so a device write is matched by address: it drops
 every host copy of device memory it overlaps (``wrote``), whichever array, view or engine
 wrote. Being read-only, a host copy cannot be written by anything dispatch runs: a host call
@@ -106,6 +109,10 @@ _mirrors: OrderedDict[tuple[int, str], _Mirror] = OrderedDict()
 _escaped: dict[int, Any] = {}
 # id(device array) -> _HostMirror, least recently used first
 _host_mirrors: OrderedDict[int, _HostMirror] = OrderedDict()
+# id(large device array) -> [weakref(it), its span, small views of it read on the host since it was
+# last written]: a base copied back, and kept, at the second such read
+_view_reads: dict[int, list] = {}
+_VIEW_READS = 2
 # id(device array) -> (device, lo, hi): device memory that is the caller's (shared, or passed in)
 _escaped_spans: dict[int, tuple[Device, int, int]] = {}
 _budget = _DEFAULT_BUDGET
@@ -155,9 +162,23 @@ def _valid(mirror: _Mirror, data: np.ndarray) -> bool:
 
 def valid(data: Any, name: str) -> bool:
     """Whether the target ``name`` keeps a copy of ``data`` that is still valid (nothing counted,
-    nothing reordered: a price asks, a call reads with ``lookup``)."""
+    nothing reordered: a price asks, a call reads with ``lookup``). For device ``data`` (asked
+    for a host target): whether the host keeps a valid copy of it, or of the base it views."""
+    if type(data) is not np.ndarray:
+        return _host_valid(data)
     mirror = _mirrors.get((id(data), name)) if _mirrors else None
     return mirror is not None and _valid(mirror, data)
+
+
+def _host_valid(native: Any) -> bool:
+    if not _host_mirrors:
+        return False
+    mirror = _host_mirrors.get(id(native))
+    if mirror is not None:
+        return mirror.native() is native
+    base = _base_of(native)
+    mirror = _host_mirrors.get(id(base)) if base is not None else None
+    return mirror is not None and mirror.native() is base and native.nbytes < MIN_BYTES
 
 
 def keepable(data: np.ndarray) -> bool:
@@ -188,7 +209,7 @@ def keep(data: np.ndarray, target: Any, copy: Any) -> None:
 def counted() -> bool:
     """Whether a write may need bookkeeping: some host memory has device copies, or had (its
     write counter kept while it lives), or some device memory has host copies."""
-    return bool(_versions) or bool(_host_mirrors)
+    return bool(_versions) or bool(_host_mirrors) or bool(_view_reads)
 
 
 def released(result: Any, handed: list[Any]) -> None:
@@ -224,6 +245,9 @@ def read(native: Any) -> np.ndarray:
                 _counts["host_hit_bytes"] += mirror.nbytes
                 return mirror.copy
             _drop_host(id(native))  # another array at a reused address
+    served = _from_base(native, True)
+    if served is not None:
+        return served
     host = _copy_back(native)
     if host.nbytes >= MIN_BYTES and readable(native):
         _counts["host_misses"] += 1
@@ -240,7 +264,89 @@ def handed(native: Any) -> np.ndarray:
         _counts["host_hits"] += 1
         _counts["host_hit_bytes"] += mirror.nbytes
         return mirror.copy.copy(order="K")
+    served = _from_base(native, False)
+    if served is not None:
+        return served.copy(order="K")
     return _copy_back(native)
+
+
+def _base_of(native: Any) -> Any:
+    """The device array ``native`` views (CuPy's ``base``, torch's ``_base``), else ``None``."""
+    library = library_of(type(native))
+    if library == "cupy":
+        return native.base
+    if library == "torch":
+        return native._base
+    return None
+
+
+def _from_base(native: Any, count: bool) -> np.ndarray | None:
+    """``native``, a small view of large device data, read from its base's valid host copy (a
+    read-only view of it); ``None`` where no copy serves it. ``count``: a read that, the second
+    since the base was last written, copies the base back and keeps it."""
+    base = _base_of(native)
+    if base is None or native.nbytes >= MIN_BYTES:
+        return None
+    mirror = _host_mirrors.get(id(base)) if _host_mirrors else None
+    if mirror is not None and mirror.native() is not base:
+        mirror = None
+    if mirror is None:
+        if not count or base.nbytes < MIN_BYTES or not readable(base):
+            return None
+        entry = _view_reads.get(id(base))
+        if entry is None or entry[0]() is not base:
+            span = _span(base)
+            if span is None:
+                return None
+            key = id(base)
+            entry = _view_reads[key] = [weakref.ref(base, lambda _, key=key: _view_reads.pop(key, None)), span, 0]
+        entry[2] += 1
+        if entry[2] < _VIEW_READS:
+            return None
+        del _view_reads[id(base)]
+        host = _copy_back(base)
+        _counts["host_misses"] += 1
+        _keep_host(base, host)
+        mirror = _host_mirrors.get(id(base))
+        if mirror is None or mirror.copy is not host:
+            return None  # not kept (memory the caller's)
+    view = _view_of(mirror, native)
+    if view is not None:
+        _host_mirrors.move_to_end(id(base))
+        _counts["host_hits"] += 1
+        _counts["host_hit_bytes"] += view.nbytes
+    return view
+
+
+def _view_of(mirror: _HostMirror, native: Any) -> np.ndarray | None:
+    """``native``'s elements in ``mirror``'s copy, where the copy has its device data's layout
+    (the same strides, contiguous: byte ``lo + k`` of the device memory is byte ``k`` of the copy)."""
+    span, base = _span(native), mirror.native()
+    copy = mirror.copy
+    if span is None or base is None or span[0] != mirror.device or span[1] < mirror.lo or span[2] > mirror.hi:
+        return None
+    if _strides(base) != copy.strides or not (copy.flags.c_contiguous or copy.flags.f_contiguous):
+        return None
+    try:
+        dtype = targets.engine_of(native).dtype_of(native)
+    except Exception:  # (a dtype with no NumPy counterpart: copied as before)
+        return None
+    raw = copy.ravel(order="K").view(np.uint8)  # the copy's bytes, in memory order
+    view = np.ndarray(tuple(native.shape), dtype, buffer=raw, offset=_pointer(native) - mirror.lo,
+                      strides=_strides(native))
+    view.flags.writeable = False
+    return view
+
+
+def _pointer(native: Any) -> int:
+    return native.data.ptr if library_of(type(native)) == "cupy" else native.data_ptr()
+
+
+def _strides(native: Any) -> tuple[int, ...]:
+    if library_of(type(native)) == "cupy":
+        return tuple(native.strides)
+    itemsize = native.element_size()
+    return tuple(s * itemsize for s in native.stride())
 
 
 def claimed(result: Any) -> Any:
@@ -342,6 +448,9 @@ def _wrote_device(native: Any) -> None:
         if span is None or _overlaps(span, (mirror.device, mirror.lo, mirror.hi)):  # (no span: all of them)
             _drop_host(key)
             _counts["host_invalidated"] += 1
+    for key, entry in list(_view_reads.items()):
+        if span is None or _overlaps(span, entry[1]):
+            del _view_reads[key]  # its views' reads count again from the write
 
 
 def _escape_device(native: Any) -> None:
@@ -384,7 +493,7 @@ def wrote(data: Any) -> None:
         if state is not None:
             state[0] += 1
             _drop_owner(id(_owner(data)), "invalidated")
-    elif _host_mirrors:
+    elif _host_mirrors or _view_reads:
         _wrote_device(data)
 
 
@@ -433,10 +542,7 @@ def valid_on(array: Any, place: Any) -> bool:
     held = device_of(data)
     if held == device:
         return True  # engines on one device share memory (DLPack)
-    if device.is_host and _host_mirrors:
-        mirror = _host_mirrors.get(id(data))
-        return mirror is not None and mirror.native() is data
-    return False
+    return device.is_host and _host_valid(data)
 
 
 def evict(device: Any = None, nbytes: int | None = None) -> int:
@@ -525,6 +631,7 @@ def clear() -> None:
     _versions.clear()
     _escaped.clear()
     _host_mirrors.clear()
+    _view_reads.clear()
     _escaped_spans.clear()
     _live()
 
