@@ -171,3 +171,20 @@ def test_the_host_budget_evicts_least_recently_used(device):
         assert mirrors.kept(HOST) <= 2 * arrays[0].nbytes
     finally:
         mirrors.set_host_budget(2 << 30)
+
+
+@pytest.mark.gpu
+def test_rows_of_device_data_read_in_a_loop_come_from_one_host_copy(device):
+    ref = numpy.arange(N, dtype=numpy.float64).reshape(-1, 32)
+    x = dispatch.array(ref).to(device)
+    before = _staging.moved()["to_host"]
+    for t in range(40):
+        got = _host_read(x[t])
+        assert got.dtype == ref.dtype and got.shape == ref[t].shape
+        numpy.testing.assert_array_equal(got, ref[t])
+        numpy.testing.assert_array_equal(_host_read(x[:, t % 32]), ref[:, t % 32])
+    assert _staging.moved()["to_host"] - before < x.nbytes + 4 * ref[0].nbytes + 4 * ref[:, 0].nbytes
+    for write in _device_writes(device):
+        write(x.reshape(-1), ref.reshape(-1))
+        for t in (0, 1, 2, 3, 5, 11):  # no stale row, before the copy is made again and after
+            numpy.testing.assert_array_equal(_host_read(x[t]), ref[t], err_msg=write.__name__)
