@@ -24,10 +24,12 @@ if fakecupy.real_cupy_installed():
     pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules", allow_module_level=True)
 
 ROWS, COLS = 8192, 32  # 2 MiB of float64: over mirrors.MIN_BYTES; a row is 256 bytes
+HOME_VIEWS = mirrors.HOME_VIEWS
 
 
 @pytest.fixture(autouse=True)
 def fake_gpu(tmp_path, monkeypatch, operator_path):
+    monkeypatch.setattr(mirrors, "HOME_VIEWS", 1 << 40)  # (the data stays on the device but where a test moves it)
     with fake_cupy_router(tmp_path, monkeypatch):
         mirrors.clear()
         yield
@@ -171,3 +173,63 @@ def test_the_price_of_a_row_on_the_host_knows_the_copy():
     with dispatch.using("cupy"):
         x += 1.0
     assert not mirrors.valid(row._data, "numpy")
+
+
+def test_a_row_by_an_integer_is_a_view_on_the_device():
+    x, ref = _fresh()
+    row = x[5]
+    assert row.device != HOST and row.shape == ref[5].shape and row.dtype == ref.dtype
+    with dispatch.using("cupy"):
+        row[2] = -1.0  # written through the view: the base sees it
+    ref[5, 2] = -1.0
+    _equal(numpy.asarray(x), ref)
+    _equal(numpy.asarray(x[-3]), ref[-3])
+    got = x[5, 2]  # every axis an integer: NumPy's scalar, as before
+    assert got == ref[5, 2] and numpy.ndim(got) == 0
+    with pytest.raises(IndexError):
+        x[ROWS]
+
+
+def _loop(x, steps, hold=None):
+    """``y[t] = 0.5 * x[t]`` for the first ``steps`` rows, read on the host; ``hold``: a list that
+    keeps every row (views of ``x`` alive)."""
+    y = dispatch.zeros((steps, COLS))
+    for t in range(steps):
+        row = x[t]
+        with dispatch.using("numpy"):
+            y[t] = 0.5 * row
+        if hold is not None:
+            hold.append(row)
+        del row
+    return y
+
+
+def test_rows_read_on_the_host_in_a_loop_make_the_host_its_home(monkeypatch):
+    monkeypatch.setattr(mirrors, "HOME_VIEWS", HOME_VIEWS)
+    x, ref = _fresh()
+    y = _loop(x, 3 * HOME_VIEWS)
+    _equal(numpy.asarray(y), 0.5 * ref[: 3 * HOME_VIEWS])
+    assert x.device == HOST  # moved: its rows are read by the host fast path from now on
+    assert mirrors.stats()["host_mirrors"] == 0 and mirrors.valid(x._data, "cupy")  # the device data kept as its copy
+    before = _staging.moved()["to_device"]
+    with dispatch.using("cupy"):
+        total = float((x * 2.0).sum())  # read on the device from the kept copy
+    assert total == (ref * 2.0).sum() and _staging.moved()["to_device"] == before
+    x[7] = -3.0  # a host write: the device copy goes
+    ref[7] = -3.0
+    assert not mirrors.valid(x._data, "cupy")
+    with dispatch.using("cupy"):
+        _equal(numpy.asarray(x * 2.0), ref * 2.0)
+    _equal(numpy.asarray(x), ref)
+
+
+def test_a_device_array_with_a_view_alive_stays_on_the_device(monkeypatch):
+    monkeypatch.setattr(mirrors, "HOME_VIEWS", HOME_VIEWS)
+    x, ref = _fresh()
+    rows = []
+    _loop(x, 3 * HOME_VIEWS, hold=rows)
+    assert x.device != HOST
+    with dispatch.using("cupy"):
+        rows[4][1] = 99.0  # a view written on the device: its base sees it
+    ref[4, 1] = 99.0
+    _equal(numpy.asarray(x), ref)

@@ -397,6 +397,9 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         if type(data) is np.ndarray and STATE.plain and not (type(key) is ndarray and type(key._data) is not _ND):
             return wrap_host(data[_host_key(key)])
         if STATE.plain and type(data) is not _ND:
+            del data  # (for ``_moves_home``'s count of who holds it)
+            if self._moves_home():
+                return wrap_host(self._data[_host_key(key)])
             view = _call.device_view(self, key)
             if view is not _call._MISS:
                 return view
@@ -685,6 +688,24 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             self._data = kept if kept is not None else engine.from_host(data)
         except targets.Unsupported:
             return False
+        return True
+
+    def _moves_home(self) -> bool:
+        """Make the host this device array's home where its host copy has served many small views
+        read there (``mirrors.home``: rows of drawn data read in a Python loop), where that
+        changes nothing a program can see: CuPy memory the array owns, that nothing else holds
+        (no view of it alive). Its device data stays, as the host array's device copy. Whether it
+        moved."""
+        data = self._data
+        if not mirrors.homes() or type(data).__module__ != "cupy" or type(data.base) is type(data):
+            return False  # (torch's views keep no count of their holders; a view of other CuPy memory)
+        if _rc(data) != _alone_refs:
+            return False
+        host = mirrors.home(data)
+        if host is None:
+            return False
+        self._data = host
+        mirrors.keep(host, _engine_of(data), data)
         return True
 
     def _mutate_host(self, change: Any) -> None:

@@ -58,6 +58,8 @@ __all__ = [
     "escape",
     "evict",
     "handed",
+    "home",
+    "homes",
     "host_budget",
     "keep",
     "keepable",
@@ -72,6 +74,7 @@ __all__ = [
     "stats",
     "valid",
     "valid_on",
+    "viewed",
     "wrote",
 ]
 
@@ -92,13 +95,14 @@ class _HostMirror:
     """Device data's host copy: ``copy`` (read-only) of ``native``, whose memory is ``lo``..``hi``
     on ``device``."""
 
-    __slots__ = ("copy", "device", "hi", "lo", "native", "nbytes")
+    __slots__ = ("copy", "device", "hi", "lo", "native", "nbytes", "views")
 
     def __init__(self, native: Any, copy: np.ndarray, span: tuple[Device, int, int]) -> None:
         key = id(native)
         self.native = weakref.ref(native, lambda ref: _forget_native(key, ref))
         self.copy, self.nbytes = copy, copy.nbytes
         self.device, self.lo, self.hi = span
+        self.views = 0  # small views of it served on the host
 
 
 # id(owner) -> [version, weakref(owner)]: the memory blocks with mirrors, and their write counters
@@ -113,13 +117,17 @@ _host_mirrors: OrderedDict[int, _HostMirror] = OrderedDict()
 # last written]: a base copied back, and kept, at the second such read
 _view_reads: dict[int, list] = {}
 _VIEW_READS = 2
+# id(small device view) -> (weakref(it), weakref(the large device array indexed for it)): its base,
+# where the engine's own link is missing or names another array (torch's ``_base`` is the root)
+_parents: dict[int, tuple] = {}
+HOME_VIEWS = 16  # small views read on the host from a base's copy, none on the device: the host is its home
 # id(device array) -> (device, lo, hi): device memory that is the caller's (shared, or passed in)
 _escaped_spans: dict[int, tuple[Device, int, int]] = {}
 _budget = _DEFAULT_BUDGET
 _host_budget = _DEFAULT_HOST_BUDGET
 _counts = {"hits": 0, "hit_bytes": 0, "kept": 0, "invalidated": 0, "evicted": 0, "escaped": 0,
            "host_hits": 0, "host_hit_bytes": 0, "host_misses": 0, "host_kept": 0, "host_invalidated": 0,
-           "host_evicted": 0, "host_claimed": 0}
+           "host_evicted": 0, "host_claimed": 0, "host_homes": 0}
 
 
 def _owner(data: np.ndarray) -> np.ndarray:
@@ -270,8 +278,46 @@ def handed(native: Any) -> np.ndarray:
     return _copy_back(native)
 
 
+def viewed(view: Any, parent: Any) -> None:
+    """``view`` (device data) was taken from ``parent`` by indexing (``x[t]``): a small view of
+    large data, whose host reads ``read`` may serve from ``parent``'s host copy."""
+    if view.nbytes >= MIN_BYTES or parent.nbytes < MIN_BYTES:
+        return
+    key = id(view)
+    try:
+        ref = weakref.ref(view, lambda _, key=key: _parents.pop(key, None))
+        _parents[key] = (ref, weakref.ref(parent))
+    except TypeError:  # an engine's array without weak references: served through its own link
+        return
+
+
+def homes() -> bool:
+    """Whether some host copy may have become its device data's home (a cheap test first)."""
+    return bool(_host_mirrors) and _counts["host_hits"] >= HOME_VIEWS
+
+
+def home(native: Any) -> np.ndarray | None:
+    """``native``'s host copy where the host has become its home: it served ``HOME_VIEWS`` small
+    views read on the host since it was made (its device data unwritten, so read nowhere else
+    since), taken out of the mirrors and writable, for the array to hold from now on; else
+    ``None``. The caller keeps the device data as the new host array's device copy (``keep``)."""
+    mirror = _host_mirrors.get(id(native)) if _host_mirrors else None
+    if mirror is None or mirror.views < HOME_VIEWS or mirror.native() is not native:
+        return None
+    _drop_host(id(native))
+    _counts["host_homes"] += 1
+    copy = _writable(mirror.copy)
+    return copy if copy.flags.writeable else None
+
+
 def _base_of(native: Any) -> Any:
     """The device array ``native`` views (CuPy's ``base``, torch's ``_base``), else ``None``."""
+    if _parents:
+        entry = _parents.get(id(native))
+        if entry is not None and entry[0]() is native:
+            parent = entry[1]()
+            if parent is not None:
+                return parent
     library = library_of(type(native))
     if library == "cupy":
         return native.base
@@ -312,6 +358,7 @@ def _from_base(native: Any, count: bool) -> np.ndarray | None:
             return None  # not kept (memory the caller's)
     view = _view_of(mirror, native)
     if view is not None:
+        mirror.views += 1
         _host_mirrors.move_to_end(id(base))
         _counts["host_hits"] += 1
         _counts["host_hit_bytes"] += view.nbytes
@@ -632,6 +679,7 @@ def clear() -> None:
     _escaped.clear()
     _host_mirrors.clear()
     _view_reads.clear()
+    _parents.clear()
     _escaped_spans.clear()
     _live()
 
