@@ -17,6 +17,7 @@ from mirror_writes import _copyto, _fill, _iadd, _out, _setitem, _setitem_slice,
 
 import dispatch
 from dispatch.arrays import mirrors
+from dispatch.arrays._array import held
 from dispatch.base.devices import HOST
 from dispatch.targets import _staging
 
@@ -232,4 +233,34 @@ def test_a_device_array_with_a_view_alive_stays_on_the_device(monkeypatch):
     with dispatch.using("cupy"):
         rows[4][1] = 99.0  # a view written on the device: its base sees it
     ref[4, 1] = 99.0
+    _equal(numpy.asarray(x), ref)
+
+
+def _reshaped(flat):
+    """``flat``'s device memory as rows: a CuPy view whose ``base`` is its owner, as a draw gives."""
+    view = flat._data.reshape(ROWS, COLS)
+    assert type(view.base) is type(view) and view.base is flat._data
+    return held(view)
+
+
+def test_a_draw_reshaped_from_flat_memory_moves_home_too(monkeypatch):
+    monkeypatch.setattr(mirrors, "HOME_VIEWS", HOME_VIEWS)
+    flat = numpy.arange(ROWS * COLS, dtype=numpy.float64)
+    x = _reshaped(dispatch.array(flat).to("cupy"))
+    ref = flat.reshape(ROWS, COLS)
+    _equal(numpy.asarray(_loop(x, 3 * HOME_VIEWS)), 0.5 * ref[: 3 * HOME_VIEWS])
+    assert x.device == HOST
+    _equal(numpy.asarray(x), ref)
+
+
+def test_a_reshaped_draw_with_another_view_of_its_memory_alive_stays(monkeypatch):
+    monkeypatch.setattr(mirrors, "HOME_VIEWS", HOME_VIEWS)
+    flat = dispatch.array(numpy.arange(ROWS * COLS, dtype=numpy.float64)).to("cupy")
+    x = _reshaped(flat)  # flat, still held, is another name for the same memory
+    ref = numpy.arange(ROWS * COLS, dtype=numpy.float64).reshape(ROWS, COLS)
+    _loop(x, 3 * HOME_VIEWS)
+    assert x.device != HOST
+    with dispatch.using("cupy"):
+        flat[33] = -5.0  # written through the other name: x sees it
+    ref.reshape(-1)[33] = -5.0
     _equal(numpy.asarray(x), ref)

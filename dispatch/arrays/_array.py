@@ -693,12 +693,16 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def _moves_home(self) -> bool:
         """Make the host this device array's home where its host copy has served many small views
         read there (``mirrors.home``: rows of drawn data read in a Python loop), where that
-        changes nothing a program can see: CuPy memory the array owns, that nothing else holds
-        (no view of it alive). Its device data stays, as the host array's device copy. Whether it
-        moved."""
+        changes nothing a program can see: CuPy memory that nothing else holds (no view of it
+        alive), all of it the array's (it owns it, or is its owner reshaped: a draw). Its device
+        data stays, as the host array's device copy. Whether it moved."""
         data = self._data
-        if not mirrors.homes() or type(data).__module__ != "cupy" or type(data.base) is type(data):
-            return False  # (torch's views keep no count of their holders; a view of other CuPy memory)
+        if not mirrors.homes() or type(data).__module__ != "cupy":  # (torch's views keep no count of their holders)
+            return False
+        root = data.base
+        if type(root) is type(data) and (root.nbytes != data.nbytes or _rc(root) != _ROOT_REFS
+                                         or not (data.flags.c_contiguous or data.flags.f_contiguous)):
+            return False  # (CuPy's views hold their memory's owner: ``root``, counted)
         if _rc(data) != _alone_refs:
             return False
         host = mirrors.home(data)
@@ -1001,6 +1005,7 @@ _temporary_refs: int | None = None  # None: not measured, or this Python cannot 
 _owned_refs = -1  # what ``_elides`` sees on an array only its wrapper holds (measured at import)
 _rc = sys.getrefcount
 _alone_refs = -1  # what ``_moves`` sees on an array only its wrapper holds (measured at import)
+_ROOT_REFS = 3  # what ``_moves_home`` sees on memory's owner held by one view: its ``base``, a local, the argument
 
 
 def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
