@@ -1,6 +1,6 @@
 """Small views of large device data read on the host (``dispatch.arrays.mirrors``): a row read in
-a loop (``x[t]``) is served from its base's host copy, made at the second such read since the
-base was last written; every write to the base, through any path or view, drops the copy and
+a loop (``x[t]``) is served from its base's host copy, made once such reads since the base was
+last written have cost about the copy; every write to the base, through any path or view, drops the copy and
 counts the reads again; the values, dtype, shape and strides are the view's own.
 
 Runs the cupy target on the fake CuPy (``tests/fakecupy.py``), whose "device" memory is NumPy's:
@@ -25,12 +25,13 @@ if fakecupy.real_cupy_installed():
     pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules", allow_module_level=True)
 
 ROWS, COLS = 8192, 32  # 2 MiB of float64: over mirrors.MIN_BYTES; a row is 256 bytes
-HOME_VIEWS = mirrors.HOME_VIEWS
+HOME_VIEWS, READ_BYTES = mirrors.HOME_VIEWS, mirrors.READ_BYTES
 
 
 @pytest.fixture(autouse=True)
 def fake_gpu(tmp_path, monkeypatch, operator_path):
     monkeypatch.setattr(mirrors, "HOME_VIEWS", 1 << 40)  # (the data stays on the device but where a test moves it)
+    monkeypatch.setattr(mirrors, "READ_BYTES", ROWS * COLS * 8 // 2)  # (the base copied at the second read)
     with fake_cupy_router(tmp_path, monkeypatch):
         mirrors.clear()
         yield
@@ -65,6 +66,34 @@ def _row(x, t):
 def _equal(got, want) -> None:
     assert got.dtype == want.dtype and got.shape == want.shape
     numpy.testing.assert_array_equal(got, want)
+
+
+def test_the_base_is_copied_once_the_reads_have_cost_as_much(monkeypatch):
+    monkeypatch.setattr(mirrors, "READ_BYTES", READ_BYTES)
+    x, ref = _fresh()
+    reads = x.nbytes // READ_BYTES
+    assert reads > 2
+    before = _copied_back()
+    for t in range(reads - 1):
+        _equal(_host_read(_row(x, t)), ref[t])
+    assert _copied_back() - before == (reads - 1) * ref[0].nbytes  # each row crossed alone
+    for t in range(reads - 1, 300):
+        _equal(_host_read(_row(x, t)), ref[t])
+    assert _copied_back() - before == (reads - 1) * ref[0].nbytes + x.nbytes
+
+
+def test_a_loop_that_writes_between_a_few_reads_never_copies_the_base(monkeypatch):
+    monkeypatch.setattr(mirrors, "READ_BYTES", READ_BYTES)
+    x, ref = _fresh()
+    before = _copied_back()
+    for t in range(40):  # two small reads a step, and a write: whole copies would cost 2 MiB a step
+        _equal(_host_read(_row(x, t)), ref[t])
+        _equal(_host_read(x[-1, :4]), ref[-1, :4])
+        with dispatch.using("cupy"):
+            x[t] += 1.0
+        ref[t] += 1.0
+    assert _copied_back() - before == 40 * (ref[0].nbytes + ref[-1, :4].nbytes)
+    assert mirrors.stats()["host_mirrors"] == 0
 
 
 def test_rows_read_in_a_loop_copy_the_base_back_once():

@@ -15,13 +15,17 @@ To the host. Device data read on the host (a host target's call on it, printing,
 ``item``) is copied back once (``read``): the copy is kept, read-only, and served to later reads
 until the device memory is written. A small view of large device data (a row, ``x[t]``, read in
 a loop) is read from its base's host copy: the view's offset and strides mapped into the copy's
-bytes; the base is copied back at the second such read since it was last written (one read alone
-costs less than the whole copy). Device memory has no ``.base`` every engine shares (CuPy and
-torch exchange it zero-copy through DLPack), so a device write is matched by address: it drops
-every host copy of device memory it overlaps (``wrote``), whichever array, view or engine
-wrote. Being read-only, a host copy cannot be written by anything dispatch runs: a host call
-whose result is a view of one takes it over (``claimed``), and ``numpy.asarray(x)`` hands out a
-copy of its own (``handed``), made from the kept one where it is valid.
+bytes; the base is copied back once such reads since it was last written have cost about what
+the copy costs (each a transfer's latency, worth ``READ_BYTES`` of the bus: a loop that writes
+the base between two reads never pays for a whole copy each time, and one that reads 40 rows of
+5 MB pays it at the 40th), and it is served ``HOME_VIEWS`` such reads, then the host becomes the
+array's home (``home``: a draw read row by row in a Python loop). Device memory has no
+``.base`` every engine shares (CuPy and torch exchange it zero-copy through DLPack), so a device
+write is matched by address: it drops every host copy of device memory it overlaps (``wrote``),
+whichever array, view or engine wrote. Being read-only, a host copy cannot be written by
+anything dispatch runs: a host call whose result is a view of one takes it over (``claimed``),
+and ``numpy.asarray(x)`` hands out a copy of its own (``handed``), made from the kept one where
+it is valid.
 
 What dispatch cannot see is a write through memory it does not hold: the host memory handed out
 by ``numpy.asarray(x)`` (``__array__``, ``.data``, DLPack), a NumPy array wrapped without a copy
@@ -114,9 +118,9 @@ _escaped: dict[int, Any] = {}
 # id(device array) -> _HostMirror, least recently used first
 _host_mirrors: OrderedDict[int, _HostMirror] = OrderedDict()
 # id(large device array) -> [weakref(it), its span, small views of it read on the host since it was
-# last written]: a base copied back, and kept, at the second such read
+# last written]: a base copied back, and kept, once their latency has cost about the copy
 _view_reads: dict[int, list] = {}
-_VIEW_READS = 2
+READ_BYTES = 1 << 17  # a small read's latency (10-20 µs), in the bytes a copy moves meanwhile
 # id(small device view) -> (weakref(it), weakref(the large device array indexed for it)): its base,
 # where the engine's own link is missing or names another array (torch's ``_base`` is the root)
 _parents: dict[int, tuple] = {}
@@ -328,8 +332,8 @@ def _base_of(native: Any) -> Any:
 
 def _from_base(native: Any, count: bool) -> np.ndarray | None:
     """``native``, a small view of large device data, read from its base's valid host copy (a
-    read-only view of it); ``None`` where no copy serves it. ``count``: a read that, the second
-    since the base was last written, copies the base back and keeps it."""
+    read-only view of it); ``None`` where no copy serves it. ``count``: a read counted, that
+    copies the base back and keeps it once such reads since it was written cost about as much."""
     base = _base_of(native)
     if base is None or native.nbytes >= MIN_BYTES:
         return None
@@ -347,7 +351,7 @@ def _from_base(native: Any, count: bool) -> np.ndarray | None:
             key = id(base)
             entry = _view_reads[key] = [weakref.ref(base, lambda _, key=key: _view_reads.pop(key, None)), span, 0]
         entry[2] += 1
-        if entry[2] < _VIEW_READS:
+        if entry[2] < max(2, base.nbytes // READ_BYTES):
             return None
         del _view_reads[id(base)]
         host = _copy_back(base)
