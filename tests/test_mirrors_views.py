@@ -293,3 +293,10 @@ def test_a_reshaped_draw_with_another_view_of_its_memory_alive_stays(monkeypatch
         flat[33] = -5.0  # written through the other name: x sees it
     ref.reshape(-1)[33] = -5.0
     _equal(numpy.asarray(x), ref)
+
+
+def test_a_large_device_arrays_own_host_copy_is_priced_as_a_copy():
+    x, _ = _fresh()
+    _host_read(x)  # copied back whole, and kept
+    assert mirrors.valid_on(x, HOST)  # read there without a copy...
+    assert not mirrors.valid(x._data, "numpy")  # ...but priced as one: a plan made now outlives the copy

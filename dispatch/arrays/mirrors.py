@@ -174,10 +174,12 @@ def _valid(mirror: _Mirror, data: np.ndarray) -> bool:
 
 def valid(data: Any, name: str) -> bool:
     """Whether the target ``name`` keeps a copy of ``data`` that is still valid (nothing counted,
-    nothing reordered: a price asks, a call reads with ``lookup``). For device ``data`` (asked
-    for a host target): whether the host keeps a valid copy of it, or of the base it views."""
+    nothing reordered: a price asks, a call reads with ``lookup``). For small device ``data``
+    (asked for a host target): whether the host keeps a valid copy of the base it views (a row
+    read in a loop; large device data's own host copy is priced as a copy, as before, since a
+    plan made while it is valid is kept when a write drops it)."""
     if type(data) is not np.ndarray:
-        return _host_valid(data)
+        return bool(_host_mirrors) and _base_valid(data)
     mirror = _mirrors.get((id(data), name)) if _mirrors else None
     return mirror is not None and _valid(mirror, data)
 
@@ -188,9 +190,15 @@ def _host_valid(native: Any) -> bool:
     mirror = _host_mirrors.get(id(native))
     if mirror is not None:
         return mirror.native() is native
+    return _base_valid(native)
+
+
+def _base_valid(native: Any) -> bool:
+    if native.nbytes >= MIN_BYTES:
+        return False
     base = _base_of(native)
     mirror = _host_mirrors.get(id(base)) if base is not None else None
-    return mirror is not None and mirror.native() is base and native.nbytes < MIN_BYTES
+    return mirror is not None and mirror.native() is base
 
 
 def keepable(data: np.ndarray) -> bool:
