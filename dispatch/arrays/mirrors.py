@@ -391,8 +391,11 @@ def _view_of(mirror: _HostMirror, native: Any) -> np.ndarray | None:
     except Exception:  # (a dtype with no NumPy counterpart: copied as before)
         return None
     raw = copy.ravel(order="K").view(np.uint8)  # the copy's bytes, in memory order
-    view = np.ndarray(tuple(native.shape), dtype, buffer=raw, offset=_pointer(native) - mirror.lo,
-                      strides=_strides(native))
+    try:
+        view = np.ndarray(tuple(native.shape), dtype, buffer=raw, offset=_pointer(native) - mirror.lo,
+                          strides=_strides(native))
+    except ValueError:  # (NumPy finds it outside the copy: copied as before)
+        return None
     view.flags.writeable = False
     return view
 
