@@ -300,3 +300,14 @@ def test_a_large_device_arrays_own_host_copy_is_priced_as_a_copy():
     _host_read(x)  # copied back whole, and kept
     assert mirrors.valid_on(x, HOST)  # read there without a copy...
     assert not mirrors.valid(x._data, "numpy")  # ...but priced as one: a plan made now outlives the copy
+
+
+def test_an_array_moving_home_at_an_index_by_a_device_mask(monkeypatch):
+    monkeypatch.setattr(mirrors, "HOME_VIEWS", HOME_VIEWS)
+    x, ref = _fresh()
+    _loop(x, HOME_VIEWS + 1)  # the copy made at the second row, which it serves: the next index moves it
+    assert x.device != HOST
+    mask = dispatch.array(ref[:, 0] > 100.0).to("cupy")
+    got = x[mask]  # the read that moves it: a device mask, indexed as NumPy indexes
+    _equal(numpy.asarray(got), ref[ref[:, 0] > 100.0])
+    assert x.device == HOST

@@ -399,7 +399,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         if STATE.plain and type(data) is not _ND:
             del data  # (for ``_moves_home``'s count of who holds it)
             if self._moves_home():
-                return wrap_host(self._data[_host_key(key)])
+                return self[key]  # (on the host now)
             view = _call.device_view(self, key)
             if view is not _call._MISS:
                 return view
