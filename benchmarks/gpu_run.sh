@@ -2,7 +2,7 @@
 # One call on a GPU machine: the GPU test suite, a calibration, and every benchmark, with the
 # figures written under $OUT and a short table printed last.
 #
-#   OUT=/some/dir bash benchmarks/gpu_run.sh [tests|calibrate|overhead|transfers|suite|sklearn|dask|trace ...]
+#   OUT=/some/dir bash benchmarks/gpu_run.sh [tests|calibrate|overhead|transfers|suite|sklearn|dask|trace|programs ...]
 #
 # With no arguments every step runs. Runs from the source tree (PYTHONPATH=.), so nothing needs
 # building there; wheels that the machine lacks (array-api-compat, dask...) are installed from
@@ -102,8 +102,17 @@ for s in "${steps[@]}"; do
         ;;
     trace)
         step trace
-        # where the router sends chosen workloads' calls (TRACE_ARGS: pairs of workload and size)
+        # where the router sends chosen workloads' calls (TRACE_ARGS: pairs of workload and size,
+        # or --programs a,b [--against cupy] for benchmarks/programs)
         python3 -m benchmarks.route_trace ${TRACE_ARGS:-kmeans medium} 2>&1 | tee "$OUT/trace.log" || status=1
+        ;;
+    programs)
+        step programs
+        # the warm programs table (PROGRAMS_ARGS: --only a,b, --no-oracle...); about 260 s for all
+        # 26 on an H200 without the oracle, written program by program so a cut run keeps them
+        python3 -m benchmarks.programs_bench --mode warm --targets "${PROGRAMS_TARGETS:-cupy,numpy,torch-cuda}" \
+            ${PROGRAMS_ARGS:-} --json "$OUT/programs-warm.json" >"$OUT/programs-warm.log" 2>&1 || status=1
+        python3 -m benchmarks.programs_bench --report "$OUT/programs-warm.json" || status=1
         ;;
     *)
         echo "unknown step $s" >&2

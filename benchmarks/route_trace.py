@@ -1,6 +1,7 @@
 """Where the router sends a workload's calls, and what they cost: for tuning the router.
 
     python -m benchmarks.route_trace kmeans medium [pairwise small ...] [--warmup 3] [--top 25] [--runs 5]
+    python -m benchmarks.route_trace --programs fft_denoise,pca_svd [--against cupy,torch-cuda]
 
 Each workload runs under the calibrated cost policy (this machine's stored full calibration, or
 one measured first) for ``--warmup`` runs, as the suite's ``router`` mode does, then once
@@ -89,9 +90,59 @@ def untraced(workload: object, data: dict, top: int, runs: int) -> None:
         print(f"{op[:15]:<16}{size:<14}{target:<12}{calls:>6}  {reason}")
 
 
+def _best_s(run: object, rounds: int = 3) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        run()
+        _synchronize()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def trace_program(name: str, warmup: int, top: int, against: list[str]) -> None:
+    """Program ``name`` of ``benchmarks.programs`` (its printed output dropped): NumPy's time, the
+    router's and each forced target's (best of 3 after ``warmup`` runs), then one routed run
+    traced, grouped by (op, first shape, target, call site, reason)."""
+    import contextlib
+    import io
+
+    from benchmarks import programs
+
+    plain, routed = programs.load_with(name, numpy), programs.load_with(name, dispatch)
+    quiet = contextlib.redirect_stdout(io.StringIO())
+    with quiet:
+        times = {"numpy": _best_s(plain.main)}
+        for _ in range(warmup):
+            routed.main()
+        times["auto"] = _best_s(routed.main)
+        for target in against:
+            with dispatch.using(target):
+                routed.main()
+                times[target] = _best_s(routed.main)
+        with dispatch.trace() as t:
+            routed.main()
+            _synchronize()
+    groups: dict[tuple, list] = defaultdict(list)
+    for r in t.records:
+        shapes = "x".join(str(s) for s in (r.shapes[0] if r.shapes else []))
+        site = (r.site or "").rsplit("/", 1)[-1]
+        groups[(r.op, shapes, r.target, site, r.reason[:70])].append(r)
+    rows = sorted(groups.items(), key=lambda kv: -sum(r.seconds for r in kv[1]))
+    print(f"== {name}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in times.items())
+          + f"; traced: {len(t.records)} calls, {sum(r.bytes_moved for r in t.records) / 1e6:.1f} MB moved, "
+          f"{sum(r.bytes_kept for r in t.records) / 1e6:.1f} MB from kept copies")
+    print(f"{'op':<16}{'first shape':<14}{'target':<11}{'site':<22}{'calls':>6}{'total ms':>9}{'MB':>7}  reason")
+    for (op, shapes, target, site, reason), rs in rows[:top]:
+        print(f"{op[:15]:<16}{shapes[:13]:<14}{target[:10]:<11}{site[:21]:<22}{len(rs):>6}"
+              f"{sum(r.seconds for r in rs) * 1e3:>9.2f}{sum(r.bytes_moved for r in rs) / 1e6:>7.2f}  {reason}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cases", nargs="+", help="pairs: workload size")
+    parser.add_argument("cases", nargs="*", help="pairs: workload size")
+    parser.add_argument("--programs", default="", help="comma-separated names from benchmarks.programs")
+    parser.add_argument("--against", default="", help="programs: forced targets timed beside (comma-separated)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--runs", type=int, default=5, help="untraced runs after the traced one")
@@ -99,6 +150,8 @@ def main(argv: list[str] | None = None) -> None:
     if len(args.cases) % 2:
         parser.error("give cases as pairs: workload size")
     full_calibration()
+    for name in filter(None, args.programs.split(",")):
+        trace_program(name, args.warmup, args.top, list(filter(None, args.against.split(","))))
     for name, size in zip(args.cases[::2], args.cases[1::2], strict=True):
         trace_case(name, size, args.warmup, args.top, args.runs)
 

@@ -171,3 +171,42 @@ def test_the_host_budget_evicts_least_recently_used(device):
         assert mirrors.kept(HOST) <= 2 * arrays[0].nbytes
     finally:
         mirrors.set_host_budget(2 << 30)
+
+
+@pytest.mark.gpu
+def test_rows_of_device_data_read_in_a_loop_come_from_one_host_copy(device, monkeypatch):
+    monkeypatch.setattr(mirrors, "HOME_VIEWS", 1 << 40)  # (kept on the device: its writes are the point)
+    ref = numpy.arange(N, dtype=numpy.float64).reshape(-1, 32)
+    x = dispatch.array(ref).to(device)
+    before = _staging.moved()["to_host"]
+    for t in range(40):
+        got = _host_read(x[t])
+        assert got.dtype == ref.dtype and got.shape == ref[t].shape
+        numpy.testing.assert_array_equal(got, ref[t])
+        numpy.testing.assert_array_equal(_host_read(x[:, t % 32]), ref[:, t % 32])
+    reads = x.nbytes // mirrors.READ_BYTES + 1  # (rows and columns read one by one until then)
+    assert _staging.moved()["to_host"] - before < x.nbytes + reads * ref[:, 0].nbytes
+    for write in _device_writes(device):
+        write(x.reshape(-1), ref.reshape(-1))
+        for t in (0, 1, 2, 3, 5, 11):  # no stale row, before the copy is made again and after
+            numpy.testing.assert_array_equal(_host_read(x[t]), ref[t], err_msg=write.__name__)
+
+
+@pytest.mark.gpu
+def test_a_cupy_array_read_row_by_row_on_the_host_moves_home(device):
+    ref = numpy.arange(N, dtype=numpy.float64).reshape(-1, 32)
+    x = dispatch.array(ref).to(device)
+    y = dispatch.zeros((200, 32))
+    for t in range(200):
+        row = x[t]  # (indexed as routed: under ``using`` every call takes the general path)
+        with dispatch.using("numpy"):
+            y[t] = 0.5 * row
+        del row
+    numpy.testing.assert_array_equal(numpy.asarray(y), 0.5 * ref[:200])
+    assert (x.device == HOST) == (device == "cupy")  # (torch's views keep no count of their holders)
+    with dispatch.using(device):
+        assert float((x * 2.0).sum()) == (ref * 2.0).sum()
+    x[3] = -1.0
+    ref[3] = -1.0
+    with dispatch.using(device):
+        numpy.testing.assert_array_equal(numpy.asarray(x * 2.0), ref * 2.0)

@@ -405,6 +405,9 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         if type(data) is np.ndarray and STATE.plain and not (type(key) is ndarray and type(key._data) is not _ND):
             return viewed(data[_host_key(key)], self)
         if STATE.plain and type(data) is not _ND:
+            del data  # (for ``_moves_home``'s count of who holds it)
+            if self._moves_home():
+                return self[key]  # (on the host now)
             view = _call.device_view(self, key)
             if view is not _call._MISS:
                 return view
@@ -700,6 +703,28 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             self._data = kept if kept is not None else engine.from_host(data)
         except targets.Unsupported:
             return False
+        return True
+
+    def _moves_home(self) -> bool:
+        """Make the host this device array's home where its host copy has served many small views
+        read there (``mirrors.home``: rows of drawn data read in a Python loop), where that
+        changes nothing a program can see: CuPy memory that nothing else holds (no view of it
+        alive), all of it the array's (it owns it, or is its owner reshaped: a draw). Its device
+        data stays, as the host array's device copy. Whether it moved."""
+        data = self._data
+        if not mirrors.homes() or type(data).__module__ != "cupy":  # (torch's views keep no count of their holders)
+            return False
+        root = data.base
+        if type(root) is type(data) and (root.nbytes != data.nbytes or _rc(root) != _ROOT_REFS
+                                         or not (data.flags.c_contiguous or data.flags.f_contiguous)):
+            return False  # (CuPy's views hold their memory's owner: ``root``, counted)
+        if _rc(data) != _alone_refs:
+            return False
+        host = mirrors.home(data)
+        if host is None:
+            return False
+        self._data = host
+        mirrors.keep(host, _engine_of(data), data)
         return True
 
     def _mutate_host(self, change: Any) -> None:
@@ -1020,6 +1045,7 @@ _temporary_refs: int | None = None  # None: not measured, or this Python cannot 
 _owned_refs = -1  # what ``_elides`` sees on an array only its wrapper holds (measured at import)
 _rc = sys.getrefcount
 _alone_refs = -1  # what ``_moves`` sees on an array only its wrapper holds (measured at import)
+_ROOT_REFS = 3  # what ``_moves_home`` sees on memory's owner held by one view: its ``base``, a local, the argument
 
 
 def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:

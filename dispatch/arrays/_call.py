@@ -860,14 +860,17 @@ def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: nd
 
 
 def device_view(x: ndarray, key: Any) -> Any:
-    """``x[key]`` for data a device engine holds and a key of slices, ``None`` and ``Ellipsis``:
+    """``x[key]`` for data a device engine holds and a key of slices, integers, ``None`` and
+    ``Ellipsis`` that leaves an axis (a row ``x[t]``; all of them integers gives NumPy a scalar):
     a view on that engine, as the router's rule for indexing places it (where the data is),
     without routing; ``_MISS`` for any other key, or one the engine refuses (torch takes no
-    negative step)."""
+    negative step, an integer out of range)."""
     keys = key if type(key) is tuple else (key,)
     if not keys or any(type(k) not in _VIEW_PARTS for k in keys) or not _plain_key(keys):
         return _MISS
     data = x._data
+    if int in map(type, keys) and sum(type(k) is int for k in keys) >= len(data.shape):
+        return _MISS
     library = library_of(type(data))
     if library not in _LANE_LIBRARIES:
         return _MISS
@@ -876,10 +879,12 @@ def device_view(x: ndarray, key: Any) -> Any:
         view = data[key] if library == "cupy" else _engine_of(data).run(GETITEM, (data, key), {})
     except Exception:  # a refusal: the general path runs it and records why
         return _MISS
+    if data.nbytes >= mirrors.MIN_BYTES:
+        mirrors.viewed(view, data)  # (mirrors) its host reads may come from data's host copy
     return held(view)
 
 
-_VIEW_PARTS = frozenset({slice, type(None), type(Ellipsis)})
+_VIEW_PARTS = frozenset({slice, int, type(None), type(Ellipsis)})
 _KEY_PARTS = _PLAIN | {slice, type(Ellipsis)}
 
 

@@ -13,12 +13,19 @@ such calls to Python (``_compiled.set_mirrors``).
 
 To the host. Device data read on the host (a host target's call on it, printing, ``tolist``,
 ``item``) is copied back once (``read``): the copy is kept, read-only, and served to later reads
-until the device memory is written. Device memory has no ``.base`` every engine shares (CuPy and
-torch exchange it zero-copy through DLPack), so a device write is matched by address: it drops
-every host copy of device memory it overlaps (``wrote``), whichever array, view or engine
-wrote. Being read-only, a host copy cannot be written by anything dispatch runs: a host call
-whose result is a view of one takes it over (``claimed``), and ``numpy.asarray(x)`` hands out a
-copy of its own (``handed``), made from the kept one where it is valid.
+until the device memory is written. A small view of large device data (a row, ``x[t]``, read in
+a loop) is read from its base's host copy: the view's offset and strides mapped into the copy's
+bytes; the base is copied back once such reads since it was last written have cost about what
+the copy costs (each a transfer's latency, worth ``READ_BYTES`` of the bus: a loop that writes
+the base between two reads never pays for a whole copy each time, and one that reads 40 rows of
+5 MB pays it at the 40th), and it is served ``HOME_VIEWS`` such reads, then the host becomes the
+array's home (``home``: a draw read row by row in a Python loop). Device memory has no
+``.base`` every engine shares (CuPy and torch exchange it zero-copy through DLPack), so a device
+write is matched by address: it drops every host copy of device memory it overlaps (``wrote``),
+whichever array, view or engine wrote. Being read-only, a host copy cannot be written by
+anything dispatch runs: a host call whose result is a view of one takes it over (``claimed``),
+and ``numpy.asarray(x)`` hands out a copy of its own (``handed``), made from the kept one where
+it is valid.
 
 What dispatch cannot see is a write through memory it does not hold: the host memory handed out
 by ``numpy.asarray(x)`` (``__array__``, ``.data``, DLPack), a NumPy array wrapped without a copy
@@ -55,6 +62,8 @@ __all__ = [
     "escape",
     "evict",
     "handed",
+    "home",
+    "homes",
     "host_budget",
     "keep",
     "keepable",
@@ -69,6 +78,7 @@ __all__ = [
     "stats",
     "valid",
     "valid_on",
+    "viewed",
     "wrote",
 ]
 
@@ -89,13 +99,14 @@ class _HostMirror:
     """Device data's host copy: ``copy`` (read-only) of ``native``, whose memory is ``lo``..``hi``
     on ``device``."""
 
-    __slots__ = ("copy", "device", "hi", "lo", "native", "nbytes")
+    __slots__ = ("copy", "device", "hi", "lo", "native", "nbytes", "views")
 
     def __init__(self, native: Any, copy: np.ndarray, span: tuple[Device, int, int]) -> None:
         key = id(native)
         self.native = weakref.ref(native, lambda ref: _forget_native(key, ref))
         self.copy, self.nbytes = copy, copy.nbytes
         self.device, self.lo, self.hi = span
+        self.views = 0  # small views of it served on the host
 
 
 # id(owner) -> [version, weakref(owner)]: the memory blocks with mirrors, and their write counters
@@ -106,13 +117,21 @@ _mirrors: OrderedDict[tuple[int, str], _Mirror] = OrderedDict()
 _escaped: dict[int, Any] = {}
 # id(device array) -> _HostMirror, least recently used first
 _host_mirrors: OrderedDict[int, _HostMirror] = OrderedDict()
+# id(large device array) -> [weakref(it), its span, small views of it read on the host since it was
+# last written]: a base copied back, and kept, once their latency has cost about the copy
+_view_reads: dict[int, list] = {}
+READ_BYTES = 1 << 17  # a small read's latency (10-20 µs), in the bytes a copy moves meanwhile
+# id(small device view) -> (weakref(it), weakref(the large device array indexed for it)): its base,
+# where the engine's own link is missing or names another array (torch's ``_base`` is the root)
+_parents: dict[int, tuple] = {}
+HOME_VIEWS = 16  # small views read on the host from a base's copy, none on the device: the host is its home
 # id(device array) -> (device, lo, hi): device memory that is the caller's (shared, or passed in)
 _escaped_spans: dict[int, tuple[Device, int, int]] = {}
 _budget = _DEFAULT_BUDGET
 _host_budget = _DEFAULT_HOST_BUDGET
 _counts = {"hits": 0, "hit_bytes": 0, "kept": 0, "invalidated": 0, "evicted": 0, "escaped": 0,
            "host_hits": 0, "host_hit_bytes": 0, "host_misses": 0, "host_kept": 0, "host_invalidated": 0,
-           "host_evicted": 0, "host_claimed": 0}
+           "host_evicted": 0, "host_claimed": 0, "host_homes": 0}
 
 
 def _owner(data: np.ndarray) -> np.ndarray:
@@ -155,9 +174,31 @@ def _valid(mirror: _Mirror, data: np.ndarray) -> bool:
 
 def valid(data: Any, name: str) -> bool:
     """Whether the target ``name`` keeps a copy of ``data`` that is still valid (nothing counted,
-    nothing reordered: a price asks, a call reads with ``lookup``)."""
+    nothing reordered: a price asks, a call reads with ``lookup``). For small device ``data``
+    (asked for a host target): whether the host keeps a valid copy of the base it views (a row
+    read in a loop; large device data's own host copy is priced as a copy, as before, since a
+    plan made while it is valid is kept when a write drops it)."""
+    if type(data) is not np.ndarray:
+        return bool(_host_mirrors) and _base_valid(data)
     mirror = _mirrors.get((id(data), name)) if _mirrors else None
     return mirror is not None and _valid(mirror, data)
+
+
+def _host_valid(native: Any) -> bool:
+    if not _host_mirrors:
+        return False
+    mirror = _host_mirrors.get(id(native))
+    if mirror is not None:
+        return mirror.native() is native
+    return _base_valid(native)
+
+
+def _base_valid(native: Any) -> bool:
+    if native.nbytes >= MIN_BYTES:
+        return False
+    base = _base_of(native)
+    mirror = _host_mirrors.get(id(base)) if base is not None else None
+    return mirror is not None and mirror.native() is base
 
 
 def keepable(data: np.ndarray) -> bool:
@@ -188,7 +229,7 @@ def keep(data: np.ndarray, target: Any, copy: Any) -> None:
 def counted() -> bool:
     """Whether a write may need bookkeeping: some host memory has device copies, or had (its
     write counter kept while it lives), or some device memory has host copies."""
-    return bool(_versions) or bool(_host_mirrors)
+    return bool(_versions) or bool(_host_mirrors) or bool(_view_reads)
 
 
 def released(result: Any, handed: list[Any]) -> None:
@@ -224,6 +265,9 @@ def read(native: Any) -> np.ndarray:
                 _counts["host_hit_bytes"] += mirror.nbytes
                 return mirror.copy
             _drop_host(id(native))  # another array at a reused address
+    served = _from_base(native, True)
+    if served is not None:
+        return served
     host = _copy_back(native)
     if host.nbytes >= MIN_BYTES and readable(native):
         _counts["host_misses"] += 1
@@ -240,7 +284,131 @@ def handed(native: Any) -> np.ndarray:
         _counts["host_hits"] += 1
         _counts["host_hit_bytes"] += mirror.nbytes
         return mirror.copy.copy(order="K")
+    served = _from_base(native, False)
+    if served is not None:
+        return served.copy(order="K")
     return _copy_back(native)
+
+
+def viewed(view: Any, parent: Any) -> None:
+    """``view`` (device data) was taken from ``parent`` by indexing (``x[t]``): a small view of
+    large data, whose host reads ``read`` may serve from ``parent``'s host copy."""
+    if view.nbytes >= MIN_BYTES or parent.nbytes < MIN_BYTES:
+        return
+    key = id(view)
+    try:
+        ref = weakref.ref(view, lambda _, key=key: _parents.pop(key, None))
+        _parents[key] = (ref, weakref.ref(parent))
+    except TypeError:  # an engine's array without weak references: served through its own link
+        return
+
+
+def homes() -> bool:
+    """Whether some host copy may have become its device data's home (a cheap test first)."""
+    return bool(_host_mirrors) and _counts["host_hits"] >= HOME_VIEWS
+
+
+def home(native: Any) -> np.ndarray | None:
+    """``native``'s host copy where the host has become its home: it served ``HOME_VIEWS`` small
+    views read on the host since it was made (its device data unwritten, so read nowhere else
+    since), taken out of the mirrors and writable, for the array to hold from now on; else
+    ``None``. The caller keeps the device data as the new host array's device copy (``keep``)."""
+    mirror = _host_mirrors.get(id(native)) if _host_mirrors else None
+    if mirror is None or mirror.views < HOME_VIEWS or mirror.native() is not native:
+        return None
+    _drop_host(id(native))
+    _counts["host_homes"] += 1
+    copy = _writable(mirror.copy)
+    return copy if copy.flags.writeable else None
+
+
+def _base_of(native: Any) -> Any:
+    """The device array ``native`` views (CuPy's ``base``, torch's ``_base``), else ``None``."""
+    if _parents:
+        entry = _parents.get(id(native))
+        if entry is not None and entry[0]() is native:
+            parent = entry[1]()
+            if parent is not None:
+                return parent
+    library = library_of(type(native))
+    if library == "cupy":
+        return native.base
+    if library == "torch":
+        return native._base
+    return None
+
+
+def _from_base(native: Any, count: bool) -> np.ndarray | None:
+    """``native``, a small view of large device data, read from its base's valid host copy (a
+    read-only view of it); ``None`` where no copy serves it. ``count``: a read counted, that
+    copies the base back and keeps it once such reads since it was written cost about as much."""
+    base = _base_of(native)
+    if base is None or native.nbytes >= MIN_BYTES:
+        return None
+    mirror = _host_mirrors.get(id(base)) if _host_mirrors else None
+    if mirror is not None and mirror.native() is not base:
+        mirror = None
+    if mirror is None:
+        if not count or base.nbytes < MIN_BYTES or not readable(base):
+            return None
+        entry = _view_reads.get(id(base))
+        if entry is None or entry[0]() is not base:
+            span = _span(base)
+            if span is None:
+                return None
+            key = id(base)
+            entry = _view_reads[key] = [weakref.ref(base, lambda _, key=key: _view_reads.pop(key, None)), span, 0]
+        entry[2] += 1
+        if entry[2] < max(2, base.nbytes // READ_BYTES):
+            return None
+        del _view_reads[id(base)]
+        host = _copy_back(base)
+        _counts["host_misses"] += 1
+        _keep_host(base, host)
+        mirror = _host_mirrors.get(id(base))
+        if mirror is None or mirror.copy is not host:
+            return None  # not kept (memory the caller's)
+    view = _view_of(mirror, native)
+    if view is not None:
+        mirror.views += 1
+        _host_mirrors.move_to_end(id(base))
+        _counts["host_hits"] += 1
+        _counts["host_hit_bytes"] += view.nbytes
+    return view
+
+
+def _view_of(mirror: _HostMirror, native: Any) -> np.ndarray | None:
+    """``native``'s elements in ``mirror``'s copy, where the copy has its device data's layout
+    (the same strides, contiguous: byte ``lo + k`` of the device memory is byte ``k`` of the copy)."""
+    span, base = _span(native), mirror.native()
+    copy = mirror.copy
+    if span is None or base is None or span[0] != mirror.device or span[1] < mirror.lo or span[2] > mirror.hi:
+        return None
+    if _strides(base) != copy.strides or not (copy.flags.c_contiguous or copy.flags.f_contiguous):
+        return None
+    try:
+        dtype = targets.engine_of(native).dtype_of(native)
+    except Exception:  # (a dtype with no NumPy counterpart: copied as before)
+        return None
+    raw = copy.ravel(order="K").view(np.uint8)  # the copy's bytes, in memory order
+    try:
+        view = np.ndarray(tuple(native.shape), dtype, buffer=raw, offset=_pointer(native) - mirror.lo,
+                          strides=_strides(native))
+    except ValueError:  # (NumPy finds it outside the copy: copied as before)
+        return None
+    view.flags.writeable = False
+    return view
+
+
+def _pointer(native: Any) -> int:
+    return native.data.ptr if library_of(type(native)) == "cupy" else native.data_ptr()
+
+
+def _strides(native: Any) -> tuple[int, ...]:
+    if library_of(type(native)) == "cupy":
+        return tuple(native.strides)
+    itemsize = native.element_size()
+    return tuple(s * itemsize for s in native.stride())
 
 
 def claimed(result: Any) -> Any:
@@ -342,6 +510,9 @@ def _wrote_device(native: Any) -> None:
         if span is None or _overlaps(span, (mirror.device, mirror.lo, mirror.hi)):  # (no span: all of them)
             _drop_host(key)
             _counts["host_invalidated"] += 1
+    for key, entry in list(_view_reads.items()):
+        if span is None or _overlaps(span, entry[1]):
+            del _view_reads[key]  # its views' reads count again from the write
 
 
 def _escape_device(native: Any) -> None:
@@ -384,7 +555,7 @@ def wrote(data: Any) -> None:
         if state is not None:
             state[0] += 1
             _drop_owner(id(_owner(data)), "invalidated")
-    elif _host_mirrors:
+    elif _host_mirrors or _view_reads:
         _wrote_device(data)
 
 
@@ -433,10 +604,7 @@ def valid_on(array: Any, place: Any) -> bool:
     held = device_of(data)
     if held == device:
         return True  # engines on one device share memory (DLPack)
-    if device.is_host and _host_mirrors:
-        mirror = _host_mirrors.get(id(data))
-        return mirror is not None and mirror.native() is data
-    return False
+    return device.is_host and _host_valid(data)
 
 
 def evict(device: Any = None, nbytes: int | None = None) -> int:
@@ -525,6 +693,8 @@ def clear() -> None:
     _versions.clear()
     _escaped.clear()
     _host_mirrors.clear()
+    _view_reads.clear()
+    _parents.clear()
     _escaped_spans.clear()
     _live()
 

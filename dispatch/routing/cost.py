@@ -255,8 +255,8 @@ def transfer_seconds(model: TargetModel, target: Any, inputs: Any) -> tuple[floa
         if device == target.device:
             continue
         data = getattr(a, "_data", a)
-        if type(data) is np.ndarray and mirrored(data, target.name):
-            continue
+        if (type(data) is np.ndarray or target.device.is_host) and mirrored(data, target.name):
+            continue  # (device data read on the host: from the host's copy of it, or of its base)
         nbytes = int(math.prod(a.shape)) * _itemsize(a)
         moved += nbytes
         if target.device.is_host:
@@ -307,8 +307,9 @@ def _never(*_: Any) -> bool:
     return False
 
 
-# Whether the target ``name`` keeps a valid copy of host ``data`` (``dispatch.arrays.mirrors.valid``,
-# which the call path, above this layer, sets here), and whether one would be kept (``keepable``).
+# Whether the target ``name`` keeps a valid copy of host ``data``, or the host one of device
+# ``data`` (``dispatch.arrays.mirrors.valid``, which the call path, above this layer, sets here),
+# and whether one would be kept (``keepable``).
 mirrored: Callable[[Any, str], bool] = _never
 keepable: Callable[[Any], bool] = _never
 

@@ -271,12 +271,10 @@ class TorchTarget(Target):
 
 
 def _scalar_type(a: Any) -> Any:
-    if isinstance(a, bool):
-        return np.dtype(bool)  # Python booleans are not weak: they promote as bool
+    if isinstance(a, (bool, np.generic)):  # (NumPy's float64 is a float, but not a weak one)
+        return np.dtype(bool) if type(a) is bool else a.dtype  # Python booleans promote as bool
     if isinstance(a, (int, float, complex)):
         return type(a)  # a weak Python scalar (NEP 50)
-    if isinstance(a, np.generic):
-        return a.dtype
     raise Unsupported(f"a {type(a).__name__} operand")
 
 
