@@ -49,7 +49,7 @@ cat "$OUT/cold_sklearn.txt"
 
 echo "== where run 1 sent each call ($((SECONDS - START)) s)" | tee -a "$LOG"
 for rows in ${SKL_TRACE_ROWS:-1000000}; do
-    for kind in --accelerate run; do
+    for kind in ${SKL_TRACE_KINDS:---accelerate run}; do
         cache=$(mktemp -d); cp /tmp/dispatch-cache/calibration-*.json "$cache"/ 2> /dev/null
         echo "-- lda $rows $kind, run 1" >> "$LOG"
         if [ $kind = run ]; then cmd=(python3 -m dispatch run benchmarks/sklearn_scripts/lda.py "$rows")
