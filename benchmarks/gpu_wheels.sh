@@ -14,6 +14,7 @@
 #   array-api-compat  (none)
 #   libcst            pyyaml (the migrate tests)
 #   platformdirs      (none: the cache folder)
+#   pytest-xdist      execnet, pytest (the peer suites' modules split over workers)
 # rapids-dask-dependency only pins dask to 2026.7.x (and pulls bokeh); dask-cuda does not import
 # it, so it is left out and dask / distributed are the versions the CPU tests use.
 # One version each; --no-deps, so exactly this list lands.
@@ -33,6 +34,8 @@ python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --im
     tblib==3.2.2 \
     zict==3.0.0 \
     libcst==1.9.0 \
-    platformdirs==4.14.8
+    platformdirs==4.14.8 \
+    pytest-xdist==3.8.0 \
+    execnet==2.1.2
 ls -l .whl/*.whl | awk '{printf "%8.1f kB  %s\n", $5 / 1000, $NF}'
 du -ch .whl/*.whl | tail -n 1

@@ -744,6 +744,32 @@ def test_a_class_patched_after_its_base_wraps_the_bases_original():
     assert vars(Later)["fit"].__wrapped__ is _patch._originals[(PCA, "fit")]
 
 
+_STOCK_ONLY = """
+import sys
+import numpy as np
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+X = np.random.default_rng(0).standard_normal((400, 6))
+y = (X[:, 0] > 0).astype(int)
+stock = LinearDiscriminantAnalysis().fit(X, y).predict_proba(X)
+import dispatch.sklearn
+dispatch.sklearn.accelerate()
+routed = LinearDiscriminantAnalysis().fit(X, y).predict_proba(X)
+print(np.array_equal(routed, stock), routed.dtype == stock.dtype, type(routed) is np.ndarray,
+      sorted(m for m in sys.modules if m.startswith("dispatch.arrays")))
+"""
+
+
+def test_calls_that_stay_stock_never_load_the_array_machinery():
+    """A script whose estimator calls all stay on stock scikit-learn pays for the routing only:
+    ``dispatch.arrays`` (the array type, its call path and mirrors) is loaded by a call that
+    leaves NumPy, not by ``import dispatch.sklearn`` nor ``accelerate()``. The results are stock's."""
+    done = subprocess.run([sys.executable, "-c", _STOCK_ONLY], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in __import__("os").environ.items() if not k.startswith("DISPATCH_")}
+                          | {"PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "[]"]
+
+
 _BEFORE_SKLEARN = """
 import dispatch.sklearn
 dispatch.sklearn.accelerate()  # before scikit-learn is imported at all

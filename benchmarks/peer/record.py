@@ -47,6 +47,9 @@ def _message(report) -> str:
 
 
 def pytest_runtest_logreport(report) -> None:
+    # Under pytest-xdist each report reaches the controller too: written there once, not by the workers.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     if report.passed and report.when != "call":
         return
     if report.failed:
@@ -60,7 +63,7 @@ def pytest_runtest_logreport(report) -> None:
 
 
 def pytest_collectreport(report) -> None:
-    if report.failed:
+    if report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
         _write({"id": report.nodeid, "when": "collect", "outcome": "error", "message": _message(report)})
 
 

@@ -11,6 +11,12 @@ runs that many at once (the longest modules first), each on one BLAS thread.
     python -m benchmarks.peer.sklearn_suite decomposition/tests/test_pca.py -k whiten
     python -m benchmarks.peer.sklearn_suite --backend cupy --json sk.json
     python -m benchmarks.peer.sklearn_suite --backend cupy,torch-cuda --jobs 16 --json sk.json  # sk-cupy.json...
+
+A long module can be split by test over several processes (pytest-xdist: ``--workers
+test_ridge.py=5,2`` gives ``test_ridge.py`` five, every other module two). ``--stock-from DIR``
+takes the stock outcomes from an earlier run's work folder (another machine's, say the CPU
+machine's, where stock scikit-learn gives the same outcomes), and runs stock here only the tests
+that need this machine's devices (their Array API cases on CuPy, CUDA or MPS), laid over them.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from benchmarks.peer.harness import (
     dump,
     judge,
     load_expectations,
+    read_record,
     run_pytest,
 )
 
@@ -63,6 +70,8 @@ MODULES = (
 SLOW = ("decomposition/tests/test_pca.py", "linear_model/tests/test_ridge.py", "cluster/tests/test_k_means.py",
         "mixture/tests/test_gaussian_mixture.py", "preprocessing/tests/test_data.py")
 PYTEST_INI = "[pytest]\naddopts = -ra -p no:cacheprovider\n"
+# The tests stock scikit-learn runs differently on a machine with devices: its Array API cases.
+DEVICE_TESTS = "cupy or cuda or mps"
 
 
 def modules(selection: list[str]) -> list[str]:
@@ -74,6 +83,22 @@ def modules(selection: list[str]) -> list[str]:
     return selection
 
 
+def parse_workers(text: str) -> dict[str, int]:
+    """``"test_ridge.py=5,test_k_means.py=4,2"``: pytest-xdist workers per module (by file name,
+    or path under sklearn/), the bare number for every other module (key ``""``; default 1)."""
+    out = {"": 1}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, count = part.rpartition("=")
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError(f"--workers: {part!r} is not MODULE=N or N (N >= 1)")
+        out[name] = int(count)
+    return out
+
+
+def workers_for(mod: str, workers: dict[str, int]) -> int:
+    return workers.get(mod, workers.get(Path(mod).name, workers.get("", 1)))
+
+
 def run(selection: list[str], *, keyword: str = "", backend: str = "torch-cpu", timeout: float = 600,
         max_rss_mb: float = 4096, work: Path | None = None, progress=None, jobs: int = 1) -> list[ModuleResult]:
     """Run the chosen modules stock and accelerated; one ``ModuleResult`` each."""
@@ -82,10 +107,13 @@ def run(selection: list[str], *, keyword: str = "", backend: str = "torch-cpu", 
 
 
 def run_backends(selection: list[str], *, keyword: str = "", backends: list[str], timeout: float = 600,
-                 max_rss_mb: float = 4096, work: Path | None = None, progress=None,
-                 jobs: int = 1) -> dict[str, list[ModuleResult]]:
+                 max_rss_mb: float = 4096, work: Path | None = None, progress=None, jobs: int = 1,
+                 workers: dict[str, int] | None = None,
+                 stock_from: Path | None = None) -> dict[str, list[ModuleResult]]:
     """Run the chosen modules stock once and accelerated with each of ``backends`` forced, ``jobs``
-    processes at a time; per backend, one ``ModuleResult`` per module (in the modules' order)."""
+    processes at a time (each split over ``workers_for(module, workers)`` pytest-xdist workers);
+    per backend, one ``ModuleResult`` per module (in the modules' order). With ``stock_from``, the
+    stock outcomes are that work folder's records, and only ``DEVICE_TESTS`` run stock here."""
     work = Path(work or tempfile.mkdtemp(prefix="sklearn-peer-"))
     work.mkdir(parents=True, exist_ok=True)
     (work / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
@@ -105,11 +133,18 @@ def run_backends(selection: list[str], *, keyword: str = "", backends: list[str]
     def one(task: tuple[str, str]) -> None:
         mod, variant = task
         extra, env = variants[variant]
+        selected = keyword
+        if stock_from is not None and variant == "stock":
+            selected = f"({keyword}) and ({DEVICE_TESTS})" if keyword else DEVICE_TESTS
+        n = workers_for(mod, workers or {})
         args = [str(SKLEARN_ROOT / mod), "-q", "--rootdir", str(site), "--confcutdir", str(site),
-                "-c", str(work / "pytest.ini"), *(["-k", keyword] if keyword else [])]
+                "-c", str(work / "pytest.ini"), *(["-k", selected] if selected else []),
+                *(["-n", str(n), "--dist", "worksteal"] if n > 1 else [])]
         tag = f"{variant}-{mod.replace('/', '_')}"
         ran = run_pytest([*extra, *args], cwd=work, env=env, record=work / f"{tag}.jsonl",
-                         log=work / f"{tag}.log", timeout=timeout, max_rss_mb=max_rss_mb)
+                         log=work / f"{tag}.log", timeout=timeout, max_rss_mb=max_rss_mb * n)
+        if stock_from is not None and variant == "stock":
+            ran.outcomes = {**read_record(stock_from / f"{tag}.jsonl"), **ran.outcomes}
         with lock:  # one report per module, once its last run is in
             runs[task] = ran
             if progress and all((mod, v) in runs for v in variants):
@@ -128,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", default="torch-cpu",
                     help="the target forced in the accelerated run; several, comma-separated, share one stock run")
     ap.add_argument("--jobs", type=int, default=1, help="pytest processes at once (default 1)")
+    ap.add_argument("--workers", default="1", type=parse_workers,
+                    help="pytest-xdist workers per module run: N, or MODULE=N entries and a default N")
+    ap.add_argument("--stock-from", type=Path,
+                    help="an earlier run's work folder: stock outcomes from its records; only the device "
+                         "tests run stock here")
     add_common_arguments(ap)
     a = ap.parse_args(argv)
     if a.json:
@@ -142,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         return a.json.with_name(f"{a.json.stem}-{backend}{a.json.suffix}")
 
     def meta(backend: str) -> dict:
-        return {"sklearn": sklearn.__version__, "backend": backend, "keyword": a.keyword, "select": a.select}
+        return {"sklearn": sklearn.__version__, "backend": backend, "keyword": a.keyword, "select": a.select,
+                "stock_from": str(a.stock_from) if a.stock_from else None}
 
     def progress(by_backend: dict[str, ModuleResult]) -> None:
         for backend, res in by_backend.items():
@@ -156,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="peer-") as scratch:  # kept only when --work names it
         results = run_backends(a.select, keyword=a.keyword, backends=backends, timeout=a.timeout,
-                               max_rss_mb=a.max_rss, work=a.work or Path(scratch), progress=progress, jobs=a.jobs)
+                               max_rss_mb=a.max_rss, work=a.work or Path(scratch), progress=progress, jobs=a.jobs,
+                               workers=a.workers, stock_from=a.stock_from)
     status = 0
     for backend, found in results.items():
         if a.json:

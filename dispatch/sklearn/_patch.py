@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import logging
 import os
 import sys
 import threading
@@ -31,8 +30,6 @@ from dispatch.base.import_hooks import spec_then
 from dispatch.sklearn._run import Spec, call, closed_by
 
 __all__ = ["METHODS", "accelerate", "accelerated", "all_routed", "is_accelerated", "patched", "unaccelerate"]
-
-log = logging.getLogger("dispatch")
 
 # method -> (changes the estimator's fitted state, output may stay on the device inside a composite)
 METHODS = {
@@ -359,5 +356,8 @@ def _enable_scipy_array_api() -> None:
         return
     os.environ["SCIPY_ARRAY_API"] = "1"
     if "scipy" in sys.modules:
-        log.info("dispatch: scipy was imported before SCIPY_ARRAY_API=1 was set; scikit-learn Array API "
-                 "paths that call scipy fall back to NumPy where scipy refuses device arrays")
+        import logging  # lazy: only for this note
+
+        logging.getLogger("dispatch").info(
+            "dispatch: scipy was imported before SCIPY_ARRAY_API=1 was set; scikit-learn Array API "
+            "paths that call scipy fall back to NumPy where scipy refuses device arrays")

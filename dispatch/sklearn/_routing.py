@@ -52,7 +52,6 @@ import numpy as np
 
 from converters import SklearnConverter
 from dispatch import targets
-from dispatch.arrays._array import _engine_of
 from dispatch.base.box import Wrapper
 from dispatch.base.state import STATE
 from dispatch.base.tiers import Backend, OpComplexity
@@ -486,6 +485,7 @@ def is_native(a: Any) -> bool:
 
 def engine_of(native: Any) -> Any:
     """The target owning a CuPy array or torch tensor."""
+    from dispatch.arrays._array import _engine_of  # lazy: a script whose calls stay stock never loads the arrays
 
     return _engine_of(native)
 

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from dispatch import targets, tracing
-from dispatch.arrays._array import ndarray, wrap_host
 from dispatch.base.box import Wrapper
 from dispatch.base.state import STATE
 from dispatch.routing import router
@@ -447,6 +446,8 @@ def _for_caller(result: Any, caller: str, X: Any, keep: bool) -> Any:
         if result.ndim == 0:
             return engine_of(result).to_host(result)[()]
         if caller == "dispatch" or keep:
+            from dispatch.arrays._array import ndarray  # lazy: stock calls never load the arrays
+
             return ndarray._from_native(result)
         return engine_of(result).to_host(result)
     if isinstance(result, Wrapper):
@@ -455,6 +456,8 @@ def _for_caller(result: Any, caller: str, X: Any, keep: bool) -> Any:
         return np.asarray(result) if caller != "native" else _native_on(result._data, engine_of(X))
     if type(result) is np.ndarray:
         if caller == "dispatch":
+            from dispatch.arrays._array import wrap_host  # lazy, as above
+
             return wrap_host(result)
         if caller == "native":
             return engine_of(X).from_host(result)
