@@ -16,7 +16,7 @@ import weakref
 import fakecupy
 import numpy
 import pytest
-from _synthetic import GPU_TRANSFER, synthetic
+from _synthetic import GPU_TRANSFER, _target, synthetic
 from helpers import fake_cupy_router
 
 import dispatch
@@ -348,3 +348,22 @@ def test_a_plan_brings_up_an_engine_one_pass_of_its_region_repays():
     u, _ = _loop(u0, v0, 12)
     assert u.target == "cupy" and dispatch.targets.registry.tried("cupy")
     numpy.testing.assert_allclose(numpy.asarray(u), _loop(u0, v0, 12, numpy)[0], rtol=1e-12)
+
+
+def test_a_second_engine_is_priced_against_the_best_one_up_not_against_numpy(monkeypatch):
+    pytest.importorskip("torch")
+    cal = synthetic(gpu=True)
+    cal.targets["torch-cpu"] = _target(5e-6, 1000.0)  # cheaper still than CuPy, which is cheaper than NumPy
+    # torch-cpu's start-up (0.1 s) is less than it saves over NumPy on this product (about 0.2 s),
+    # more than it saves over CuPy, which is up (a few ms): it stays down
+    cal.extra["startup"] = {"torch-cpu": {"import_s": 0.0, "context_s": 0.1, "first_call_s": 0.0}}
+    router.use_calibration(cal)
+    monkeypatch.delitem(dispatch.targets.registry._targets, "torch-cpu", raising=False)  # down, as in a fresh process
+    a = numpy.random.default_rng(0).random((1024, 1024))
+    with dispatch.trace() as t:
+        got = numpy.asarray(dispatch.matmul(dispatch.asarray(a), a))
+    want = a @ a
+    assert got.dtype == want.dtype and got.shape == want.shape
+    numpy.testing.assert_allclose(got, want, rtol=1e-12)
+    assert [r.target for r in t.records if r.op == "matmul"] == ["cupy"]
+    assert not dispatch.targets.registry.tried("torch-cpu")

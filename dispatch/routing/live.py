@@ -286,7 +286,7 @@ class Live:
 
     def _prices(self, op: Any, inputs: Any, key: CallKey) -> dict[str, tuple[float, str]]:
         """Seconds on each place (its compute alone: the region's edges price the copies), at the
-        engine cheapest there, blended with what calls of this kind measured there."""
+        engine cheapest there (of those up, where one is), blended with what calls of this kind measured there."""
         router = self.router
         history, refused = router.history, router.refusals.get(key, ())
         scalar = op.work == "reduce"
@@ -304,7 +304,9 @@ class Live:
             seconds, _ = history.blended(there, name, compute)
             place = _place(device)
             self.devices.setdefault(place, device)
-            if place not in found or seconds < found[place][0]:
+            # an engine up serves its place before one down: a plan brings up one engine per device
+            ranked = (not startup.up(name), seconds)
+            if place not in found or ranked < (not startup.up(found[place][1]), found[place][0]):
                 found[place] = (seconds, name)
         return found
 

@@ -291,11 +291,13 @@ class CostPolicy(Policy):
         # Probed cheapest first, and only the best and the alternatives close enough to be explored:
         # a library that cannot win this call is not imported for it.
         ranked = []
-        numpy_s = next((s for s, n, _ in priced if n == "numpy"), None)
+        # A target down is priced against the best already up (NumPy at least): a second engine
+        # comes up only for what it saves over the first, not over NumPy.
+        up_s = min((s for s, n, _ in priced if startup.up(n)), default=None)
         for seconds, name, samples in priced:
             if ranked and seconds > history.explore_ratio * ranked[0][0]:
                 break
-            target = _reach(name, numpy_s - seconds if numpy_s is not None else None, key)
+            target = _reach(name, up_s - seconds if up_s is not None else None, key)
             if target is not None and target.supports(op):
                 ranked.append((seconds, name, samples))
         if not ranked:
