@@ -16,7 +16,7 @@ import weakref
 import fakecupy
 import numpy
 import pytest
-from _synthetic import GPU_TRANSFER, synthetic
+from _synthetic import GPU_TRANSFER, _target, synthetic
 from helpers import fake_cupy_router
 
 import dispatch
@@ -312,3 +312,58 @@ def test_a_plan_in_force_is_not_revised_from_the_part_of_its_loop_the_router_sti
     result = numpy.asarray(y)
     assert result.dtype == expected.dtype and result.shape == expected.shape
     numpy.testing.assert_allclose(result, expected, rtol=1e-12)
+
+
+def _down_with_startup(seconds: float) -> None:
+    """CuPy down again, its start-up (the device's context: the fake's module is imported) priced at ``seconds``."""
+    cal = synthetic(gpu=True, torch_cpu=False)
+    cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_host_staged=1e9, to_host_pageable=1e9)
+    cal.extra["startup"] = {"cupy": {"import_s": 0.0, "context_s": seconds, "first_call_s": 0.0}}
+    router.use_calibration(cal)
+    dispatch.targets.reset("cupy")
+
+
+def test_a_plan_brings_up_no_engine_its_region_cannot_repay_and_is_made_again_once_it_is_up():
+    live = router.ROUTER.live
+    u0, v0 = _inputs()
+    expected_u, expected = _loop(u0, v0, 12, numpy)
+    _down_with_startup(100.0)  # no pass of this loop saves 100 s
+    u, total = _loop(u0, v0, 12)
+    assert not dispatch.targets.registry.tried("cupy")  # never brought up, not even probed
+    assert u.target == "numpy" and live.planner.planned >= 1 and live.unpaid
+    numpy.testing.assert_allclose(numpy.asarray(u), expected_u, rtol=1e-12)
+    assert total == pytest.approx(expected, rel=1e-12)
+    assert dispatch.targets.probe("cupy") is not None  # brought up by something else: planned again with it
+    u, total = _loop(u0, v0, 12)
+    assert u.target == "cupy"
+    result = numpy.asarray(u)
+    assert result.dtype == expected_u.dtype and result.shape == expected_u.shape
+    numpy.testing.assert_allclose(result, expected_u, rtol=1e-12)
+    assert total == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_plan_brings_up_an_engine_one_pass_of_its_region_repays():
+    u0, v0 = _inputs()
+    _down_with_startup(1e-9)
+    u, _ = _loop(u0, v0, 12)
+    assert u.target == "cupy" and dispatch.targets.registry.tried("cupy")
+    numpy.testing.assert_allclose(numpy.asarray(u), _loop(u0, v0, 12, numpy)[0], rtol=1e-12)
+
+
+def test_a_second_engine_is_priced_against_the_best_one_up_not_against_numpy(monkeypatch):
+    pytest.importorskip("torch")
+    cal = synthetic(gpu=True)
+    cal.targets["torch-cpu"] = _target(5e-6, 1000.0)  # cheaper still than CuPy, which is cheaper than NumPy
+    # torch-cpu's start-up (0.1 s) is less than it saves over NumPy on this product (about 0.2 s),
+    # more than it saves over CuPy, which is up (a few ms): it stays down
+    cal.extra["startup"] = {"torch-cpu": {"import_s": 0.0, "context_s": 0.1, "first_call_s": 0.0}}
+    router.use_calibration(cal)
+    monkeypatch.delitem(dispatch.targets.registry._targets, "torch-cpu", raising=False)  # down, as in a fresh process
+    a = numpy.random.default_rng(0).random((1024, 1024))
+    with dispatch.trace() as t:
+        got = numpy.asarray(dispatch.matmul(dispatch.asarray(a), a))
+    want = a @ a
+    assert got.dtype == want.dtype and got.shape == want.shape
+    numpy.testing.assert_allclose(got, want, rtol=1e-12)
+    assert [r.target for r in t.records if r.op == "matmul"] == ["cupy"]
+    assert not dispatch.targets.registry.tried("torch-cpu")

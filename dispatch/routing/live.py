@@ -27,6 +27,11 @@ device keeps a copy of (``dispatch.arrays.mirrors``, through ``cost.mirrored``) 
 keep (large enough, the program's own) is charged its copy spread over the times the region
 was met: a loop copies it once.
 
+A plan brings up no engine its region cannot pay for (``dispatch.routing.startup``): a place
+whose engine is down is left out of the region unless one pass of the region is priced to save
+more than that engine's start-up, as a single call must; what it would have saved is noted for
+the script's later runs (``learned.priced``). Such a plan is made again once the engine is up.
+
 Calls no plan decides are priced one at a time by the cost policy: each target's price with
 the copies of inputs not already there, and, for host data entering a device, the copy back.
 """
@@ -42,7 +47,7 @@ import numpy as np
 from dispatch import targets
 from dispatch.base.devices import HOST as HOST_DEVICE
 from dispatch.base.devices import device_of
-from dispatch.routing import cost
+from dispatch.routing import cost, learned, planner, startup
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind
 from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
 
@@ -141,6 +146,7 @@ class Live:
         self.known: set[CallKey] = set()  # kinds of call some recorded region made
         self.planned_kinds: set[Hashable] = set()  # the kinds of call plans made, wherever their data (``elsewhere``)
         self.devices: dict[str, Any] = {HOST: HOST_DEVICE}
+        self.unpaid: dict[Hashable, set[str]] = {}  # region key -> engines left down for their start-up
 
     # ---- switching ------------------------------------------------------------------------------
 
@@ -157,6 +163,7 @@ class Live:
         self.last_sources.clear()
         self.known.clear()
         self.planned_kinds.clear()
+        self.unpaid.clear()
         self._reset()
         self.recording = self.on
 
@@ -279,7 +286,7 @@ class Live:
 
     def _prices(self, op: Any, inputs: Any, key: CallKey) -> dict[str, tuple[float, str]]:
         """Seconds on each place (its compute alone: the region's edges price the copies), at the
-        engine cheapest there, blended with what calls of this kind measured there."""
+        engine cheapest there (of those up, where one is), blended with what calls of this kind measured there."""
         router = self.router
         history, refused = router.history, router.refusals.get(key, ())
         scalar = op.work == "reduce"
@@ -297,7 +304,9 @@ class Live:
             seconds, _ = history.blended(there, name, compute)
             place = _place(device)
             self.devices.setdefault(place, device)
-            if place not in found or seconds < found[place][0]:
+            # an engine up serves its place before one down: a plan brings up one engine per device
+            ranked = (not startup.up(name), seconds)
+            if place not in found or ranked < (not startup.up(found[place][1]), found[place][0]):
                 found[place] = (seconds, name)
         return found
 
@@ -319,6 +328,11 @@ class Live:
         key = region_key(nodes)
         made_for = (tuple(place for place, _, _ in sources), read)
         planned = self.planned.get(key)
+        if planned is not None and any(startup.up(name) for name in self.unpaid.get(key, ())):
+            self._drop(key)  # an engine left down for its start-up is up now: planned again with it
+            self.planner.forget(key)
+            self.unpaid.pop(key, None)
+            planned = None
         if planned is not None:
             if planned.made_for == made_for or self.revisions.get(key, 0) >= REVISIONS:
                 self._install(key, self.planner.plan_for(key, lambda: None), nodes, sources, made_for)
@@ -337,7 +351,8 @@ class Live:
         self.last_sources[key] = ids
         if count < 2 or not any(p != HOST for n in nodes for p in n.prices):
             return
-        plan = self.planner.plan_for(key, lambda: self._region(nodes, sources, read, count, again))
+        plan = self.planner.plan_for(
+            key, lambda: self._paid(key, nodes, len(sources), self._region(nodes, sources, read, count, again)))
         self._install(key, plan, nodes, sources, made_for)
         self.recording = False  # the plan serves the loop (a call it moves elsewhere, met, records again)
 
@@ -361,6 +376,32 @@ class Live:
             edges.append((nsrc + read, len(prices) - 1, nodes[read].out_bytes))
         labels = [f"source {s}" for s in range(nsrc)] + [f"{i}: {n.key.op}" for i, n in enumerate(nodes)]
         return Region(prices, edges, self._transfer, fixed, labels)
+
+    def _paid(self, key: Hashable, nodes: list[_Node], nsrc: int, region: Region) -> Region:
+        """``region`` without the places whose engine is down and is not admitted for what one pass
+        of the region saves there (its start-up's price); the calls a refused engine would have run
+        note their share of that saving for the script's later runs."""
+        while True:
+            trial = planner.plan(region)
+            down: dict[str, list[int]] = {}
+            for i, n in enumerate(nodes):
+                place = trial.placement[nsrc + i]
+                if place != HOST and not startup.up(name := n.prices[place][1]):
+                    down.setdefault(name, []).append(i)
+            refused = {name: calls for name, calls in down.items() if not startup.admit(name, trial.saving)}
+            if not refused:
+                return region
+            self.unpaid.setdefault(key, set()).update(refused)
+            for name, calls in refused.items():
+                gains = {i: max(region.prices[nsrc + i].get(HOST, 0.0) - n_s, 0.0) for i in calls
+                         if (n_s := region.prices[nsrc + i].get(trial.placement[nsrc + i])) is not None}
+                total = sum(gains.values()) or 1.0
+                for i, gain in gains.items():
+                    learned.priced(nodes[i].key, name, trial.saving * gain / total)
+            places = {trial.placement[nsrc + i] for calls in refused.values() for i in calls}
+            prices = [{p: s for p, s in each.items() if p not in places} if j >= nsrc else each
+                      for j, each in enumerate(region.prices)]
+            region = Region(prices, region.edges, region.transfer, region.fixed, region.labels)
 
     def _copied(self, source: tuple[str, int, Any], nbytes: int, count: int, again: set[int]) -> int:
         """The bytes a region pays to copy a host source it reads: none where a device keeps a

@@ -291,11 +291,13 @@ class CostPolicy(Policy):
         # Probed cheapest first, and only the best and the alternatives close enough to be explored:
         # a library that cannot win this call is not imported for it.
         ranked = []
-        numpy_s = next((s for s, n, _ in priced if n == "numpy"), None)
+        # A target down is priced against the best already up (NumPy at least): a second engine
+        # comes up only for what it saves over the first, not over NumPy.
+        up_s = min((s for s, n, _ in priced if startup.up(n)), default=None)
         for seconds, name, samples in priced:
             if ranked and seconds > history.explore_ratio * ranked[0][0]:
                 break
-            target = _reach(name, numpy_s - seconds if numpy_s is not None else None, key)
+            target = _reach(name, up_s - seconds if up_s is not None else None, key)
             if target is not None and target.supports(op):
                 ranked.append((seconds, name, samples))
         if not ranked:
@@ -317,7 +319,7 @@ class CostPolicy(Policy):
             # its only call may have been the program's first, which is often several times slower
             again = history.retry(key, [n for n, m in modeled.items() if n != best_name and (
                 m < best_s or (n == "numpy" and entering))])
-            target = targets.probe(again) if again is not None else None
+            target = _reach(again, 0.0) if again is not None else None  # only a target up already
             explore = again if target is not None and target.supports(op) else None
         if explore is not None:
             seconds = next(s for s, n, _ in priced if n == explore)
@@ -439,7 +441,7 @@ class Router:
 
     # ``epoch`` and ``memo`` are read by the compiled path by their slots' offsets (``bind_router``
     # in dispatch/arrays/_fastpath.c): renaming either fails at import, never silently.
-    __slots__ = ("__dict__", "epoch", "memo")
+    __slots__ = ("__dict__", "__weakref__", "epoch", "memo")
 
     def __init__(self) -> None:
         self.epoch = 0
@@ -462,6 +464,13 @@ class Router:
         self.calibration_checked = False
         self.priced = _PRICED  # the targets a region's calls are priced on
         self.live = Live(self)  # the region running now, and the plans in force (``dispatch.routing.live``)
+        self.came_up = False  # a target came up since the last decision: those cached were priced without it
+        targets.registry.on_up(self._came_up)
+
+    def _came_up(self, name: str) -> None:
+        if name != "numpy":
+            self.came_up = True
+            self.changed()  # the memo asks again, and ``decide`` drops what was priced without it
 
     def changed(self) -> None:
         """The decisions changed, or a region is recorded: what the memo served under them is checked again."""
@@ -630,6 +639,9 @@ class Router:
 
     def decide(self, op: Any, inputs: Any, args: tuple = (), kwargs: dict | None = None) -> Decision:
         """The decision for this call (cached per key)."""
+        if self.came_up:  # calls priced while a target was down (its start-up unpaid) are priced again
+            self.came_up = False
+            self.clear_decisions()
         key = call_key(op, inputs)
         if STATE.exact and op.differs and (op.differs == "always" or not _integers(inputs.dtypes)):
             return self._exact(op, key)  # before cached decisions: none may send it elsewhere

@@ -13,6 +13,7 @@ unavailable, with the reason kept for ``dispatch info``; it never breaks a call.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "host_names",
     "names",
     "names_on",
+    "on_up",
     "priced_names",
     "probe",
     "register",
@@ -205,6 +207,14 @@ def names_on(device_kind: str) -> list[str]:
 _lock = threading.RLock()
 _targets: dict[str, Target] = {}
 _unavailable: dict[str, str] = {}
+_listeners: list[Callable[[], Callable[[str], None] | None]] = []  # weak: told when a target comes up
+
+
+def on_up(listener: Callable[[str], None]) -> None:
+    """Call ``listener(name)`` each time a target comes up (a bound method is held weakly): the
+    router's decisions priced while it was down are stale then."""
+    ref = weakref.WeakMethod(listener) if hasattr(listener, "__self__") else (lambda: listener)
+    _listeners.append(ref)
 
 
 def probe(name: str) -> Target | None:
@@ -225,7 +235,15 @@ def probe(name: str) -> Target | None:
             _unavailable[name] = str(exc)
         except Exception as exc:  # a broken install must not break a call
             _unavailable[name] = f"{type(exc).__name__}: {exc}"
-        return _targets.get(name)
+    found = _targets.get(name)
+    if found is not None:
+        for ref in list(_listeners):
+            listener = ref()
+            if listener is None:
+                _listeners.remove(ref)
+            else:
+                listener(name)
+    return found
 
 
 def up() -> list[str]:
