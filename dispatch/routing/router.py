@@ -641,7 +641,10 @@ class Router:
         """The decision for this call (cached per key)."""
         if self.came_up:  # calls priced while a target was down (its start-up unpaid) are priced again
             self.came_up = False
-            self.clear_decisions()
+            for cache in self.caches.values():  # the floors stay: none is learned over a call priced out
+                cache.clear()
+            self.live.clear()
+            self.changed()
         key = call_key(op, inputs)
         if STATE.exact and op.differs and (op.differs == "always" or not _integers(inputs.dtypes)):
             return self._exact(op, key)  # before cached decisions: none may send it elsewhere
