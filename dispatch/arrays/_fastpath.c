@@ -224,8 +224,8 @@ static npy_intp broadcast_size(PyArrayObject *a, PyArrayObject *b, npy_intp larg
 
 /* A value passed to NumPy as it is: a flag, an axis, a name, a dtype, a scalar, a slice. */
 static int passes(PyObject *v) {
-    return v == Py_None || py_scalar(v) || PyUnicode_CheckExact(v) || PySlice_Check(v) || v == Py_Ellipsis ||
-           PyType_Check(v) || PyArray_DescrCheck(v) || PyArray_IsScalar(v, Generic);
+    return v == Py_None || py_scalar(v) || PyArray_IsScalar(v, Generic) || PyUnicode_CheckExact(v) ||
+           PySlice_Check(v) || v == Py_Ellipsis || PyType_Check(v) || PyArray_DescrCheck(v);
 }
 
 static inline int key_part(PyObject *k) {
@@ -784,14 +784,37 @@ static PyObject *run_op(PyObject *op, PyObject *func, PyObject *const *args, Py_
 
 /* The op of a NumPy function or ufunc in `table`, with what NumPy calls for it (new references),
  * or 0 with no error set. */
+static PyObject *last_table, *last_key, *last_op;  /* the last lookup's table, key and op (strong references) */
+
 static int table_op(PyObject *table, PyObject *key, PyObject **op, PyObject **func) {
-    *op = PyDict_GetItemWithError(table, key);
-    if (*op == NULL || (*func = op_func(*op)) == NULL) {
+    if (key == last_key && table == last_table) {  /* a loop calls the same function: no hashing */
+        *op = last_op;
+    } else {
+        *op = PyDict_GetItemWithError(table, key);
+        if (*op == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        Py_INCREF(table);
+        Py_INCREF(key);
+        Py_INCREF(*op);
+        Py_XSETREF(last_table, table);
+        Py_XSETREF(last_key, key);
+        Py_XSETREF(last_op, *op);
+    }
+    if ((*func = op_func(*op)) == NULL) {
         PyErr_Clear();
         return 0;
     }
     Py_INCREF(*op);
     return 1;
+}
+
+/* Whether `name` is "__call__" (NumPy's protocol passes a new string at each call: its length
+ * and bytes are compared, with no decoding). */
+static int is_call(PyObject *name) {
+    return PyUnicode_CheckExact(name) && PyUnicode_GET_LENGTH(name) == 8 && PyUnicode_KIND(name) == PyUnicode_1BYTE_KIND &&
+           memcmp(PyUnicode_DATA(name), "__call__", 8) == 0;
 }
 
 /* Set by setup_creation(): dispatch.cluster's namespace, where LIVE_ELEMENTS is (read at each call:
@@ -1047,9 +1070,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         break;
     }
     case ARRAY_UFUNC: {  /* __array_ufunc__(self, ufunc, method, *inputs, **kwargs) */
-        if (nargs < 4 || !plain() || !PyUnicode_CheckExact(args[2]) ||
-            PyUnicode_CompareWithASCIIString(args[2], "__call__") != 0)
-            break;
+        if (nargs < 4 || !plain() || !is_call(args[2])) break;
         PyObject *op, *func;
         if (!table_op(self->func, args[1], &op, &func)) break;
         int taken = 0;
