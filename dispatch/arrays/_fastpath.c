@@ -293,11 +293,23 @@ static PyObject *host_value(PyObject *v, npy_intp floor, int depth) {
     return out;
 }
 
+/* Arrays freed by nd_dealloc, kept for new_array to reuse (as CPython keeps floats and tuples,
+ * and Cython its classes' objects): a loop of small calls makes and frees a wrapper at each call,
+ * and the allocator's work was a third of what the wrapper costs. Untracked by the collector. */
+#define FREE_ARRAYS 32
+static PyObject *free_arrays[FREE_ARRAYS];
+static int free_count = 0;
+
 /* `object.__new__(dispatch.ndarray)` holding `data` (stolen): with no __dict__, what object.__new__
  * does is the type's allocation alone. */
 static PyObject *new_array(PyObject *data) {
-    PyObject *obj = nd_type->tp_alloc(nd_type, 0);
-    if (obj == NULL) {
+    PyObject *obj;
+    if (free_count > 0) {
+        obj = free_arrays[--free_count];
+        memset((char *)obj + sizeof(PyObject), 0, nd_type->tp_basicsize - sizeof(PyObject));
+        PyObject_Init(obj, nd_type);  /* its type (a reference to it: a heap type) and a count of 1 */
+        PyObject_GC_Track(obj);
+    } else if ((obj = nd_type->tp_alloc(nd_type, 0)) == NULL) {
         Py_DECREF(data);
         return NULL;
     }
@@ -316,7 +328,10 @@ static void nd_dealloc(PyObject *self) {
     if (nd_type->tp_weaklistoffset <= 0 || SLOT(self, nd_type->tp_weaklistoffset) != NULL)
         PyObject_ClearWeakRefs(self);  /* (a list the interpreter keeps before the object: it looks itself) */
     Py_CLEAR(DATA(self));
-    type->tp_free(self);
+    if (type == nd_type && free_count < FREE_ARRAYS && type->tp_free == PyObject_GC_Del)
+        free_arrays[free_count++] = self;  /* (a subclass's arrays are freed: their size differs) */
+    else
+        type->tp_free(self);
     Py_DECREF(type);  /* a heap type: each instance holds a reference to it */
 }
 
