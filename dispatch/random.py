@@ -109,8 +109,11 @@ def _plain(values: Any) -> bool:
         kind = type(v)
         if kind in _PLAIN_ARGS or isinstance(v, (type, _np.dtype)):
             continue
-        if kind is not tuple or any(type(d) is not int for d in v):
+        if kind is not tuple:
             return False
+        for d in v:  # (a loop: a generator costs more than the draw's shape)
+            if type(d) is not int:
+                return False
     return True
 
 
