@@ -25,6 +25,7 @@ state is computed at once.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as _np
@@ -75,6 +76,11 @@ def _host_method(method: Any, name: str, owner: _Proxy) -> Any:
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if STATE.plain and owner._pending is None and _plain(args) and (not kwargs or _plain(kwargs.values())):
+            # the common draw (``rng.random(100)``): no array in or out, nothing pending, too
+            # small to route or chunk: NumPy's method, its result wrapped, without the checks below
+            if _elements(name, method, args, kwargs) < min(ROUTED_DRAW_ELEMENTS, cluster.LIVE_ELEMENTS):
+                return wrap(method(*args, **kwargs))
         chunked = _chunked(owner, name, method, args, kwargs)
         if chunked is not None:
             return chunked
@@ -97,17 +103,39 @@ def _host_method(method: Any, name: str, owner: _Proxy) -> Any:
     return wrapper
 
 
-class _Proxy:
-    """Common to ``Generator`` and ``RandomState``: NumPy's object inside, methods wrapped."""
+def _plain(values: Any) -> bool:
+    """Whether a draw's arguments hold no array: numbers, names, dtypes, shapes of integers."""
+    for v in values:
+        kind = type(v)
+        if kind in _PLAIN_ARGS or isinstance(v, (type, _np.dtype)):
+            continue
+        if kind is not tuple:
+            return False
+        for d in v:  # (a loop: a generator costs more than the draw's shape)
+            if type(d) is not int:
+                return False
+    return True
 
-    __slots__ = ("_numpy", "_pending")
+
+_PLAIN_ARGS = frozenset({int, float, bool, str, type(None)})
+
+
+class _Proxy:
+    """Common to ``Generator`` and ``RandomState``: NumPy's object inside, methods wrapped.
+
+    A method's wrapper is made once and kept in the instance's ``__dict__``, where the next
+    ``rng.random`` finds it without ``__getattr__`` (making one cost more than a small draw);
+    a new NumPy object inside (``__setstate__``) drops them."""
+
+    __slots__ = ("__dict__", "_numpy", "_pending")
 
     def __getattr__(self, name: str) -> Any:
         if name == "_pending":  # unpickled or made without __init__
             return None
         value = getattr(self._numpy, name)
         if callable(value) and not name.startswith("_"):
-            return _host_method(value, name, self)
+            wrapper = self.__dict__[name] = _host_method(value, name, self)
+            return wrapper
         self._settle()
         return value
 
@@ -123,6 +151,7 @@ class _Proxy:
         return self._numpy
 
     def __setstate__(self, state: Any) -> None:
+        self.__dict__.clear()  # the wrappers of the NumPy object replaced
         self._numpy = state
         self._pending = None
 
@@ -344,6 +373,8 @@ def _elements(name: str, method: Any, args: tuple, kwargs: dict) -> int:
         return size
     if size is None:
         return -1
+    if type(size) is tuple and all(type(d) is int for d in size):  # (NumPy's prod of a tuple costs more than a draw)
+        return math.prod(size)
     try:
         return int(size) if _np.ndim(size) == 0 else int(_np.prod(size, dtype=_np.int64))
     except (TypeError, ValueError):

@@ -780,6 +780,28 @@ def test_a_compiled_array_is_freed_by_the_compiled_deallocation():
 
 
 @compiled_only
+def test_arrays_made_from_freed_ones_are_new_arrays():
+    """The compiled path reuses the memory of freed arrays: each result made there holds its own
+    data, has no weak reference of a freed one, and is tracked by the collector as a new array."""
+    import gc
+
+    x = wrapped(numpy.arange(8.0))
+    told, watches = [], []
+    for i in range(200):  # more than are kept for reuse
+        y = x[i % 6:i % 6 + 2]
+        watches.append(weakref.ref(y, told.append))
+        del y
+    assert len(told) == 200 and all(w() is None for w in watches)
+    made = [x[i:i + 2] * 2.0 for i in range(6)]
+    for i, m in enumerate(made):
+        assert type(m) is dispatch.ndarray
+        assert weakref.getweakrefcount(m) == 0
+        assert gc.is_tracked(m)
+        numpy.testing.assert_array_equal(numpy.asarray(m), 2.0 * numpy.arange(i, i + 2.0))
+    assert len({id(m) for m in made}) == len(made)
+
+
+@compiled_only
 @pytest.mark.parametrize("host", [numpy.arange(24.0).reshape(2, 3, 4)[:, ::2], numpy.float32(2.5) * numpy.ones(()),
                                   numpy.arange(5, dtype=numpy.int8), numpy.zeros((0, 3), dtype=complex)],
                          ids=["strided", "0-d", "int8", "empty"])

@@ -225,8 +225,8 @@ static npy_intp broadcast_size(PyArrayObject *a, PyArrayObject *b, npy_intp larg
 
 /* A value passed to NumPy as it is: a flag, an axis, a name, a dtype, a scalar, a slice. */
 static int passes(PyObject *v) {
-    return v == Py_None || py_scalar(v) || PyUnicode_CheckExact(v) || PySlice_Check(v) || v == Py_Ellipsis ||
-           PyType_Check(v) || PyArray_DescrCheck(v) || PyArray_IsScalar(v, Generic);
+    return v == Py_None || py_scalar(v) || PyArray_IsScalar(v, Generic) || PyUnicode_CheckExact(v) ||
+           PySlice_Check(v) || v == Py_Ellipsis || PyType_Check(v) || PyArray_DescrCheck(v);
 }
 
 static inline int key_part(PyObject *k) {
@@ -294,11 +294,23 @@ static PyObject *host_value(PyObject *v, npy_intp floor, int depth) {
     return out;
 }
 
+/* Arrays freed by nd_dealloc, kept for new_array to reuse (as CPython keeps floats and tuples,
+ * and Cython its classes' objects): a loop of small calls makes and frees a wrapper at each call,
+ * and the allocator's work was a third of what the wrapper costs. Untracked by the collector. */
+#define FREE_ARRAYS 32
+static PyObject *free_arrays[FREE_ARRAYS];
+static int free_count = 0;
+
 /* `object.__new__(dispatch.ndarray)` holding `data` (stolen): with no __dict__, what object.__new__
  * does is the type's allocation alone. */
 static PyObject *new_array(PyObject *data) {
-    PyObject *obj = nd_type->tp_alloc(nd_type, 0);
-    if (obj == NULL) {
+    PyObject *obj;
+    if (free_count > 0) {
+        obj = free_arrays[--free_count];
+        memset((char *)obj + sizeof(PyObject), 0, nd_type->tp_basicsize - sizeof(PyObject));
+        PyObject_Init(obj, nd_type);  /* its type (a reference to it: a heap type) and a count of 1 */
+        PyObject_GC_Track(obj);
+    } else if ((obj = nd_type->tp_alloc(nd_type, 0)) == NULL) {
         Py_DECREF(data);
         return NULL;
     }
@@ -332,7 +344,10 @@ static void nd_dealloc(PyObject *self) {
         PyObject_ClearWeakRefs(self);  /* (a list the interpreter keeps before the object: it looks itself) */
     Py_CLEAR(DATA(self));
     Py_CLEAR(BASE(self));
-    type->tp_free(self);
+    if (type == nd_type && free_count < FREE_ARRAYS && type->tp_free == PyObject_GC_Del)
+        free_arrays[free_count++] = self;  /* (a subclass's arrays are freed: their size differs) */
+    else
+        type->tp_free(self);
     Py_DECREF(type);  /* a heap type: each instance holds a reference to it */
 }
 
@@ -840,14 +855,37 @@ static PyObject *run_op(PyObject *op, PyObject *func, PyObject *const *args, Py_
 
 /* The op of a NumPy function or ufunc in `table`, with what NumPy calls for it (new references),
  * or 0 with no error set. */
+static PyObject *last_table, *last_key, *last_op;  /* the last lookup's table, key and op (strong references) */
+
 static int table_op(PyObject *table, PyObject *key, PyObject **op, PyObject **func) {
-    *op = PyDict_GetItemWithError(table, key);
-    if (*op == NULL || (*func = op_func(*op)) == NULL) {
+    if (key == last_key && table == last_table) {  /* a loop calls the same function: no hashing */
+        *op = last_op;
+    } else {
+        *op = PyDict_GetItemWithError(table, key);
+        if (*op == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        Py_INCREF(table);
+        Py_INCREF(key);
+        Py_INCREF(*op);
+        Py_XSETREF(last_table, table);
+        Py_XSETREF(last_key, key);
+        Py_XSETREF(last_op, *op);
+    }
+    if ((*func = op_func(*op)) == NULL) {
         PyErr_Clear();
         return 0;
     }
     Py_INCREF(*op);
     return 1;
+}
+
+/* Whether `name` is "__call__" (NumPy's protocol passes a new string at each call: its length
+ * and bytes are compared, with no decoding). */
+static int is_call(PyObject *name) {
+    return PyUnicode_CheckExact(name) && PyUnicode_GET_LENGTH(name) == 8 && PyUnicode_KIND(name) == PyUnicode_1BYTE_KIND &&
+           memcmp(PyUnicode_DATA(name), "__call__", 8) == 0;
 }
 
 /* Set by setup_creation(): dispatch.cluster's namespace, where LIVE_ELEMENTS is (read at each call:
@@ -1104,9 +1142,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         break;
     }
     case ARRAY_UFUNC: {  /* __array_ufunc__(self, ufunc, method, *inputs, **kwargs) */
-        if (nargs < 4 || !plain() || !PyUnicode_CheckExact(args[2]) ||
-            PyUnicode_CompareWithASCIIString(args[2], "__call__") != 0)
-            break;
+        if (nargs < 4 || !plain() || !is_call(args[2])) break;
         PyObject *op, *func;
         if (!table_op(self->func, args[1], &op, &func)) break;
         int taken = 0;
