@@ -5,6 +5,7 @@ exception type and first line)."""
 from __future__ import annotations
 
 import copy
+import math
 import sys
 from decimal import Decimal
 from fractions import Fraction
@@ -977,7 +978,8 @@ def test_a_view_of_an_array_that_is_no_dispatch_arrays_view_names_its_owner():
 # ---- np.broadcast holds the arrays it was given ----------------------------------------------------------
 
 def test_broadcast_iterators_name_the_arrays_given():
-    arrays = [dispatch.empty((6, 7)), dispatch.empty((5, 6, 1)), dispatch.empty((7,)), dispatch.empty((5, 1, 7))]
+    shapes = [(6, 7), (5, 6, 1), (7,), (5, 1, 7)]
+    arrays = [dispatch.arange(float(math.prod(s))).reshape(s) for s in shapes]  # values set: compared below
     stock = numpy.broadcast(*[numpy.asarray(a) for a in arrays])
     for made in (dispatch.broadcast(*arrays), dispatch.broadcast(dispatch.broadcast(*arrays[:2]), *arrays[2:])):
         assert isinstance(made, dispatch.broadcast)

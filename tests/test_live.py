@@ -21,7 +21,7 @@ from helpers import fake_cupy_router
 
 import dispatch
 from dispatch.arrays import mirrors
-from dispatch.routing import router
+from dispatch.routing import planner, router
 from dispatch.routing.decisions import DecisionKind
 from dispatch.routing.history import History
 from dispatch.routing.live import REVISIONS
@@ -323,12 +323,14 @@ def _down_with_startup(seconds: float) -> None:
     dispatch.targets.reset("cupy")
 
 
-def test_a_plan_brings_up_no_engine_its_region_cannot_repay_and_is_made_again_once_it_is_up():
+def test_a_plan_brings_up_no_engine_its_region_cannot_repay_and_is_made_again_once_it_is_up(monkeypatch):
     live = router.ROUTER.live
     u0, v0 = _inputs()
     expected_u, expected = _loop(u0, v0, 12, numpy)
     _down_with_startup(100.0)  # no pass of this loop saves 100 s
-    u, total = _loop(u0, v0, 12)
+    with monkeypatch.context() as m:  # nor is a cut made (nor SciPy imported) for a place none could pay for
+        m.setattr(planner, "_cut", lambda *args: pytest.fail("a cut was made for a device no plan could pay for"))
+        u, total = _loop(u0, v0, 12)
     assert not dispatch.targets.registry.tried("cupy")  # never brought up, not even probed
     assert u.target == "numpy" and live.planner.planned >= 1 and live.unpaid
     numpy.testing.assert_allclose(numpy.asarray(u), expected_u, rtol=1e-12)

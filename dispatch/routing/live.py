@@ -381,6 +381,20 @@ class Live:
         """``region`` without the places whose engine is down and is not admitted for what one pass
         of the region saves there (its start-up's price); the calls a refused engine would have run
         note their share of that saving for the script's later runs."""
+        # First the places no plan could pay for: each call's whole gain there, copies left out, is
+        # all a pass could save; where that is refused, no cut is made for the place (nor its
+        # library imported).
+        bound: dict[str, tuple[str, float]] = {}
+        for i, n in enumerate(nodes):
+            host = region.prices[nsrc + i].get(HOST)
+            for place, (seconds, name) in n.prices.items():
+                if place != HOST and host is not None and not startup.up(name):
+                    gain = bound.get(place, (name, 0.0))[1] + max(host - seconds, 0.0)
+                    bound[place] = (name, gain)
+        hopeless = {place for place, (name, gain) in bound.items() if not startup.admit(name, gain)}
+        if hopeless:
+            self.unpaid.setdefault(key, set()).update(bound[place][0] for place in hopeless)
+            region = self._without(region, nsrc, hopeless)
         while True:
             trial = planner.plan(region)
             down: dict[str, list[int]] = {}
@@ -398,10 +412,14 @@ class Live:
                 total = sum(gains.values()) or 1.0
                 for i, gain in gains.items():
                     learned.priced(nodes[i].key, name, trial.saving * gain / total)
-            places = {trial.placement[nsrc + i] for calls in refused.values() for i in calls}
-            prices = [{p: s for p, s in each.items() if p not in places} if j >= nsrc else each
-                      for j, each in enumerate(region.prices)]
-            region = Region(prices, region.edges, region.transfer, region.fixed, region.labels)
+            moved = {trial.placement[nsrc + i] for calls in refused.values() for i in calls}
+            region = self._without(region, nsrc, moved)
+
+    @staticmethod
+    def _without(region: Region, nsrc: int, places: set[str]) -> Region:
+        prices = [{p: s for p, s in each.items() if p not in places} if j >= nsrc else each
+                  for j, each in enumerate(region.prices)]
+        return Region(prices, region.edges, region.transfer, region.fixed, region.labels)
 
     def _copied(self, source: tuple[str, int, Any], nbytes: int, count: int, again: set[int]) -> int:
         """The bytes a region pays to copy a host source it reads: none where a device keeps a
