@@ -383,7 +383,7 @@ class Live:
         note their share of that saving for the script's later runs."""
         # First the places no plan could pay for: each call's whole gain there, copies left out, is
         # all a pass could save; where that is refused, no cut is made for the place (nor its
-        # library imported).
+        # library imported), and nothing is noted for later runs (no plan priced what it saves).
         bound: dict[str, tuple[str, float]] = {}
         for i, n in enumerate(nodes):
             host = region.prices[nsrc + i].get(HOST)
