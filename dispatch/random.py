@@ -107,7 +107,7 @@ def _plain(values: Any) -> bool:
     """Whether a draw's arguments hold no array: numbers, names, dtypes, shapes of integers."""
     for v in values:
         kind = type(v)
-        if kind in _PLAIN_ARGS or isinstance(v, (type, _np.dtype)):
+        if kind in _call._PLAIN or isinstance(v, (type, _np.dtype)):
             continue
         if kind is not tuple:
             return False
@@ -116,8 +116,6 @@ def _plain(values: Any) -> bool:
                 return False
     return True
 
-
-_PLAIN_ARGS = frozenset({int, float, bool, str, type(None)})
 
 
 class _Proxy:
