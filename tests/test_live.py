@@ -369,3 +369,25 @@ def test_a_second_engine_is_priced_against_the_best_one_up_not_against_numpy(mon
     numpy.testing.assert_allclose(got, want, rtol=1e-12)
     assert [r.target for r in t.records if r.op == "matmul"] == ["cupy"]
     assert not dispatch.targets.registry.tried("torch-cpu")
+
+
+def test_a_forced_target_runs_every_call_and_no_region_is_planned_for_it():
+    """Under a forced target rule 1 decides every call: its calls are in no region, no plan moves
+    one elsewhere, and the memo serves their repeats while a region of routed calls is recorded."""
+    live = router.ROUTER.live
+    u0, v0 = _inputs()
+    assert live.recording  # for the routed calls to come
+    with dispatch.using("numpy"):
+        _loop(u0, v0, 12)
+        u, total = _loop(u0, v0, 12)  # a loop met again: what a routed one is planned at
+    expected_u, expected = _loop(u0, v0, 12, numpy)
+    assert u.target == "numpy"
+    result = numpy.asarray(u)
+    assert result.dtype == expected_u.dtype and result.shape == expected_u.shape
+    numpy.testing.assert_allclose(result, expected_u, rtol=1e-12)
+    assert total == pytest.approx(expected, rel=1e-12)
+    forced = {k: d for k, d in router.ROUTER.decisions.items() if k.forced == "numpy"}
+    assert forced and all(d.kind is DecisionKind.FORCED for d in forced.values())
+    assert not live.planned and not any(n.key.forced for n in live.nodes)
+    assert any(k[1] == "numpy" for k in router.ROUTER.memo)  # served from the memo, the region still recorded
+

@@ -794,14 +794,20 @@ def _remember(memo_key: tuple, op: Op, natives: tuple, kwargs: dict, decision: A
 
 
 def _keep(memo_key: tuple, decision: Any, target: Any, run: Any) -> None:
-    """Store a memo entry, at the router's epoch; a full memo starts over. None while a region is
-    recorded: its plan must see every call."""
-    if _LIVE.recording:
+    """Store a memo entry, at the router's epoch; a full memo starts over. None of a routed call
+    while a region is recorded: its plan must see every call (a forced call is in no region)."""
+    if _LIVE.recording and not _forced_key(memo_key):
         return
     memo = ROUTER.memo
     if len(memo) >= _MEMO_MAX:
         memo.clear()
     memo[memo_key] = (decision, target, run, ROUTER.epoch)
+
+
+def _forced_key(memo_key: tuple) -> bool:
+    """Whether a memo key was made under a forced target (its second part, ``_memo_key``'s)."""
+    forced = memo_key[1]
+    return forced is not None and forced != "auto"
 
 
 def _native_items(v: list | tuple) -> list | tuple:
@@ -815,7 +821,7 @@ def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: nd
     temporary the result is written into (``call``'s)."""
     decision, target, run, epoch = entry
     if epoch != ROUTER.epoch:  # the decisions changed since, or a region is recorded: is this one still the router's?
-        if router.cached(decision.key) is not decision or _LIVE.recording:
+        if router.cached(decision.key) is not decision or (_LIVE.recording and not _forced_key(memo_key)):
             return _MISS
         ROUTER.memo[memo_key] = (decision, target, run, ROUTER.epoch)
     if STATE.tracing:

@@ -22,6 +22,10 @@ class CallKey(NamedTuple):
     forced: str | None  # the target forced where it was made (``using``, ``set_backend``)
     layout: Any  # what else tells calls of one size apart (a reduction's axis, a product's output)
 
+    def is_forced(self) -> bool:
+        """Made under a forced target (not ``auto``): rule 1 decides it, never a region's plan."""
+        return self.forced is not None and self.forced != "auto"
+
     def elsewhere(self) -> tuple:
         """The key but for the devices: the same kind of call wherever its inputs are."""
         return (self.op, self.dtypes, self.bucket, self.forced, self.layout)

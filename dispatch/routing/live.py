@@ -179,8 +179,8 @@ class Live:
         recorded region made, or that a plan in force makes with its data elsewhere: its region,
         met, is served the plan): the memo stops serving meanwhile. A kind a region made, decided
         afresh as its measurements come in, changes no region."""
-        if self.on and not self.recording and (key is None or key not in self.known
-                                               or key.elsewhere() in self.planned_kinds):
+        if self.on and not self.recording and (key is None or (not key.is_forced() and (
+                key not in self.known or key.elsewhere() in self.planned_kinds))):
             self.recording = True
             self._reset()
             self.router.changed()
@@ -188,12 +188,15 @@ class Live:
     # ---- recording ------------------------------------------------------------------------------
 
     def note(self, op: Any, inputs: Any, decision: Decision, result: Any) -> None:
-        """A routed call ran: add it to the region (a view or a cast passes its input's producer on)."""
+        """A routed call ran: add it to the region (a view or a cast passes its input's producer on).
+        A call under a forced target is no part of any region: the target it is forced to runs it."""
+        key = decision.key
+        if type(key) is CallKey and key.is_forced():
+            return
         out = data_of(result)
         if op.local:
             self._local(op, inputs, decision, out)
             return
-        key = decision.key
         if type(key) is not CallKey:
             return
         prices = self._prices(op, inputs, key) if op.cataloged and op.work != "host" else {}
