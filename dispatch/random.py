@@ -266,13 +266,22 @@ def _routed_draw(owner: Generator, name: str, method: Any, args: tuple, kwargs: 
             plan = calls.plan(name, args, kwargs)
             kernels = _cuda_kernels() if plan is not None else None
         if kernels is not None:
-            return _call._execute(op, inputs, decision, lambda: _drawn_on(target, owner, plan, kernels))
+            return _noted(op, inputs, decision, _call._execute(
+                op, inputs, decision, lambda: _drawn_on(target, owner, plan, kernels)))
         why = "CuPy's CUDA kernels are unavailable" if plan is not None else "not drawn there with these arguments"
         if plan is not None:
             router.refused(op, inputs, target, f"{target.name} refused: {why}")
         decision = Decision(NUMPY, DecisionKind.FALLBACK, f"{router.FALLBACK}{target.name}: {why}", key=decision.key)
-    return _call._execute(op, inputs, decision, lambda: wrap(method(*_call.host_args(args),
-                                                                    **_call.host_kwargs(kwargs))))
+    return _noted(op, inputs, decision, _call._execute(
+        op, inputs, decision, lambda: wrap(method(*_call.host_args(args), **_call.host_kwargs(kwargs)))))
+
+
+def _noted(op: Any, inputs: Any, decision: Any, drawn: Any) -> Any:
+    """``drawn``, noted in the region being recorded as the call path notes a routed call."""
+    live = router.ROUTER.live
+    if live.recording:
+        live.note(op, inputs, decision, drawn)
+    return drawn
 
 
 def _drawn_dtype(name: str, args: tuple, kwargs: dict) -> Any:

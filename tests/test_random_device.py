@@ -119,6 +119,27 @@ def _draw_inputs(n: int) -> Any:
     return inputs
 
 
+def test_auto_mode_a_draw_is_a_call_of_the_region_recorded_and_planned(fake_device: CountingKernels) -> None:
+    """A routed draw is noted in the region being recorded, as any routed call: a loop that
+    draws and computes on what it drew is planned with its draw, which the plan then places."""
+    from dispatch.routing.decisions import DecisionKind
+
+    router.use_calibration(synthetic(gpu=True, torch_cpu=False))
+    live = router.ROUTER.live
+    ours, theirs = dispatch.random.default_rng(8), np.random.default_rng(8)
+    totals = []
+    for step in range(6):
+        x = ours.random(ROUTED)
+        if step == 0:
+            assert live.recording and live.nodes[-1].key.op == "random.Generator.random"
+        totals.append(float((dispatch.cos(x) * 2.0).sum()))
+    expected = [float((np.cos(theirs.random(ROUTED)) * 2.0).sum()) for _ in range(6)]
+    assert totals == pytest.approx(expected, rel=1e-12)
+    assert ours.bit_generator.state == theirs.bit_generator.state
+    key = router.call_key(dispatch.base.ops.op_named("random.Generator.random"), _draw_inputs(ROUTED))
+    assert router.cached(key) is not None and router.cached(key).kind is DecisionKind.PLANNED
+
+
 def test_auto_mode_keeps_the_legacy_stream_and_other_generators_on_the_host(fake_device: CountingKernels) -> None:
     router.use_calibration(synthetic(gpu=True, torch_cpu=False))
     dispatch.random.seed(9)
