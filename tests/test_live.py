@@ -119,6 +119,34 @@ def test_a_plan_strayed_from_by_measurements_is_revised(monkeypatch):
     assert live.planner.planned > made  # planned again, from the newer prices
 
 
+def test_a_plan_its_measurements_found_holding_is_timed_no_more(monkeypatch):
+    """Once every call of a plan was measured and ``HELD`` timings found it holding, its
+    decisions stop sampling: the loop runs from the memo without a timing."""
+    from dispatch.routing.live import HELD
+
+    live = router.ROUTER.live
+    u0, v0 = _inputs()
+    _loop(u0, v0, 8)
+    key, _ = live.describe()[-1]
+    planned = live.planned[key]
+    assert all(d.sample for d in planned.decisions.values())
+    history = router.ROUTER.history
+    monkeypatch.setattr(history, "observe", History.observe.__get__(history))
+    for call_key, engine, price in planned.nodes:  # each call measured at its price: the plan holds
+        history.observe(call_key, engine, max(price, 1e-6))
+    call_key, engine, _ = planned.nodes[0]
+    for _ in range(HELD - 1):
+        router.ROUTER._observed(call_key, engine)
+    assert all(d.sample for d in planned.decisions.values())
+    router.ROUTER._observed(call_key, engine)
+    router.ROUTER._observed(call_key, engine)
+    assert key in live.planned and not any(d.sample for d in planned.decisions.values())
+    u, total = _loop(u0, v0, 12)
+    expected_u, expected = _loop(u0, v0, 12, numpy)
+    numpy.testing.assert_allclose(numpy.asarray(u), expected_u, rtol=1e-12)
+    assert total == pytest.approx(expected, rel=1e-12)
+
+
 def test_a_host_array_read_again_pays_its_copy_once_and_one_made_afresh_each_time():
     """A loop over the same host array copies it once (the device keeps it): its copy is spread
     over the times the region was met. An array made afresh each time (``un = u.copy()``) is

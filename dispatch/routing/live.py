@@ -56,6 +56,9 @@ __all__ = ["MAX_CALLS", "Live", "bases", "data_of", "recorded", "region_key", "w
 
 MAX_CALLS = 512  # a region without a read or a repeat ends here (a plan over more would cost more than it saves)
 REVISIONS = 3  # a region planned this many times keeps its last plan: its prices will not settle
+# Timings of a plan, each of its calls measured, that found it holding: from then on its calls are
+# timed no more (a timing costs a call the Python path, and a device's events or a wait for it).
+HELD = 32
 SEEN_MAX = 4096  # regions counted at most; a program making more distinct ones starts counting over
 
 
@@ -73,13 +76,19 @@ class _Node:
 class _Planned:
     """A plan in force: its decisions, per key, and the prices it was made from."""
 
-    __slots__ = ("decisions", "made_for", "nodes", "plan")
+    __slots__ = ("decisions", "held", "made_for", "nodes", "plan")
 
     def __init__(self, plan: Plan, nodes: list[tuple[CallKey, str, float]], made_for: Hashable = None) -> None:
         self.plan = plan
         self.nodes = nodes  # (key as the plan runs it, engine, price): what its timings are compared with
         self.decisions: dict[CallKey, Decision] = {}
         self.made_for = made_for  # where the region's sources were, and which call the host read
+        self.held = 0  # timings, every call of it measured, that found it holding
+
+    def settle(self) -> None:
+        """Time its calls no more: what they measure would change nothing."""
+        for decision in self.decisions.values():
+            decision.sample = False
 
 
 def _place(device: Any) -> str:
@@ -521,21 +530,30 @@ class Live:
 
     def measured(self, key: CallKey) -> None:
         """A planned call was timed: re-price its plan with what its calls measured, and drop it
-        where that strays (``Planner.measured``): its region is planned again when next met."""
+        where that strays (``Planner.measured``): its region is planned again when next met. A
+        plan that can be revised no more, or that ``HELD`` timings found holding once every call
+        of it was measured, is timed no more (``_Planned.settle``)."""
         plan_key = self.by_key.get(key)
         planned = self.planned.get(plan_key) if plan_key is not None else None
-        if planned is None or self.revisions.get(plan_key, 0) >= REVISIONS:
+        if planned is None:
+            return
+        if self.revisions.get(plan_key, 0) >= REVISIONS or planned.held >= HELD:
+            planned.settle()
             return
         stats = self.router.history.stats
         seconds = planned.plan.seconds
+        measured = True
         for k, name, price in planned.nodes:
             stat = stats.get(k, {}).get(name)
             if stat is not None and price is not None:
                 seconds += stat.seconds - price
+            measured = measured and stat is not None
         if self.planner.measured(plan_key, max(seconds, 0.0)):
             self.revisions[plan_key] = self.revisions.get(plan_key, 0) + 1
             self._drop(plan_key)  # planned again, from the newer prices, when next met
             self.resume()
+        elif measured:
+            planned.held += 1
 
     def describe(self) -> list[tuple[Hashable, Plan]]:
         """The plans in force, and what each expects to save."""
