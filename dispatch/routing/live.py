@@ -39,7 +39,6 @@ the copies of inputs not already there, and, for host data entering a device, th
 from __future__ import annotations
 
 import weakref
-from collections import Counter
 from collections.abc import Hashable
 from typing import Any
 
@@ -130,13 +129,11 @@ def recorded(native: Any, *tables: dict) -> int | None:
 
 def meeting_key(nodes: list[_Node]) -> Hashable:
     """What counts a region's meetings: its kinds of call that a plan could place off the host and
-    that are over ``SMALL`` elements, without where their data is, in any order. The host runs its
-    other calls (small ones, views and indexing, host ops) under its floors, unseen, where a device
-    routes and records them: a region whose calls ran elsewhere last time is still the same region
-    met again. A loop body recorded from another of its calls (the recording resumed mid-body) is
-    the same body too."""
-    return frozenset(Counter(n.key.elsewhere() for n in nodes
-                             if n.key.bucket >= _SMALL_BUCKET and any(place != HOST for place in n.prices)).items())
+    that are over ``SMALL`` elements, without where their data is. The host runs its other calls
+    (small ones, views and indexing, host ops) under its floors, unseen, where a device routes and
+    records them: a region whose calls ran elsewhere last time is still the same region met again."""
+    return tuple(n.key.elsewhere() for n in nodes
+                 if n.key.bucket >= _SMALL_BUCKET and any(place != HOST for place in n.prices))
 
 
 _SMALL_BUCKET = (SMALL + 1).bit_length()  # the size buckets over SMALL elements
