@@ -419,20 +419,3 @@ def test_a_forced_target_runs_every_call_and_no_region_is_planned_for_it():
     assert not live.planned and not any(n.key.forced for n in live.nodes)
     assert any(k[1] == "numpy" for k in router.ROUTER.memo)  # served from the memo, the region still recorded
 
-
-def test_a_region_met_again_with_its_small_and_host_only_calls_elsewhere_is_met_again():
-    """What counts a region's meetings leaves out the calls the host runs unseen under its floors
-    (small ones, indexing host data, host ops), which a device routes and records: a script's
-    region met once a run is planned at its second meeting wherever its small calls ran."""
-    from dispatch.routing.live import _Node, meeting_key, region_key
-
-    u0, v0 = _inputs()
-    _loop(u0, v0, 6)
-    key = next(k for p in router.ROUTER.live.planned.values() for k in p.decisions)
-    device = frozenset({fakecupy_device()})
-    both = {"host": (1e-3, "numpy"), "cuda:0": (1e-4, "cupy")}
-    big = _Node(key, [(-1, 8)], both, 8)
-    small = _Node(key._replace(bucket=1, devices=device), [(0, 8)], both, 8)
-    read = _Node(key._replace(op="__getitem__"), [(0, 8)], {"host": (0.0, "numpy")}, 0)
-    assert meeting_key([big, small, read, big]) == meeting_key([big, big]) != meeting_key([big])
-    assert region_key([big, small, read, big]) != region_key([big, big])

@@ -9,12 +9,7 @@ from __future__ import annotations
 import enum
 from typing import Any, NamedTuple
 
-__all__ = ["SMALL", "CallKey", "Decision", "DecisionKind", "Watched"]
-
-# Host calls of at most this many elements run on NumPy under every policy, without probing any
-# other target (which would import torch or CuPy): no engine's call overhead (microseconds for
-# torch, a launch and a transfer for a GPU) is repaid on so little data.
-SMALL = 1 << 8
+__all__ = ["CallKey", "Decision", "DecisionKind", "Watched"]
 
 
 class CallKey(NamedTuple):

@@ -48,7 +48,7 @@ from dispatch import targets
 from dispatch.base.devices import HOST as HOST_DEVICE
 from dispatch.base.devices import device_of
 from dispatch.routing import cost, learned, planner, startup
-from dispatch.routing.decisions import SMALL, CallKey, Decision, DecisionKind
+from dispatch.routing.decisions import CallKey, Decision, DecisionKind
 from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
 
 __all__ = ["MAX_CALLS", "Live", "bases", "data_of", "recorded", "region_key", "weak"]
@@ -125,18 +125,6 @@ def recorded(native: Any, *tables: dict) -> int | None:
             if found is not None and found[0]() is n:
                 return found[1]
     return None
-
-
-def meeting_key(nodes: list[_Node]) -> Hashable:
-    """What counts a region's meetings: its kinds of call that a plan could place off the host and
-    that are over ``SMALL`` elements, without where their data is. The host runs its other calls
-    (small ones, views and indexing, host ops) under its floors, unseen, where a device routes and
-    records them: a region whose calls ran elsewhere last time is still the same region met again."""
-    return tuple(n.key.elsewhere() for n in nodes
-                 if n.key.bucket >= _SMALL_BUCKET and any(place != HOST for place in n.prices))
-
-
-_SMALL_BUCKET = (SMALL + 1).bit_length()  # the size buckets over SMALL elements
 
 
 def region_key(nodes: list[_Node]) -> Hashable:
@@ -369,8 +357,7 @@ class Live:
             self.seen.clear()
             self.last_sources.clear()
             self.known.clear()
-        meeting = meeting_key(nodes) or key  # (a script's straight-line region, met once a run: planned at the second)
-        count = self.seen[meeting] = self.seen.get(meeting, 0) + 1
+        count = self.seen[key] = self.seen.get(key, 0) + 1
         ids = {id(data) for _, _, ref in sources if (data := ref()) is not None}
         again = ids & self.last_sources.get(key, set())  # the arrays the region read when last met too
         self.last_sources[key] = ids
@@ -547,7 +534,8 @@ class Live:
             measured = measured and stat is not None
         if self.planner.measured(plan_key, max(seconds, 0.0)):
             self.revisions[plan_key] = self.revisions.get(plan_key, 0) + 1
-            self._drop(plan_key)  # planned again, from the newer prices, when next met
+            self._drop(plan_key)
+            self.seen[plan_key] = 1  # planned again, from the newer prices, when next met
             self.resume()
         elif measured:
             planned.held += 1

@@ -66,7 +66,7 @@ from dispatch.base.state import STATE
 from dispatch.base.tiers import Backend
 from dispatch.routing import calibration, cost, startup
 from dispatch.routing.calibration import INTEGER_OPS
-from dispatch.routing.decisions import SMALL, CallKey, Decision, DecisionKind, Watched
+from dispatch.routing.decisions import CallKey, Decision, DecisionKind, Watched
 from dispatch.routing.history import HOST_TARGETS, History
 from dispatch.routing.live import Live
 from dispatch.routing.selector import BackendSelector
@@ -89,6 +89,10 @@ HOST_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") el
 GPU_TARGETS = targets.registry.gpu_names()  # each device's home first (live views of the registry)
 PRICED = targets.registry.priced_names()  # the targets the cost policy weighs: those a calibration measures
 _PRICED = PRICED
+# Host calls of at most this many elements run on NumPy under every policy, without probing any
+# other target (which would import torch or CuPy): no engine's call overhead (microseconds for
+# torch, a launch and a transfer for a GPU) is repaid on so little data.
+SMALL = 1 << 8
 # About what routing one call costs (its input summary, the decision, the bookkeeping; see
 # benchmarks/overhead.py): below the size where another target beats NumPy by more than this,
 # a host call runs on NumPy without asking the router.
