@@ -2,7 +2,7 @@
 
     python -m benchmarks.cold_start [--half validation] [--only a,b] [--repeats 2] [--json out.json]
     python -m benchmarks.cold_start --gil
-    python -m benchmarks.cold_start --sklearn [--rows lda=20000,lda=1000000] [--repeats 1] [--json out.json]
+    python -m benchmarks.cold_start --sklearn [--rows lda=20000,lda=1000000] [--timeline] [--json out.json]
 
 Each program of ``benchmarks.programs`` runs in fresh processes (``programs_bench.cold_program``):
 NumPy (``python SCRIPT``); ``python -m dispatch run SCRIPT`` three times in a row with what
@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--gil", action="store_true", help="measure the background import's cost to the program")
     parser.add_argument("--sklearn", action="store_true", help="scikit-learn scripts (benchmarks/sklearn_cold.py)")
     parser.add_argument("--rows", default="", help="with --sklearn: script=rows,... (default: sized for this machine)")
+    parser.add_argument("--timeline", action="store_true",
+                        help="with --sklearn: each timed run watched, its timeline kept (benchmarks/timeline.py)")
     args = parser.parse_args(argv)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's machine writes bytecode: time what it sees
     os.environ.pop("DISPATCH_LEARN", None)
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         gpu = any(t in ("cupy", "torch-cuda", "torch-mps") for t in programs_bench.available_targets())
         found = sklearn_cold.main(sklearn_cold.parse_rows(args.rows, gpu), args.repeats, args.timeout,
-                                  lambda line: print(line, file=sys.stderr, flush=True))
+                                  lambda line: print(line, file=sys.stderr, flush=True), args.timeline)
         found["machine"] = programs_bench._machine()
         print("\n".join([f"machine: {found['machine']}; rounds: {args.repeats} (best of)", "", *found["summary"]]))
         if args.json:

@@ -1,6 +1,6 @@
 """scikit-learn scripts run once, as users run them: the cold-start benchmark's scikit-learn half.
 
-    python -m benchmarks.cold_start --sklearn [--rows lda=20000,lda=1000000] [--repeats 1] [--json out.json]
+    python -m benchmarks.cold_start --sklearn [--rows lda=20000,lda=1000000] [--repeats 1] [--timeline] [--json F]
 
 Each script of ``benchmarks/sklearn_scripts`` runs in fresh processes, timed by the wall clock
 around each: stock scikit-learn (``python SCRIPT ROWS``); the script with
@@ -14,6 +14,10 @@ is written and the libraries' files were read, as a user's second script finds t
 machine also with each GPU target forced, so that CuPy's disk cache holds the kernels these
 estimators use (CuPy compiles a kernel the first time this machine ever runs it: seconds in all
 for a fit, paid once per machine, not per script).
+
+With ``--timeline``, every timed run is watched (``benchmarks/timeline.py``: imports, each routed
+call, the engines brought up, the exit), and each run's breakdown is kept in the JSON under
+``timelines``: a slow run says where its seconds went.
 
 The goals, per script: run 1 of either kind takes at most 1.05x stock's time, or stock's + 30 ms
 where that is larger; on a machine with a GPU, a fit of 10 s or more stock gains at least 3x from
@@ -45,7 +49,8 @@ def _command(kind: str, script: str, rows: int) -> list[str]:
     return [sys.executable, "-m", "dispatch", "run", script, str(rows)]
 
 
-def _run(kind: str, script: str, rows: int, cache: str, timeout: float, backend: str = "") -> dict[str, Any]:
+def _run(kind: str, script: str, rows: int, cache: str, timeout: float, backend: str = "",
+         watch: bool = False) -> dict[str, Any]:
     import subprocess
     import time
 
@@ -53,6 +58,15 @@ def _run(kind: str, script: str, rows: int, cache: str, timeout: float, backend:
     env["DISPATCH_CACHE_DIR"] = cache
     if backend:
         env["DISPATCH_BACKEND"] = backend
+    if watch:
+        from benchmarks import timeline
+
+        done, seen = timeline.run(_command(kind, script, rows), env=env, cwd=programs_bench.REPO, timeout=timeout)
+        if done is None:
+            return {"seconds": seen["wall"], "rc": None, "stdout": "", "stderr": f"timed out ({timeout} s)",
+                    "timeline": seen}
+        return {"seconds": seen["wall"], "rc": done.returncode, "stdout": done.stdout,
+                "stderr": seen.pop("stderr_tail")[-2000:], "timeline": seen}
     start = time.perf_counter()
     try:
         done = subprocess.run(_command(kind, script, rows), cwd=programs_bench.REPO, env=env, capture_output=True,
@@ -63,8 +77,9 @@ def _run(kind: str, script: str, rows: int, cache: str, timeout: float, backend:
             "stderr": done.stderr[-2000:]}
 
 
-def measure(name: str, rows: int, repeats: int, base_cache: str, timeout: float) -> dict[str, Any]:
-    """Stock, and each kind's runs 1-3 sharing a cache folder, ``repeats`` rounds in rotating order."""
+def measure(name: str, rows: int, repeats: int, base_cache: str, timeout: float, watch: bool = False) -> dict[str, Any]:
+    """Stock, and each kind's runs 1-3 sharing a cache folder, ``repeats`` rounds in rotating order
+    (``watch``: each run's timeline kept)."""
     import shutil
 
     script = os.path.join(HERE, f"{name}.py")
@@ -73,11 +88,11 @@ def measure(name: str, rows: int, repeats: int, base_cache: str, timeout: float)
     for r in range(repeats):
         for unit in units[r % len(units):] + units[:r % len(units)]:
             if unit == "stock":
-                runs["stock"].append(_run("stock", script, rows, base_cache, timeout))
+                runs["stock"].append(_run("stock", script, rows, base_cache, timeout, watch=watch))
                 continue
             cache = programs_bench._fresh_cache(base_cache)
             for run in RUNS:
-                runs[f"{unit} {run}"].append(_run(unit, script, rows, cache, timeout))
+                runs[f"{unit} {run}"].append(_run(unit, script, rows, cache, timeout, watch=watch))
             shutil.rmtree(cache, ignore_errors=True)
     reference = next((r["stdout"] for r in runs["stock"] if r["rc"] == 0), None)
     best = {c: min(r["seconds"] for r in done if r["rc"] == 0) for c, done in runs.items()
@@ -86,9 +101,12 @@ def measure(name: str, rows: int, repeats: int, base_cache: str, timeout: float)
                                       if reference is not None else "-" for r in done]) for c, done in runs.items()}
     errors = {c: next(r["stderr"].strip().splitlines()[-1:] for r in done if r["rc"] != 0)
               for c, done in runs.items() if any(r["rc"] != 0 for r in done)}
-    return {"script": name, "rows": rows, "best": best, "match": match, "errors": errors, "reference": reference,
-            "seconds": {c: [r["seconds"] for r in done] for c, done in runs.items()},
-            "median": {c: statistics.median(r["seconds"] for r in done) for c, done in runs.items()}}
+    out = {"script": name, "rows": rows, "best": best, "match": match, "errors": errors, "reference": reference,
+           "seconds": {c: [r["seconds"] for r in done] for c, done in runs.items()},
+           "median": {c: statistics.median(r["seconds"] for r in done) for c, done in runs.items()}}
+    if watch:
+        out["timelines"] = {c: [r.get("timeline") for r in done] for c, done in runs.items()}
+    return out
 
 
 def goals(result: dict[str, Any], gpu: bool) -> dict[str, bool]:
@@ -125,8 +143,8 @@ def table(results: list[dict[str, Any]], gpu: bool) -> list[str]:
     return lines
 
 
-def main(rows: list[tuple[str, int]], repeats: int, timeout: float, log: Any) -> dict[str, Any]:
-    """Every script at its row count; the table and the JSON's body."""
+def main(rows: list[tuple[str, int]], repeats: int, timeout: float, log: Any, watch: bool = False) -> dict[str, Any]:
+    """Every script at its row count; the table and the JSON's body (``watch``: each timed run's timeline)."""
     import shutil
 
     from dispatch.routing import calibration
@@ -143,11 +161,16 @@ def main(rows: list[tuple[str, int]], repeats: int, timeout: float, log: Any) ->
             shutil.rmtree(cache, ignore_errors=True)
     out: dict[str, Any] = {"gpu": gpu, "repeats": repeats, "scripts": []}
     for name, n in rows:
-        res = measure(name, n, repeats, base_cache, timeout)
+        res = measure(name, n, repeats, base_cache, timeout, watch)
         res["goals"] = goals(res, gpu)
         out["scripts"].append(res)
         log(f"  {name} {n:,}: " + ", ".join(f"{c} {s:.2f} s" for c, s in res["best"].items())
             + "".join(f"; {c} {m}" for c, m in res["match"].items() if m not in ("exact", "-")))
+        for contender, seen in res.get("timelines", {}).items():
+            from benchmarks import timeline
+
+            for one in filter(None, seen):
+                log(f"  -- {name} {n:,} {contender}: " + timeline.describe(one))
     out["summary"] = table(out["scripts"], gpu)
     return out
 

@@ -171,3 +171,36 @@ def test_a_first_slow_call_on_the_gpu_kept_by_a_run_does_not_keep_the_next_run_o
     monkeypatch.setattr(learned, "earlier", lambda section: kept if section == "sklearn" else None)
     third = _routing.choose(LDA(), "fit", X, (y,))
     assert third.target is None and "but cupy is not up" in third.reason and third.learn == key
+
+
+def test_a_gpu_call_measured_to_win_by_far_is_not_measured_on_stock(gpu_machine, monkeypatch):
+    """Priced to win, not by far (a large factorisation's price on a device errs high: an H200's
+    quick calibration priced LDA's 1M x 150 fit at 3 s on CuPy, which took under 1 s), the GPU
+    runs first; measured far under stock's price, stock scikit-learn is not run to learn that
+    it loses, neither later in this run nor in the next run. Measured as priced, it is."""
+    from dispatch.routing import learned
+
+    use, _ = gpu_machine
+    use(0.5)
+    monkeypatch.setattr(_routing._price, "seconds", lambda *args: {"numpy": 5.0, "cupy": 3.0})
+    X, y = _data(1_000_000, 150)
+    key = (LDA, "fit", X.size.bit_length())
+    first = _routing.choose(LDA(), "fit", X, (y,))
+    assert first.target == "cupy" and first.learn == key
+    assert first.reason.endswith("measured first, then stock scikit-learn")
+    _routing.observe(key, "cupy", 0.6)
+    second = _routing.choose(LDA(), "fit", X, (y,))
+    assert second.target == "cupy", second
+    assert second.reason.endswith("by far, stock scikit-learn not measured")
+    assert second.learn == key  # a GPU's first call may have paid one-time costs: timed once more
+    kept = _routing._kept()
+    _routing.forget()  # the next run reads what this one kept
+    monkeypatch.setattr(learned, "earlier", lambda section: kept if section == "sklearn" else None)
+    assert _routing.choose(LDA(), "fit", X, (y,)).target == "cupy"
+
+    _routing.forget()
+    monkeypatch.setattr(learned, "earlier", lambda section: None)
+    assert _routing.choose(LDA(), "fit", X, (y,)).target == "cupy"
+    _routing.observe(key, "cupy", 3.0)  # as priced: stock may win, and is measured
+    stock = _routing.choose(LDA(), "fit", X, (y,))
+    assert stock == _routing.Choice(None, f"{_routing.STOCK}: measuring the alternative", learn=key)

@@ -364,3 +364,39 @@ def test_what_large_scikit_learn_calls_measured_is_kept_for_the_next_run(monkeyp
     assert _routing._earlier(key) == {None: 12.5, "cupy": 0.24}
     assert _routing._tries == {key: 2}
     assert _routing._earlier((LinearDiscriminantAnalysis, "predict", 21)) == {}
+
+
+def test_a_second_engine_is_not_brought_up_to_be_the_runner_up(tmp_path, monkeypatch):
+    """Two targets down, both priced to save more than their start-up over NumPy: the cheapest
+    comes up and serves the call; the other is then priced against it, not against NumPy, and
+    stays down (on the H200 machine, torch was imported for 2 s to be the runner-up of CuPy's
+    normal draws; here torch-cpu serves and the fake CuPy stays down). The result is NumPy's."""
+    pytest.importorskip("torch")
+    from helpers import fake_cupy_router
+
+    from dispatch.arrays._call import Inputs
+    from dispatch.base.ops import op_named
+
+    with fake_cupy_router(tmp_path, monkeypatch):
+        for name in ("cupy", "torch-cpu"):  # a fresh process: neither up
+            targets.probe(name)
+            monkeypatch.delitem(targets.registry._targets, name)
+        monkeypatch.setattr(bringup, "_states", {})
+        cal = synthetic(gpu=True)
+        cal.extra["startup"] = {n: {"import_s": 0.0, "context_s": 0.0, "first_call_s": 1e-6}
+                                for n in ("torch-cpu", "cupy")}
+        router.use_calibration(cal)
+        a = numpy.random.default_rng(0).random((1000, 1000))
+        op, inputs = op_named("exp"), Inputs([dispatch.asarray(a)])
+        reached = []
+        real_reach = router._reach
+        monkeypatch.setattr(router, "_reach", lambda name, saving, key=None: reached.append((name, saving))
+                            or real_reach(name, saving, key))
+        decision = router.decide(op, inputs, (), {})
+        assert decision.target.name == "torch-cpu", decision
+        assert [n for n, _ in reached] == ["torch-cpu", "cupy"] and reached[0][1] > 0 >= reached[1][1]
+        assert "cupy" not in targets.registry.up()
+        got = numpy.asarray(dispatch.exp(dispatch.asarray(a)))
+        numpy.testing.assert_allclose(got, numpy.exp(a), rtol=1e-14)
+        assert got.dtype == numpy.float64 and got.shape == (1000, 1000)
+    startup.use_calibration(None)

@@ -205,6 +205,15 @@ def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table
         there_up = there_s + startup.seconds(other)
         wants_other, far = there_up < stock_s, stock_s - there_up >= FAR_SHARE * stock_s
         table = f"priced stock {_ms(stock_s)}, {other} {_ms(there_s)} (start-up {_ms(there_up - there_s)})"
+    if stock_s is not None and other in seen and None not in seen:
+        # Measured there, it saves by far against stock's price: timing stock would cost its whole
+        # time to learn that it loses (a large factorisation's price on a device errs high, so
+        # the prices alone may not have said "by far").
+        there_up = seen[other] + startup.seconds(other)
+        if stock_s - there_up >= FAR_SHARE * stock_s:
+            wants_other = far = True
+            table = f"measured {other} {_ms(seen[other])} (start-up {_ms(there_up - seen[other])}), " \
+                    f"priced stock {_ms(stock_s)}"
     # The alternative's first call pays one-time costs (kernels compiled on first use, memory
     # pools, a CUDA context): a loss is measured once more before it counts.
     again = len(seen) == 2 and seen.get(other, 0.0) > seen.get(None, 0.0) and _tries.get(key, 0) < 2
