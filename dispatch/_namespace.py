@@ -180,10 +180,15 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
                 return a.copy()
             return a
         if type(a) in (list, tuple) and _is_object(dtype):  # NumPy keeps the arrays given as the objects held
-            return wrap_host(func(a, dtype, *args, **kwargs))
+            shown = array_likes.nested(a)
+            result = func(shown, dtype, *args, **kwargs)
+            return wrap_host(result if shown is a else array_likes.restore(result))
         if dtype is not None:
             kwargs["dtype"] = dtype
-        return _call.call(op, (a, *args), kwargs)
+        result = _call.call(op, (a, *args), kwargs)
+        if type(a) in (list, tuple) and result.dtype.kind == "O" and type(result._data) is np.ndarray:
+            array_likes.restore(result._data)  # objects NumPy held as they are, shown to it in proxies
+        return result
 
     wrapper.__module__ = "dispatch"
     if copy_default:  # ``array``: a copy of host data (a list of host arrays), NumPy's at any size

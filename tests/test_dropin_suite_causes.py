@@ -1158,3 +1158,62 @@ def test_numpys_own_function_hands_back_the_array_it_wrote(operator_path):
 ])
 def test_what_an_object_array_and___array__give_stays_numpys(run, operator_path):
     _agree(run)
+
+
+# ---- array-likes that are also sequences, nested in lists ------------------------------------------------
+
+def _sequence_like(xp, values):
+    """An array-like written against ``xp`` that is also a sequence NumPy must not read as one."""
+    class SequenceLike:
+        def __array__(self, dtype=None, copy=None):
+            a = xp.asarray(values)
+            return a if dtype is None else a.astype(dtype)
+
+        def __len__(self):
+            raise TypeError("not a sequence")
+
+        def __getitem__(self, _, /):
+            raise TypeError("not a sequence")
+    return SequenceLike()
+
+
+def _held(xp, make):
+    """What an object array NumPy builds from a list holding ``obj`` keeps: the object itself."""
+    obj = _sequence_like(xp, make(xp))
+    a = xp.array([obj], dtype=object)
+    b = xp.arange(1, dtype=object)
+    b[:] = [obj]
+    ragged = xp.array([obj, [obj]], dtype=object)
+    return a.shape, a[0] is obj, b[0] is obj, ragged.shape, ragged[0] is obj, type(ragged[1]), ragged[1][0] is obj
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: _held(xp, lambda xp: xp.array(0.0)), id="0-d-held"),
+    pytest.param(lambda xp: _held(xp, lambda xp: xp.arange(4).reshape(2, 2)), id="2-d-held"),
+    pytest.param(lambda xp: xp.array([_sequence_like(xp, xp.ones((0, 0)))]), id="2-d-read-through-__array__"),
+    pytest.param(lambda xp: xp.array([_sequence_like(xp, [[1, 2], [3, 4]])] * 2, dtype=float), id="float"),
+    pytest.param(lambda xp: xp.array(_sequence_like(xp, [1.5, 2.0]), dtype=object), id="alone-as-objects"),
+    pytest.param(lambda xp: xp.array([_sequence_like(xp, (lambda o: (o.__setitem__(0, xp.array(1.2)), o)[1])(
+        xp.array([None])))], dtype="S"), id="first-level-unpacked"),
+    pytest.param(lambda xp: xp.array([[[_sequence_like(xp, xp.ones((1, 1)))]]] * 2, dtype="float64"), id="deep"),
+])
+def test_sequence_likes_read_through___array___as_numpys(run, operator_path):
+    _agree(run)
+
+
+def test_too_deep_array_likes_raise_numpys_error():
+    for xp in (numpy, dispatch):
+        nested = _sequence_like(xp, xp.ones((1, 1)))
+        for _ in range(63):  # one fewer than the most dimensions NumPy takes
+            nested = [nested]
+        with pytest.raises(ValueError, match="would exceed the maximum"):
+            xp.array(nested, dtype="float64")
+
+
+def test_a_list_holding_itself_is_numpys_object_array():
+    def run(xp):
+        held = []
+        held.append(held)
+        a = xp.array([held, held], dtype=object)
+        return a.shape, a[0] is held
+    _agree(run)

@@ -23,7 +23,7 @@ from dispatch import cluster, targets
 from dispatch.arrays import _call, _compiled, mirrors
 from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
-from dispatch.arrays.array_likes import for_numpy
+from dispatch.arrays.array_likes import for_numpy, nested, restore
 from dispatch.base import blas_spin, box
 from dispatch.base.box import Wrapper
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
@@ -420,6 +420,12 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             # an object array holds the dispatch array itself, as NumPy's holds the array given (NumPy's own
             # 0-d array where one is given: its casts of objects read that as a scalar, never an array-like)
             held_as_is = type(value) is ndarray and data.dtype.kind == "O" and value.ndim
+            if type(value) is list or type(value) is tuple:
+                shown = nested(value)  # objects read through __array__ alone, shown to NumPy in proxies
+                data[_host_key(key)] = shown
+                if shown is not value:
+                    restore(data)  # an object array holds the objects themselves, as NumPy's does
+                return
             data[_host_key(key)] = value if held_as_is else _host_value(value)
             return
         del data  # (a moved array's host memory is let go)

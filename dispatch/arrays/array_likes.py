@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["for_numpy", "read_whole"]
+__all__ = ["for_numpy", "nested", "read_whole", "restore"]
 
 # What else NumPy may read an object by (or hand the call to): such objects are passed as they are.
 _OTHER_PROTOCOLS = ("__array_function__", "__array_ufunc__", "__array_interface__", "__array_struct__",
-                    "__buffer__", "__dlpack__", "__len__", "__iter__", "__getitem__")
-_THROUGH_ARRAY: dict[type, bool] = {}  # type -> whether NumPy reads its objects through __array__ alone
+                    "__buffer__", "__dlpack__")
+# A sequence's methods: NumPy reads such an object through ``__array__`` first, and the proxy keeps them.
+_SEQUENCE = ("__len__", "__iter__", "__getitem__")
+_THROUGH_ARRAY: dict[type, Any] = {}  # type -> the proxy class NumPy is shown its objects in, or None
 
 
 class _NumpysArrayLike:
@@ -36,19 +38,94 @@ class _NumpysArrayLike:
         return got
 
 
+class _NumpysSequenceLike(_NumpysArrayLike):
+    """``_NumpysArrayLike`` of an object that is also a sequence: what NumPy's functions that
+    iterate it (``len``, ``for``, ``[i]``) read of it stays the object's own."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return len(self.obj)
+
+    def __iter__(self) -> Any:
+        return iter(self.obj)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.obj[key]
+
+
+def _proxy(kind: type) -> Any:
+    """The proxy class NumPy is shown objects of ``kind`` in, if it reads them through their
+    ``__array__`` alone; else None."""
+    try:
+        return _THROUGH_ARRAY[kind]
+    except KeyError:
+        alone = (hasattr(kind, "__array__") and not issubclass(kind, (np.ndarray, np.generic))
+                 and not any(hasattr(kind, name) for name in _OTHER_PROTOCOLS))
+        sequence = any(hasattr(kind, name) for name in _SEQUENCE)
+        proxy = _THROUGH_ARRAY[kind] = (_NumpysSequenceLike if sequence else _NumpysArrayLike) if alone else None
+        return proxy
+
+
 def _alone(kind: type) -> bool:
     """Whether NumPy reads objects of ``kind`` through their ``__array__`` alone."""
-    alone = _THROUGH_ARRAY.get(kind)
-    if alone is None:
-        alone = _THROUGH_ARRAY[kind] = (hasattr(kind, "__array__") and not issubclass(kind, (np.ndarray, np.generic))
-                                        and not any(hasattr(kind, name) for name in _OTHER_PROTOCOLS))
-    return alone
+    return _proxy(kind) is not None
 
 
 def for_numpy(value: Any) -> Any:
     """``value`` as NumPy's functions may be given it: an object NumPy reads through its
-    ``__array__`` alone comes inside ``_NumpysArrayLike``; anything else as it is."""
-    return _NumpysArrayLike(value) if _alone(type(value)) else value
+    ``__array__`` alone comes inside a proxy (``_NumpysArrayLike``); anything else as it is."""
+    proxy = _proxy(type(value))
+    return value if proxy is None else proxy(value)
+
+
+_DEPTH = 64  # the most dimensions NumPy reads nested sequences to (a list may hold itself)
+
+
+def nested(value: Any, depth: int = _DEPTH) -> Any:
+    """``for_numpy`` through nested lists and tuples: ``value`` itself where nothing in it needs a
+    proxy, else a copy of the lists holding one."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        if not depth:
+            return value
+        items = [nested(v, depth - 1) for v in value]
+        if any(new is not old for new, old in zip(items, value, strict=True)):
+            return items if kind is list else tuple(items)
+        return value
+    return for_numpy(value)
+
+
+def restore(arr: Any) -> Any:
+    """An object array NumPy built from proxied objects (``for_numpy``) holding the objects
+    themselves, as NumPy's holds the objects it was given (a nested 0-d or ragged array-like);
+    also through the lists made for it (``nested``). Any other array as it is."""
+    if isinstance(arr, np.ndarray) and arr.dtype.kind == "O":
+        flat = arr.reshape(-1)  # (a view where it can be; ``flat`` takes at most 32 dimensions)
+        changed = False
+        for i, v in enumerate(flat):
+            kind = type(v)
+            if kind is _NumpysArrayLike or kind is _NumpysSequenceLike or kind is list or kind is tuple:
+                obj = _restored(v)
+                if obj is not v:
+                    flat[i] = obj
+                    changed = True
+        if changed and not np.shares_memory(flat, arr):
+            arr[...] = flat.reshape(arr.shape)
+    return arr
+
+
+def _restored(value: Any, depth: int = _DEPTH) -> Any:
+    kind = type(value)
+    if kind is _NumpysArrayLike or kind is _NumpysSequenceLike:
+        return value.obj
+    if (kind is list or kind is tuple) and depth:
+        items = [_restored(v, depth - 1) for v in value]
+        if any(new is not old for new, old in zip(items, value, strict=True)):
+            if kind is tuple:
+                return tuple(items)
+            value[:] = items  # (a list ``nested`` made: its own)
+    return value
 
 
 def read_whole(value: Any, dtype: Any, copy: bool | None) -> tuple[Any, bool | None] | None:
