@@ -49,7 +49,8 @@ _OWN = {
     "compute": "dispatch.arrays.scale_out",
     "forget": "dispatch.routing.learned",
 }
-_SUBMODULES = ("fft", "linalg", "random", "config", "cluster", "sklearn")  # sklearn imports scikit-learn only when used
+# sklearn imports scikit-learn only when used
+_SUBMODULES = ("fft", "linalg", "random", "rec", "config", "cluster", "sklearn")
 # NumPy's private names that tests and libraries reach through ``np.``: NumPy's own objects
 _NUMPY_PRIVATE = frozenset({"_core", "_NoValue", "_CopyMode", "__config__"})
 _MISSING = object()

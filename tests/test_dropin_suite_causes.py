@@ -1217,3 +1217,39 @@ def test_a_list_holding_itself_is_numpys_object_array():
         a = xp.array([held, held], dtype=object)
         return a.shape, a[0] is held
     _agree(run)
+
+
+# ---- np.rec of dispatch arrays -------------------------------------------------------------------------
+
+def _records(xp):
+    return xp.array([(1, 0.1), (2, 0.2)], dtype=[("foo", "<i4"), ("bar", "<f8")])
+
+
+def _rec_copies(xp, copy):
+    a = _records(xp)
+    r = xp.rec.array(a, copy=copy)
+    r["foo"] = 7
+    return numpy.asarray(a)["foo"].tolist()
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: (lambda r: (type(r), r.dtype.type, r.dtype, r.foo.tolist(), repr(r)))(
+        xp.rec.array(_records(xp))), id="structured"),
+    pytest.param(lambda xp: (lambda r: (type(r), r.dtype, repr(r)))(xp.rec.array(xp.ones(3, dtype="i4"))), id="plain"),
+    pytest.param(lambda xp: xp.rec.array(_records(xp), dtype=[("x", "<i4"), ("y", "<f8")]).x.tolist(), id="dtype"),
+    pytest.param(lambda xp: _rec_copies(xp, True), id="copy"),
+    pytest.param(lambda xp: _rec_copies(xp, False), id="no-copy-writes-through"),
+    pytest.param(lambda xp: (lambda r: (type(r), r.dtype, r.f1.tolist()))(
+        xp.rec.fromarrays([xp.arange(3), xp.arange(3.0)])), id="fromarrays"),
+    pytest.param(lambda xp: xp.rec.array(object()), id="unknown-refused"),
+])
+def test_rec_reads_dispatch_arrays_as_numpys(run):
+    _agree(run)
+
+
+def test_rec_is_importable_with_numpys_names():
+    import dispatch.rec as rec
+
+    assert dispatch.rec is rec
+    assert sorted(rec.__all__) == sorted(numpy.rec.__all__)
+    assert rec.recarray is numpy.recarray and rec.record is numpy.record
