@@ -1253,3 +1253,35 @@ def test_rec_is_importable_with_numpys_names():
     assert dispatch.rec is rec
     assert sorted(rec.__all__) == sorted(numpy.rec.__all__)
     assert rec.recarray is numpy.recarray and rec.record is numpy.record
+
+
+# ---- the user's function that NumPy's functions call is given the module's arrays ---------------------
+
+def _seen(xp, kinds):
+    """A function noting whether each array it is given is ``xp``'s array type."""
+    def f(x, *args):
+        kinds.append(type(x) is xp.ndarray and all(type(a) is xp.ndarray for a in args))
+        return x
+    return f
+
+
+def _applied(xp, run):
+    kinds = []
+    result = run(xp, _seen(xp, kinds))
+    return numpy.asarray(result).tolist(), result.dtype, type(result) is xp.ndarray, all(kinds) and bool(kinds)
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: _applied(xp, lambda xp, f: xp.apply_along_axis(
+        lambda x: f(x)[::-1] * x[1:, None], 0, xp.arange(18).reshape(6, 3))), id="apply_along_axis"),
+    pytest.param(lambda xp: xp.apply_along_axis(lambda x: (x[::-1] * x[1:, None]).view(xp.ndarray), 1,
+                                                xp.arange(18).reshape(6, 3)), id="apply_along_axis-view"),
+    pytest.param(lambda xp: _applied(xp, lambda xp, f: numpy.apply_along_axis(
+        lambda x, y: f(x, y) * y, 1, xp.arange(6.0).reshape(2, 3), xp.arange(3.0))), id="numpys-apply_along_axis"),
+    pytest.param(lambda xp: _applied(xp, lambda xp, f: xp.apply_over_axes(
+        lambda a, axis: xp.sum(f(a), axis), xp.arange(24).reshape(2, 3, 4), [0, 2])), id="apply_over_axes"),
+    pytest.param(lambda xp: _applied(xp, lambda xp, f: xp.piecewise(
+        xp.linspace(-2.0, 2.0, 5), [xp.linspace(-2.0, 2.0, 5) < 0], [lambda v: -f(v), 7.0])), id="piecewise"),
+])
+def test_callbacks_are_given_the_modules_arrays(run, operator_path):
+    _agree(run)
