@@ -9,6 +9,7 @@ NumPy's own object. Wrappers are made on first access and cached in the module.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from types import FunctionType, ModuleType
 from typing import Any
@@ -56,9 +57,26 @@ class ufunc(metaclass=_UfuncType):
         self._op = op_named(name)
         self.__name__ = numpy_ufunc.__name__
 
+    # NumPy's ufunc's own docstring and ``__dict__``: under NumPy, ``np.add`` is that object itself
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]
         return self._ufunc.__doc__
+
+    @__doc__.setter
+    def __doc__(self, value: str | None) -> None:
+        self._ufunc.__doc__ = value
+
+    @__doc__.deleter
+    def __doc__(self) -> None:
+        del self._ufunc.__doc__
+
+    @property
+    def __dict__(self) -> dict:  # type: ignore[override]
+        return self._ufunc.__dict__
+
+    def resolve_dtypes(self, dtypes: tuple, **kwargs: Any) -> tuple:
+        """NumPy's ``ufunc.resolve_dtypes``: the dtypes its loop takes and gives for ``dtypes``."""
+        return self._ufunc.resolve_dtypes(dtypes, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
@@ -92,10 +110,16 @@ class ufunc(metaclass=_UfuncType):
     def __repr__(self) -> str:
         return f"<ufunc '{self.__name__}'>"
 
-    def __reduce__(self) -> str:
-        return self.__name__  # pickles by name, like NumPy's ufuncs
+    def __reduce__(self) -> tuple:
+        return _ufunc_named, (self._op.name,)  # by name, like NumPy's ufuncs: loaded, this very object
 
 
+def _ufunc_named(name: str) -> ufunc:
+    """``dispatch.<name>``: what a pickled ufunc of dispatch's loads as."""
+    return getattr(sys.modules["dispatch"], name)
+
+
+ufunc.resolve_dtypes.__signature__ = inspect.signature(np.ufunc.resolve_dtypes)  # NumPy's keywords
 ufunc.__call__ = fast("ufunc", None, ufunc.__call__)
 install_call(ufunc)
 installed_in(ufunc, sys.modules["dispatch"])  # the package itself, loaded before any of its modules

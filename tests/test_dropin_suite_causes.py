@@ -1285,3 +1285,43 @@ def _applied(xp, run):
 ])
 def test_callbacks_are_given_the_modules_arrays(run, operator_path):
     _agree(run)
+
+
+# ---- a ufunc pickles, resolves dtypes and takes a docstring as NumPy's ------------------------------------
+
+@pytest.mark.parametrize("name", ["sin", "add", "abs", "absolute", "matmul"])
+def test_a_ufunc_pickles_as_itself(name):
+    import pickle
+
+    _agree(lambda xp: [pickle.loads(pickle.dumps(getattr(xp, name), protocol=p)) is getattr(xp, name)
+                       for p in range(pickle.HIGHEST_PROTOCOL + 1)])
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.add.resolve_dtypes((xp.dtype("f4"), xp.dtype("i8"), None)), id="call"),
+    pytest.param(lambda xp: xp.add.resolve_dtypes((xp.dtype("f4"), xp.dtype("i8"), None), casting="no"), id="casting"),
+    pytest.param(lambda xp: xp.add.resolve_dtypes((None, xp.dtype("i4"), xp.dtype("i4")), reduction=True),
+                 id="reduction"),
+    pytest.param(lambda xp: xp.add.resolve_dtypes((xp.dtype("f4"), xp.dtype("i8"), None), signature=(None, None, "f8")),
+                 id="signature"),
+    pytest.param(lambda xp: xp.add.resolve_dtypes((1, 2, 3)), id="refused"),
+    pytest.param(lambda xp: str(__import__("inspect").signature(xp.ufunc.resolve_dtypes)), id="signature-shown"),
+])
+def test_ufunc_resolve_dtypes_as_numpys(run):
+    _agree(run)
+
+
+def test_a_ufuncs_docstring_is_set_and_deleted_as_numpys():
+    def run(xp):
+        original = xp.add.__doc__
+        xp.add.__doc__ = "new docs"
+        seen = (xp.add.__doc__, xp.add.__dict__["__doc__"])
+        del xp.add.__doc__
+        return seen, xp.add.__doc__ == original, sorted(xp.add.__dict__)
+    _agree(run)
+
+
+@pytest.mark.parametrize("args", [(1, 2), (1, "reduce"), ("add", "foo")], ids=["not-names", "not-a-ufunc", "no-method"])
+def test_a_direct___array_ufunc___call_refuses_as_numpys(args):
+    _agree(lambda xp: xp.array(1).__array_ufunc__(*[getattr(xp, a) if a == "add" else a for a in args[:1]],
+                                                   *args[1:], xp.array(1)))

@@ -221,7 +221,11 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         for x in (*inputs, *(out if isinstance(out, tuple) else (out,))):
             if not _handled(x):
                 return NotImplemented
-        op = op_for_ufunc_method(ufunc, method)
+        try:
+            op = op_for_ufunc_method(ufunc, method)
+        except (AttributeError, KeyError):  # not a ufunc, or not one of its methods
+            getattr(ufunc, method)  # NumPy's error for it (a TypeError where the method is no name)
+            raise
         if method == "__call__" and not made_at_run_time(ufunc):  # (an entry would keep it alive)
             _PROTOCOL_OPS[ufunc] = op
         return _call.call(op, inputs, kwargs)
