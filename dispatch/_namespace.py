@@ -101,8 +101,8 @@ class ufunc(metaclass=_UfuncType):
     def outer(self, *args: Any, **kwargs: Any) -> Any:
         return self._method("outer", args, kwargs)
 
-    def at(self, *args: Any, **kwargs: Any) -> None:
-        self._method("at", args, kwargs)
+    def at(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("at", args, kwargs)  # None, or what an operand's __array_ufunc__ gives, as NumPy's
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ufunc, name)

@@ -1325,3 +1325,40 @@ def test_a_ufuncs_docstring_is_set_and_deleted_as_numpys():
 def test_a_direct___array_ufunc___call_refuses_as_numpys(args):
     _agree(lambda xp: xp.array(1).__array_ufunc__(*[getattr(xp, a) if a == "add" else a for a in args[:1]],
                                                    *args[1:], xp.array(1)))
+
+
+# ---- a ufunc's result is wrapped by an operand's __array_wrap__, by priority, as NumPy's -----------------
+
+def _wrapping_classes(xp):
+    class A:
+        def __array__(self, dtype=None, copy=None):
+            return xp.zeros(1)
+
+        def __array_wrap__(self, arr, context=None, return_scalar=False):
+            r = type(self)()
+            r.arr, r.context = arr, context
+            return r
+
+    class B(A):
+        __array_priority__ = 20.0
+
+    class C(A):
+        __array_priority__ = 40.0
+
+    return A(), B(), C()
+
+
+def _wrapped_by(xp, ufunc):
+    x, (a, b, c) = xp.zeros(1), _wrapping_classes(xp)
+    f = ufunc(xp)
+    pairs = [(x, x), (x, a), (x, b), (x, c), (a, x), (b, x), (c, x)]
+    return [type(f(*p)).__name__ for p in pairs], numpy.asarray(f(x, a).arr).tolist(), f(x, c).context[2]
+
+
+@pytest.mark.parametrize("ufunc", [
+    pytest.param(lambda xp: xp.minimum, id="module"),
+    pytest.param(lambda xp: numpy._core.umath.minimum, id="numpys"),
+    pytest.param(lambda xp: lambda *args: xp.add(*args, out=None), id="out-None"),
+])
+def test_an_operands___array_wrap___wraps_a_ufuncs_result(ufunc, operator_path):
+    _agree(lambda xp: _wrapped_by(xp, ufunc))

@@ -219,7 +219,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         out = kwargs.get("out", ())
         for x in (*inputs, *(out if isinstance(out, tuple) else (out,))):
-            if not _handled(x):
+            if not _handled(x) and not _ufunc_operand(type(x)):
                 return NotImplemented
         try:
             op = op_for_ufunc_method(ufunc, method)
@@ -855,6 +855,12 @@ def _plain_object(kind: type) -> bool:
     a ``Decimal``, a ``Fraction``): it neither overrides NumPy's ufuncs nor asks to go first with
     an ``__array_priority__`` (NumPy's ndarray defers to those, and so does dispatch's)."""
     return not hasattr(kind, "__array_ufunc__") and getattr(kind, "__array_priority__", 0.0) <= 0.0
+
+
+def _ufunc_operand(kind: type) -> bool:
+    """Whether NumPy's ufuncs take an object of this type as NumPy's ndarray does: it overrides
+    no ufunc (an ``__array_priority__`` alone orders operators and whose ``__array_wrap__`` wraps)."""
+    return not hasattr(kind, "__array_ufunc__") and not is_backend_type(kind)
 
 
 _HANDLED_TYPES = (Wrapper, np.ndarray)

@@ -17,7 +17,8 @@ __all__ = ["for_numpy", "nested", "read_whole", "restore"]
 # What else NumPy may read an object by (or hand the call to): such objects are passed as they are.
 _OTHER_PROTOCOLS = ("__array_function__", "__array_ufunc__", "__array_interface__", "__array_struct__",
                     "__buffer__", "__dlpack__")
-# A sequence's methods: NumPy reads such an object through ``__array__`` first, and the proxy keeps them.
+# What NumPy may also read of such an object, which its proxy keeps: a sequence's methods (NumPy
+# reads through ``__array__`` first), the wrap of a ufunc's result and its priority among inputs.
 _SEQUENCE = ("__len__", "__iter__", "__getitem__")
 _THROUGH_ARRAY: dict[type, Any] = {}  # type -> the proxy class NumPy is shown its objects in, or None
 
@@ -38,9 +39,8 @@ class _NumpysArrayLike:
         return got
 
 
-class _NumpysSequenceLike(_NumpysArrayLike):
-    """``_NumpysArrayLike`` of an object that is also a sequence: what NumPy's functions that
-    iterate it (``len``, ``for``, ``[i]``) read of it stays the object's own."""
+class _Sequence:
+    """What NumPy's functions that iterate the object (``len``, ``for``, ``[i]``) read of it."""
 
     __slots__ = ()
 
@@ -54,16 +54,45 @@ class _NumpysSequenceLike(_NumpysArrayLike):
         return self.obj[key]
 
 
+class _Wrapping:
+    """The object's ``__array_wrap__``, which NumPy asks to wrap a ufunc's result."""
+
+    __slots__ = ()
+
+    def __array_wrap__(self, *args: Any) -> Any:  # (NumPy retries with fewer arguments on a TypeError)
+        return self.obj.__array_wrap__(*args)
+
+
+class _Prioritised:
+    """The object's ``__array_priority__``: which input's ``__array_wrap__`` NumPy takes."""
+
+    __slots__ = ()
+
+    @property
+    def __array_priority__(self) -> Any:
+        return self.obj.__array_priority__
+
+
+_PARTS = ((_Sequence, _SEQUENCE), (_Wrapping, ("__array_wrap__",)), (_Prioritised, ("__array_priority__",)))
+_PROXY_CLASSES: dict[tuple, type] = {}  # which parts -> the proxy class with them
+_PROXIES: set[type] = set()  # every proxy class made
+
+
 def _proxy(kind: type) -> Any:
     """The proxy class NumPy is shown objects of ``kind`` in, if it reads them through their
     ``__array__`` alone; else None."""
     try:
         return _THROUGH_ARRAY[kind]
     except KeyError:
-        alone = (hasattr(kind, "__array__") and not issubclass(kind, (np.ndarray, np.generic))
-                 and not any(hasattr(kind, name) for name in _OTHER_PROTOCOLS))
-        sequence = any(hasattr(kind, name) for name in _SEQUENCE)
-        proxy = _THROUGH_ARRAY[kind] = (_NumpysSequenceLike if sequence else _NumpysArrayLike) if alone else None
+        proxy = None
+        if (hasattr(kind, "__array__") and not issubclass(kind, (np.ndarray, np.generic))
+                and not any(hasattr(kind, name) for name in _OTHER_PROTOCOLS)):
+            parts = tuple(part for part, names in _PARTS if any(hasattr(kind, name) for name in names))
+            proxy = _PROXY_CLASSES.get(parts)
+            if proxy is None:
+                proxy = _PROXY_CLASSES[parts] = type("_NumpysArrayLike", (*parts, _NumpysArrayLike), {"__slots__": ()})
+                _PROXIES.add(proxy)
+        _THROUGH_ARRAY[kind] = proxy
         return proxy
 
 
@@ -105,7 +134,7 @@ def restore(arr: Any) -> Any:
         changed = False
         for i, v in enumerate(flat):
             kind = type(v)
-            if kind is _NumpysArrayLike or kind is _NumpysSequenceLike or kind is list or kind is tuple:
+            if kind in _PROXIES or kind is list or kind is tuple:
                 obj = _restored(v)
                 if obj is not v:
                     flat[i] = obj
@@ -117,7 +146,7 @@ def restore(arr: Any) -> Any:
 
 def _restored(value: Any, depth: int = _DEPTH) -> Any:
     kind = type(value)
-    if kind is _NumpysArrayLike or kind is _NumpysSequenceLike:
+    if kind in _PROXIES:
         return value.obj
     if (kind is list or kind is tuple) and depth:
         items = [_restored(v, depth - 1) for v in value]
