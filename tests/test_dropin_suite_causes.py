@@ -1362,3 +1362,66 @@ def _wrapped_by(xp, ufunc):
 ])
 def test_an_operands___array_wrap___wraps_a_ufuncs_result(ufunc, operator_path):
     _agree(lambda xp: _wrapped_by(xp, ufunc))
+
+
+# ---- random: pickles by NumPy's constructors, NumPy's bit generators, the user's seed sequence ---------
+
+def _old_style_pickles(xp):
+    rs = xp.random.RandomState(xp.random.MT19937(0))
+    rs.standard_normal(1)
+    ctor, args, state = rs.__reduce__()
+    b = ctor("MT19937")
+    b.set_state(state)
+    rg = xp.random.Generator(xp.random.PCG64DXSM(0))
+    rg.standard_normal(1)
+    gctor, (bit_gen,), _ = rg.__reduce__()
+    c = gctor("PCG64DXSM")
+    c.bit_generator.state = bit_gen.state
+    return (args[0].__class__.__name__, bit_gen.__class__.__name__, type(b) is xp.random.RandomState,
+            type(c) is xp.random.Generator, b.standard_normal(3).tolist() == rs.standard_normal(3).tolist(),
+            c.random(3).tolist() == rg.random(3).tolist())
+
+
+def _round_trips(xp):
+    import copy
+    import pickle
+
+    rng, legacy = xp.random.default_rng(7), xp.random.RandomState(7)
+    rng.random(5)
+    legacy.random(5)
+    out = []
+    for r in (rng, legacy):
+        for again in (pickle.loads(pickle.dumps(r)), copy.deepcopy(r), copy.copy(r)):
+            out.append((type(again) is type(r), again.random(3).tolist() == copy.deepcopy(r).random(3).tolist()))
+    return out
+
+
+def _users_seed_sequence(xp):
+    from numpy.random.bit_generator import ISeedSequence
+
+    class FakeSeedSequence:
+        def generate_state(self, n_words, dtype=xp.uint32):
+            return xp.zeros(n_words, dtype=dtype)
+
+    ISeedSequence.register(FakeSeedSequence)
+    rngs = [xp.random.default_rng(FakeSeedSequence()), xp.random.Generator(xp.random.PCG64(FakeSeedSequence())),
+            xp.random.Generator(xp.random.MT19937(seed=FakeSeedSequence()))]
+    draws = [r.random(2).tolist() for r in rngs]
+    refused = []
+    for r in rngs:
+        for spawn in (r.spawn, r.bit_generator.spawn):
+            refused.append(_outcome(xp, lambda xp, spawn=spawn: spawn(2)))
+    return draws, refused
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(_old_style_pickles, id="old-style-pickles"),
+    pytest.param(_round_trips, id="round-trips"),
+    pytest.param(lambda xp: [isinstance(g, getattr(xp.random, name)) for name, g in (
+        ("PCG64", numpy.random.default_rng(0).bit_generator), ("PCG64", numpy.random.PCG64()),
+        ("MT19937", numpy.random.PCG64()), ("SeedSequence", numpy.random.SeedSequence(1)),
+        ("PCG64", xp.random.default_rng(0).bit_generator))], id="numpys-bit-generators"),
+    pytest.param(_users_seed_sequence, id="users-seed-sequence"),
+])
+def test_random_objects_pickle_and_seed_as_numpys(run):
+    _agree(run)
