@@ -71,3 +71,16 @@ def test_stock_outcomes_from_another_machine_and_only_device_tests_run_stock(tmp
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_module_parameter_is_the_same_test_under_its_peer_name():
+    """pytest names a parameter that is a module by its ``__name__``: ``[numpy.random]`` stock is
+    ``[dispatch.random]`` under ``import dispatch as np``, the same test, compared as one."""
+    tid = "random/tests/test_random.py::TestRandomDist::test_shuffle_no_object_unpacking[False-numpy.random]"
+    assert harness.peer_id(tid) == tid.replace("numpy.random", "dispatch.random")
+    assert harness.peer_id("a.py::t[numpy.fft-x]") == "a.py::t[dispatch.fft-x]"
+    assert harness.peer_id("a.py::t[mynumpy.x]") == "a.py::t[mynumpy.x]"
+    assert harness.peer_id("numpy.py::t") == "numpy.py::t"
+    stock = harness.ModuleRun("ok", 0, 1.0, 1.0, {tid: ("passed", ""), "a.py::u": ("passed", "")})
+    peer = harness.ModuleRun("ok", 0, 1.0, 1.0, {harness.peer_id(tid): ("passed", ""), "a.py::u": ("failed", "E")})
+    assert harness.ModuleResult.compare("m", stock, peer).new == {"a.py::u": "E"}
