@@ -137,7 +137,7 @@ class Expectation:
     tests: list[str]
     match: str = ""
     source: str = ""
-    crashes: bool = False  # the tests kill the interpreter: the peer's run leaves them out (--deselect)
+    crashes: bool = False  # the tests kill the interpreter: the peer's run leaves them out (--peer-deselect)
 
     def covers(self, test_id: str, message: str | None = None) -> bool:
         hit = any(test_id == t or (t.endswith("*") and test_id.startswith(t[:-1])) for t in self.tests)
@@ -145,9 +145,10 @@ class Expectation:
 
 
 def crashers(expectations: list[Expectation]) -> list[str]:
-    """``--deselect`` arguments for the tests that kill the interpreter under the peer: one
-    crash would lose every test after it in the module's process."""
-    return [arg for e in expectations if e.crashes for t in e.tests for arg in ("--deselect", t)]
+    """Arguments that leave out the tests that kill the interpreter under the peer (one crash
+    would lose every test after it in the module's process): these tests exactly, where pytest's
+    ``--deselect`` would also take every test whose id begins with one's (``record.py``)."""
+    return [arg for e in expectations if e.crashes for t in e.tests for arg in ("--peer-deselect", t)]
 
 
 def load_expectations(*paths: Path) -> list[Expectation]:
