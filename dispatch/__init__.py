@@ -50,7 +50,7 @@ _OWN = {
     "forget": "dispatch.routing.learned",
 }
 # sklearn imports scikit-learn only when used
-_SUBMODULES = ("fft", "linalg", "random", "rec", "config", "cluster", "sklearn")
+_SUBMODULES = ("fft", "linalg", "random", "rec", "char", "config", "cluster", "sklearn")
 # NumPy's private names that tests and libraries reach through ``np.``: NumPy's own objects
 _NUMPY_PRIVATE = frozenset({"_core", "_NoValue", "_CopyMode", "__config__"})
 _MISSING = object()

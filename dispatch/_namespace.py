@@ -26,7 +26,7 @@ from dispatch.base.ops import op_for_ufunc_method, op_named
 from dispatch.base.state import STATE
 from dispatch.routing.cost import FFT_1D
 
-__all__ = ["binds", "lazy_namespace", "routed", "ufunc"]
+__all__ = ["binds", "lazy_namespace", "on_host", "routed", "ufunc"]
 
 
 class _UfuncType(type):
@@ -150,6 +150,19 @@ def routed(name: str, func: Any, module: str) -> Any:
         wrapper = fast("transform", op, wrapper, bound=bound)
     wrapper.__wrapped__ = func
     return signed_as(func, wrapper)
+
+
+def on_host(func: Any, module: str) -> Any:
+    """NumPy's ``func`` given its first argument (an array, or a list of arrays) as host NumPy:
+    for NumPy's functions that tell arrays apart by ``isinstance(obj, numpy.ndarray)`` and make
+    NumPy's own subclass of them (``rec.array``, ``char.array``)."""
+
+    @functools.wraps(func)
+    def wrapper(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        return func(_call.host_args((obj,))[0], *args, **kwargs)
+
+    wrapper.__module__ = module
+    return wrapper
 
 
 def signed_as(func: Any, wrapper: Any) -> Any:

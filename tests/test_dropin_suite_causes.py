@@ -1425,3 +1425,26 @@ def _users_seed_sequence(xp):
 ])
 def test_random_objects_pickle_and_seed_as_numpys(run):
     _agree(run)
+
+
+# ---- np.char.array and asarray of dispatch arrays ------------------------------------------------------
+
+def _chararrays(xp, values, **kwargs):
+    a = xp.array(values)
+    b, c = xp.char.array(a, **kwargs), xp.char.asarray(a, **kwargs)
+    c[0, 0] = "changed"
+    return (type(b), b.dtype, b.shape, numpy.asarray(b).tolist(), type(c), numpy.asarray(a)[0, 0],
+            numpy.asarray(b)[0, 0])
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: _chararrays(xp, [[b"abc", b"foo"], [b"long   ", b"0123456789"]]), id="bytes"),
+    pytest.param(lambda xp: _chararrays(xp, [["abc", "Sigma \u03a3"], ["long   ", "0123456789"]]), id="str"),
+    pytest.param(lambda xp: _chararrays(xp, [["abc", "Sigma \u03a3"], ["long   ", "0123456789"]], unicode=True),
+                 id="str-unicode"),
+    pytest.param(lambda xp: _chararrays(xp, [["abc", "x"], ["y", "z"]], itemsize=2), id="itemsize"),
+    pytest.param(lambda xp: (lambda r: (type(r), r.dtype, r.tolist()))(xp.char.array([xp.array("ab"), "c"])),
+                 id="list-of-arrays"),
+])
+def test_char_array_reads_dispatch_arrays_as_numpys(run):
+    _agree(run)
