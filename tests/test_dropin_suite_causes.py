@@ -1448,3 +1448,12 @@ def _chararrays(xp, values, **kwargs):
 ])
 def test_char_array_reads_dispatch_arrays_as_numpys(run):
     _agree(run)
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(lambda a: (a, (2, 1)), id="args-not-a-tuple"),
+    pytest.param(lambda a: ((a,), (2, 1)), id="kwargs-not-a-dict"),
+    pytest.param(lambda a: ((a, (2, 1)), {}), id="right"),
+])
+def test_a_direct___array_function___call_checks_its_arguments_as_numpys(args):
+    _agree(lambda xp: (lambda a: a.__array_function__(numpy.reshape, (xp.ndarray,), *args(a)))(xp.array([1, 2])))

@@ -233,6 +233,8 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         if not all(issubclass(t, _HANDLED_TYPES) or is_backend_type(t) for t in types):
             return NotImplemented
+        if type(args) is not tuple or type(kwargs) is not dict:  # NumPy's checks of a direct call
+            raise TypeError("args must be a tuple." if type(args) is not tuple else "kwargs must be a dict.")
         op = op_for_function(func)
         if not op.local and op.name not in FFT_1D:  # (the fast path of these has other rules: _call.call)
             _PROTOCOL_OPS[func] = op
