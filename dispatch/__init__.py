@@ -11,6 +11,7 @@ Only the selector is imported eagerly; everything else loads on first use, so th
 from __future__ import annotations
 
 import importlib
+import warnings as _warnings
 
 import numpy as _np
 
@@ -107,7 +108,20 @@ def __getattr__(name: str) -> object:
     elif name in _SUBMODULES:
         value = importlib.import_module(f"dispatch.{name}")
     else:
-        value = _numpy_namespace(name)
+        missing = None
+        with _warnings.catch_warnings(record=True) as caught:
+            _warnings.simplefilter("always")
+            try:
+                value = _numpy_namespace(name)
+            except AttributeError as error:
+                missing = error
+        # NumPy warns at each access (np.chararray's deprecation, np.str's future): so does dispatch, keeping none
+        for w in caught:
+            _warnings.warn(w.message, w.category, stacklevel=2)
+        if missing is not None:
+            raise missing
+        if caught:
+            return value
     globals()[name] = value
     return value
 

@@ -1457,3 +1457,16 @@ def test_char_array_reads_dispatch_arrays_as_numpys(run):
 ])
 def test_a_direct___array_function___call_checks_its_arguments_as_numpys(args):
     _agree(lambda xp: (lambda a: a.__array_function__(numpy.reshape, (xp.ndarray,), *args(a)))(xp.array([1, 2])))
+
+
+def test_a_deprecated_name_warns_at_each_access_as_numpys():
+    import warnings
+
+    def run(xp):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                assert xp.chararray is numpy.char.chararray
+            missing = [hasattr(xp, name) for name in ("str", "bytes", "object", "float")]
+        return missing, [(w.category, str(w.message), w.filename == __file__) for w in caught]
+    _agree(run)
