@@ -1470,3 +1470,48 @@ def test_a_deprecated_name_warns_at_each_access_as_numpys():
             missing = [hasattr(xp, name) for name in ("str", "bytes", "object", "float")]
         return missing, [(w.category, str(w.message), w.filename == __file__) for w in caught]
     _agree(run)
+
+
+# ---- an operand that overrides ufuncs, or asks to go first, meets NumPy's operator rules ----------------
+
+def _operand(priority=None, array_ufunc=False):
+    """NumPy's own test's operand: every operator of its own, __array__ refusing."""
+    namespace = {"__array__": lambda self, dtype=None, copy=None: (_ for _ in ()).throw(LookupError("coerced"))}
+    if priority is not None:
+        namespace["__array_priority__"] = priority
+    for op in ("add", "sub", "mul", "matmul", "divmod", "lt"):
+        namespace[f"__{op}__"] = lambda self, other: "forward"
+        namespace[f"__r{op}__"] = lambda self, other: "reverse"
+        namespace[f"__i{op}__"] = lambda self, other: "in-place"
+    if array_ufunc is not False:
+        namespace["__array_ufunc__"] = array_ufunc
+    return type("Operand", (), namespace)()
+
+
+def _told(self, ufunc, method, *args, **kwargs):
+    return "__array_ufunc__", ufunc.__name__, method, len(args), sorted(kwargs)
+
+
+def _operators_on(xp, obj):
+    arr = xp.arange(3.0, 7.0).reshape(2, 2)
+    out = {}
+    for name in ("add", "sub", "mul", "matmul", "divmod", "lt"):
+        for method in (f"__{name}__", f"__r{name}__", f"__i{name}__"):
+            if not hasattr(arr, method):
+                continue
+            got = _outcome(xp, lambda xp, m=method: getattr(arr, m)(obj))
+            if isinstance(got, tuple) and len(got) == 5 and method.startswith("__i"):
+                assert got[-1] == ["out"] or got[-1] == ["axes", "out"]
+            out[method] = got if not isinstance(got, tuple) or got[:1] != (LookupError,) else "coerced"
+    return out
+
+
+@pytest.mark.parametrize("obj", [
+    pytest.param(lambda: _operand(), id="plain"),
+    pytest.param(lambda: _operand(priority=1), id="priority"),
+    pytest.param(lambda: _operand(priority=-2.0**30), id="low-priority"),
+    pytest.param(lambda: _operand(priority=1, array_ufunc=_told), id="override"),
+    pytest.param(lambda: _operand(array_ufunc=None), id="override-None"),
+])
+def test_operators_meet_an_operand_as_numpys(obj, operator_path):
+    _agree(lambda xp: _operators_on(xp, obj()))

@@ -1113,9 +1113,11 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             odata = other._data
         elif kind is _ND or kind in _PY_SCALARS:
             odata = other
-        elif not _handled(other) or (isinstance(other, _ND) and getattr(kind, mirrored, None) is not
-                                     getattr(_ND, mirrored, None)):  # a NumPy subclass's own reflected method
-            return NotImplemented
+        elif isinstance(other, _ND) and getattr(kind, mirrored, None) is not getattr(_ND, mirrored, None):
+            return NotImplemented  # a NumPy subclass's own reflected method goes first
+        elif not _handled(other):  # NumPy's rule: defer to it, or call the ufunc, which asks its override
+            attr = getattr(kind, "__array_ufunc__", None)
+            return NotImplemented if attr is None or ufunc is None else ufunc(self, other)
         else:
             return _call.call_fast_ufunc(op, self, other)
         data = self._data
@@ -1157,8 +1159,8 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             if type(result) is _ND:
                 return held(result)
             return wrap(result)
-        if not _handled(other):
-            return NotImplemented
+        if not _handled(other):  # NumPy's reflected operator never defers: the ufunc, which asks its override
+            return NotImplemented if ufunc is None else ufunc(other, self)
         return _call.call_fast_ufunc(op, other, self)
 
     def inplace(self: ndarray, other: Any) -> Any:
@@ -1168,8 +1170,10 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             odata = other._data
         elif kind is _ND or kind in _PY_SCALARS:
             odata = other
-        elif not _handled(other):
-            return NotImplemented
+        elif not _handled(other):  # NumPy's rule: defer to a higher priority, else the ufunc asks its override
+            if ufunc is None or not hasattr(kind, "__array_ufunc__"):
+                return NotImplemented
+            return ufunc(self, other, out=(self,))
         else:
             odata = None
         data = self._data
@@ -1265,9 +1269,10 @@ def _unary(op: Any) -> Any:
 def _inplace_matmul(self: ndarray, other: Any) -> Any:
     """``a @= b`` as NumPy's: matmul into ``a`` with its core axes fixed, so that a result of
     another shape than ``a``'s is a ValueError, not broadcast into it."""
-    if not _handled(other):
-        return NotImplemented
     axes = [(-1,), (-2, -1), (-1,)] if self.ndim == 1 else [(-2, -1), (-2, -1), (-2, -1)]
+    if not _handled(other):  # as the other in-place operators: NumPy's ufunc asks an operand's override
+        return np.matmul(self, other, out=(self,), axes=axes) if hasattr(type(other), "__array_ufunc__") \
+            else NotImplemented
     try:
         return _call.call(op_named("matmul"), (self, other), {"out": (self,), "axes": axes})
     except np.exceptions.AxisError:
