@@ -222,8 +222,9 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
             return wrap_host(result if shown is a else array_likes.restore(result))
         if dtype is not None:
             kwargs["dtype"] = dtype
+        made = array_likes.made
         result = _call.call(op, (a, *args), kwargs)
-        if type(a) in (list, tuple) and result.dtype.kind == "O" and type(result._data) is np.ndarray:
+        if array_likes.made != made and result.dtype.kind == "O" and type(result._data) is np.ndarray:
             array_likes.restore(result._data)  # objects NumPy held as they are, shown to it in proxies
         return result
 

@@ -101,28 +101,43 @@ def _alone(kind: type) -> bool:
     return _proxy(kind) is not None
 
 
+made = 0  # proxies made so far: a call that made none has none to ``restore``
+
+
 def for_numpy(value: Any) -> Any:
     """``value`` as NumPy's functions may be given it: an object NumPy reads through its
     ``__array__`` alone comes inside a proxy (``_NumpysArrayLike``); anything else as it is."""
+    global made
     proxy = _proxy(type(value))
-    return value if proxy is None else proxy(value)
+    if proxy is None:
+        return value
+    made += 1
+    return proxy(value)
 
 
 _DEPTH = 64  # the most dimensions NumPy reads nested sequences to (a list may hold itself)
+_SCALARS = frozenset({int, float, complex, bool, str, bytes, type(None)})
 
 
 def nested(value: Any, depth: int = _DEPTH) -> Any:
     """``for_numpy`` through nested lists and tuples: ``value`` itself where nothing in it needs a
     proxy, else a copy of the lists holding one."""
     kind = type(value)
-    if kind is list or kind is tuple:
-        if not depth:
-            return value
-        items = [nested(v, depth - 1) for v in value]
-        if any(new is not old for new, old in zip(items, value, strict=True)):
-            return items if kind is list else tuple(items)
+    if kind is not list and kind is not tuple:
+        return for_numpy(value)
+    copied = None
+    if depth:
+        for i, v in enumerate(value):
+            if type(v) in _SCALARS:  # (the common case: numbers, read as they are)
+                continue
+            new = nested(v, depth - 1)
+            if new is not v:
+                if copied is None:
+                    copied = list(value)
+                copied[i] = new
+    if copied is None:
         return value
-    return for_numpy(value)
+    return copied if kind is list else tuple(copied)
 
 
 def restore(arr: Any) -> Any:
