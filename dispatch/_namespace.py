@@ -217,9 +217,12 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
                 return a.copy()
             return a
         if type(a) in (list, tuple) and _is_object(dtype):  # NumPy keeps the arrays given as the objects held
-            shown = array_likes.nested(a)
-            result = func(shown, dtype, *args, **kwargs)
-            return wrap_host(result if shown is a else array_likes.restore(result))
+            try:
+                return wrap_host(func(a, dtype, *args, **kwargs))
+            except ValueError as error:  # an object in it whose __array__ gives a dispatch array
+                if "__array__ method not producing an array" not in str(error):
+                    raise
+                return wrap_host(array_likes.restore(func(array_likes.nested(a), dtype, *args, **kwargs)))
         if dtype is not None:
             kwargs["dtype"] = dtype
         made = array_likes.made

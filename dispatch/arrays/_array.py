@@ -427,9 +427,12 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             # 0-d array where one is given: its casts of objects read that as a scalar, never an array-like)
             held_as_is = type(value) is ndarray and data.dtype.kind == "O" and value.ndim
             if type(value) is list or type(value) is tuple:
-                shown = nested(value)  # objects read through __array__ alone, shown to NumPy in proxies
-                data[_host_key(key)] = shown
-                if shown is not value:
+                try:
+                    data[_host_key(key)] = value
+                except ValueError as error:  # an object in it whose __array__ gives a dispatch array
+                    if _NOT_AN_ARRAY not in str(error):
+                        raise
+                    data[_host_key(key)] = nested(value)  # such objects shown to NumPy in proxies
                     restore(data)  # an object array holds the objects themselves, as NumPy's does
                 return
             data[_host_key(key)] = value if held_as_is else _host_value(value)
@@ -866,6 +869,7 @@ def _ufunc_operand(kind: type) -> bool:
 
 
 _HANDLED_TYPES = (Wrapper, np.ndarray)
+_NOT_AN_ARRAY = "__array__ method not producing an array"  # NumPy's error for what __array__ gave
 # id(owner) -> the wrapper ``base`` gave for it, while that wrapper lives (it keeps the owner, so the id)
 _BASES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 # Dtype kinds NumPy reads back exactly from the buffer protocol and the interfaces: booleans,
