@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from dispatch.arrays import _call, array_likes, mirrors, scale_out
+from dispatch.arrays import _call, array_likes, callbacks, mirrors, scale_out
 from dispatch.arrays._array import held, ndarray, viewed, wrap_host
 from dispatch.arrays._compiled import fast, install_call, installed_in
 from dispatch.arrays.broadcast import broadcast
@@ -120,6 +120,7 @@ def _ufunc_named(name: str) -> ufunc:
 
 
 ufunc.resolve_dtypes.__signature__ = inspect.signature(np.ufunc.resolve_dtypes)  # NumPy's keywords
+callbacks.install()  # apply_along_axis and its kind give the user's function dispatch arrays, on every path
 ufunc.__call__ = fast("ufunc", None, ufunc.__call__)
 install_call(ufunc)
 installed_in(ufunc, sys.modules["dispatch"])  # the package itself, loaded before any of its modules

@@ -1480,12 +1480,3 @@ _numpys_signatures()
 box.register(ndarray, device_scalar)
 
 _COPY = op_named("copy")
-
-
-def _adapt_callbacks() -> None:
-    from dispatch.arrays import callbacks  # (it wraps with this module's functions)
-
-    callbacks.install()
-
-
-_adapt_callbacks()
