@@ -11,6 +11,7 @@ Only the selector is imported eagerly; everything else loads on first use, so th
 from __future__ import annotations
 
 import importlib
+import warnings as _warnings
 
 import numpy as _np
 
@@ -49,7 +50,8 @@ _OWN = {
     "compute": "dispatch.arrays.scale_out",
     "forget": "dispatch.routing.learned",
 }
-_SUBMODULES = ("fft", "linalg", "random", "config", "cluster", "sklearn")  # sklearn imports scikit-learn only when used
+# sklearn imports scikit-learn only when used
+_SUBMODULES = ("fft", "linalg", "random", "rec", "char", "config", "cluster", "sklearn")
 # NumPy's private names that tests and libraries reach through ``np.``: NumPy's own objects
 _NUMPY_PRIVATE = frozenset({"_core", "_NoValue", "_CopyMode", "__config__"})
 _MISSING = object()
@@ -106,7 +108,20 @@ def __getattr__(name: str) -> object:
     elif name in _SUBMODULES:
         value = importlib.import_module(f"dispatch.{name}")
     else:
-        value = _numpy_namespace(name)
+        missing = None
+        with _warnings.catch_warnings(record=True) as caught:
+            _warnings.simplefilter("always")
+            try:
+                value = _numpy_namespace(name)
+            except AttributeError as error:
+                missing = error
+        # NumPy warns at each access (np.chararray's deprecation, np.str's future): so does dispatch, keeping none
+        for w in caught:
+            _warnings.warn(w.message, w.category, stacklevel=2)
+        if missing is not None:
+            raise missing
+        if caught:
+            return value
     globals()[name] = value
     return value
 

@@ -9,13 +9,14 @@ NumPy's own object. Wrappers are made on first access and cached in the module.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from types import FunctionType, ModuleType
 from typing import Any
 
 import numpy as np
 
-from dispatch.arrays import _call, array_likes, mirrors, scale_out
+from dispatch.arrays import _call, array_likes, callbacks, mirrors, scale_out
 from dispatch.arrays._array import held, ndarray, viewed, wrap_host
 from dispatch.arrays._compiled import fast, install_call, installed_in
 from dispatch.arrays.broadcast import broadcast
@@ -25,7 +26,7 @@ from dispatch.base.ops import op_for_ufunc_method, op_named
 from dispatch.base.state import STATE
 from dispatch.routing.cost import FFT_1D
 
-__all__ = ["binds", "lazy_namespace", "routed", "ufunc"]
+__all__ = ["binds", "lazy_namespace", "on_host", "routed", "ufunc"]
 
 
 class _UfuncType(type):
@@ -56,9 +57,26 @@ class ufunc(metaclass=_UfuncType):
         self._op = op_named(name)
         self.__name__ = numpy_ufunc.__name__
 
+    # NumPy's ufunc's own docstring and ``__dict__``: under NumPy, ``np.add`` is that object itself
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]
         return self._ufunc.__doc__
+
+    @__doc__.setter
+    def __doc__(self, value: str | None) -> None:
+        self._ufunc.__doc__ = value
+
+    @__doc__.deleter
+    def __doc__(self) -> None:
+        del self._ufunc.__doc__
+
+    @property
+    def __dict__(self) -> dict:  # type: ignore[override]
+        return self._ufunc.__dict__
+
+    def resolve_dtypes(self, dtypes: tuple, **kwargs: Any) -> tuple:
+        """NumPy's ``ufunc.resolve_dtypes``: the dtypes its loop takes and gives for ``dtypes``."""
+        return self._ufunc.resolve_dtypes(dtypes, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
@@ -83,8 +101,8 @@ class ufunc(metaclass=_UfuncType):
     def outer(self, *args: Any, **kwargs: Any) -> Any:
         return self._method("outer", args, kwargs)
 
-    def at(self, *args: Any, **kwargs: Any) -> None:
-        self._method("at", args, kwargs)
+    def at(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("at", args, kwargs)  # None, or what an operand's __array_ufunc__ gives, as NumPy's
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ufunc, name)
@@ -92,10 +110,17 @@ class ufunc(metaclass=_UfuncType):
     def __repr__(self) -> str:
         return f"<ufunc '{self.__name__}'>"
 
-    def __reduce__(self) -> str:
-        return self.__name__  # pickles by name, like NumPy's ufuncs
+    def __reduce__(self) -> tuple:
+        return _ufunc_named, (self._op.name,)  # by name, like NumPy's ufuncs: loaded, this very object
 
 
+def _ufunc_named(name: str) -> ufunc:
+    """``dispatch.<name>``: what a pickled ufunc of dispatch's loads as."""
+    return getattr(sys.modules["dispatch"], name)
+
+
+ufunc.resolve_dtypes.__signature__ = inspect.signature(np.ufunc.resolve_dtypes)  # NumPy's keywords
+callbacks.install()  # apply_along_axis and its kind give the user's function dispatch arrays, on every path
 ufunc.__call__ = fast("ufunc", None, ufunc.__call__)
 install_call(ufunc)
 installed_in(ufunc, sys.modules["dispatch"])  # the package itself, loaded before any of its modules
@@ -126,6 +151,19 @@ def routed(name: str, func: Any, module: str) -> Any:
         wrapper = fast("transform", op, wrapper, bound=bound)
     wrapper.__wrapped__ = func
     return signed_as(func, wrapper)
+
+
+def on_host(func: Any, module: str) -> Any:
+    """NumPy's ``func`` given its first argument (an array, or a list of arrays) as host NumPy:
+    for NumPy's functions that tell arrays apart by ``isinstance(obj, numpy.ndarray)`` and make
+    NumPy's own subclass of them (``rec.array``, ``char.array``)."""
+
+    @functools.wraps(func)
+    def wrapper(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        return func(_call.host_args((obj,))[0], *args, **kwargs)
+
+    wrapper.__module__ = module
+    return wrapper
 
 
 def signed_as(func: Any, wrapper: Any) -> Any:
@@ -180,10 +218,19 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
                 return a.copy()
             return a
         if type(a) in (list, tuple) and _is_object(dtype):  # NumPy keeps the arrays given as the objects held
-            return wrap_host(func(a, dtype, *args, **kwargs))
+            try:
+                return wrap_host(func(a, dtype, *args, **kwargs))
+            except ValueError as error:  # an object in it whose __array__ gives a dispatch array
+                if "__array__ method not producing an array" not in str(error):
+                    raise
+                return wrap_host(array_likes.restore(func(array_likes.nested(a), dtype, *args, **kwargs)))
         if dtype is not None:
             kwargs["dtype"] = dtype
-        return _call.call(op, (a, *args), kwargs)
+        made = array_likes.made
+        result = _call.call(op, (a, *args), kwargs)
+        if array_likes.made != made and result.dtype.kind == "O" and type(result._data) is np.ndarray:
+            array_likes.restore(result._data)  # objects NumPy held as they are, shown to it in proxies
+        return result
 
     wrapper.__module__ = "dispatch"
     if copy_default:  # ``array``: a copy of host data (a list of host arrays), NumPy's at any size

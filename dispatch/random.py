@@ -46,15 +46,70 @@ from dispatch.targets._dask_create import CHAINED
 from dispatch.targets.numpy_target import NUMPY
 
 
+class _NumpysToo(type):
+    """A class of ``_seeded``'s whose instances are NumPy's class's too: NumPy's own objects (a
+    Generator's ``bit_generator``, an unpickled one) are ``np.random.PCG64`` under dispatch."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls.__mro__[1])
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, cls.__mro__[1])
+
+
+class _HostStates:
+    """The user's own seed sequence (NumPy's ``ISeedSequence``), whose ``generate_state``, written
+    under dispatch, gives dispatch arrays, with its states read out as the NumPy arrays NumPy's
+    bit generators take; anything else of it is its own."""
+
+    __slots__ = ("seq",)
+
+    def __init__(self, seq: Any) -> None:
+        self.seq = seq
+
+    def generate_state(self, n_words: int, dtype: Any = _np.uint32) -> _np.ndarray:
+        return _np.asarray(self.seq.generate_state(n_words, dtype))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.seq, name)
+
+
+class _SpawnableHostStates(_HostStates):
+    """``_HostStates`` of a seed sequence that spawns (NumPy's ``ISpawnableSeedSequence``)."""
+
+    __slots__ = ()
+
+    def spawn(self, n_children: int) -> list:
+        return self.seq.spawn(n_children)
+
+
+_np.random.bit_generator.ISeedSequence.register(_HostStates)
+_np.random.bit_generator.ISpawnableSeedSequence.register(_SpawnableHostStates)
+
+
+def _host_states(seed: Any) -> Any:
+    """``seed``, or the user's own seed sequence in ``_HostStates``."""
+    if isinstance(seed, _np.random.bit_generator.ISeedSequence) and not isinstance(
+            seed, (_np.random.SeedSequence, _HostStates)):
+        spawns = isinstance(seed, _np.random.bit_generator.ISpawnableSeedSequence)
+        return (_SpawnableHostStates if spawns else _HostStates)(seed)
+    return seed
+
+
 def _seeded(numpy_class: type) -> type:
     """NumPy's seed sequence or bit generator, taking its seed as a dispatch array too (NumPy's
-    reads an array of ints, or a sequence, which a dispatch array is not to its check)."""
+    reads an array of ints, or a sequence, which a dispatch array is not to its check), or as a
+    seed sequence of the user's whose states are dispatch arrays."""
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if args:
+            args = (_host_states(args[0]), *args[1:])
+        if "seed" in kwargs:
+            kwargs["seed"] = _host_states(kwargs["seed"])
         numpy_class.__init__(self, *_call.host_args(args), **_call.host_kwargs(kwargs))
 
-    return type(numpy_class.__name__, (numpy_class,), {"__init__": __init__, "__module__": __name__,
-                                                       "__doc__": numpy_class.__doc__})
+    return _NumpysToo(numpy_class.__name__, (numpy_class,), {"__init__": __init__, "__module__": __name__,
+                                                             "__doc__": numpy_class.__doc__})
 
 
 BitGenerator = _np.random.BitGenerator
@@ -144,14 +199,20 @@ class _Proxy:
             self._pending = None
             _set_state(self._numpy, _compute_state(pending))
 
-    def __getstate__(self) -> Any:
+    def __reduce__(self) -> tuple:
+        """NumPy's pickle of the object inside (its constructor's arguments, its state), loaded
+        by a constructor of dispatch's that puts the NumPy object it makes inside this class."""
         self._settle()
-        return self._numpy
+        _, args, state = self._numpy.__reduce__()
+        return _REBUILDS[type(self)], args, state
 
     def __setstate__(self, state: Any) -> None:
-        self.__dict__.clear()  # the wrappers of the NumPy object replaced
-        self._numpy = state
-        self._pending = None
+        if isinstance(state, (_np.random.Generator, _np.random.RandomState)):  # an older pickle: the object inside
+            self.__dict__.clear()  # the wrappers of the NumPy object replaced
+            self._numpy = state
+            self._pending = None
+        else:
+            self._numpy.__setstate__(state)
 
     def __repr__(self) -> str:
         return repr(self._numpy)
@@ -186,13 +247,26 @@ class RandomState(_Proxy):
         self._pending = None
 
 
+def _generator_ctor(*args: Any, **kwargs: Any) -> Generator:
+    """A pickled ``Generator`` of dispatch's, loaded: NumPy's constructor's, inside ours."""
+    return Generator(getattr(_np.random._pickle, "__generator_ctor")(*args, **kwargs))
+
+
+def _randomstate_ctor(*args: Any, **kwargs: Any) -> RandomState:
+    """A pickled ``RandomState`` of dispatch's, loaded: NumPy's constructor's, inside ours."""
+    return RandomState(getattr(_np.random._pickle, "__randomstate_ctor")(*args, **kwargs))
+
+
+_REBUILDS = {Generator: _generator_ctor, RandomState: _randomstate_ctor}
+
+
 def default_rng(seed: Any = None) -> Generator:
     """``numpy.random.default_rng``: the same stream for the same seed."""
     if isinstance(seed, Generator):
         return seed
     if isinstance(seed, _Proxy):
         seed._settle()
-    return Generator(_np.random.default_rng(seed._numpy if isinstance(seed, _Proxy) else seed))
+    return Generator(_np.random.default_rng(seed._numpy if isinstance(seed, _Proxy) else _host_states(seed)))
 
 
 # ---- draws on a CUDA device ------------------------------------------------------------------

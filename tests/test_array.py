@@ -505,6 +505,8 @@ def test_every_public_numpy_name_is_reachable_with_its_meaning(module, mirror, p
                 assert isinstance(ours, dispatch.ufunc) and ours._ufunc is theirs, name
             elif prefix != "random.":
                 assert ours is not theirs and ours.__wrapped__ is theirs, name
+        elif not prefix and name in ("rec", "char"):  # NumPy's names, its arrays made of a dispatch array's data
+            assert ours.__name__ == f"dispatch.{name}" and set(ours.__all__) == set(theirs.__all__), name
         elif prefix == "random." and name in ("Generator", "RandomState", "default_rng"):
             assert ours is not theirs, name  # draws come back as dispatch arrays
         elif prefix == "random." and name in ("SeedSequence", "MT19937", "PCG64", "PCG64DXSM", "Philox", "SFC64"):

@@ -113,8 +113,8 @@ def test_numpy_ma_testutils_fail_if_equal_on_dispatch_arrays():
 
 # ---- NumPy's submodules are modules of dispatch ------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["lib", "lib.stride_tricks", "ma", "polynomial", "polynomial.polynomial", "char",
-                                  "strings", "testing", "rec", "emath", "typing", "exceptions", "dtypes",
+@pytest.mark.parametrize("name", ["lib", "lib.stride_tricks", "ma", "polynomial", "polynomial.polynomial",
+                                  "strings", "testing", "emath", "typing", "exceptions", "dtypes",
                                   "ctypeslib"])
 def test_numpy_submodules_import_under_dispatch(name):
     import importlib

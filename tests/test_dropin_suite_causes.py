@@ -1158,3 +1158,360 @@ def test_numpys_own_function_hands_back_the_array_it_wrote(operator_path):
 ])
 def test_what_an_object_array_and___array__give_stays_numpys(run, operator_path):
     _agree(run)
+
+
+# ---- array-likes that are also sequences, nested in lists ------------------------------------------------
+
+def _sequence_like(xp, values):
+    """An array-like written against ``xp`` that is also a sequence NumPy must not read as one."""
+    class SequenceLike:
+        def __array__(self, dtype=None, copy=None):
+            a = xp.asarray(values)
+            return a if dtype is None else a.astype(dtype)
+
+        def __len__(self):
+            raise TypeError("not a sequence")
+
+        def __getitem__(self, _, /):
+            raise TypeError("not a sequence")
+    return SequenceLike()
+
+
+def _held(xp, make):
+    """What an object array NumPy builds from a list holding ``obj`` keeps: the object itself."""
+    obj = _sequence_like(xp, make(xp))
+    a = xp.array([obj], dtype=object)
+    b = xp.arange(1, dtype=object)
+    b[:] = [obj]
+    ragged = xp.array([obj, [obj]], dtype=object)
+    return a.shape, a[0] is obj, b[0] is obj, ragged.shape, ragged[0] is obj, type(ragged[1]), ragged[1][0] is obj
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: _held(xp, lambda xp: xp.array(0.0)), id="0-d-held"),
+    pytest.param(lambda xp: _held(xp, lambda xp: xp.arange(4).reshape(2, 2)), id="2-d-held"),
+    pytest.param(lambda xp: xp.array([_sequence_like(xp, xp.ones((0, 0)))]), id="2-d-read-through-__array__"),
+    pytest.param(lambda xp: xp.array([_sequence_like(xp, [[1, 2], [3, 4]])] * 2, dtype=float), id="float"),
+    pytest.param(lambda xp: xp.array(_sequence_like(xp, [1.5, 2.0]), dtype=object), id="alone-as-objects"),
+    pytest.param(lambda xp: xp.array([_sequence_like(xp, (lambda o: (o.__setitem__(0, xp.array(1.2)), o)[1])(
+        xp.array([None])))], dtype="S"), id="first-level-unpacked"),
+    pytest.param(lambda xp: xp.array([[[_sequence_like(xp, xp.ones((1, 1)))]]] * 2, dtype="float64"), id="deep"),
+])
+def test_sequence_likes_read_through___array___as_numpys(run, operator_path):
+    _agree(run)
+
+
+def test_too_deep_array_likes_raise_numpys_error():
+    for xp in (numpy, dispatch):
+        nested = _sequence_like(xp, xp.ones((1, 1)))
+        for _ in range(63):  # one fewer than the most dimensions NumPy takes
+            nested = [nested]
+        with pytest.raises(ValueError, match="would exceed the maximum"):
+            xp.array(nested, dtype="float64")
+
+
+def test_a_list_holding_itself_is_numpys_object_array():
+    def run(xp):
+        held = []
+        held.append(held)
+        a = xp.array([held, held], dtype=object)
+        return a.shape, a[0] is held
+    _agree(run)
+
+
+# ---- np.rec of dispatch arrays -------------------------------------------------------------------------
+
+def _records(xp):
+    return xp.array([(1, 0.1), (2, 0.2)], dtype=[("foo", "<i4"), ("bar", "<f8")])
+
+
+def _rec_copies(xp, copy):
+    a = _records(xp)
+    r = xp.rec.array(a, copy=copy)
+    r["foo"] = 7
+    return numpy.asarray(a)["foo"].tolist()
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: (lambda r: (type(r), r.dtype.type, r.dtype, r.foo.tolist(), repr(r)))(
+        xp.rec.array(_records(xp))), id="structured"),
+    pytest.param(lambda xp: (lambda r: (type(r), r.dtype, repr(r)))(xp.rec.array(xp.ones(3, dtype="i4"))), id="plain"),
+    pytest.param(lambda xp: xp.rec.array(_records(xp), dtype=[("x", "<i4"), ("y", "<f8")]).x.tolist(), id="dtype"),
+    pytest.param(lambda xp: _rec_copies(xp, True), id="copy"),
+    pytest.param(lambda xp: _rec_copies(xp, False), id="no-copy-writes-through"),
+    pytest.param(lambda xp: (lambda r: (type(r), r.dtype, r.f1.tolist()))(
+        xp.rec.fromarrays([xp.arange(3), xp.arange(3.0)])), id="fromarrays"),
+    pytest.param(lambda xp: xp.rec.array(object()), id="unknown-refused"),
+])
+def test_rec_reads_dispatch_arrays_as_numpys(run):
+    _agree(run)
+
+
+def test_rec_is_importable_with_numpys_names():
+    import dispatch.rec as rec
+
+    assert dispatch.rec is rec
+    assert sorted(rec.__all__) == sorted(numpy.rec.__all__)
+    assert rec.recarray is numpy.recarray and rec.record is numpy.record
+
+
+# ---- the user's function that NumPy's functions call is given the module's arrays ---------------------
+
+def _seen(xp, kinds):
+    """A function noting whether each array it is given is ``xp``'s array type."""
+    def f(x, *args):
+        kinds.append(type(x) is xp.ndarray and all(type(a) is xp.ndarray for a in args))
+        return x
+    return f
+
+
+def _applied(xp, run):
+    kinds = []
+    result = run(xp, _seen(xp, kinds))
+    return numpy.asarray(result).tolist(), result.dtype, type(result) is xp.ndarray, all(kinds) and bool(kinds)
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: _applied(xp, lambda xp, f: xp.apply_along_axis(
+        lambda x: f(x)[::-1] * x[1:, None], 0, xp.arange(18).reshape(6, 3))), id="apply_along_axis"),
+    pytest.param(lambda xp: xp.apply_along_axis(lambda x: (x[::-1] * x[1:, None]).view(xp.ndarray), 1,
+                                                xp.arange(18).reshape(6, 3)), id="apply_along_axis-view"),
+    pytest.param(lambda xp: _applied(xp, lambda xp, f: numpy.apply_along_axis(
+        lambda x, y: f(x, y) * y, 1, xp.arange(6.0).reshape(2, 3), xp.arange(3.0))), id="numpys-apply_along_axis"),
+    pytest.param(lambda xp: _applied(xp, lambda xp, f: xp.apply_over_axes(
+        lambda a, axis: xp.sum(f(a), axis), xp.arange(24).reshape(2, 3, 4), [0, 2])), id="apply_over_axes"),
+    pytest.param(lambda xp: _applied(xp, lambda xp, f: xp.piecewise(
+        xp.linspace(-2.0, 2.0, 5), [xp.linspace(-2.0, 2.0, 5) < 0], [lambda v: -f(v), 7.0])), id="piecewise"),
+])
+def test_callbacks_are_given_the_modules_arrays(run, operator_path):
+    _agree(run)
+
+
+# ---- a ufunc pickles, resolves dtypes and takes a docstring as NumPy's ------------------------------------
+
+@pytest.mark.parametrize("name", ["sin", "add", "abs", "absolute", "matmul"])
+def test_a_ufunc_pickles_as_itself(name):
+    import pickle
+
+    _agree(lambda xp: [pickle.loads(pickle.dumps(getattr(xp, name), protocol=p)) is getattr(xp, name)
+                       for p in range(pickle.HIGHEST_PROTOCOL + 1)])
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: xp.add.resolve_dtypes((xp.dtype("f4"), xp.dtype("i8"), None)), id="call"),
+    pytest.param(lambda xp: xp.add.resolve_dtypes((xp.dtype("f4"), xp.dtype("i8"), None), casting="no"), id="casting"),
+    pytest.param(lambda xp: xp.add.resolve_dtypes((None, xp.dtype("i4"), xp.dtype("i4")), reduction=True),
+                 id="reduction"),
+    pytest.param(lambda xp: xp.add.resolve_dtypes((xp.dtype("f4"), xp.dtype("i8"), None), signature=(None, None, "f8")),
+                 id="signature"),
+    pytest.param(lambda xp: xp.add.resolve_dtypes((1, 2, 3)), id="refused"),
+    pytest.param(lambda xp: str(__import__("inspect").signature(xp.ufunc.resolve_dtypes)), id="signature-shown"),
+])
+def test_ufunc_resolve_dtypes_as_numpys(run):
+    _agree(run)
+
+
+def test_a_ufuncs_docstring_is_set_and_deleted_as_numpys():
+    def run(xp):
+        original = xp.add.__doc__
+        xp.add.__doc__ = "new docs"
+        seen = (xp.add.__doc__, xp.add.__dict__["__doc__"])
+        del xp.add.__doc__
+        return seen, xp.add.__doc__ == original, sorted(xp.add.__dict__)
+    _agree(run)
+
+
+@pytest.mark.parametrize("args", [(1, 2), (1, "reduce"), ("add", "foo")], ids=["not-names", "not-a-ufunc", "no-method"])
+def test_a_direct___array_ufunc___call_refuses_as_numpys(args):
+    _agree(lambda xp: xp.array(1).__array_ufunc__(*[getattr(xp, a) if a == "add" else a for a in args[:1]],
+                                                   *args[1:], xp.array(1)))
+
+
+# ---- a ufunc's result is wrapped by an operand's __array_wrap__, by priority, as NumPy's -----------------
+
+def _wrapping_classes(xp):
+    class A:
+        def __array__(self, dtype=None, copy=None):
+            return xp.zeros(1)
+
+        def __array_wrap__(self, arr, context=None, return_scalar=False):
+            r = type(self)()
+            r.arr, r.context = arr, context
+            return r
+
+    class B(A):
+        __array_priority__ = 20.0
+
+    class C(A):
+        __array_priority__ = 40.0
+
+    return A(), B(), C()
+
+
+def _wrapped_by(xp, ufunc):
+    x, (a, b, c) = xp.zeros(1), _wrapping_classes(xp)
+    f = ufunc(xp)
+    pairs = [(x, x), (x, a), (x, b), (x, c), (a, x), (b, x), (c, x)]
+    return [type(f(*p)).__name__ for p in pairs], numpy.asarray(f(x, a).arr).tolist(), f(x, c).context[2]
+
+
+@pytest.mark.parametrize("ufunc", [
+    pytest.param(lambda xp: xp.minimum, id="module"),
+    pytest.param(lambda xp: numpy._core.umath.minimum, id="numpys"),
+    pytest.param(lambda xp: lambda *args: xp.add(*args, out=None), id="out-None"),
+])
+def test_an_operands___array_wrap___wraps_a_ufuncs_result(ufunc, operator_path):
+    _agree(lambda xp: _wrapped_by(xp, ufunc))
+
+
+# ---- random: pickles by NumPy's constructors, NumPy's bit generators, the user's seed sequence ---------
+
+def _old_style_pickles(xp):
+    rs = xp.random.RandomState(xp.random.MT19937(0))
+    rs.standard_normal(1)
+    ctor, args, state = rs.__reduce__()
+    b = ctor("MT19937")
+    b.set_state(state)
+    rg = xp.random.Generator(xp.random.PCG64DXSM(0))
+    rg.standard_normal(1)
+    gctor, (bit_gen,), _ = rg.__reduce__()
+    c = gctor("PCG64DXSM")
+    c.bit_generator.state = bit_gen.state
+    return (args[0].__class__.__name__, bit_gen.__class__.__name__, type(b) is xp.random.RandomState,
+            type(c) is xp.random.Generator, b.standard_normal(3).tolist() == rs.standard_normal(3).tolist(),
+            c.random(3).tolist() == rg.random(3).tolist())
+
+
+def _round_trips(xp):
+    import copy
+    import pickle
+
+    rng, legacy = xp.random.default_rng(7), xp.random.RandomState(7)
+    rng.random(5)
+    legacy.random(5)
+    out = []
+    for r in (rng, legacy):
+        for again in (pickle.loads(pickle.dumps(r)), copy.deepcopy(r), copy.copy(r)):
+            out.append((type(again) is type(r), again.random(3).tolist() == copy.deepcopy(r).random(3).tolist()))
+    return out
+
+
+def _users_seed_sequence(xp):
+    from numpy.random.bit_generator import ISeedSequence
+
+    class FakeSeedSequence:
+        def generate_state(self, n_words, dtype=xp.uint32):
+            return xp.zeros(n_words, dtype=dtype)
+
+    ISeedSequence.register(FakeSeedSequence)
+    rngs = [xp.random.default_rng(FakeSeedSequence()), xp.random.Generator(xp.random.PCG64(FakeSeedSequence())),
+            xp.random.Generator(xp.random.MT19937(seed=FakeSeedSequence()))]
+    draws = [r.random(2).tolist() for r in rngs]
+    refused = []
+    for r in rngs:
+        for spawn in (r.spawn, r.bit_generator.spawn):
+            refused.append(_outcome(xp, lambda xp, spawn=spawn: spawn(2)))
+    return draws, refused
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(_old_style_pickles, id="old-style-pickles"),
+    pytest.param(_round_trips, id="round-trips"),
+    pytest.param(lambda xp: [isinstance(g, getattr(xp.random, name)) for name, g in (
+        ("PCG64", numpy.random.default_rng(0).bit_generator), ("PCG64", numpy.random.PCG64()),
+        ("MT19937", numpy.random.PCG64()), ("SeedSequence", numpy.random.SeedSequence(1)),
+        ("PCG64", xp.random.default_rng(0).bit_generator))], id="numpys-bit-generators"),
+    pytest.param(_users_seed_sequence, id="users-seed-sequence"),
+])
+def test_random_objects_pickle_and_seed_as_numpys(run):
+    _agree(run)
+
+
+# ---- np.char.array and asarray of dispatch arrays ------------------------------------------------------
+
+def _chararrays(xp, values, **kwargs):
+    a = xp.array(values)
+    b, c = xp.char.array(a, **kwargs), xp.char.asarray(a, **kwargs)
+    c[0, 0] = "changed"
+    return (type(b), b.dtype, b.shape, numpy.asarray(b).tolist(), type(c), numpy.asarray(a)[0, 0],
+            numpy.asarray(b)[0, 0])
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: _chararrays(xp, [[b"abc", b"foo"], [b"long   ", b"0123456789"]]), id="bytes"),
+    pytest.param(lambda xp: _chararrays(xp, [["abc", "Sigma \u03a3"], ["long   ", "0123456789"]]), id="str"),
+    pytest.param(lambda xp: _chararrays(xp, [["abc", "Sigma \u03a3"], ["long   ", "0123456789"]], unicode=True),
+                 id="str-unicode"),
+    pytest.param(lambda xp: _chararrays(xp, [["abc", "x"], ["y", "z"]], itemsize=2), id="itemsize"),
+    pytest.param(lambda xp: (lambda r: (type(r), r.dtype, r.tolist()))(xp.char.array([xp.array("ab"), "c"])),
+                 id="list-of-arrays"),
+])
+def test_char_array_reads_dispatch_arrays_as_numpys(run):
+    _agree(run)
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(lambda a: (a, (2, 1)), id="args-not-a-tuple"),
+    pytest.param(lambda a: ((a,), (2, 1)), id="kwargs-not-a-dict"),
+    pytest.param(lambda a: ((a, (2, 1)), {}), id="right"),
+])
+def test_a_direct___array_function___call_checks_its_arguments_as_numpys(args):
+    _agree(lambda xp: (lambda a: a.__array_function__(numpy.reshape, (xp.ndarray,), *args(a)))(xp.array([1, 2])))
+
+
+def test_a_deprecated_name_warns_at_each_access_as_numpys():
+    import warnings
+
+    def run(xp):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                assert xp.chararray is numpy.char.chararray
+            missing = [hasattr(xp, name) for name in ("str", "bytes", "object", "float")]
+        return missing, [(w.category, str(w.message), w.filename == __file__) for w in caught]
+    _agree(run)
+
+
+# ---- an operand that overrides ufuncs, or asks to go first, meets NumPy's operator rules ----------------
+
+def _operand(priority=None, array_ufunc=False):
+    """NumPy's own test's operand: every operator of its own, __array__ refusing."""
+    namespace = {"__array__": lambda self, dtype=None, copy=None: (_ for _ in ()).throw(LookupError("coerced"))}
+    if priority is not None:
+        namespace["__array_priority__"] = priority
+    for op in ("add", "sub", "mul", "matmul", "divmod", "lt"):
+        namespace[f"__{op}__"] = lambda self, other: "forward"
+        namespace[f"__r{op}__"] = lambda self, other: "reverse"
+        namespace[f"__i{op}__"] = lambda self, other: "in-place"
+    if array_ufunc is not False:
+        namespace["__array_ufunc__"] = array_ufunc
+    return type("Operand", (), namespace)()
+
+
+def _told(self, ufunc, method, *args, **kwargs):
+    return "__array_ufunc__", ufunc.__name__, method, len(args), sorted(kwargs)
+
+
+def _operators_on(xp, obj):
+    arr = xp.arange(3.0, 7.0).reshape(2, 2)
+    out = {}
+    for name in ("add", "sub", "mul", "matmul", "divmod", "lt"):
+        for method in (f"__{name}__", f"__r{name}__", f"__i{name}__"):
+            if not hasattr(arr, method):
+                continue
+            got = _outcome(xp, lambda xp, m=method: getattr(arr, m)(obj))
+            if isinstance(got, tuple) and len(got) == 5 and method.startswith("__i"):
+                assert got[-1] == ["out"] or got[-1] == ["axes", "out"]
+            out[method] = got if not isinstance(got, tuple) or got[:1] != (LookupError,) else "coerced"
+    return out
+
+
+@pytest.mark.parametrize("obj", [
+    pytest.param(lambda: _operand(), id="plain"),
+    pytest.param(lambda: _operand(priority=1), id="priority"),
+    pytest.param(lambda: _operand(priority=-2.0**30), id="low-priority"),
+    pytest.param(lambda: _operand(priority=1, array_ufunc=_told), id="override"),
+    pytest.param(lambda: _operand(array_ufunc=None), id="override-None"),
+])
+def test_operators_meet_an_operand_as_numpys(obj, operator_path):
+    _agree(lambda xp: _operators_on(xp, obj()))

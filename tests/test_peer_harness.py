@@ -71,3 +71,30 @@ def test_stock_outcomes_from_another_machine_and_only_device_tests_run_stock(tmp
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_module_parameter_is_the_same_test_under_its_peer_name():
+    """pytest names a parameter that is a module by its ``__name__``: ``[numpy.random]`` stock is
+    ``[dispatch.random]`` under ``import dispatch as np``, the same test, compared as one."""
+    tid = "random/tests/test_random.py::TestRandomDist::test_shuffle_no_object_unpacking[False-numpy.random]"
+    assert harness.peer_id(tid) == tid.replace("numpy.random", "dispatch.random")
+    assert harness.peer_id("a.py::t[numpy.fft-x]") == "a.py::t[dispatch.fft-x]"
+    assert harness.peer_id("a.py::t[mynumpy.x]") == "a.py::t[mynumpy.x]"
+    assert harness.peer_id("numpy.py::t") == "numpy.py::t"
+    stock = harness.ModuleRun("ok", 0, 1.0, 1.0, {tid: ("passed", ""), "a.py::u": ("passed", "")})
+    peer = harness.ModuleRun("ok", 0, 1.0, 1.0, {harness.peer_id(tid): ("passed", ""), "a.py::u": ("failed", "E")})
+    assert harness.ModuleResult.compare("m", stock, peer).new == {"a.py::u": "E"}
+
+
+def test_a_crashing_test_is_left_out_alone(tmp_path):
+    """A crasher's id leaves out that test exactly, not the tests whose ids begin with it
+    (``test_extension_incref_elide`` is no reason to leave out ``..._stack``)."""
+    (tmp_path / "test_sample.py").write_text("def test_a():\n    pass\n\ndef test_a_stack():\n    pass\n\n"
+                                             "def test_b1():\n    pass\n\ndef test_b2():\n    pass\n", encoding="utf-8")
+    crashes = [harness.Expectation("crashes", ["test_sample.py::test_a", "test_sample.py::test_b*"], crashes=True)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DISPATCH_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(harness.REPO), *filter(None, [env.get("PYTHONPATH")])])
+    ran = harness.run_pytest(["test_sample.py", "-q", "-p", "no:cacheprovider", *harness.crashers(crashes)],
+                             cwd=tmp_path, env=env, record=tmp_path / "r.jsonl", log=tmp_path / "r.log",
+                             timeout=120, max_rss_mb=2048)
+    assert sorted(ran.outcomes) == ["test_sample.py::test_a_stack"], (tmp_path / "r.log").read_text(encoding="utf-8")

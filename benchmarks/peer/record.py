@@ -62,6 +62,26 @@ def pytest_runtest_logreport(report) -> None:
             "message": "" if outcome in ("passed", "xpassed") else _message(report)})
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption("--peer-deselect", action="append", default=[], metavar="NODEID",
+                     help="leave out this test (exactly; a prefix where it ends in *), unlike --deselect, "
+                          "which leaves out every test whose id begins so")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    names = config.getoption("peer_deselect")
+    if not names:
+        return
+    exact = {n for n in names if not n.endswith("*")}
+    prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
+    kept, left = [], []
+    for item in items:
+        (left if item.nodeid in exact or (prefixes and item.nodeid.startswith(prefixes)) else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+
+
 def pytest_collectreport(report) -> None:
     if report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
         _write({"id": report.nodeid, "when": "collect", "outcome": "error", "message": _message(report)})

@@ -23,7 +23,7 @@ from dispatch import cluster, targets
 from dispatch.arrays import _call, _compiled, mirrors
 from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
-from dispatch.arrays.array_likes import for_numpy
+from dispatch.arrays.array_likes import for_numpy, nested, restore
 from dispatch.base import blas_spin, box
 from dispatch.base.box import Wrapper
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
@@ -219,9 +219,13 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         out = kwargs.get("out", ())
         for x in (*inputs, *(out if isinstance(out, tuple) else (out,))):
-            if not _handled(x):
+            if not _handled(x) and not _ufunc_operand(type(x)):
                 return NotImplemented
-        op = op_for_ufunc_method(ufunc, method)
+        try:
+            op = op_for_ufunc_method(ufunc, method)
+        except (AttributeError, KeyError):  # not a ufunc, or not one of its methods
+            getattr(ufunc, method)  # NumPy's error for it (a TypeError where the method is no name)
+            raise
         if method == "__call__" and not made_at_run_time(ufunc):  # (an entry would keep it alive)
             _PROTOCOL_OPS[ufunc] = op
         return _call.call(op, inputs, kwargs)
@@ -229,6 +233,8 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         if not all(issubclass(t, _HANDLED_TYPES) or is_backend_type(t) for t in types):
             return NotImplemented
+        if type(args) is not tuple or type(kwargs) is not dict:  # NumPy's checks of a direct call
+            raise TypeError("args must be a tuple." if type(args) is not tuple else "kwargs must be a dict.")
         op = op_for_function(func)
         if not op.local and op.name not in FFT_1D:  # (the fast path of these has other rules: _call.call)
             _PROTOCOL_OPS[func] = op
@@ -420,6 +426,15 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             # an object array holds the dispatch array itself, as NumPy's holds the array given (NumPy's own
             # 0-d array where one is given: its casts of objects read that as a scalar, never an array-like)
             held_as_is = type(value) is ndarray and data.dtype.kind == "O" and value.ndim
+            if type(value) is list or type(value) is tuple:
+                try:
+                    data[_host_key(key)] = value
+                except ValueError as error:  # an object in it whose __array__ gives a dispatch array
+                    if _NOT_AN_ARRAY not in str(error):
+                        raise
+                    data[_host_key(key)] = nested(value)  # such objects shown to NumPy in proxies
+                    restore(data)  # an object array holds the objects themselves, as NumPy's does
+                return
             data[_host_key(key)] = value if held_as_is else _host_value(value)
             return
         del data  # (a moved array's host memory is let go)
@@ -847,7 +862,14 @@ def _plain_object(kind: type) -> bool:
     return not hasattr(kind, "__array_ufunc__") and getattr(kind, "__array_priority__", 0.0) <= 0.0
 
 
+def _ufunc_operand(kind: type) -> bool:
+    """Whether NumPy's ufuncs take an object of this type as NumPy's ndarray does: it overrides
+    no ufunc (an ``__array_priority__`` alone orders operators and whose ``__array_wrap__`` wraps)."""
+    return not hasattr(kind, "__array_ufunc__") and not is_backend_type(kind)
+
+
 _HANDLED_TYPES = (Wrapper, np.ndarray)
+_NOT_AN_ARRAY = "__array__ method not producing an array"  # NumPy's error for what __array__ gave
 # id(owner) -> the wrapper ``base`` gave for it, while that wrapper lives (it keeps the owner, so the id)
 _BASES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 # Dtype kinds NumPy reads back exactly from the buffer protocol and the interfaces: booleans,
@@ -1095,9 +1117,11 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             odata = other._data
         elif kind is _ND or kind in _PY_SCALARS:
             odata = other
-        elif not _handled(other) or (isinstance(other, _ND) and getattr(kind, mirrored, None) is not
-                                     getattr(_ND, mirrored, None)):  # a NumPy subclass's own reflected method
-            return NotImplemented
+        elif isinstance(other, _ND) and getattr(kind, mirrored, None) is not getattr(_ND, mirrored, None):
+            return NotImplemented  # a NumPy subclass's own reflected method goes first
+        elif not _handled(other):  # NumPy's rule: defer to it, or call the ufunc, which asks its override
+            attr = getattr(kind, "__array_ufunc__", None)
+            return NotImplemented if attr is None or ufunc is None else ufunc(self, other)
         else:
             return _call.call_fast_ufunc(op, self, other)
         data = self._data
@@ -1139,8 +1163,8 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             if type(result) is _ND:
                 return held(result)
             return wrap(result)
-        if not _handled(other):
-            return NotImplemented
+        if not _handled(other):  # NumPy's reflected operator never defers: the ufunc, which asks its override
+            return NotImplemented if ufunc is None else ufunc(other, self)
         return _call.call_fast_ufunc(op, other, self)
 
     def inplace(self: ndarray, other: Any) -> Any:
@@ -1150,8 +1174,10 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             odata = other._data
         elif kind is _ND or kind in _PY_SCALARS:
             odata = other
-        elif not _handled(other):
-            return NotImplemented
+        elif not _handled(other):  # NumPy's rule: defer to a higher priority, else the ufunc asks its override
+            if ufunc is None or not hasattr(kind, "__array_ufunc__"):
+                return NotImplemented
+            return ufunc(self, other, out=(self,))
         else:
             odata = None
         data = self._data
@@ -1247,9 +1273,10 @@ def _unary(op: Any) -> Any:
 def _inplace_matmul(self: ndarray, other: Any) -> Any:
     """``a @= b`` as NumPy's: matmul into ``a`` with its core axes fixed, so that a result of
     another shape than ``a``'s is a ValueError, not broadcast into it."""
-    if not _handled(other):
-        return NotImplemented
     axes = [(-1,), (-2, -1), (-1,)] if self.ndim == 1 else [(-2, -1), (-2, -1), (-2, -1)]
+    if not _handled(other):  # as the other in-place operators: NumPy's ufunc asks an operand's override
+        return np.matmul(self, other, out=(self,), axes=axes) if hasattr(type(other), "__array_ufunc__") \
+            else NotImplemented
     try:
         return _call.call(op_named("matmul"), (self, other), {"out": (self,), "axes": axes})
     except np.exceptions.AxisError:
