@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ import pytest
 
 from dispatch.arrays._array import _METHODS, _positional_names
 from dispatch.base import ops
+from dispatch.base.catalog import parse_table
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -64,3 +66,21 @@ def test_a_methods_positional_parameters_are_inspects(method):
                 if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     assert _positional_names(numpy_method) == expected
 
+
+
+@pytest.mark.parametrize(("table", "error"), [
+    ("add LOW map =\nadd LOW map =\n", "catalog line 2: duplicate entry 'add'"),
+    ("add LOW map\n", "catalog line 1 has 3 cells, expected 4: 'add LOW map'"),
+    ("# head\n\nadd SOME map =\n", "catalog line 3: unknown complexity 'SOME'"),
+    ("add LOW map =  # fine\nsum LOW spin =\n", "catalog line 2: unknown work kind 'spin'"),
+])
+def test_a_bad_catalog_line_is_named(table, error):
+    with pytest.raises(ValueError, match=re.escape(error)):
+        parse_table(table, ("cupy",), frozenset({"map"}))
+
+
+def test_a_sound_table_reads_every_line():
+    table = parse_table("add LOW map =  # why\nsum MEDIUM map -\n", ("cupy",), frozenset({"map"}))
+    assert list(table) == ["add", "sum"]
+    assert table["add"].counterparts == {"cupy": "add"} and table["add"].why == "why"
+    assert table["sum"].counterparts == {} and table.work("sum") == "map"
