@@ -15,8 +15,8 @@ unavailable, with the reason kept for ``dispatch info``; it never breaks a call.
 from __future__ import annotations
 
 import importlib
-import threading
 import weakref
+from _thread import RLock  # threading's, without loading threading: a script's start
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -239,7 +239,7 @@ def names_on(device_kind: str) -> list[str]:
 
 # ---- the targets that work here -------------------------------------------------------------------
 
-_lock = threading.RLock()
+_lock = RLock()
 _targets: dict[str, Target] = {}
 _unavailable: dict[str, str] = {}
 _listeners: list[Callable[[], Callable[[str], None] | None]] = []  # weak: told when a target comes up
