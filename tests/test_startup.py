@@ -200,8 +200,12 @@ def test_a_script_on_numpy_loads_no_module_it_does_not_need(tmp_path):
     """A script whose calls all stay on NumPy, run once and its run kept in the user's cache, loads
     neither ``logging`` nor the temporary-file, thread-pool or cache-folder libraries (10-20 ms
     of a short script's time), nor ``hashlib`` (OpenSSL: its kept file is named by the
-    interpreter's own SHA-256) nor the trace's module (no call fell back, no trace is open)."""
-    modules = ("logging", "tempfile", "shutil", "platformdirs", "concurrent.futures", "hashlib", "dispatch.tracing")
+    interpreter's own SHA-256) nor the trace's module (no call fell back, no trace is open); nor
+    ``threading`` (no thread is started), ``dataclasses`` (whose classes compile their methods
+    when made) or any target's adapter but NumPy's."""
+    modules = ("logging", "tempfile", "shutil", "platformdirs", "concurrent.futures", "hashlib", "dispatch.tracing",
+               "threading", "dataclasses", "dispatch.targets.torch_target", "dispatch.targets.cupy_target",
+               "dispatch.targets.dask_target")
     path = tmp_path / "short.py"
     path.write_text(_LOADED_AT_EXIT.replace("{MODULES}", repr(modules)))
     env = {k: v for k, v in _env(tmp_path).items() if k != "DISPATCH_CACHE_DIR"}

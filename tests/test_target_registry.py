@@ -1,10 +1,14 @@
-"""A target is one module that registers itself (``dispatch.targets.registry``): registering a
+"""A target is one module and its declaration (``dispatch.targets.registry``): registering a
 new one is all it takes to force calls onto it, see it listed and have it counted among the
 host (or GPU) targets; unregistering it leaves everything as it was.
 
 The new target here is NumPy under another name, defined in this one place."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import numpy
 import pytest
@@ -194,3 +198,36 @@ def test_an_arrays_engine_is_its_librarys_first_target_on_its_device(twin):
             targets.engine_of(torch.ones(3))
     finally:
         registry.reset("torch-cpu")
+
+
+def test_a_declared_targets_module_is_imported_at_its_first_probe(tmp_path):
+    """``import dispatch`` and calls on NumPy load no adapter but NumPy's; probing a target
+    imports its module, which completes its registration (its dtypes and counterparts)."""
+    code = ("import sys, numpy, dispatch as np\n"
+            "a = np.arange(10.0); float(np.sum(a * 2))\n"
+            "from dispatch import targets\n"
+            "loaded = lambda: sorted(m for m in sys.modules if m.endswith('_target') or m.endswith('_fixes'))\n"
+            "print(loaded())\n"
+            "print(targets.registry.spec('dask').dtypes is None, targets.registry.spec('dask').fork_safe)\n"
+            "targets.probe('dask')\n"
+            "print(loaded())\n"
+            "spec = targets.registry.spec('dask')\n"
+            "print(spec.dtypes is None, dict(spec.counterparts) != {})\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DISPATCH_")}
+    env.update(DISPATCH_CACHE_DIR=str(tmp_path), DISPATCH_LEARN="0")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["['dispatch.targets.numpy_target']", "True True",
+                                        "['dispatch.targets.dask_target', 'dispatch.targets.numpy_target']",
+                                        "False True"]
+
+
+def test_a_declared_target_whose_module_completes_nothing_is_unavailable():
+    registry.declare("test-declared", "json", library="numpy", device="cpu", rank=7)  # json completes no target
+    try:
+        assert targets.probe("test-declared") is None
+        assert targets.unavailable()["test-declared"] == "its module did not complete its registration"
+    finally:
+        registry.unregister("test-declared")
+    assert "test-declared" not in registry.names()

@@ -1359,13 +1359,26 @@ def _out_parameters(numpy_method: Any) -> tuple[int, tuple[str, ...]]:
     and the names of the positions after it (read once, where a call first gives one)."""
     found = _OUT_PARAMETERS.get(numpy_method)
     if found is None:
-        import inspect  # (only once a method is given arguments by position)
-
-        names = [p.name for p in list(inspect.signature(numpy_method).parameters.values())[1:]  # after self
-                 if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        names = _positional_names(numpy_method)[1:]  # after self
         at = names.index("out") if "out" in names else sys.maxsize
         found = _OUT_PARAMETERS[numpy_method] = (at, tuple(names[at + 1:]))
     return found
+
+
+def _positional_names(numpy_method: Any) -> list[str]:
+    """The names of a NumPy method's parameters that may be given by position, self first. Read
+    from its text signature by Python's parser: ``inspect.signature`` reads a builtin's with the
+    tokenizer, whose patterns take longer to compile than a short script's routing."""
+    text = getattr(numpy_method, "__text_signature__", None)
+    if text:
+        import ast  # (only once a method is given arguments by position; NumPy has loaded it)
+
+        spec = ast.parse(f"def f{text.replace('$', '')}: pass").body[0].args
+        return [a.arg for a in (*spec.posonlyargs, *spec.args)]
+    import inspect
+
+    return [p.name for p in inspect.signature(numpy_method).parameters.values()
+            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
 
 
 def _out_by_keyword(numpy_method: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:

@@ -69,24 +69,44 @@ class Catalog(Mapping[str, Entry]):
 
 
 def parse_table(text: str, columns: tuple[str, ...], works: frozenset[str]) -> Catalog:
-    """Parse a catalog table; ``columns`` names the counterpart columns after ``work``."""
+    """Parse a catalog table; ``columns`` names the counterpart columns after ``work``.
+
+    Every line is checked: the whole table at once where it is sound (the common case, a
+    share of a script's first call), line by line to name the first bad one where it is not."""
     rows: dict[str, tuple[list[str], str]] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    width = 3 + len(columns)
+    lines = 0
+    for raw in text.splitlines():
         line, _, why = raw.partition("#")
         cells = line.split()
+        if cells:
+            rows[cells[0]] = (cells, why)
+            lines += 1
+    sound = (len(rows) == lines and all(len(cells) == width for cells, _ in rows.values())
+             and {cells[1] for cells, _ in rows.values()} <= _COMPLEXITY.keys()
+             and {cells[2] for cells, _ in rows.values()} <= works)
+    if not sound:
+        _check_lines(text, width, works)
+    return Catalog(rows, columns)
+
+
+def _check_lines(text: str, width: int, works: frozenset[str]) -> None:
+    """``ValueError`` naming a table's first bad line."""
+    seen = set()
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        cells = raw.partition("#")[0].split()
         if not cells:
             continue
-        if len(cells) != 3 + len(columns):
-            raise ValueError(f"catalog line {lineno} has {len(cells)} cells, expected {3 + len(columns)}: {raw!r}")
+        if len(cells) != width:
+            raise ValueError(f"catalog line {lineno} has {len(cells)} cells, expected {width}: {raw!r}")
         name, complexity, work = cells[:3]
-        if name in rows:
+        if name in seen:
             raise ValueError(f"catalog line {lineno}: duplicate entry {name!r}")
         if complexity not in _COMPLEXITY:
             raise ValueError(f"catalog line {lineno}: unknown complexity {complexity!r}")
         if work not in works:
             raise ValueError(f"catalog line {lineno}: unknown work kind {work!r}")
-        rows[name] = (cells, why)
-    return Catalog(rows, columns)
+        seen.add(name)
 
 
 def member_name(library_name: str) -> str:

@@ -9,20 +9,23 @@ devices is a cost the router weighs.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import Any
+
+from dispatch.base.records import Frozen
 
 __all__ = ["DASK", "HOST", "HOST_ONLY", "Device", "add_library", "device_of", "is_backend_type", "library_of",
            "parse_device"]
 
 
-@dataclass(frozen=True)
-class Device:
+class Device(Frozen):
     """A memory space: ``Device("cpu")``, ``Device("cuda", 0)``, ``Device("mps")``, or
-    ``Device("dask")``, the chunks of a Dask cluster."""
+    ``Device("dask")``, the chunks of a Dask cluster. Frozen and hashable (a record of
+    ``dispatch.base.records``, not a dataclass: it is made at import, before the first call)."""
 
-    kind: str
-    index: int | None = None
+    __slots__ = ("kind", "index")  # noqa: RUF023 - the fields, in order
+
+    def __init__(self, kind: str, index: int | None = None) -> None:
+        self._set(kind, index)
 
     def __str__(self) -> str:
         return self.kind if self.index is None else f"{self.kind}:{self.index}"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
+from _thread import RLock, allocate_lock  # threading's locks, without loading threading
 
 __all__ = ["INHERITED", "turned_off"]
 
@@ -35,19 +35,19 @@ def _in_child() -> None:
     registry = sys.modules.get("dispatch.targets.registry")
     if registry is None:
         return  # no engine was ever looked for: nothing inherited
-    registry._lock = threading.RLock()
+    registry._lock = RLock()
     for spec in registry.specs():
         if not spec.fork_safe and spec.library in sys.modules:
             registry.disable(spec.name, INHERITED)
             turned_off.add(spec.name)
     if (staging := sys.modules.get("dispatch.targets._staging")) is not None:
-        staging._lock, staging._counts_lock = threading.RLock(), threading.Lock()
+        staging._lock, staging._counts_lock = RLock(), allocate_lock()
     if (tracing := sys.modules.get("dispatch.tracing")) is not None:
-        tracing._lock = threading.Lock()
+        tracing._lock = allocate_lock()
     if (cluster := sys.modules.get("dispatch.cluster")) is not None:
         cluster._client, cluster._owned = None, False
     if (router := sys.modules.get("dispatch.routing.router")) is not None:
-        router.history._lock = threading.Lock()
+        router.history._lock = allocate_lock()
         router.history._pending.clear()  # device events of the parent's streams
         router.clear_decisions()
 

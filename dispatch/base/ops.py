@@ -117,19 +117,26 @@ def op_named(name: str) -> Op:
     return op
 
 
-_table_built = False
+def _loaded(dotted: str) -> Any:
+    """NumPy's object called ``dotted``, or ``None`` where it needs a module NumPy has not
+    loaded (its functions cannot have been handed over) or NumPy has no such name."""
+    first, _, rest = dotted.partition(".")
+    obj = vars(np).get(first)
+    for part in rest.split(".") if rest else ():
+        obj = getattr(obj, part, None)
+    return obj
 
 
-def _function_table() -> dict[Any, Op]:
-    global _table_built
-    if not _table_built:
-        for name in NUMPY_CATALOG:
-            try:
-                op_named(name)
-            except AttributeError:  # an older NumPy without this function
-                continue
-        _table_built = True
-    return _by_function
+def _catalog_name(func: Callable[..., Any]) -> str | None:
+    """The catalog's name for a NumPy function: its own (``numpy.linalg.svd`` is ``"linalg.svd"``),
+    else the first catalog name NumPy's loaded modules give it; ``None`` outside the catalog.
+    Found without making the catalog's other ops: a script calls tens of its 500."""
+    module, name = getattr(func, "__module__", None), getattr(func, "__name__", None)
+    if isinstance(module, str) and isinstance(name, str) and (module == "numpy" or module.startswith("numpy.")):
+        own = name if module == "numpy" else f"{module[6:]}.{name}"
+        if own in NUMPY_CATALOG and _loaded(own) is func:
+            return own
+    return next((n for n in NUMPY_CATALOG if _loaded(n) is func), None)
 
 
 def all_ops() -> list[Op]:
@@ -142,17 +149,21 @@ def op_for_function(func: Callable[..., Any]) -> Op:
 
     Functions outside the catalog get an op of their own that always runs NumPy on the host.
     """
-    op = _function_table().get(func)
-    if op is None:
-        module = getattr(func, "__module__", "numpy") or "numpy"
-        name = f"{module}.{getattr(func, '__qualname__', repr(func))}"
-        op = Op(name=name, func=func, complexity=OpComplexity.LOW, work="host", cataloged=False)
-        if not made_at_run_time(func):
-            _by_function[func] = op
+    op = _by_function.get(func)
+    if op is not None:
+        return op
+    name = None if made_at_run_time(func) else _catalog_name(func)
+    if name is not None:
+        return op_named(name)
+    module = getattr(func, "__module__", "numpy") or "numpy"
+    name = f"{module}.{getattr(func, '__qualname__', repr(func))}"
+    op = Op(name=name, func=func, complexity=OpComplexity.LOW, work="host", cataloged=False)
+    if not made_at_run_time(func):
+        _by_function[func] = op
 
-        from dispatch import tracing  # here: a script whose functions are all in the catalog never loads it
+    from dispatch import tracing  # here: a script whose functions are all in the catalog never loads it
 
-        tracing.fallback(op, "not in the NumPy catalog: runs on NumPy")
+    tracing.fallback(op, "not in the NumPy catalog: runs on NumPy")
     return op
 
 

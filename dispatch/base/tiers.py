@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import enum
 import numbers
-from dataclasses import dataclass, replace
+
+from dispatch.base.records import Frozen
 
 __all__ = ["Backend", "MoeThresholds", "OpComplexity"]
 
@@ -41,32 +42,32 @@ class OpComplexity(enum.IntEnum):
         return self.name.capitalize()
 
 
-@dataclass(frozen=True)
-class MoeThresholds:
+class MoeThresholds(Frozen):
     """Element counts above which a tier is chosen, per complexity (``None``: never).
 
     ``select_with_moe`` picks GPU when ``n > gpu[c]``, else SIMD when ``n > simd[c]``,
-    else SCALAR. The defaults are the seed's table.
+    else SCALAR. The defaults are the seed's table. Frozen and hashable (a record of
+    ``dispatch.base.records``, not a dataclass: the seed policy makes one at the first call).
     """
 
-    simd: tuple[int | None, int | None, int | None] = (1_000_000, 10_000, 1_000)
-    gpu: tuple[int | None, int | None, int | None] = (None, 100_000, 10_000)
+    __slots__ = ("simd", "gpu")  # noqa: RUF023 - the fields, in order
 
-    def __post_init__(self) -> None:
-        for field in ("simd", "gpu"):
-            values = getattr(self, field)
+    def __init__(self, simd: tuple[int | None, int | None, int | None] = (1_000_000, 10_000, 1_000),
+                 gpu: tuple[int | None, int | None, int | None] = (None, 100_000, 10_000)) -> None:
+        for field, values in (("simd", simd), ("gpu", gpu)):
             if not isinstance(values, tuple) or len(values) != len(OpComplexity):
                 raise TypeError(f"MoeThresholds.{field} must be a tuple of {len(OpComplexity)} entries")
             for value in values:
                 if value is not None:
                     _check_count(value, f"MoeThresholds.{field} entry")
+        self._set(simd, gpu)
 
     def with_tier(self, complexity: OpComplexity, *, simd: int | None, gpu: int | None) -> MoeThresholds:
         """A copy with one complexity's thresholds replaced."""
         complexity = _check_complexity(complexity)
         s, g = list(self.simd), list(self.gpu)
         s[complexity], g[complexity] = simd, gpu
-        return replace(self, simd=tuple(s), gpu=tuple(g))
+        return MoeThresholds(simd=tuple(s), gpu=tuple(g))
 
     def to_dict(self) -> dict[str, dict[str, int | None]]:
         return {c.name: {"simd": self.simd[c], "gpu": self.gpu[c]} for c in OpComplexity}

@@ -15,14 +15,18 @@ meanwhile (``benchmarks/cold_start.py --gil`` measures how much that costs).
 from __future__ import annotations
 
 import importlib
-import threading
 import time
+from _thread import allocate_lock
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dispatch import targets
 from dispatch.base import tuning
 from dispatch.base.ops import op_named
+
+if TYPE_CHECKING:
+    import threading
 
 __all__ = ["LIBRARY", "seconds_taken", "start", "state", "wait"]
 
@@ -33,7 +37,7 @@ LIBRARY = {"torch-cpu": "torch", "torch-cuda": "torch", "torch-mps": "torch", "c
 _states: dict[str, str] = {}
 _threads: dict[str, threading.Thread] = {}
 _taken: dict[str, float] = {}  # seconds each bring-up took (``python -m dispatch info``, the benchmark)
-_lock = threading.Lock()
+_lock = allocate_lock()  # threading's Lock: threading is loaded only where a thread starts
 
 
 def start(name: str) -> bool:
@@ -46,6 +50,8 @@ def start(name: str) -> bool:
             _states[name] = "ready" if name in targets.registry.up() else "failed"
             return False
         _states[name] = "starting"
+        import threading  # here: a script that brings nothing up never loads it
+
         thread = threading.Thread(target=_bring_up, args=(name, LIBRARY.get(name)), name=f"dispatch-bringup-{name}",
                                   daemon=True)
         _threads[name] = thread

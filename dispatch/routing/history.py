@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import time
+from _thread import allocate_lock  # threading.Lock, without loading threading: a script's start
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,7 @@ class History:
         self.explore_budget = explore_budget
         self.stats: dict[tuple, dict[str, Stat]] = {}
         self.ran: set[tuple] = set()  # (op, dtypes, layout, target) measured at least once, at any size
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._seed = seed
         self._rng: Any = None  # ``random.Random(seed)``, made (with the module) by the first exploration
         self._calls: dict[str, list[float]] = {}  # op -> [window start, calls in window]

@@ -3,8 +3,10 @@
 A target is an engine on a device: ``numpy`` and ``torch-cpu`` on the host, ``cupy`` and
 ``torch-cuda`` on a CUDA (or ROCm) GPU, ``torch-mps`` on an Apple GPU, ``dask`` on the chunks of
 a Dask cluster (reached by size, not priced: ``dispatch.cluster``). Each is one module here
-(``*_target.py``) that implements the ``Target`` protocol (``protocol``) and registers itself
-(``registry``); importing this package imports them all, so a new target is one new module.
+(``*_target.py``) that implements the ``Target`` protocol (``protocol``); importing this package
+declares them all (``registry.declare``: name, library, device, rank) and imports none but
+NumPy's, each module being imported at its target's first probe, where it completes its
+registration: a new target is one new module and one line below.
 Each declares what it can run identically to NumPy and refuses the rest (``Unsupported``), so
 the call goes elsewhere. Targets are made lazily, on first use: a missing or broken library
 makes its targets unavailable, with the reason kept for ``dispatch info``; it never breaks a
@@ -12,9 +14,6 @@ call.
 """
 
 from __future__ import annotations
-
-import importlib
-import pkgutil
 
 from dispatch.base import settings
 from dispatch.targets import protocol, registry
@@ -37,10 +36,16 @@ __all__ = ["FINITE_INPUTS", "Target", "TargetSpec", "Unavailable", "Unsupported"
            "disable", "engine_of", "forced", "get", "host_array", "names", "probe", "protocol", "registry", "reset",
            "unavailable"]
 
-# Each target module registers itself as it is imported (by name: none of them is imported
-# through this package, so they may import its modules).
-for _module in pkgutil.iter_modules(__path__):
-    if _module.name.endswith("_target"):
-        importlib.import_module(f"{__name__}.{_module.name}")
+# dispatch's targets, by rank: each device's first engine is its home. torch's and CuPy's
+# threads and device state do not survive fork(); a forked child drops its Dask client and may
+# connect its own (``dispatch.base.forksafe``). Dask is reached by size, not priced.
+for _name, _module, _library, _device, _rank, _array_module, _fork_safe in (
+        ("numpy", "numpy_target", "numpy", "cpu", 0, "", True),
+        ("torch-cpu", "torch_target", "torch", "cpu", 10, "torch", False),
+        ("cupy", "cupy_target", "cupy", "cuda", 20, "cupy", False),
+        ("torch-cuda", "torch_target", "torch", "cuda", 30, "torch", False),
+        ("torch-mps", "torch_target", "torch", "mps", 40, "torch", False),
+        ("dask", "dask_target", "dask", "dask", 50, "dask.array", True)):
+    registry.declare(_name, f"{__name__}.{_module}", _library, _device, _rank, _array_module, _fork_safe)
 
 settings.check_backend(settings.ENV.backend, "DISPATCH_BACKEND", names())  # every name is known now

@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import threading
 import weakref
+from _thread import RLock, allocate_lock  # threading's locks, without loading threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,7 @@ CHUNK = 16 << 20
 THRESHOLD = 1 << 20
 
 _counts = {"to_device": 0, "to_host": 0}
-_counts_lock = threading.Lock()
+_counts_lock = allocate_lock()
 
 
 def moved() -> dict[str, int]:
@@ -72,7 +72,7 @@ class _Stager:
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
-        self.lock = threading.Lock()
+        self.lock = allocate_lock()
         self.buffers: list[np.ndarray] | None = None  # NumPy views of pinned memory
         self.events: list[Any] = [None, None]
         self.turn = 0  # the buffer the next copy to the device starts in
@@ -135,7 +135,7 @@ LOCK_MIN = 16 << 20
 LOCK_SHARE = 0.25
 
 # Reentrant: freeing an array (a garbage collection) may run its unlock while this thread holds it.
-_lock = threading.RLock()
+_lock = RLock()
 _sends: dict[int, int] = {}  # id of a buffer's owning array -> its sends so far
 _locked_owners: dict[int, int] = {}  # id of a locked owner -> its bytes
 _refused: set[int] = set()  # owners the driver would not lock: staged, never tried again

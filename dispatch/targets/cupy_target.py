@@ -591,7 +591,4 @@ def _match(cupy: Any, result: Any, want: Any) -> Any:
     return want.build(items)
 
 
-# CuPy's pools and CUDA context do not survive fork(): not fork-safe (dispatch.base.forksafe)
-registry.register(registry.TargetSpec("cupy", library="cupy", device="cuda", make=CupyTarget, rank=20,
-                                      dtypes=dtypes_of_kinds(_KINDS), counterparts=_FIXES, array_module="cupy",
-                                      fork_safe=False))
+registry.complete("cupy", CupyTarget, dtypes=dtypes_of_kinds(_KINDS), counterparts=_FIXES)

@@ -797,7 +797,4 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
     return want.container(*items)
 
 
-# the cluster's chunks, reached by size rather than priced; a forked child drops its client
-# (dispatch.base.forksafe) and may connect its own
-registry.register(registry.TargetSpec("dask", library="dask", device="dask", make=DaskTarget, rank=50,
-                                      dtypes=dtypes_of_kinds(_KINDS), counterparts=_ALIASES, array_module="dask.array"))
+registry.complete("dask", DaskTarget, dtypes=dtypes_of_kinds(_KINDS), counterparts=_ALIASES)

@@ -3,7 +3,8 @@
 A target is an engine on a device. It converts arrays between the host and its own type, runs
 ops on its own arrays exactly as NumPy would, and refuses (``Unsupported``) what it cannot, so
 the call goes elsewhere. ``dispatch.targets.registry`` says which targets exist; each adapter
-module (``numpy_target``, ``torch_target``...) implements this protocol and registers itself.
+module (``numpy_target``, ``torch_target``...) implements this protocol and completes its target's
+registration when it is imported, at the target's first probe.
 """
 
 from __future__ import annotations

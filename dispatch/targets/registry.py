@@ -1,10 +1,12 @@
-"""The targets dispatch knows, each registered by its own module, and the ones that work here.
+"""The targets dispatch knows, and the ones that work here.
 
-Each adapter module under ``dispatch.targets`` (``numpy_target``, ``torch_target``...) declares
-its targets with ``register(TargetSpec(...))`` when it is imported: the name, the library, the
-device, the dtypes it holds and its table of counterpart functions, and how to make it. Every
-list of targets the rest of dispatch uses (the GPU targets, the host targets, those the cost
-policy prices, an array's engine) is read from here, so a new target is one new module.
+A target is registered with ``register(TargetSpec(...))``: the name, the library, the device,
+the dtypes it holds and its table of counterpart functions, and how to make it. dispatch's own
+targets are declared (``declare``: name, library, device, rank) when ``dispatch.targets`` is
+imported, and their adapter modules (``torch_target``, ``cupy_target``...) imported only when
+the target is first probed: each completes its registration then (``complete``), so a script
+that runs on NumPy loads none of them. Every list of targets the rest of dispatch uses (the GPU
+targets, the host targets, those the cost policy prices, an array's engine) is read from here.
 
 Targets are made lazily, on first use: a missing or broken library makes its targets
 unavailable, with the reason kept for ``dispatch info``; it never breaks a call.
@@ -12,8 +14,9 @@ unavailable, with the reason kept for ``dispatch info``; it never breaks a call.
 
 from __future__ import annotations
 
-import threading
+import importlib
 import weakref
+from _thread import RLock  # threading's, without loading threading: a script's start
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,6 +31,8 @@ from dispatch.targets.protocol import Target, Unavailable
 __all__ = [
     "TargetSpec",
     "available",
+    "complete",
+    "declare",
     "disable",
     "engine_of",
     "forced",
@@ -127,6 +132,9 @@ _VIEWS = (_NAMES, _HOST, _GPU, _PRICED, _GPU_LIBRARIES)
 _owners: dict[tuple[str, str], str] = {}  # (library, device kind) -> the first such target: an array's engine
 
 
+_modules: dict[str, str] = {}  # a declared target -> the module that completes it, until imported
+
+
 def register(target: TargetSpec) -> TargetSpec:
     """Add a target; ``ValueError`` if its name is taken. Returns ``target`` (for ``unregister``)."""
     if not isinstance(target, TargetSpec):
@@ -141,10 +149,37 @@ def register(target: TargetSpec) -> TargetSpec:
     return target
 
 
+def declare(name: str, module: str, library: str, device: str, rank: int = 100, array_module: str = "",
+            fork_safe: bool = True) -> TargetSpec:
+    """Register a target whose adapter is ``module``, imported when the target is first probed:
+    it calls ``complete`` then. The rest of dispatch lists and ranks the target meanwhile."""
+    target = register(TargetSpec(name, library, device, _incomplete, rank, array_module=array_module,
+                                 fork_safe=fork_safe))
+    _modules[name] = module
+    return target
+
+
+def complete(name: str, make: Callable[[], Target], dtypes: frozenset[np.dtype] | None = None,
+             counterparts: Mapping[str, Any] | None = None) -> TargetSpec:
+    """What a declared target's module gives as it is imported: how to make the target, the
+    dtypes it holds and its counterparts (as for ``TargetSpec``)."""
+    with _lock:
+        s = _specs[name]
+        _specs[name] = TargetSpec(s.name, s.library, s.device, make, s.rank, dtypes, counterparts, s.array_module,
+                                  s.fork_safe)
+        _modules.pop(name, None)
+        return _specs[name]
+
+
+def _incomplete() -> Target:
+    raise Unavailable("its module did not complete its registration")
+
+
 def unregister(name: str) -> None:
     """Remove the target ``name`` and what was learnt of it here; ``KeyError`` if there is none."""
     with _lock:
         del _specs[name]
+        _modules.pop(name, None)
         _targets.pop(name, None)
         _unavailable.pop(name, None)
         _refresh()
@@ -204,7 +239,7 @@ def names_on(device_kind: str) -> list[str]:
 
 # ---- the targets that work here -------------------------------------------------------------------
 
-_lock = threading.RLock()
+_lock = RLock()
 _targets: dict[str, Target] = {}
 _unavailable: dict[str, str] = {}
 _listeners: list[Callable[[], Callable[[str], None] | None]] = []  # weak: told when a target comes up
@@ -223,11 +258,14 @@ def probe(name: str) -> Target | None:
         return _targets[name]
     if name in _unavailable:
         return None
-    target = spec(name)
+    spec(name)  # ValueError for an unknown name
     with _lock:
         if name in _targets or name in _unavailable:
             return _targets.get(name)
         try:
+            if name in _modules:
+                importlib.import_module(_modules[name])  # its adapter, which completes its registration
+            target = _specs[name]
             made = target.make()
             made.name, made.spec = target.name, target
             _targets[name] = made

@@ -939,11 +939,6 @@ def torch_mps() -> TorchTarget:
     return TorchTarget("mps")
 
 
-# torch's threads and device state do not survive fork(): not fork-safe (dispatch.base.forksafe)
-for _name, _device, _make, _rank, _dtypes in (("torch-cpu", "cpu", torch_cpu, 10, _DTYPES),
-                                              ("torch-cuda", "cuda", torch_cuda, 30, _DTYPES),
-                                              ("torch-mps", "mps", torch_mps, 40, _MPS_DTYPES)):
-    registry.register(registry.TargetSpec(_name, library="torch", device=_device, make=_make, rank=_rank,
-                                          dtypes=_dtypes, counterparts=_IMPLS, array_module="torch",
-                                          fork_safe=False))
-
+for _name, _make, _dtypes in (("torch-cpu", torch_cpu, _DTYPES), ("torch-cuda", torch_cuda, _DTYPES),
+                              ("torch-mps", torch_mps, _MPS_DTYPES)):
+    registry.complete(_name, _make, dtypes=_dtypes, counterparts=_IMPLS)
