@@ -55,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -198,7 +199,7 @@ def _summarise(name: str, runs: dict[str, list[dict[str, Any]]], log: Callable[[
         result["match"][contender] = worst(matches)
         failed = [r for r in done if r["rc"] != 0]
         if failed:
-            result["errors"][contender] = failed[0]["stderr"].strip().splitlines()[-1:] or ["(no message)"]
+            result["errors"][contender] = failed[0]["stderr"].strip().splitlines()[-16:] or ["(no message)"]
         differs = [r["stdout"] for r in done if r["rc"] == 0 and reference is not None
                    and compare(reference, r["stdout"]) == "DIFFERS"]
         if differs:
@@ -263,8 +264,8 @@ def warm_program(name: str, targets: list[str], repeats: int, size: list[str],
             start = time.perf_counter()
             try:
                 out, rc, err = _call(mains[contender], size), 0, ""
-            except Exception as exc:
-                out, rc, err = "", 1, f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # its traceback's end, where dispatch's own frames say why
+                out, rc, err = "", 1, "".join(traceback.format_exception(exc)[-8:])
             runs[contender].append({"seconds": time.perf_counter() - start, "rc": rc, "stdout": out, "stderr": err})
     result = _summarise(name, runs, log)
     if oracle_of is not None:
