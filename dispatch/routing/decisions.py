@@ -7,20 +7,48 @@ words, for the trace. Code tests the kind, never the words.
 from __future__ import annotations
 
 import enum
-from typing import Any, NamedTuple
+from operator import itemgetter
+from typing import Any
 
 __all__ = ["CallKey", "Decision", "DecisionKind", "Watched"]
 
 
-class CallKey(NamedTuple):
-    """A kind of call, as the router caches its decisions and the history its timings."""
+class CallKey(tuple):
+    """A kind of call, as the router caches its decisions and the history its timings.
 
-    op: str  # the op's name
-    dtypes: tuple  # the arrays' dtypes, in order
-    bucket: int  # the bit length of the largest array's element count
-    devices: frozenset  # the devices holding the arrays
-    forced: str | None  # the target forced where it was made (``using``, ``set_backend``)
-    layout: Any  # what else tells calls of one size apart (a reduction's axis, a product's output)
+    A named tuple of ``op``, ``dtypes``, ``bucket``, ``devices``, ``forced`` and ``layout``,
+    written out: ``typing.NamedTuple`` builds its class by compiling source at each start.
+    """
+
+    __slots__ = ()
+    _fields = ("op", "dtypes", "bucket", "devices", "forced", "layout")
+    __match_args__ = _fields
+
+    def __new__(cls, op: str, dtypes: tuple, bucket: int, devices: frozenset, forced: str | None,
+                layout: Any) -> CallKey:
+        return tuple.__new__(cls, (op, dtypes, bucket, devices, forced, layout))
+
+    op = property(itemgetter(0), doc="the op's name")
+    dtypes = property(itemgetter(1), doc="the arrays' dtypes, in order")
+    bucket = property(itemgetter(2), doc="the bit length of the largest array's element count")
+    devices = property(itemgetter(3), doc="the devices holding the arrays")
+    forced = property(itemgetter(4), doc="the target forced where it was made (``using``, ``set_backend``)")
+    layout = property(itemgetter(5), doc="what else tells calls of one size apart (a reduction's axis, a product)")
+
+    def __repr__(self) -> str:
+        return "CallKey(" + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)) + ")"
+
+    def __getnewargs__(self) -> tuple:
+        return tuple(self)
+
+    def _replace(self, **changes: Any) -> CallKey:
+        values = [changes.pop(name, value) for name, value in zip(self._fields, self, strict=True)]
+        if changes:
+            raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+        return CallKey(*values)
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self, strict=True))
 
     def is_forced(self) -> bool:
         """Made under a forced target (not ``auto``): rule 1 decides it, never a region's plan."""
