@@ -20,6 +20,9 @@ except ImportError:  # another Python
 __all__ = ["CallKey", "Decision", "DecisionKind", "Watched"]
 
 
+_tuple_new = tuple.__new__  # (bound once, as a named tuple's ``__new__`` has it)
+
+
 class CallKey(tuple):
     """A kind of call, as the router caches its decisions and the history its timings.
 
@@ -33,7 +36,7 @@ class CallKey(tuple):
 
     def __new__(cls, op: str, dtypes: tuple, bucket: int, devices: frozenset, forced: str | None,
                 layout: Any) -> CallKey:
-        return tuple.__new__(cls, (op, dtypes, bucket, devices, forced, layout))
+        return _tuple_new(cls, (op, dtypes, bucket, devices, forced, layout))
 
     op = _tuplegetter(0, "the op's name")
     dtypes = _tuplegetter(1, "the arrays' dtypes, in order")
