@@ -9,7 +9,6 @@ NumPy's own object. Wrappers are made on first access and cached in the module.
 from __future__ import annotations
 
 import functools
-import inspect
 import sys
 from types import FunctionType, ModuleType
 from typing import Any
@@ -119,7 +118,9 @@ def _ufunc_named(name: str) -> ufunc:
     return getattr(sys.modules["dispatch"], name)
 
 
-ufunc.resolve_dtypes.__signature__ = inspect.signature(np.ufunc.resolve_dtypes)  # NumPy's keywords
+# NumPy's keywords, read by ``inspect.signature`` when asked (parsing them here compiles the tokenizer's
+# patterns: a tenth of a script's start)
+ufunc.resolve_dtypes.__wrapped__ = np.ufunc.resolve_dtypes
 callbacks.install()  # apply_along_axis and its kind give the user's function dispatch arrays, on every path
 ufunc.__call__ = fast("ufunc", None, ufunc.__call__)
 install_call(ufunc)

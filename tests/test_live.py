@@ -72,7 +72,8 @@ def test_a_loop_is_planned_once_its_data_kept_on_the_device_and_read_back_once()
     # the arrays went in once each (u once, v kept by the device), never once per step
     assert sum(v for k, v in moved.items() if "device" in str(k)) <= 3 * N * 8, moved
     assert mirrors.stats()["hits"] >= 1
-    assert 1 <= live.planner.planned - planned_before <= 2  # the region on host data, then the one on the device the plan made
+    # the region on host data, then the one on the device the plan made
+    assert 1 <= live.planner.planned - planned_before <= 2
     _loop(u0, v0, 12)
     planned = live.planner.planned
     _loop(u0, v0, 40)

@@ -404,3 +404,43 @@ def test_a_second_engine_is_not_brought_up_to_be_the_runner_up(tmp_path, monkeyp
         numpy.testing.assert_allclose(got, numpy.exp(a), rtol=1e-14)
         assert got.dtype == numpy.float64 and got.shape == (1000, 1000)
     startup.use_calibration(None)
+
+
+def test_no_stored_calibration_is_known_without_the_machines_fingerprint(tmp_path, monkeypatch):
+    """With no calibration in the cache folder, loading one and checking for a stale one read no
+    fingerprint (the libraries' versions, found by listing every folder on ``sys.path``); with
+    one stored, both read it."""
+    from dispatch.routing import calibration
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    read = []
+    monkeypatch.setattr(calibration, "fingerprint", lambda: read.append(1) or "here")
+    monkeypatch.setattr(calibration, "_loaded", {})
+    assert calibration.load() is None
+    router._say_when_a_calibration_no_longer_applies()
+    assert read == []
+    (tmp_path / "calibration-here.json").write_text("{}")
+    with pytest.warns(RuntimeWarning, match="ignores the calibration"):  # (an empty one)
+        calibration.load()
+    router._say_when_a_calibration_no_longer_applies()
+    assert len(read) == 2
+
+
+def test_a_files_real_path_is_found_through_its_folders(tmp_path):
+    """``dispatch run`` tells the user's files from the libraries' by their real paths, each
+    folder resolved once: the same paths ``os.path.realpath`` gives, through a linked folder,
+    a linked file and ``..``."""
+    from dispatch.cli._script import ImportRedirect
+
+    (tmp_path / "user").mkdir()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "user" / "mine.py").write_text("")
+    (tmp_path / "lib" / "theirs.py").write_text("")
+    (tmp_path / "linked").symlink_to(tmp_path / "user")
+    (tmp_path / "lib" / "link.py").symlink_to(tmp_path / "user" / "mine.py")
+    redirect = ImportRedirect(str(tmp_path / "user"))
+    names = [tmp_path / "linked" / "mine.py", tmp_path / "lib" / "link.py", tmp_path / "lib" / "theirs.py",
+             tmp_path / "lib" / ".." / "user" / "mine.py", tmp_path / "linked" / "mine.py"]
+    for name in map(str, names):
+        assert redirect._real(name) == os.path.realpath(name)
+    assert [redirect.is_users_file(str(n)) for n in names] == [True, True, False, True, True]

@@ -382,6 +382,11 @@ def _driver_gpus() -> list[str]:
     return found + [" ".join(_lines(p)) for p in products if p.is_file()]
 
 
+def stored() -> list[str]:
+    """The names of the calibration files in the cache folder, whatever machine they were made for."""
+    return [name for name in _listed(cache_dir()) if name.startswith("calibration-") and name.endswith(".json")]
+
+
 def _listed(folder: Path) -> list[str]:
     """The names in ``folder``, sorted (none where it cannot be read): ``os.listdir``, as
     ``Path.glob`` compiles its pattern first, a share of a script's first routed call."""
@@ -450,6 +455,8 @@ def load(path: str | Path | None = None) -> Calibration | None:
     ``None`` if none, or if it was made to another plan than this dispatch's (``PLAN``)."""
     if path is not None:
         return Calibration.from_data(cachefiles.read_json(path))
+    if not stored():  # none at all: this machine's fingerprint (its libraries' versions) is not read
+        return None
     fp = fingerprint()
     if fp not in _loaded:
         file = _default_path(fp)

@@ -7,20 +7,58 @@ words, for the trace. Code tests the kind, never the words.
 from __future__ import annotations
 
 import enum
-from typing import Any, NamedTuple
+from typing import Any
+
+try:  # the field reader ``collections.namedtuple`` uses: the same speed as a named tuple's
+    from _collections import _tuplegetter
+except ImportError:  # another Python
+    from operator import itemgetter
+
+    def _tuplegetter(index: int, doc: str) -> property:
+        return property(itemgetter(index), doc=doc)
 
 __all__ = ["CallKey", "Decision", "DecisionKind", "Watched"]
 
 
-class CallKey(NamedTuple):
-    """A kind of call, as the router caches its decisions and the history its timings."""
+_tuple_new = tuple.__new__  # (bound once, as a named tuple's ``__new__`` has it)
 
-    op: str  # the op's name
-    dtypes: tuple  # the arrays' dtypes, in order
-    bucket: int  # the bit length of the largest array's element count
-    devices: frozenset  # the devices holding the arrays
-    forced: str | None  # the target forced where it was made (``using``, ``set_backend``)
-    layout: Any  # what else tells calls of one size apart (a reduction's axis, a product's output)
+
+class CallKey(tuple):
+    """A kind of call, as the router caches its decisions and the history its timings.
+
+    A named tuple of ``op``, ``dtypes``, ``bucket``, ``devices``, ``forced`` and ``layout``,
+    written out: ``typing.NamedTuple`` builds its class by compiling source at each start.
+    """
+
+    __slots__ = ()
+    _fields = ("op", "dtypes", "bucket", "devices", "forced", "layout")
+    __match_args__ = _fields
+
+    def __new__(cls, op: str, dtypes: tuple, bucket: int, devices: frozenset, forced: str | None,
+                layout: Any) -> CallKey:
+        return _tuple_new(cls, (op, dtypes, bucket, devices, forced, layout))
+
+    op = _tuplegetter(0, "the op's name")
+    dtypes = _tuplegetter(1, "the arrays' dtypes, in order")
+    bucket = _tuplegetter(2, "the bit length of the largest array's element count")
+    devices = _tuplegetter(3, "the devices holding the arrays")
+    forced = _tuplegetter(4, "the target forced where it was made (``using``, ``set_backend``)")
+    layout = _tuplegetter(5, "what else tells calls of one size apart (a reduction's axis, a product)")
+
+    def __repr__(self) -> str:
+        return "CallKey(" + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)) + ")"
+
+    def __getnewargs__(self) -> tuple:
+        return tuple(self)
+
+    def _replace(self, **changes: Any) -> CallKey:
+        values = [changes.pop(name, value) for name, value in zip(self._fields, self, strict=True)]
+        if changes:
+            raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+        return CallKey(*values)
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self, strict=True))
 
     def is_forced(self) -> bool:
         """Made under a forced target (not ``auto``): rule 1 decides it, never a region's plan."""

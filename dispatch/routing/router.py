@@ -797,12 +797,11 @@ def _say_when_a_calibration_no_longer_applies() -> None:
     """A calibration stored for other libraries (torch or CuPy added, removed or upgraded),
     hardware or dispatch is not used: say so once, naming the command, rather than route by
     the seed's table without a word."""
-    here = calibration._default_path(calibration.fingerprint())  # (a bad file here was warned of by load)
-    try:  # names listed, not globbed: pathlib compiles a pattern, 10-40 ms of a script's first routed call
-        stale = any(name.startswith("calibration-") and name.endswith(".json") and name != here.name
-                    for name in os.listdir(calibration.cache_dir()))
-    except OSError:
+    names = calibration.stored()
+    if not names:  # none stored: the fingerprint is not read
         return
+    here = calibration._default_path(calibration.fingerprint())  # (a bad file here was warned of by load)
+    stale = any(name != here.name for name in names)
     if stale:
         import logging  # here: a script's first routed call does not load it
 
