@@ -361,6 +361,7 @@ def test_an_element_wise_calls_key_says_whether_its_operands_broadcast(isolated)
 
 def test_refusal_is_remembered_for_the_key(isolated):
     pytest.importorskip("torch")
+    assert dispatch.targets.probe("torch-cpu") is not None  # up: its start-up is not charged to the call
     router.use_calibration(synthetic())
     op = op_named("sum")
     x = dispatch.ones(1_000_000, dtype=np.uint8)  # torch-cpu refuses unsigned reductions
@@ -375,6 +376,7 @@ def test_refusal_is_remembered_for_the_key(isolated):
 
 def test_history_corrects_a_wrong_model(isolated):
     pytest.importorskip("torch")
+    assert dispatch.targets.probe("torch-cpu") is not None  # up: its start-up is not charged to the call
     router.use_calibration(synthetic())
     op = op_named("sum")
     inputs = _inputs(dispatch.ones(1_000_000))
