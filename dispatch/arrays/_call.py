@@ -31,7 +31,7 @@ from dispatch.base.ops import GETITEM, Op
 from dispatch.base.state import STATE
 from dispatch.routing import cost, regions, router
 from dispatch.routing.cost import FFT_1D
-from dispatch.routing.decisions import Decision, DecisionKind
+from dispatch.routing.decisions import Decision, DecisionKind, is_forced
 from dispatch.routing.router import ROUTER, SETTLED_EVERY
 from dispatch.targets import Target, Unsupported, _staging
 from dispatch.targets.numpy_target import NUMPY
@@ -806,8 +806,7 @@ def _keep(memo_key: tuple, decision: Any, target: Any, run: Any) -> None:
 
 def _forced_key(memo_key: tuple) -> bool:
     """Whether a memo key was made under a forced target (its second part, ``_memo_key``'s)."""
-    forced = memo_key[1]
-    return forced is not None and forced != "auto"
+    return is_forced(memo_key[1])
 
 
 def _native_items(v: list | tuple) -> list | tuple:

@@ -17,7 +17,12 @@ except ImportError:  # another Python
     def _tuplegetter(index: int, doc: str) -> property:
         return property(itemgetter(index), doc=doc)
 
-__all__ = ["CallKey", "Decision", "DecisionKind", "Watched"]
+__all__ = ["CallKey", "Decision", "DecisionKind", "Watched", "is_forced"]
+
+
+def is_forced(forced: str | None) -> bool:
+    """Whether a key's ``forced`` part names a target (``using("cupy")``), not routing (``None``, ``"auto"``)."""
+    return forced is not None and forced != "auto"
 
 
 _tuple_new = tuple.__new__  # (bound once, as a named tuple's ``__new__`` has it)
@@ -62,7 +67,7 @@ class CallKey(tuple):
 
     def is_forced(self) -> bool:
         """Made under a forced target (not ``auto``): rule 1 decides it, never a region's plan."""
-        return self.forced is not None and self.forced != "auto"
+        return is_forced(self.forced)
 
     def elsewhere(self) -> tuple:
         """The key but for the devices: the same kind of call wherever its inputs are."""

@@ -66,7 +66,7 @@ from dispatch.base.state import STATE
 from dispatch.base.tiers import Backend
 from dispatch.routing import calibration, cost, startup
 from dispatch.routing.calibration import INTEGER_OPS
-from dispatch.routing.decisions import CallKey, Decision, DecisionKind, Watched
+from dispatch.routing.decisions import CallKey, Decision, DecisionKind, Watched, is_forced
 from dispatch.routing.history import HOST_TARGETS, History
 from dispatch.routing.live import Live
 from dispatch.routing.selector import BackendSelector
@@ -669,7 +669,7 @@ class Router:
     def rules(self, op: Any, inputs: Any, key: CallKey) -> tuple[Decision, bool]:
         """Rules 1 to 5 of the module's list: the decision, and whether it may be cached."""
         forced = key.forced
-        if forced is not None and forced != "auto":
+        if is_forced(forced):
             target = targets.probe(forced)
             if target is None:
                 why = targets.unavailable().get(forced)
@@ -736,12 +736,12 @@ class Router:
         key = call_key(op, inputs)
         self.refusals.setdefault(key, set()).add(target.name)
         self.decisions.pop(key, None)
-        if self.policy.name == "seed" or STATE.forced_name() not in (None, "auto"):
+        if self.policy.name == "seed" or is_forced(STATE.forced_name()):
             self.decisions[key] = Decision(NUMPY, DecisionKind.FALLBACK, FALLBACK + why, key=key)
 
     def refused_this_call(self, op: Any, inputs: Any, target: Any, why: str) -> None:
         """``target`` refused this call for its arguments (``Unsupported`` that is not lasting)."""
-        if STATE.forced_name() not in (None, "auto"):
+        if is_forced(STATE.forced_name()):
             return  # forced: every call asks the forced target
         key = (call_key(op, inputs), target.name)
         count = self.argument_refusals[key] = self.argument_refusals.get(key, 0) + 1
