@@ -108,18 +108,15 @@ def __getattr__(name: str) -> object:
     elif name in _SUBMODULES:
         value = importlib.import_module(f"dispatch.{name}")
     else:
-        missing = None
-        with _warnings.catch_warnings(record=True) as caught:
-            _warnings.simplefilter("always")
-            try:
+        caught: list = []
+        try:
+            with _warnings.catch_warnings(record=True) as caught:
+                _warnings.simplefilter("always")
                 value = _numpy_namespace(name)
-            except AttributeError as error:
-                missing = error
-        # NumPy warns at each access (np.chararray's deprecation, np.str's future): so does dispatch, keeping none
-        for w in caught:
-            _warnings.warn(w.message, w.category, stacklevel=2)
-        if missing is not None:
-            raise missing
+        finally:  # (an AttributeError passes through, held by no local: its frames are not kept in a cycle)
+            # NumPy warns at each access (np.chararray's deprecation, np.str's future): so does dispatch, keeping none
+            for w in caught:
+                _warnings.warn(w.message, w.category, stacklevel=2)
         if caught:
             return value
     globals()[name] = value

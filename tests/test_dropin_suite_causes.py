@@ -572,6 +572,33 @@ def test_a_missing_name_gives_numpys_message(name):
     assert messages[1] == messages[0]
 
 
+def test_a_missing_name_keeps_none_of_its_callers_alive():
+    """``from dispatch import tracing`` first asks ``dispatch.tracing``: the AttributeError of a
+    name NumPy lacks holds the caller's frames, and a cycle through it kept them (and every array
+    in them) until the collector ran."""
+    import gc
+    import weakref
+
+    class Held:
+        pass
+
+    def looks_up(obj):
+        try:
+            dispatch.no_such_name_here  # noqa: B018 - the lookup is the test
+        except AttributeError:
+            pass
+
+    held = Held()
+    ref = weakref.ref(held)
+    gc.disable()
+    try:
+        looks_up(held)
+        del held
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
 def test_strides_can_be_set_with_numpys_warning():
     """``a.strides = s``: deprecated in NumPy 2.4, which warns and sets them (or raises where
     they would leave the memory)."""
