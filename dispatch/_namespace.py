@@ -222,7 +222,7 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
             try:
                 return wrap_host(func(a, dtype, *args, **kwargs))
             except ValueError as error:  # an object in it whose __array__ gives a dispatch array
-                if "__array__ method not producing an array" not in str(error):
+                if not array_likes.refused(error):
                     raise
                 return wrap_host(array_likes.restore(func(array_likes.nested(a), dtype, *args, **kwargs)))
         if dtype is not None:

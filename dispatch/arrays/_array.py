@@ -23,7 +23,7 @@ from dispatch import cluster, targets
 from dispatch.arrays import _call, _compiled, mirrors
 from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
-from dispatch.arrays.array_likes import for_numpy, nested, restore
+from dispatch.arrays.array_likes import for_numpy, nested, refused, restore
 from dispatch.base import blas_spin, box
 from dispatch.base.box import Wrapper
 from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
@@ -430,7 +430,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
                 try:
                     data[_host_key(key)] = value
                 except ValueError as error:  # an object in it whose __array__ gives a dispatch array
-                    if _NOT_AN_ARRAY not in str(error):
+                    if not refused(error):
                         raise
                     data[_host_key(key)] = nested(value)  # such objects shown to NumPy in proxies
                     restore(data)  # an object array holds the objects themselves, as NumPy's does
@@ -869,7 +869,6 @@ def _ufunc_operand(kind: type) -> bool:
 
 
 _HANDLED_TYPES = (Wrapper, np.ndarray)
-_NOT_AN_ARRAY = "__array__ method not producing an array"  # NumPy's error for what __array__ gave
 # id(owner) -> the wrapper ``base`` gave for it, while that wrapper lives (it keeps the owner, so the id)
 _BASES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 # Dtype kinds NumPy reads back exactly from the buffer protocol and the interfaces: booleans,

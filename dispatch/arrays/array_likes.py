@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["for_numpy", "nested", "read_whole", "restore"]
+__all__ = ["for_numpy", "nested", "read_whole", "refused", "restore"]
 
 # What else NumPy may read an object by (or hand the call to): such objects are passed as they are.
 _OTHER_PROTOCOLS = ("__array_function__", "__array_ufunc__", "__array_interface__", "__array_struct__",
@@ -138,6 +138,12 @@ def nested(value: Any, depth: int = _DEPTH) -> Any:
     if copied is None:
         return value
     return copied if kind is list else tuple(copied)
+
+
+def refused(error: ValueError) -> bool:
+    """Whether NumPy refused what an object's ``__array__`` gave (a dispatch array): the call is
+    then made again with such objects in proxies (``nested``), and its object array ``restore``d."""
+    return "__array__ method not producing an array" in str(error)
 
 
 def restore(arr: Any) -> Any:
