@@ -189,6 +189,11 @@ def _left_down(name: str, stock_s: float | None, there_s: float | None) -> str |
     return f"{name} is not up: priced to save {_ms(saving)}, less than its start-up of {_ms(startup.seconds(name))}"
 
 
+def _by_far(stock_s: float, there_s: float) -> bool:
+    """Whether ``there_s`` (the alternative's seconds, start-up included) saves ``FAR_SHARE`` of stock's."""
+    return stock_s - there_s >= FAR_SHARE * stock_s
+
+
 def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table: str, table_wants_other: bool,
                other: str, far: bool = False, prices: dict[str, float] | None = None) -> Choice:
     checked = startup.up(other)  # asking a target that is not up would bring it up: asked once chosen
@@ -203,14 +208,14 @@ def _measuring(estimator: Any, method: str, X: Any, others: tuple, n: int, table
     wants_other = table_wants_other
     if stock_s is not None and there_s is not None:  # the prices decide, not the table
         there_up = there_s + startup.seconds(other)
-        wants_other, far = there_up < stock_s, stock_s - there_up >= FAR_SHARE * stock_s
+        wants_other, far = there_up < stock_s, _by_far(stock_s, there_up)
         table = f"priced stock {_ms(stock_s)}, {other} {_ms(there_s)} (start-up {_ms(there_up - there_s)})"
     if stock_s is not None and other in seen and None not in seen:
         # Measured there, it saves by far against stock's price: timing stock would cost its whole
         # time to learn that it loses (a large factorisation's price on a device errs high, so
         # the prices alone may not have said "by far").
         there_up = seen[other] + startup.seconds(other)
-        if stock_s - there_up >= FAR_SHARE * stock_s:
+        if _by_far(stock_s, there_up):
             wants_other = far = True
             table = f"measured {other} {_ms(seen[other])} (start-up {_ms(there_up - seen[other])}), " \
                     f"priced stock {_ms(stock_s)}"
