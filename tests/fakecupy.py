@@ -53,6 +53,13 @@ class ndarray(np.ndarray):  # CuPy's name
     def get(self) -> np.ndarray:
         return asnumpy(self)
 
+    @property
+    def base(self) -> Any:  # CuPy's: the device array viewed, ``None`` for memory the array owns
+        base = super().base
+        while isinstance(base, np.ndarray) and not isinstance(base, ndarray):
+            base = base.base  # (NumPy's own arrays between: the memory under the type)
+        return base if isinstance(base, ndarray) else None
+
     def __getitem__(self, key: Any) -> Any:
         return _device(super().__getitem__(_plain(key, strict=False)))
 

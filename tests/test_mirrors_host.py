@@ -317,3 +317,62 @@ def test_valid_on_tells_where_an_input_reads_without_a_copy(ask):
         d += 1.0
     assert not ask(d, "cpu")
     assert ask(d, "cupy")
+
+
+def _ewma(xp, means, lam=0.2):
+    """An exponentially weighted moving average by its recurrence: a scalar loop over a
+    reduction's result, each element read and written from Python."""
+    z = xp.empty_like(means)
+    z[0] = means[0]
+    for i in range(1, len(means)):
+        z[i] = lam * means[i] + (1 - lam) * z[i - 1]
+    return z
+
+
+def test_a_small_device_array_read_element_by_element_moves_home():
+    ref = numpy.random.default_rng(3).standard_normal((200, 100))
+    means = _on_device(ref).mean(axis=1)  # on the device, 1.6 kB
+    assert means.device != HOST
+    before = mirrors.stats()["element_homes"]
+    z = _ewma(dispatch, means)
+    assert means.device == HOST and z.device == HOST  # each moved once its reads cost about a copy
+    assert mirrors.stats()["element_homes"] == before + 2
+    numpy.testing.assert_allclose(numpy.asarray(z), _ewma(numpy, ref.mean(axis=1)), rtol=1e-12)
+    assert type(z[3]) is numpy.float64  # NumPy's scalar, read on the host
+
+
+def test_a_small_device_array_moves_only_after_its_reads_cost_a_copy():
+    x = _on_device(numpy.arange(1 << 16, dtype=numpy.float64))  # 512 kB: a copy costs four reads
+    for i in range(3):
+        assert float(x[i]) == i
+    assert x.device != HOST
+    assert float(x[3]) == 3.0
+    assert x.device == HOST
+
+
+def test_a_small_device_array_with_a_view_alive_stays_on_the_device():
+    ref = numpy.arange(100.0)
+    x = _on_device(ref.copy())
+    view = x[10:]  # (it shares x's memory: moving x would part them)
+    assert [float(x[i]) for i in range(5)] == list(ref[:5])
+    assert x.device != HOST
+    x[12] = -1.0
+    assert float(view[2]) == -1.0
+
+
+def test_a_forced_target_keeps_a_small_array_where_it_was_put():
+    x = _on_device(numpy.arange(100.0))
+    before = mirrors.stats()["element_homes"]
+    with dispatch.using("cupy"):
+        assert [float(x[i]) for i in range(5)] == [0.0, 1.0, 2.0, 3.0, 4.0]
+        x[1] = 7.0
+    assert x.device != HOST and mirrors.stats()["element_homes"] == before
+    numpy.testing.assert_array_equal(numpy.asarray(x)[:3], [0.0, 7.0, 2.0])
+
+
+def test_element_writes_alone_move_a_small_array_home():
+    x = _on_device(numpy.zeros(50))
+    for i in range(50):
+        x[i] = i * 0.5
+    assert x.device == HOST
+    numpy.testing.assert_array_equal(numpy.asarray(x), numpy.arange(50) * 0.5)

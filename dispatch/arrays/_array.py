@@ -26,7 +26,16 @@ from dispatch.arrays._compiled import fast
 from dispatch.arrays.array_likes import for_numpy, nested, refused, restore
 from dispatch.base import blas_spin, box
 from dispatch.base.box import Wrapper
-from dispatch.base.devices import DASK, HOST, Device, device_of, is_backend_type, parse_device, torch_cpu_to_numpy
+from dispatch.base.devices import (
+    DASK,
+    HOST,
+    Device,
+    device_of,
+    is_backend_type,
+    library_of,
+    parse_device,
+    torch_cpu_to_numpy,
+)
 from dispatch.base.ops import (
     GETITEM,
     POWER_OPERATOR,
@@ -410,13 +419,14 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         # (an index array on a device goes to the router)
         if type(data) is np.ndarray and STATE.plain and not (type(key) is ndarray and type(key._data) is not _ND):
             return viewed(data[_host_key(key)], self)
-        if STATE.plain and type(data) is not _ND:
+        if type(data) is not _ND and _routed():
             del data  # (for ``_moves_home``'s count of who holds it)
-            if self._moves_home():
+            if self._moves_home() or self._element_home(key):
                 return self[key]  # (on the host now)
-            view = _call.device_view(self, key)
-            if view is not _call._MISS:
-                return view
+            if STATE.plain:
+                view = _call.device_view(self, key)
+                if view is not _call._MISS:
+                    return view
         return _call.call(GETITEM, (self, key), {})
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -437,7 +447,13 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
                 return
             data[_host_key(key)] = value if held_as_is else _host_value(value)
             return
-        del data  # (a moved array's host memory is let go)
+        if type(data) is not np.ndarray and _routed():
+            del data  # (for ``_element_home``'s count of who holds it)
+            if self._element_home(key):
+                self[key] = value  # (on the host now)
+                return
+        else:
+            del data  # (a moved array's host memory is let go)
         _call.call(SETITEM, (self, key, value), {})
 
     def __delitem__(self, key: Any) -> None:
@@ -740,6 +756,21 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             return False
         self._data = host
         mirrors.keep(host, _engine_of(data), data)
+        return True
+
+    def _element_home(self, key: Any) -> bool:
+        """Make the host this small device array's home where its elements are read or written one
+        by one from Python (``z[i] = lam * means[i] + (1 - lam) * z[i - 1]``: each a round trip to
+        the device), once those have cost about what copying it costs (``mirrors.element_read``),
+        where that changes nothing a program can see: memory under ``mirrors.MIN_BYTES`` on a
+        device, all of it the array's, that nothing else holds. Whether it moved."""
+        data = self._data
+        if (data.nbytes >= mirrors.MIN_BYTES or not _element_key(key, len(data.shape))
+                or device_of(data).is_host or not mirrors.element_read(data)):
+            return False
+        if not _sole(data) or _rc(data) != _alone_refs:
+            return False
+        self._data = mirrors.homed(data)
         return True
 
     def _mutate_host(self, change: Any) -> None:
@@ -1067,6 +1098,38 @@ _owned_refs = -1  # what ``_elides`` sees on an array only its wrapper holds (me
 _rc = sys.getrefcount
 _alone_refs = -1  # what ``_moves`` sees on an array only its wrapper holds (measured at import)
 _ROOT_REFS = 3  # what ``_moves_home`` sees on memory's owner held by one view: its ``base``, a local, the argument
+
+
+def _routed() -> bool:
+    """Whether no target is forced here: where an array lives is then dispatch's to choose (a trace
+    changes nothing there)."""
+    return STATE.floored or STATE.forced_name() is None
+
+
+def _element_key(key: Any, ndim: int) -> bool:
+    """Whether ``key`` names one element of an array of ``ndim`` axes: integers, one per axis."""
+    if type(key) is tuple:
+        return len(key) == ndim and all(type(k) is int or isinstance(k, np.integer) for k in key)
+    return ndim == 1 and (type(key) is int or isinstance(key, np.integer))
+
+
+def _sole(data: Any) -> bool:
+    """Whether device ``data`` owns all its memory and no view of it is alive: CuPy's views hold
+    their memory's owner (``base``), torch's share its storage (counted by torch)."""
+    library = library_of(type(data))
+    if library == "cupy":
+        return data.base is None
+    if library == "torch":
+        return data._base is None and _storage_users(data) == _TORCH_ALONE
+    return False
+
+
+def _storage_users(data: Any) -> int:
+    """How many tensors share ``data``'s storage (with the storage object asked for it)."""
+    return sys.modules["torch"]._C._storage_Use_Count(data.untyped_storage()._cdata)
+
+
+_TORCH_ALONE = 2  # ``_storage_users`` of a tensor no other tensor shares memory with: it, and the storage asked
 
 
 def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:

@@ -19,7 +19,10 @@ bytes; the base is copied back once such reads since it was last written have co
 the copy costs (each a transfer's latency, worth ``READ_BYTES`` of the bus: a loop that writes
 the base between two reads never pays for a whole copy each time, and one that reads 40 rows of
 5 MB pays it at the 40th), and it is served ``HOME_VIEWS`` such reads, then the host becomes the
-array's home (``home``: a draw read row by row in a Python loop). Device memory has no
+array's home (``home``: a draw read row by row in a Python loop). Device data under ``MIN_BYTES``
+has no copy kept; its elements read or written one by one from Python (a scalar loop over a
+reduction's result) make the host its home once they have cost about what copying it costs, by
+the same measure (``element_read``). Device memory has no
 ``.base`` every engine shares (CuPy and torch exchange it zero-copy through DLPack), so a device
 write is matched by address: it drops every host copy of device memory it overlaps (``wrote``),
 whichever array, view or engine wrote. Being read-only, a host copy cannot be written by
@@ -59,10 +62,12 @@ __all__ = [
     "budget",
     "claimed",
     "clear",
+    "element_read",
     "escape",
     "evict",
     "handed",
     "home",
+    "homed",
     "homes",
     "host_budget",
     "keep",
@@ -125,13 +130,16 @@ READ_BYTES = 1 << 17  # a small read's latency (10-20 µs), in the bytes a copy 
 # where the engine's own link is missing or names another array (torch's ``_base`` is the root)
 _parents: dict[int, tuple] = {}
 HOME_VIEWS = 16  # small views read on the host from a base's copy, none on the device: the host is its home
+# id(small device array) -> [weakref(it), its elements read from Python]: the host its home once
+# those reads (each a round trip to the device) have cost about what copying it costs
+_element_reads: dict[int, list] = {}
 # id(device array) -> (device, lo, hi): device memory that is the caller's (shared, or passed in)
 _escaped_spans: dict[int, tuple[Device, int, int]] = {}
 _budget = _DEFAULT_BUDGET
 _host_budget = _DEFAULT_HOST_BUDGET
 _counts = {"hits": 0, "hit_bytes": 0, "kept": 0, "invalidated": 0, "evicted": 0, "escaped": 0,
            "host_hits": 0, "host_hit_bytes": 0, "host_misses": 0, "host_kept": 0, "host_invalidated": 0,
-           "host_evicted": 0, "host_claimed": 0, "host_homes": 0}
+           "host_evicted": 0, "host_claimed": 0, "host_homes": 0, "element_homes": 0}
 
 
 def _owner(data: np.ndarray) -> np.ndarray:
@@ -359,7 +367,7 @@ def _from_base(native: Any, count: bool) -> np.ndarray | None:
             key = id(base)
             entry = _view_reads[key] = [weakref.ref(base, lambda _, key=key: _view_reads.pop(key, None)), span, 0]
         entry[2] += 1
-        if entry[2] < max(2, base.nbytes // READ_BYTES):
+        if not _repaid(entry[2], base.nbytes):
             return None
         del _view_reads[id(base)]
         host = _copy_back(base)
@@ -375,6 +383,35 @@ def _from_base(native: Any, count: bool) -> np.ndarray | None:
         _counts["host_hits"] += 1
         _counts["host_hit_bytes"] += view.nbytes
     return view
+
+
+def _repaid(reads: int, nbytes: int) -> bool:
+    """Whether ``reads`` small reads of device data, each a transfer's latency, have cost about
+    what copying its ``nbytes`` to the host costs."""
+    return reads >= max(2, nbytes // READ_BYTES)
+
+
+def element_read(native: Any) -> bool:
+    """An element of ``native``, device data under ``MIN_BYTES``, read or written from Python
+    (``z[i]`` in a scalar loop over a reduction's result): counted. Whether such accesses have
+    now cost about what copying it costs, so that the host should be its home from now on (the
+    caller moves it, where nothing else holds its memory, and counts it: ``homed``)."""
+    key = id(native)
+    entry = _element_reads.get(key)
+    if entry is None or entry[0]() is not native:
+        try:
+            entry = _element_reads[key] = [weakref.ref(native, lambda _, key=key: _element_reads.pop(key, None)), 0]
+        except TypeError:  # an engine's array without weak references: never counted
+            return False
+    entry[1] += 1
+    return _repaid(entry[1], native.nbytes)
+
+
+def homed(native: Any) -> np.ndarray:
+    """``native``'s data copied to the host, writable, to be the array's own from now on."""
+    _element_reads.pop(id(native), None)
+    _counts["element_homes"] += 1
+    return _writable(_copy_back(native))
 
 
 def _view_of(mirror: _HostMirror, native: Any) -> np.ndarray | None:
@@ -694,6 +731,7 @@ def clear() -> None:
     _escaped.clear()
     _host_mirrors.clear()
     _view_reads.clear()
+    _element_reads.clear()
     _parents.clear()
     _escaped_spans.clear()
     _live()
