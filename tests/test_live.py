@@ -247,6 +247,38 @@ def test_a_region_has_one_key_wherever_its_data_is():
     assert set(rec.planned) == loop_keys
 
 
+def test_a_region_met_with_a_source_none_of_its_calls_reads_is_served_its_plan(monkeypatch):
+    """A plan places its region's sources first, then its calls. A meeting of the same calls with
+    one more array made before them that no call reads (a view's base) is the same region: served
+    the plan with the places read where the plan put them, not one off and past its end."""
+    from dispatch.routing.live import region_key
+
+    rec = router.ROUTER.live
+    met = []
+    boundary = type(rec).boundary
+
+    def spy(self, read=None):
+        met.append((list(self.nodes), list(self.sources)))
+        return boundary(self, read)
+
+    monkeypatch.setattr(type(rec), "boundary", spy)
+    u0, v0 = _inputs()
+    _loop(u0, v0, 6)
+    nodes, sources = next((n, s) for n, s in met if region_key(n) in rec.planned)
+    key = region_key(nodes)
+    rec.revisions[key] = REVISIONS  # (a plan revised that often is served wherever its sources are)
+    extra = numpy.ones(4)
+    rec.recording = True
+    rec.nodes[:] = nodes
+    rec.sources[:] = [*sources, ("host", extra.nbytes, weakref.ref(extra))]
+    rec.boundary()
+    assert not rec.recording and key in rec.planned  # served
+    u, total = _loop(u0, v0, 6)
+    ref_u, ref_total = _loop(u0, v0, 6, numpy)
+    numpy.testing.assert_allclose(numpy.asarray(u), ref_u, rtol=1e-12)
+    assert total == pytest.approx(ref_total, rel=1e-12)
+
+
 def fakecupy_device():
     return dispatch.targets.get("cupy").device
 

@@ -134,6 +134,19 @@ def region_key(nodes: list[_Node]) -> Hashable:
     return tuple((n.key.elsewhere(), tuple(p for p, _ in n.producers)) for n in nodes)
 
 
+def _read_only(nodes: list[_Node], sources: list[tuple[str, int, Any]]) -> tuple[list[_Node], list]:
+    """The region's calls and the sources they read, renumbered in order: an array made before
+    the region that none of its calls reads (the base of a view read on the host) is no part of
+    it. So a region met again has its sources where its plan placed them, first, then its calls."""
+    read = sorted({-1 - p for n in nodes for p, _ in n.producers if p < 0})
+    if len(read) == len(sources):
+        return list(nodes), list(sources)
+    new = {s: j for j, s in enumerate(read)}
+    nodes = [_Node(n.key, [(p if p >= 0 else -1 - new[-1 - p], nbytes) for p, nbytes in n.producers],
+                   n.prices, n.out_bytes) for n in nodes]
+    return nodes, [sources[s] for s in read]
+
+
 class Live:
     """The router's live regions: recording, planning, the plans in force (see the module)."""
 
@@ -333,7 +346,7 @@ class Live:
 
     def boundary(self, read: int | None = None) -> None:
         """End the region (``read``: the call whose result the host reads) and plan it if it was met before."""
-        nodes, sources = list(self.nodes), list(self.sources)
+        nodes, sources = _read_only(self.nodes, self.sources)
         self._reset()
         if not nodes:
             return
