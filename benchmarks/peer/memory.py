@@ -9,6 +9,12 @@ process is killed past ``--max-rss`` MB (its tree, sampled) or ``--timeout`` sec
 
     python -m benchmarks.peer.memory                 # the six modules
     python -m benchmarks.peer.memory --json memory.json --max-rss 6000
+    python -m benchmarks.peer.memory --programs      # the example programs, each a fresh process
+
+``--programs``: each program of ``benchmarks/programs`` at its default size, run as a user runs
+it, ``python PROGRAM`` against ``python -m dispatch run PROGRAM`` (its NumPy imports made
+dispatch's), each in a fresh process, in a cache folder of its own (what this machine's user
+cache holds is left out), each program's peak compared with the same goal.
 
 Goal: dispatch's peak at most 1.1 times stock's plus 100 MB. Exit status 1 where it is missed.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -67,6 +74,26 @@ def measure(mods: tuple[str, ...] = SIX, *, timeout: float = 1800, max_rss_mb: f
     return out
 
 
+def measure_programs(names: tuple[str, ...], *, timeout: float = 600, max_rss_mb: float = 8192) -> dict:
+    """Each program's peak, stock (``python PROGRAM``) and under ``python -m dispatch run``."""
+    from benchmarks import programs
+
+    repo = Path(__file__).resolve().parents[2]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="memory-cache-") as cache:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DISPATCH_")}
+        env.update({"PYTHONPATH": str(repo), "DISPATCH_CACHE_DIR": cache})
+        for name in names:
+            script = programs.path(name)
+            stock = peak_of([script], cwd=repo, env=env, timeout=timeout, max_rss_mb=max_rss_mb)
+            peer = peak_of(["-m", "dispatch", "run", script], cwd=repo, env=env, timeout=timeout,
+                           max_rss_mb=max_rss_mb)
+            limit = round(RATIO * stock["peak_mb"] + SLACK_MB, 1)
+            rows.append({"program": name, "half": programs.SPLIT[name], "stock": stock, "dispatch": peer,
+                         "limit_mb": limit, "met": peer["status"] == "ok" and peer["peak_mb"] <= limit})
+    return {"programs": rows, "met": all(r["met"] for r in rows)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.peer.memory", description=__doc__.split("\n\n")[0])
     ap.add_argument("--modules", nargs="*", default=list(SIX), help="NumPy test modules, run in one process")
@@ -75,7 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--dispatch-env", nargs="*", default=[], metavar="NAME=VALUE",
                     help="variables for the dispatch run alone (DISPATCH_BACKEND=numpy: no other target loaded)")
+    ap.add_argument("--programs", nargs="*", metavar="NAME",
+                    help="the example programs instead (all of benchmarks/programs, or those named)")
     a = ap.parse_args(argv)
+    if a.programs is not None:
+        return _programs_main(a)
     extra = dict(item.split("=", 1) for item in a.dispatch_env)
     with tempfile.TemporaryDirectory(prefix="peer-memory-") as scratch:
         res = measure(tuple(a.modules), timeout=a.timeout, max_rss_mb=a.max_rss, work=Path(scratch),
@@ -88,6 +119,22 @@ def main(argv: list[str] | None = None) -> int:
           f"({RATIO} x stock + {SLACK_MB:.0f} MB): {'met' if res['met'] else 'missed'}")
     if a.json:
         a.json.write_text(json.dumps({"modules": a.modules, "dispatch_env": extra, **res}, indent=1), encoding="utf-8")
+    return 0 if res["met"] else 1
+
+
+def _programs_main(a: argparse.Namespace) -> int:
+    from benchmarks import programs
+
+    res = measure_programs(tuple(a.programs or programs.NAMES), timeout=a.timeout, max_rss_mb=a.max_rss)
+    print("| program | half | NumPy peak MB | dispatch peak MB | dispatch / NumPy | goal (1.1 x + 100 MB) |")
+    print("|---|---|---:|---:|---:|---|")
+    for r in res["programs"]:
+        stock, peer = r["stock"]["peak_mb"], r["dispatch"]["peak_mb"]
+        status = "met" if r["met"] else f"missed ({r['dispatch']['status']})"
+        print(f"| {r['program']} | {r['half']} | {stock:.0f} | {peer:.0f} | {peer / stock:.2f}x | {status} |")
+    print(f"goal met on {sum(r['met'] for r in res['programs'])} of {len(res['programs'])}")
+    if a.json:
+        a.json.write_text(json.dumps(res, indent=1), encoding="utf-8")
     return 0 if res["met"] else 1
 
 
