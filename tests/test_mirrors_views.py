@@ -253,6 +253,16 @@ def test_rows_read_on_the_host_in_a_loop_make_the_host_its_home(monkeypatch):
     _equal(numpy.asarray(x), ref)
 
 
+def test_a_trace_changes_nothing_rows_read_in_a_traced_loop_make_the_host_its_home(monkeypatch):
+    monkeypatch.setattr(mirrors, "HOME_VIEWS", HOME_VIEWS)
+    x, ref = _fresh()
+    with dispatch.trace() as t:
+        y = _loop(x, 3 * HOME_VIEWS)
+    _equal(numpy.asarray(y), 0.5 * ref[: 3 * HOME_VIEWS])
+    assert x.device == HOST
+    assert [r.target for r in t.records if r.op == "__getitem__"][-1] == "numpy"  # recorded where they ran
+
+
 def test_a_device_array_with_a_view_alive_stays_on_the_device(monkeypatch):
     monkeypatch.setattr(mirrors, "HOME_VIEWS", HOME_VIEWS)
     x, ref = _fresh()
@@ -278,6 +288,19 @@ def test_a_draw_reshaped_from_flat_memory_moves_home_too(monkeypatch):
     x = _reshaped(dispatch.array(flat).to("cupy"))
     ref = flat.reshape(ROWS, COLS)
     _equal(numpy.asarray(_loop(x, 3 * HOME_VIEWS)), 0.5 * ref[: 3 * HOME_VIEWS])
+    assert x.device == HOST
+    _equal(numpy.asarray(x), ref)
+
+
+def test_a_draw_reshaped_from_flat_memory_read_in_a_traced_loop_moves_home_too(monkeypatch):
+    """Traced, each row is indexed on the routed path: linked to the array indexed as the fast
+    path links it (``mirrors.viewed``), not to the memory's owner its ``base`` names."""
+    monkeypatch.setattr(mirrors, "HOME_VIEWS", HOME_VIEWS)
+    flat = numpy.arange(ROWS * COLS, dtype=numpy.float64)
+    x = _reshaped(dispatch.array(flat).to("cupy"))
+    ref = flat.reshape(ROWS, COLS)
+    with dispatch.trace():
+        _equal(numpy.asarray(_loop(x, 3 * HOME_VIEWS)), 0.5 * ref[: 3 * HOME_VIEWS])
     assert x.device == HOST
     _equal(numpy.asarray(x), ref)
 

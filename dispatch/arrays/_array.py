@@ -427,6 +427,11 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
                 view = _call.device_view(self, key)
                 if view is not _call._MISS:
                     return view
+            else:  # routed, and recorded: its view linked to this array as the fast path links it
+                got = _call.call(GETITEM, (self, key), {})
+                if type(got) is ndarray and self._data.nbytes >= mirrors.MIN_BYTES:
+                    mirrors.viewed(got._data, self._data)
+                return got
         return _call.call(GETITEM, (self, key), {})
 
     def __setitem__(self, key: Any, value: Any) -> None:
