@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy
 import pytest
 from conftest import DEVICE_BACKENDS, backend_params
+from mirror_writes import ewma
 
 import dispatch
 from dispatch.arrays import mirrors
@@ -212,24 +213,15 @@ def test_a_cupy_array_read_row_by_row_on_the_host_moves_home(device):
         numpy.testing.assert_array_equal(numpy.asarray(x * 2.0), ref * 2.0)
 
 
-def _ewma(xp, means, lam=0.2):
-    """An exponentially weighted moving average by its recurrence: a scalar loop over a
-    reduction's result, each element read and written from Python."""
-    z = xp.empty_like(means)
-    z[0] = means[0]
-    for i in range(1, len(means)):
-        z[i] = lam * means[i] + (1 - lam) * z[i - 1]
-    return z
-
 
 def test_a_small_device_array_read_element_by_element_moves_home(device):
     ref = numpy.random.default_rng(3).standard_normal((200, 100))
     with dispatch.using(device):
         means = dispatch.array(ref).mean(axis=1)  # on the device, 1.6 kB
     assert means.device != HOST
-    z = _ewma(dispatch, means)
+    z = ewma(dispatch, means)
     assert means.device == HOST and z.device == HOST  # each moved once its reads cost about a copy
-    numpy.testing.assert_allclose(numpy.asarray(z), _ewma(numpy, ref.mean(axis=1)), rtol=1e-12)
+    numpy.testing.assert_allclose(numpy.asarray(z), ewma(numpy, ref.mean(axis=1)), rtol=1e-12)
 
 
 def test_a_small_device_array_with_a_view_alive_stays_on_the_device(device):

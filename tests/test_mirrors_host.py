@@ -30,6 +30,7 @@ from mirror_writes import (
     _ufunc_positional_out,
     _view_iadd,
     _view_setitem,
+    ewma,
 )
 
 import dispatch
@@ -319,25 +320,16 @@ def test_valid_on_tells_where_an_input_reads_without_a_copy(ask):
     assert ask(d, "cupy")
 
 
-def _ewma(xp, means, lam=0.2):
-    """An exponentially weighted moving average by its recurrence: a scalar loop over a
-    reduction's result, each element read and written from Python."""
-    z = xp.empty_like(means)
-    z[0] = means[0]
-    for i in range(1, len(means)):
-        z[i] = lam * means[i] + (1 - lam) * z[i - 1]
-    return z
-
 
 def test_a_small_device_array_read_element_by_element_moves_home():
     ref = numpy.random.default_rng(3).standard_normal((200, 100))
     means = _on_device(ref).mean(axis=1)  # on the device, 1.6 kB
     assert means.device != HOST
     before = mirrors.stats()["element_homes"]
-    z = _ewma(dispatch, means)
+    z = ewma(dispatch, means)
     assert means.device == HOST and z.device == HOST  # each moved once its reads cost about a copy
     assert mirrors.stats()["element_homes"] == before + 2
-    numpy.testing.assert_allclose(numpy.asarray(z), _ewma(numpy, ref.mean(axis=1)), rtol=1e-12)
+    numpy.testing.assert_allclose(numpy.asarray(z), ewma(numpy, ref.mean(axis=1)), rtol=1e-12)
     assert type(z[3]) is numpy.float64  # NumPy's scalar, read on the host
 
 
