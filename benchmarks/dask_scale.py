@@ -82,7 +82,7 @@ def out_of_core(quick: bool) -> dict[str, Any]:
         start = time.perf_counter()
         x = dispatch.random.default_rng(2026).random((rows, cols))  # NumPy's stream, chunk by chunk
         x = x.persist()
-        _wait(client, x._data)
+        _wait(client, x._engine_array)
         made_s = time.perf_counter() - start
         spilled = _spilled(client)
         start = time.perf_counter()
@@ -94,7 +94,7 @@ def out_of_core(quick: bool) -> dict[str, Any]:
         # the reference: the same numbers, one chunk at a time, on the client
         ref_total, ref_gram, offset = 0.0, np.zeros((cols, cols)), 0
         state = np.random.default_rng(2026).bit_generator.state
-        step = max(1, x._data.chunks[0][0])
+        step = max(1, x._engine_array.chunks[0][0])
         for lo in range(0, rows, step):
             n = min(step, rows - lo)
             bit_generator = np.random.PCG64()
@@ -190,7 +190,7 @@ def gpus(quick: bool) -> dict[str, Any]:
             def run() -> None:
                 # Dask names a result by its graph: the same call twice would find the first
                 # result held and compute nothing. A pass-through step named per run avoids that.
-                x = make()._data
+                x = make()._engine_array
                 held["runs"] = held.get("runs", 0) + 1
                 held["r"] = client.persist(x.map_blocks(_same, dtype=x.dtype, token=f"timed-{held['runs']}"))
 
@@ -244,7 +244,7 @@ def _vector_ops(client: Any, on_dask: Any, V: Any, v: Any, k: int, sync: Any) ->
     with dispatch.trace() as t:
         dispatch.sort(dispatch.asarray(v[:1000]))
     sort = {"refused": [why for (_, why) in t.fallbacks] or ["(not refused)"]}
-    dask_s, r = on_dask(lambda: dispatch.asarray(da.topk(V._data, k)))
+    dask_s, r = on_dask(lambda: dispatch.asarray(da.topk(V._engine_array, k)))
     cupy_s = _timed(lambda: cupy.sort(cupy.partition(cv, cv.size - k)[-k:])[::-1], sync)
     want = np.sort(np.partition(hv, hv.size - k)[-k:])[::-1]
     numpy_s = _timed(lambda: np.sort(np.partition(hv, hv.size - k)[-k:])[::-1], lambda: None)

@@ -204,12 +204,13 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
         if not copy and isinstance(a, np.ndarray):
             mirrors.escape(a)  # (mirrors)
         if isinstance(a, Wrapper) and not args and set(kwargs) <= {"copy"}:
-            if dtype is not None and np.dtype(dtype) is not a.dtype and type(a._data) is np.ndarray and not copy \
-                    and np.dtype(dtype) == a.dtype:  # an equal dtype, another object (metadata): NumPy's view with it
-                return viewed(np.asarray(a._data, dtype, copy=copy), a)
+            # an equal dtype, another object (metadata): NumPy's view with it
+            if dtype is not None and np.dtype(dtype) is not a.dtype and type(a._engine_array) is np.ndarray \
+                    and not copy and np.dtype(dtype) == a.dtype:
+                return viewed(np.asarray(a._engine_array, dtype, copy=copy), a)
             if dtype is not None and np.dtype(dtype) != a.dtype:
                 if copy is False:  # NumPy's answer: a view where the cast needs no copy, else its ValueError
-                    data = a._data
+                    data = a._engine_array
                     if type(data) is np.ndarray:
                         return wrap_host(np.asarray(data, dtype, copy=False))
                     np.asarray(np.empty(0, a.dtype), dtype, copy=False)  # raises where the cast needs a copy
@@ -229,8 +230,8 @@ def _asarray(func: Any, copy_default: bool | None) -> Any:
             kwargs["dtype"] = dtype
         made = array_likes.made
         result = _call.call(op, (a, *args), kwargs)
-        if array_likes.made != made and result.dtype.kind == "O" and type(result._data) is np.ndarray:
-            array_likes.restore(result._data)  # objects NumPy held as they are, shown to it in proxies
+        if array_likes.made != made and result.dtype.kind == "O" and type(result._engine_array) is np.ndarray:
+            array_likes.restore(result._engine_array)  # objects NumPy held as they are, shown to it in proxies
         return result
 
     wrapper.__module__ = "dispatch"

@@ -377,10 +377,23 @@ def test_isinstance_and_asarray_and_namespace(backend):
     assert numpy.asarray(a, dtype=numpy.float32).dtype == numpy.float32
     assert a.__array_namespace__() is dispatch
     if a.device.is_host:
-        assert numpy.shares_memory(numpy.asarray(a), a._data)
+        assert numpy.shares_memory(numpy.asarray(a), a._engine_array)
     else:
         with pytest.raises(ValueError):
             a.__array__(copy=False)
+
+
+def test_an_object_masked_array_keeps_the_array_assigned(backend):
+    """numpy.ma's ``__setitem__`` reads ``_data`` off any value (a MaskedArray's data): an object
+    masked array holds the dispatch array itself, as it holds a NumPy array, not what it wraps."""
+    a, ref = pair(f64(2, 2), backend)
+    got, want = numpy.ma.array([None, None]), numpy.ma.array([None, None])
+    got[0], want[0] = a, ref
+    assert want[0] is ref
+    assert got[0] is a, type(got[0])
+    assert got[0, ...][()] is a and isinstance(got[0, ...], numpy.ma.MaskedArray)
+    got[1], want[1] = numpy.ma.masked, numpy.ma.masked
+    assert got[0] is a and bool(got[1, ...].mask) and bool(want[1, ...].mask)
 
 
 def test_dlpack_round_trip(backend):
@@ -390,7 +403,7 @@ def test_dlpack_round_trip(backend):
     with outcomes.case("__dlpack__", lookup("__dlpack__", backend)):
         if a.device.is_host:
             back = numpy.from_dlpack(a)
-            assert type(back) is numpy.ndarray and numpy.shares_memory(back, a._data)
+            assert type(back) is numpy.ndarray and numpy.shares_memory(back, a._engine_array)
             numpy.testing.assert_array_equal(back, ref)
         t = torch.from_dlpack(a)
         numpy.testing.assert_array_equal(t.cpu().numpy(), ref)
@@ -464,7 +477,7 @@ def test_a_fortran_ordered_array_keeps_its_order_on_the_way_in(name, shape):
     x = numpy.random.default_rng(3).standard_normal(shape[::-1]).T  # a.T: Fortran order, over 1 MB
     a = dispatch.asarray(x).to(name)
     assert_same(a, x)
-    native = a._data  # the layout where the data lives (``a.flags`` describes a host copy)
+    native = a._engine_array  # the layout where the data lives (``a.flags`` describes a host copy)
     if hasattr(native, "flags"):  # NumPy, CuPy
         fortran, c_order = native.flags.f_contiguous, native.flags.c_contiguous
     else:  # a torch tensor

@@ -161,11 +161,11 @@ def test_the_compiled_path_runs_an_elided_operator_from_the_memo_into_its_tempor
 
     def shared():  # a temporary whose data ``kept`` holds too
         t = a + b
-        kept.append(t._data)
+        kept.append(t._engine_array)
         return t
 
-    for got, data in ((named * 2.0, named._data), (shared() * 2.0, kept[-1])):  # (kept[-1]: after shared())
-        assert got._data is not data
+    for got, data in ((named * 2.0, named._engine_array), (shared() * 2.0, kept[-1])):  # (kept[-1]: after shared())
+        assert got._engine_array is not data
         assert_same(got, (an + bn) * 2.0)
         np.testing.assert_array_equal(data, an + bn)  # left as it was
     assert outs == []
@@ -173,7 +173,7 @@ def test_the_compiled_path_runs_an_elided_operator_from_the_memo_into_its_tempor
     monkeypatch.setattr(_call, "call", _raises("the Python path ran"))
     monkeypatch.setattr(_call, "_memo_run", _raises("the Python memo ran"))
     got = (a + b) * 2.0
-    assert len(outs) == 1 and got._data is outs[0]
+    assert len(outs) == 1 and got._engine_array is outs[0]
     assert_same(got, (an + bn) * 2.0)
 
 
@@ -371,15 +371,15 @@ def test_a_routed_copy_keeps_the_methods_order(order, routed_on_host):
     an = np.asfortranarray(np.arange(600.0).reshape(20, 30))
     a = dispatch.asarray(an)
     for _ in range(3):  # ``numpy.copy``'s own order, "K", remembered for this array: not the method's
-        assert dispatch.copy(a)._data.flags.f_contiguous
+        assert dispatch.copy(a)._engine_array.flags.f_contiguous
     for _ in range(3):  # decided by the router, then remembered
         got = a.copy() if order == "C" else a.copy(order)
     want = an.copy(order)
     assert got.dtype == want.dtype and got.shape == want.shape
-    assert (got._data.flags.c_contiguous, got._data.flags.f_contiguous) == (want.flags.c_contiguous,
+    assert (got._engine_array.flags.c_contiguous, got._engine_array.flags.f_contiguous) == (want.flags.c_contiguous,
                                                                           want.flags.f_contiguous)
     np.testing.assert_array_equal(np.asarray(got), want)
-    assert not np.shares_memory(got._data, an)
+    assert not np.shares_memory(got._engine_array, an)
 
 
 def test_a_copy_on_torch_cpu_is_in_the_order_asked(monkeypatch):

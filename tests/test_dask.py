@@ -388,7 +388,7 @@ def test_the_rest_falls_back_to_numpy_recorded_once(held, host, name):
 def test_results_stay_lazy_until_read(held, host):
     y = dispatch.exp(held.A) + held.A2
     assert y.device == DASK and y.target == "dask"
-    assert y._data.__dask_graph__() is not None  # a graph, nothing computed yet
+    assert y._engine_array.__dask_graph__() is not None  # a graph, nothing computed yet
     assert float(y.sum()) == pytest.approx(float((np.exp(host.A) + host.A2).sum()))
 
 
@@ -458,8 +458,8 @@ def test_repr_computes_only_the_corners(client):
 
     with dispatch.using("dask"):
         x = dispatch.arange(20000.0)
-    assert x._data.npartitions > 4
-    corner = _corners(x._data, 3)
+    assert x._engine_array.npartitions > 4
+    corner = _corners(x._engine_array, 3)
     needed = corner.__dask_graph__().cull(set(flatten(corner.__dask_keys__())))
     chunks = {k for k in needed.to_dict() if isinstance(k, tuple) and str(k[0]).startswith("arange")}
     assert len(chunks) == 2

@@ -58,11 +58,11 @@ def _runs_on(client) -> None:
     and equals NumPy's."""
     with dispatch.using("dask"):
         x = dispatch.arange(200_000.0)
-    assert x.device == DASK and x._data.numblocks[0] > 1
+    assert x.device == DASK and x._engine_array.numblocks[0] > 1
     with get_task_stream(client) as stream:
         total = float(dispatch.sum(dispatch.sqrt(x)))
     assert total == pytest.approx(float(np.sum(np.sqrt(np.arange(200_000.0)))), rel=1e-12)
-    assert len(stream.data) >= x._data.numblocks[0]
+    assert len(stream.data) >= x._engine_array.numblocks[0]
 
 
 def test_use_cluster_with_a_scheduler_address(local_cluster, small_chunks):
@@ -116,7 +116,7 @@ def test_default_chunks_are_dasks_128_mib(monkeypatch):
     assert cluster.chunk_bytes() == 128 * MiB
     with dispatch.using("dask"):
         x = dispatch.zeros((6000, 6000))  # 275 MB, lazy: never allocated
-    sizes = [np.prod(shape) * 8 for shape in _block_shapes(x._data)]
+    sizes = [np.prod(shape) * 8 for shape in _block_shapes(x._engine_array)]
     assert len(sizes) > 1 and max(sizes) <= 128 * MiB and max(sizes) > 32 * MiB
 
 
@@ -127,7 +127,7 @@ def test_set_chunk_bytes_sizes_every_new_array():
             x = dispatch.ones((1000, 1000))
             r = dispatch.random.default_rng(3).standard_normal(1_000_000)
         for a in (x, r):
-            sizes = [np.prod(shape) * 8 for shape in _block_shapes(a._data)]
+            sizes = [np.prod(shape) * 8 for shape in _block_shapes(a._engine_array)]
             assert max(sizes) <= MiB and len(sizes) >= 8
         np.testing.assert_array_equal(np.asarray(r), np.random.default_rng(3).standard_normal(1_000_000))
         with pytest.raises(ValueError, match="expected a whole number of bytes >= 1"):

@@ -80,7 +80,7 @@ def test_a_worker_killed_mid_computation_is_retried(connected, tmp_path):
     marker = str(tmp_path / "stalled")
     with dispatch.using("dask"):
         x = dispatch.arange(100_000.0)  # chunks are tasks: any worker can make them again
-    stalled = dispatch.asarray(x._data.map_blocks(_stall_once, marker, dtype=x.dtype))
+    stalled = dispatch.asarray(x._engine_array.map_blocks(_stall_once, marker, dtype=x.dtype))
     y = dispatch.sum(dispatch.sin(stalled) * 2.0)
     result: dict = {}
     compute = threading.Thread(target=lambda: result.setdefault("value", float(y)), daemon=True)
@@ -103,7 +103,7 @@ def test_host_data_survives_a_lost_worker(connected):
     h = np.random.default_rng(0).standard_normal((400, 50))
     x = dispatch.asarray(h).to("dask")
     with connected.as_current():
-        wait(x._data)  # persisted on both workers
+        wait(x._engine_array)  # persisted on both workers
     victim = next(iter(connected.run(os.getpid).values()))
     os.kill(victim, signal.SIGKILL)
     assert float(dispatch.sum(x * x)) == pytest.approx(float(np.sum(h * h)), rel=1e-12)
@@ -178,7 +178,7 @@ def test_data_three_times_the_memory_limit_spills_and_stays_correct():
             x = dispatch.arange(float(rows * 8)).reshape(rows, 8)
         x = x.persist()
         with client.as_current():
-            wait(x._data)
+            wait(x._engine_array)
         spilled = client.run(lambda dask_worker: len(dask_worker.data.slow))
         assert sum(spilled.values()) > 0, "nothing spilled"
         n = rows * 8

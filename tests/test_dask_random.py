@@ -74,7 +74,7 @@ def test_generator_draws_equal_numpys_stream(method):
             rng = dispatch.random.Generator(getattr(np.random, bit_generator)(12345))
             with dispatch.using("dask"):
                 got = getattr(rng, method)(size=(60, 50), **kwargs)
-            assert got._data.numblocks[0] > 4
+            assert got._engine_array.numblocks[0] > 4
             _same(got, getattr(ref, method)(size=(60, 50), **kwargs))
             np.testing.assert_array_equal(np.asarray(getattr(rng, method)(size=7, **kwargs)),
                                           getattr(ref, method)(size=7, **kwargs))
@@ -107,8 +107,8 @@ def test_float64_uniform_draws_jump_instead_of_chaining():
         x = rng.random((40, 50))
         y = rng.uniform(-2.0, 5.0, size=3001)
     assert rng._pending is None
-    graph = dict(x._data.__dask_graph__())
-    assert len(graph) == x._data.npartitions  # one task per chunk: no chain of states
+    graph = dict(x._engine_array.__dask_graph__())
+    assert len(graph) == x._engine_array.npartitions  # one task per chunk: no chain of states
     _same(x, ref.random((40, 50)))
     _same(y, ref.uniform(-2.0, 5.0, size=3001))
     assert rng.bit_generator.state == ref.bit_generator.state
@@ -161,7 +161,7 @@ def test_small_integer_draws_stay_on_the_host(dtype):
     high = 2 if dtype is np.bool_ else 100
     with dispatch.using("dask"):
         got = rng.integers(0, high, size=5000, dtype=dtype)
-    assert got._data.name.startswith("from-host")  # drawn whole, not chunk by chunk
+    assert got._engine_array.name.startswith("from-host")  # drawn whole, not chunk by chunk
     np.testing.assert_array_equal(np.asarray(got), ref.integers(0, high, size=5000, dtype=dtype))
 
 
@@ -170,7 +170,7 @@ def test_array_parameters_stay_on_the_host():
     loc = np.linspace(0, 1, 3000)
     with dispatch.using("dask"):
         got = rng.normal(loc, 1.0)
-    assert got._data.name.startswith("from-host")
+    assert got._engine_array.name.startswith("from-host")
     np.testing.assert_array_equal(np.asarray(got), ref.normal(loc, 1.0))
 
 

@@ -1246,6 +1246,23 @@ def test_a_list_holding_itself_is_numpys_object_array():
     _agree(run)
 
 
+def _poly(p):
+    return type(p).__name__, numpy.asarray(p).tolist()
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(lambda xp: _poly(xp.polyder(xp.poly1d([1.0, 2.0, 3.0]))), id="polyder"),
+    pytest.param(lambda xp: _poly(xp.polyint(xp.poly1d([1.0, 2.0]))), id="polyint"),
+    pytest.param(lambda xp: tuple(map(_poly, xp.polydiv(xp.poly1d([1.0, 2.0, 3.0]), xp.poly1d([1.0, 1.0])))),
+                 id="polydiv"),
+    pytest.param(lambda xp: _poly(xp.polyadd(xp.poly1d([1.0, 2.0]), xp.array([1.0, 0.0, 0.0]))), id="polyadd"),
+    pytest.param(lambda xp: _poly(xp.polyval(xp.array([1.0, 2.0]), xp.poly1d([1.0, 0.0]))), id="polyval-of-poly1d"),
+])
+def test_numpys_own_array_likes_are_handed_as_they_are(run):
+    """NumPy's functions tell a ``poly1d`` by ``isinstance`` and give one back; they get it itself."""
+    _agree(run)
+
+
 # ---- np.rec of dispatch arrays -------------------------------------------------------------------------
 
 def _records(xp):

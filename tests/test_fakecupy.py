@@ -58,7 +58,7 @@ def test_the_fake_is_a_device_target(cupy):
     assert target.cupy is cupy and target.device == Device("cuda", 0)
     assert "cupy" in dispatch.targets.available()
     a = on_gpu(numpy.arange(4.0))
-    assert type(a._data) is cupy.ndarray and type(a._data) is not numpy.ndarray
+    assert type(a._engine_array) is cupy.ndarray and type(a._engine_array) is not numpy.ndarray
     assert a.device == "cuda:0" and a.target == "cupy"
 
 
@@ -68,11 +68,11 @@ def test_results_stay_on_the_device(cupy):
     with dispatch.trace() as t:
         results = [a + 1, dispatch.exp(a), a @ a.T, a[1], a.T, dispatch.linalg.svd(a, compute_uv=False), a.sum(0)]
     for r in results:
-        assert isinstance(r._data, cupy.ndarray) and r.device == a.device
+        assert isinstance(r._engine_array, cupy.ndarray) and r.device == a.device
     assert {r.target for r in t.records} == {"cupy"}, [(r.op, r.target, r.reason) for r in t.records]
     assert_same(results[2], x @ x.T)
     host = a.to("cpu")
-    assert type(host._data) is numpy.ndarray and host.device.is_host
+    assert type(host._engine_array) is numpy.ndarray and host.device.is_host
     assert type(dispatch.asnumpy(a)) is numpy.ndarray and type(numpy.asarray(a)) is numpy.ndarray
 
 
@@ -132,7 +132,7 @@ def test_checked_keys(cupy):
 def test_assign_and_inplace_keep_the_device_array(cupy):
     x = numpy.arange(8.0)
     a = on_gpu(x)
-    data, view = a._data, a[2:6]
+    data, view = a._engine_array, a[2:6]
     a[1:3] = 5.0
     a[on_gpu(x > 6)] = -1.0
     a += 1
@@ -141,7 +141,7 @@ def test_assign_and_inplace_keep_the_device_array(cupy):
     want[1:3] = 5.0
     want[x > 6] = -1.0
     want = (want + 1) * 2
-    assert a._data is data
+    assert a._engine_array is data
     assert_same(a, want)
     assert_same(view, want[2:6])
     a.sort()
@@ -149,7 +149,7 @@ def test_assign_and_inplace_keep_the_device_array(cupy):
     a.flat[2] = 9.0
     want[:] = 3.0
     want[2] = 9.0
-    assert a._data is data and isinstance(a._data, cupy.ndarray)
+    assert a._engine_array is data and isinstance(a._engine_array, cupy.ndarray)
     assert_same(a, want)
 
 
@@ -169,7 +169,7 @@ def test_staging_round_trip(cupy, nbytes):
     numpy.testing.assert_array_equal(numpy.asarray(strided), x[::2].reshape(-1, 2).T)
     fortran = x.reshape(-1, 4).T  # moved as the bytes of its C-ordered transpose, in Fortran order there
     moved = on_gpu(fortran)
-    assert moved.shape == fortran.shape and moved._data.flags.f_contiguous
+    assert moved.shape == fortran.shape and moved._engine_array.flags.f_contiguous
     numpy.testing.assert_array_equal(numpy.asarray(moved), fortran)
     numpy.testing.assert_array_equal(numpy.asarray(moved @ moved.T), fortran @ fortran.T)
 
@@ -318,7 +318,7 @@ def test_a_loop_learns_numpys_answer_once_per_signature(cupy, monkeypatch):
         results += [a + on_gpu(y.astype(numpy.float32)), a[:1] + b, a + 1.5]
     assert len(asked) == 4
     for got, want in zip(results, [x + y] * 5 + [x + y.astype(numpy.float32), x[:1] + y, x + 1.5], strict=True):
-        assert type(got._data) is cupy.ndarray
+        assert type(got._engine_array) is cupy.ndarray
         assert_same(got, want)
 
 
@@ -329,7 +329,7 @@ def test_a_host_result_written_into_a_device_array(cupy):
     a, out = dispatch.asarray(x), on_gpu(numpy.zeros(6))
     with dispatch.using("torch-cpu"), dispatch.trace() as t:
         got = dispatch.add(a, a, out=out)
-    assert got is out and type(out._data) is cupy.ndarray
+    assert got is out and type(out._engine_array) is cupy.ndarray
     assert [r.target for r in t.records] == ["torch-cpu"], [r.reason for r in t.records]
     assert_same(out, x + x)
 
@@ -337,7 +337,7 @@ def test_a_host_result_written_into_a_device_array(cupy):
 def test_pickle_and_copies_stay_on_the_device(cupy):
     a = on_gpu(numpy.arange(6.0).reshape(2, 3))
     for b in (pickle.loads(pickle.dumps(a)), a.copy()):
-        assert isinstance(b._data, cupy.ndarray) and b._data is not a._data
+        assert isinstance(b._engine_array, cupy.ndarray) and b._engine_array is not a._engine_array
         assert_same(b, numpy.arange(6.0).reshape(2, 3))
 
 
@@ -345,7 +345,7 @@ def test_numpy_fallback_results_are_host_arrays(cupy):
     a = on_gpu(numpy.arange(6.0))
     with dispatch.trace() as t:
         r = dispatch.unique(a)  # refused by the cupy target: NumPy runs it on the host
-    assert r.device.is_host and type(r._data) is numpy.ndarray
+    assert r.device.is_host and type(r._engine_array) is numpy.ndarray
     assert any(name == "unique" for (name, _) in t.fallbacks)
 
 

@@ -491,10 +491,10 @@ def test_a_temporary_past_the_elision_size_is_written_into_where_numpy_would():
     for kind in ("forward", "reflected"):
         # (outside ``assert``: pytest's rewriting of it would hold the temporary once more)
         got = fast(kind, "add", _must_not_run)(temporary(numpy.ones(n)), 1.0)
-        assert got._data.ctypes.data == made[-1]
+        assert got._engine_array.ctypes.data == made[-1]
         assert_same(got, numpy.ones(n) + 1.0)
     forward = fast("forward", "add", _must_not_run)(temporary(numpy.ones((2, n))), numpy.arange(n, dtype=float))
-    assert forward._data.ctypes.data == made[-1]  # the other operand broadcast to the temporary's shape
+    assert forward._engine_array.ctypes.data == made[-1]  # the other operand broadcast to the temporary's shape
     assert_same(forward, numpy.ones((2, n)) + numpy.arange(n, dtype=float))
     widened = fast("forward", "add", _handed)(temporary(numpy.ones(2 * n, dtype=numpy.float32)), numpy.ones(2 * n))
     integers = fast("reflected", "add", _handed)(temporary(numpy.ones(n, dtype=numpy.int64)), 0.5)
@@ -506,7 +506,7 @@ def test_a_temporary_past_the_elision_size_is_written_into_where_numpy_would():
     a = wrapped(numpy.ones(n))
     for kind in ("forward", "reflected"):
         got = fast(kind, "add", _must_not_run)(a, 1.0)
-        assert type(got) is dispatch.ndarray and got._data is not a._data
+        assert type(got) is dispatch.ndarray and got._engine_array is not a._engine_array
         assert_same(got, numpy.ones(n) + 1.0)
     assert_same(a, numpy.ones(n))
 
@@ -674,7 +674,7 @@ class _Sub(dispatch.ndarray, wrapper=True):
 
 def _sub(x):
     obj = object.__new__(_Sub)
-    obj._data = x
+    obj._engine_array = x
     return obj
 
 
@@ -767,7 +767,7 @@ def test_a_compiled_array_is_freed_by_the_compiled_deallocation():
     for cls in (dispatch.ndarray, _array._DeviceScalar):
         data, told = numpy.arange(3.0), []
         x = object.__new__(cls)
-        x._data = data
+        x._engine_array = data
         held = sys.getrefcount(data)
         watch = weakref.ref(x, told.append)
         del x
@@ -824,7 +824,7 @@ def test_array_attributes_fall_back_to_the_properties():
     with pytest.raises(type(_shape_error())):
         wrapped(numpy.arange(6.0)[::2]).shape = (3, 1, 1, 2)
     lazy = object.__new__(dispatch.ndarray)
-    lazy._data = numpy.ma.masked_array(numpy.arange(4.0))  # not exactly a NumPy array: the property reads it
+    lazy._engine_array = numpy.ma.masked_array(numpy.arange(4.0))  # not exactly a NumPy array: the property reads it
     assert (lazy.shape, lazy.dtype, lazy.ndim, lazy.size) == ((4,), numpy.dtype(float), 1, 4)
     with _compiled.python_path():
         assert type(vars(dispatch.ndarray)["shape"]) is property

@@ -154,7 +154,7 @@ def test_a_host_array_read_again_pays_its_copy_once_and_one_made_afresh_each_tim
     over the times the region was met. An array made afresh each time (``un = u.copy()``) is
     copied each time: no device keeps a copy for the next."""
     live = router.ROUTER.live
-    data = dispatch.array(_inputs()[0])._data
+    data = dispatch.array(_inputs()[0])._engine_array
     source = ("host", data.nbytes, weakref.ref(data))
     assert live._copied(source, data.nbytes, 4, {id(data)}) == data.nbytes // 4
     assert live._copied(source, data.nbytes, 4, set()) == data.nbytes

@@ -123,7 +123,7 @@ def test_memory_handed_out_is_never_read_from_a_copy():
     x, ref = _fresh()
     assert _device_sum(x) == (ref * 2).sum()
     handed = numpy.asarray(x)  # the host memory itself: written where dispatch does not see it
-    assert numpy.shares_memory(handed, x._data)
+    assert numpy.shares_memory(handed, x._engine_array)
     handed[0] = 1e6
     ref[0] = 1e6
     assert _device_sum(x) == (ref * 2).sum()
@@ -135,7 +135,7 @@ def test_memory_handed_out_is_never_read_from_a_copy():
 def test_a_numpy_array_wrapped_as_it_is_stays_the_callers():
     raw = numpy.arange(N, dtype=numpy.float64)
     x = dispatch.asarray(raw)
-    assert numpy.shares_memory(raw, x._data)
+    assert numpy.shares_memory(raw, x._engine_array)
     assert _device_sum(x) == (raw * 2).sum()
     raw[0] = 123.0  # written through the caller's own name
     assert _device_sum(x) == (raw * 2).sum()

@@ -161,7 +161,7 @@ def test_every_device_write_invalidates_the_host_copy(write, where):
 def test_numpy_asarray_hands_out_a_copy_of_the_callers_own():
     x, ref = _fresh()
     _check(x, ref)
-    kept = mirrors._host_mirrors[id(x._data)].copy
+    kept = mirrors._host_mirrors[id(x._engine_array)].copy
     before = _copied_back()
     handed = numpy.asarray(x)
     assert _copied_back() == before  # copied from the kept copy, not from the device
@@ -187,7 +187,7 @@ def test_a_hand_out_keeps_no_copy_of_its_own():
 def test_the_kept_copy_cannot_be_written():
     x, ref = _fresh()
     _check(x, ref)
-    kept = mirrors._host_mirrors[id(x._data)].copy
+    kept = mirrors._host_mirrors[id(x._engine_array)].copy
     with pytest.raises(ValueError, match="read-only"):
         kept[0] = 1.0
 
@@ -286,7 +286,7 @@ def test_out_of_host_memory_gives_the_host_copies_back_first(monkeypatch):
     stats = _counted()
     numpy.testing.assert_array_equal(_host_read(y), ref)  # read after the kept copies were given back
     assert failed and stats["host_evicted"] == 1
-    assert id(x._data) not in mirrors._host_mirrors
+    assert id(x._engine_array) not in mirrors._host_mirrors
 
 
 def test_a_dead_device_array_takes_its_host_copy_with_it():
@@ -305,7 +305,7 @@ def test_valid_on_tells_where_an_input_reads_without_a_copy(ask):
     assert not ask(h, "cupy") and not ask(h, cupy_target.device)
     with dispatch.using("cupy"):
         float((h * 2.0).sum())  # copied there, and kept
-    assert ask(h, "cupy") and ask(h, cupy_target) and ask(h, cupy_target.device) and ask(h._data, "cupy")
+    assert ask(h, "cupy") and ask(h, cupy_target) and ask(h, cupy_target.device) and ask(h._engine_array, "cupy")
     h[0] = 1.0
     assert not ask(h, "cupy")
 
@@ -313,7 +313,7 @@ def test_valid_on_tells_where_an_input_reads_without_a_copy(ask):
     assert ask(d, "cupy") and ask(d, cupy_target.device)
     assert not ask(d, "cpu") and not ask(d, "numpy")
     _host_read(d)
-    assert ask(d, "cpu") and ask(d, "numpy") and ask(d._data, HOST)
+    assert ask(d, "cpu") and ask(d, "numpy") and ask(d._engine_array, HOST)
     with dispatch.using("cupy"):
         d += 1.0
     assert not ask(d, "cpu")

@@ -112,7 +112,7 @@ def test_rows_read_in_a_loop_copy_the_base_back_once():
 def test_a_row_served_from_the_copy_is_read_only_and_the_views_own():
     x, ref = _fresh()
     for t in (0, 1):
-        served = mirrors.read(_row(x, t)._data)
+        served = mirrors.read(_row(x, t)._engine_array)
     assert not served.flags.writeable
     _equal(served, ref[1])
     with pytest.raises(ValueError, match="read-only"):
@@ -195,14 +195,14 @@ def test_small_bases_are_never_copied_whole():
 def test_the_price_of_a_row_on_the_host_knows_the_copy():
     x, _ = _fresh()
     row = _row(x, 0)
-    assert not mirrors.valid(row._data, "numpy") and not dispatch.base.box.valid_on(row, HOST)
+    assert not mirrors.valid(row._engine_array, "numpy") and not dispatch.base.box.valid_on(row, HOST)
     _host_read(row)
     _host_read(_row(x, 1))
     row = _row(x, 2)
-    assert mirrors.valid(row._data, "numpy") and dispatch.base.box.valid_on(row, HOST)
+    assert mirrors.valid(row._engine_array, "numpy") and dispatch.base.box.valid_on(row, HOST)
     with dispatch.using("cupy"):
         x += 1.0
-    assert not mirrors.valid(row._data, "numpy")
+    assert not mirrors.valid(row._engine_array, "numpy")
 
 
 def test_a_row_by_an_integer_is_a_view_on_the_device():
@@ -240,14 +240,15 @@ def test_rows_read_on_the_host_in_a_loop_make_the_host_its_home(monkeypatch):
     y = _loop(x, 3 * HOME_VIEWS)
     _equal(numpy.asarray(y), 0.5 * ref[: 3 * HOME_VIEWS])
     assert x.device == HOST  # moved: its rows are read by the host fast path from now on
-    assert mirrors.stats()["host_mirrors"] == 0 and mirrors.valid(x._data, "cupy")  # the device data kept as its copy
+    # the device data kept as its copy
+    assert mirrors.stats()["host_mirrors"] == 0 and mirrors.valid(x._engine_array, "cupy")
     before = _staging.moved()["to_device"]
     with dispatch.using("cupy"):
         total = float((x * 2.0).sum())  # read on the device from the kept copy
     assert total == (ref * 2.0).sum() and _staging.moved()["to_device"] == before
     x[7] = -3.0  # a host write: the device copy goes
     ref[7] = -3.0
-    assert not mirrors.valid(x._data, "cupy")
+    assert not mirrors.valid(x._engine_array, "cupy")
     with dispatch.using("cupy"):
         _equal(numpy.asarray(x * 2.0), ref * 2.0)
     _equal(numpy.asarray(x), ref)
@@ -277,8 +278,8 @@ def test_a_device_array_with_a_view_alive_stays_on_the_device(monkeypatch):
 
 def _reshaped(flat):
     """``flat``'s device memory as rows: a CuPy view whose ``base`` is its owner, as a draw gives."""
-    view = flat._data.reshape(ROWS, COLS)
-    assert type(view.base) is type(view) and view.base is flat._data
+    view = flat._engine_array.reshape(ROWS, COLS)
+    assert type(view.base) is type(view) and view.base is flat._engine_array
     return held(view)
 
 
@@ -322,7 +323,7 @@ def test_a_large_device_arrays_own_host_copy_is_priced_as_a_copy():
     x, _ = _fresh()
     _host_read(x)  # copied back whole, and kept
     assert mirrors.valid_on(x, HOST)  # read there without a copy...
-    assert not mirrors.valid(x._data, "numpy")  # ...but priced as one: a plan made now outlives the copy
+    assert not mirrors.valid(x._engine_array, "numpy")  # ...but priced as one: a plan made now outlives the copy
 
 
 def test_an_array_moving_home_at_an_index_by_a_device_mask(monkeypatch):

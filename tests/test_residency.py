@@ -272,7 +272,7 @@ def test_a_timed_call_leaving_the_device_is_not_charged_for_work_queued_before_i
 
     def read_back_and_run():  # the copy back is ordered after the queue
         target.synchronize()
-        return numpy.exp(target.to_host(held._data))
+        return numpy.exp(target.to_host(held._engine_array))
 
     out = dispatch.arrays._call._execute(op, inputs, decision, read_back_and_run)
     assert out.dtype == numpy.float64 and out.shape == (N,)

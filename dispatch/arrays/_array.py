@@ -95,10 +95,12 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     # one (15-30 ns of the 100-140 dispatch adds to an operator on a small array).
     # ``_base``: the dispatch array a view was taken of, named by ``base`` and held while the view
     # lives, as NumPy's view holds its base (set by ``viewed``; unset where there is none).
+    # ``_engine_array``: the engine's array (NumPy, CuPy, torch, Dask) the wrapper holds; a name no
+    # other library reads (numpy.ma reads ``_data`` off any value, a MaskedArray's data).
     if _compiled.ACTIVE:
-        __slots__ = ("__weakref__", "_base", "_data")
+        __slots__ = ("__weakref__", "_base", "_engine_array")
     else:
-        __slots__ = ("__dict__", "__weakref__", "_base", "_data")
+        __slots__ = ("__dict__", "__weakref__", "_base", "_engine_array")
     __array_priority__ = 100.0  # NumPy defers to us in mixed binary operators
 
     def __new__(cls, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
@@ -135,13 +137,13 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     @property
     def device(self) -> Device:
         """The device holding the data: ``cpu``, ``cuda:N`` or ``mps``."""
-        data = self._data
+        data = self._engine_array
         return HOST if type(data) is np.ndarray else device_of(data)
 
     @property
     def target(self) -> str:
         """The engine holding the data now (``numpy``, ``cupy``, ``torch-cuda``, ``torch-mps``)."""
-        return _engine_of(self._data).name
+        return _engine_of(self._engine_array).name
 
     def to(self, where: str | Device) -> ndarray:
         """A copy on ``where``: a device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``) or a
@@ -150,7 +152,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             target = targets.get(where)
         else:
             target = _target_for_device(parse_device(where))
-        data = self._data
+        data = self._engine_array
         if target.owns(data):
             return self
         if type(data) is np.ndarray:
@@ -168,7 +170,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     # ---- NumPy protocols --------------------------------------------------------------------
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        data = self._data
+        data = self._engine_array
         if _LIVE.recording:  # the program reads it on the host: its region ends here
             _LIVE.read(self)
         if type(data) is np.ndarray:
@@ -195,7 +197,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         """The host data, handed out through ``__array__`` (which notes that it left dispatch's
         sight); ``BufferError`` for data a device holds, and for the dtypes NumPy would not read
         back exactly (``_EXPORTED_KINDS``: NumPy then reads ``__array__``)."""
-        data = self._data
+        data = self._engine_array
         if type(data) is not np.ndarray:
             raise BufferError(f"an array held by {self.device} has no host memory to share: "
                               "numpy.asarray(x) makes a host copy")
@@ -210,7 +212,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         """NumPy's ``name`` of the host data. Absent (AttributeError, so that NumPy reads
         ``__array__``: a host copy, or the data itself) for data a device holds, and for the
         dtypes NumPy would not read back exactly (``_EXPORTED_KINDS``)."""
-        data = self._data
+        data = self._engine_array
         if type(data) is not np.ndarray:
             raise AttributeError(_DEVICE_HELD)
         if data.dtype.kind not in _EXPORTED_KINDS:  # (a constant message: NumPy's coercion drops it each time)
@@ -268,7 +270,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         return self._exporter().__dlpack_device__()
 
     def _exporter(self) -> Any:
-        data = self._data
+        data = self._engine_array
         mirrors.escape(data)  # (mirrors) host memory shared through DLPack may be written unseen
         if not hasattr(data, "__dlpack__"):  # a lazy array (Dask) has no memory yet
             raise BufferError(f"an array held by {self.device} has no memory to share through DLPack: "
@@ -279,40 +281,40 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self._data.shape)
+        return tuple(self._engine_array.shape)
 
     @shape.setter
     def shape(self, value: Any) -> None:
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray:
             view = data.view()  # the NumPy object may be the caller's own: reshape a view of it
             view.shape = value  # NumPy raises where that would need a copy
-            self._data = view
+            self._engine_array = view
         else:
-            self._data = self.reshape(value)._data
+            self._engine_array = self.reshape(value)._engine_array
 
     @property
     def dtype(self) -> np.dtype:
-        data = self._data
+        data = self._engine_array
         return data.dtype if type(data) is np.ndarray else _engine_of(data).dtype_of(data)
 
     @dtype.setter
     def dtype(self, value: Any) -> None:
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray:
             view = data.view()  # the NumPy object may be the caller's own: retype a view of it
             view.dtype = value  # NumPy raises (and warns) as for its own array
-            self._data = view
+            self._engine_array = view
         else:
-            self._data = self.view(value)._data
+            self._engine_array = self.view(value)._engine_array
 
     @property
     def ndim(self) -> int:
-        return len(self._data.shape)
+        return len(self._engine_array.shape)
 
     @property
     def size(self) -> int:
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray:
             return data.size
         n = math.prod(data.shape)  # (NumPy's prod takes 3 µs, on every call that asks)
@@ -328,22 +330,22 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
 
     @property
     def strides(self) -> tuple[int, ...]:
-        return self.__array__().strides if not self.device.is_host else self._data.strides
+        return self.__array__().strides if not self.device.is_host else self._engine_array.strides
 
     @strides.setter
     def strides(self, value: Any) -> None:  # deprecated in NumPy 2.4, which warns as it sets them
-        data = self._data
+        data = self._engine_array
         view = (data if type(data) is np.ndarray else self.__array__()).view()  # the caller's object stays
         view.strides = value  # NumPy raises (and warns) as for its own array
-        self._data = view if type(data) is np.ndarray else _engine_of(data).from_host(view)
+        self._engine_array = view if type(data) is np.ndarray else _engine_of(data).from_host(view)
 
     @property
     def flags(self) -> Any:
-        return self._data.flags if type(self._data) is np.ndarray else self.__array__().flags
+        return self._engine_array.flags if type(self._engine_array) is np.ndarray else self.__array__().flags
 
     def setflags(self, write: Any = None, align: Any = None, uic: Any = None) -> None:
         """NumPy's ``setflags``, on the host data (what ``flags`` reports)."""
-        data = self._data
+        data = self._engine_array
         if type(data) is not np.ndarray:
             raise ValueError(f"the flags of an array held by {self.device} cannot be set: bring it to the host first")
         data.setflags(write, align, uic)
@@ -360,17 +362,17 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         array, or that array's own base where it is a view too, as NumPy's view does; an owner
         no dispatch array is known to hold comes as a dispatch array (one wrapper per owner while
         it lives, so that two views of one array have one base). None for data a device holds."""
-        data = self._data
+        data = self._engine_array
         if type(data) is not np.ndarray:
             return None
         owner = data.base
         if type(owner) is not np.ndarray:
             return owner
         known = getattr(self, "_base", None)
-        if known is not None and known._data is owner:  # (that array may hold other data since)
+        if known is not None and known._engine_array is owner:  # (that array may hold other data since)
             return known
         wrapper = _BASES.get(id(owner))
-        if wrapper is None or wrapper._data is not owner:
+        if wrapper is None or wrapper._engine_array is not owner:
             wrapper = _BASES[id(owner)] = held(owner)
         return wrapper
 
@@ -415,9 +417,10 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     # ---- indexing -------------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
-        data = self._data
+        data = self._engine_array
         # (an index array on a device goes to the router)
-        if type(data) is np.ndarray and STATE.plain and not (type(key) is ndarray and type(key._data) is not _ND):
+        if type(data) is np.ndarray and STATE.plain \
+                and not (type(key) is ndarray and type(key._engine_array) is not _ND):
             return viewed(data[_host_key(key)], self)
         if type(data) is not _ND and _routed():
             del data  # (for ``_moves_home``'s count of who holds it)
@@ -435,7 +438,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         return _call.call(GETITEM, (self, key), {})
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray and not (type(value) is ndarray and self._moves_for(value, 1)):
             mirrors.wrote(data)  # (mirrors)
             # an object array holds the dispatch array itself, as NumPy's holds the array given (NumPy's own
@@ -465,15 +468,15 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         raise ValueError("cannot delete array elements")  # NumPy's error
 
     def __len__(self) -> int:
-        shape = self._data.shape
+        shape = self._engine_array.shape
         if not shape:
             raise TypeError("len() of unsized object")
         return shape[0]
 
     def __iter__(self):
-        if not self._data.shape:
+        if not self._engine_array.shape:
             raise TypeError("iteration over a 0-d array")
-        for i in range(self._data.shape[0]):
+        for i in range(self._engine_array.shape[0]):
             yield self[i]
 
     def __contains__(self, value: Any) -> bool:
@@ -482,7 +485,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     # ---- conversion to Python -------------------------------------------------------------------
 
     def item(self, *args: Any) -> Any:
-        data = self._data
+        data = self._engine_array
         if args and type(data) is not np.ndarray and not mirrors.readable(data):
             return _engine_of(data).item(data, args)  # one element read back (Dask), not the array
         return _read(self).item(*args)
@@ -512,7 +515,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def ctypes(self) -> Any:
         """NumPy's ``ctypes`` of the host data (pointers to the data itself); absent for data a
         device holds, whose host copy would go stale behind a pointer."""
-        if type(self._data) is not np.ndarray:
+        if type(self._engine_array) is not np.ndarray:
             raise AttributeError(_DEVICE_HELD)
         described = self.__array__().ctypes
         described._arr = self  # the pointers it makes (data_as, _as_parameter_) keep this array alive, as NumPy's
@@ -520,7 +523,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
 
     def __sizeof__(self) -> int:
         """``sys.getsizeof``: the wrapper and what it holds (NumPy's counts the memory an array owns)."""
-        return builtins.object.__sizeof__(self) + self._data.__sizeof__()
+        return builtins.object.__sizeof__(self) + self._engine_array.__sizeof__()
 
     def __bool__(self) -> bool:
         return bool(self.__array__())
@@ -538,11 +541,11 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         return operator.index(self.__array__())
 
     def __repr__(self) -> str:
-        data = self._data
+        data = self._engine_array
         return _engine_of(data).text(data, repr) if _lazy(data) else repr(_read(self))
 
     def __str__(self) -> str:
-        data = self._data
+        data = self._engine_array
         return _engine_of(data).text(data, str) if _lazy(data) else str(_read(self))
 
     def __format__(self, spec: str) -> str:
@@ -560,7 +563,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         gives it), on the host."""
         host = np.empty(0)
         host.__setstate__(state)
-        self._data = host
+        self._engine_array = host
 
     def __array_finalize__(self, obj: Any, /) -> None:
         """NumPy's hook for subclasses, called on views and results of theirs: nothing to do here."""
@@ -569,7 +572,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         return self.copy("K")  # NumPy's keeps the memory order (a Fortran array stays one)
 
     def __deepcopy__(self, memo: dict) -> ndarray:
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray:  # NumPy's: the order kept, an object array's elements deep-copied
             return held(data.__deepcopy__(memo))
         return self.copy("K")
@@ -580,11 +583,11 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         if self.device != DASK:
             return self
         client = cluster.client()
-        data = client.persist(self._data) if client is not None else self._data.persist()
+        data = client.persist(self._engine_array) if client is not None else self._engine_array.persist()
         return held(data, type(self))
 
     def copy(self, order: str = "C") -> ndarray:
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray and (STATE.floored or order != "C"):
             return wrap_host(data.copy(order))  # a copy is made where its data is
         # (a forced target: ``numpy.copy``, whose order is "K": the method's "C" for data in C order)
@@ -593,7 +596,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> ndarray:
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray:
             cast = data.astype(dtype, order, casting, subok, copy)
             return self if cast is data else viewed(cast, self)  # NumPy's copy=False gives the array itself
@@ -606,13 +609,13 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             # A view as a NumPy subclass (np.matrix, a recarray) is NumPy's own object.
             host = self.__array__()
             return host.view(type) if dtype is None else host.view(dtype, type)
-        data = self._data
+        data = self._engine_array
         if builtins.type(data) is np.ndarray:  # `type` is the parameter here
             return viewed(data.view() if dtype is None else data.view(dtype), self)
         return wrap(_engine_of(data).view(data, None if dtype is None else np.dtype(dtype)))
 
     def fill(self, value: Any) -> None:
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray:
             mirrors.wrote(data)  # (mirrors)
             data.fill(_host_value(value))
@@ -624,7 +627,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> ndarray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray:
             return viewed(data.reshape(shape, order=order, copy=copy) if copy is not None
                           else data.reshape(shape, order=order), self)
@@ -637,19 +640,19 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             axes = axes[0]  # one sequence of axes (an array of them too), or None
         if isinstance(axes, Wrapper):
             axes = _host_value(axes)
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray:
             return viewed(data.transpose(axes), self)
         return _call.call(op_named("transpose"), (self, axes), {})
 
     def ravel(self, order: str = "C") -> ndarray:
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray:  # NumPy's: a view where the order allows one, else a copy
             return viewed(data.ravel(order), self)
         return _call.call(op_named("ravel"), (self, order), {}) if order != "C" else self.reshape(-1)
 
     def flatten(self, order: str = "C") -> ndarray:
-        data = self._data
+        data = self._engine_array
         return wrap_host(data.flatten(order)) if type(data) is np.ndarray else self.ravel(order).copy()
 
     def squeeze(self, axis: Any = None) -> ndarray:
@@ -665,12 +668,13 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         if len(new_shape) == 1 and isinstance(new_shape[0], (tuple, list)):
             new_shape = tuple(new_shape[0])
         new_shape = tuple(operator.index(n) for n in new_shape)  # NumPy's TypeError first, for a shape like "hi"
-        if type(self._data) is np.ndarray and refcheck:
+        if type(self._engine_array) is np.ndarray and refcheck:
             if sys.getrefcount(self) > _ONE_NAME:  # another name holds this array: NumPy refuses
                 raise ValueError("cannot resize an array that references or is referenced\nby another object in "
                                  "this way.\nUse the np.resize function or refcheck=False")
-            mirrors.wrote(self._data)  # (mirrors)
-            self._data.resize(new_shape, refcheck=True)  # NumPy's own check: views of the data, data not its own
+            mirrors.wrote(self._engine_array)  # (mirrors)
+            # NumPy's own check: views of the data, data not its own
+            self._engine_array.resize(new_shape, refcheck=True)
             return
         self._mutate_host(lambda h: h.resize(new_shape, refcheck=False))
 
@@ -699,8 +703,8 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
     def _assign(self, value: Any) -> None:
         """Write ``value`` (any array) into this array's own memory, keeping its identity and
         every view of it."""
-        value = value._data if isinstance(value, Wrapper) else value
-        data = self._data
+        value = value._engine_array if isinstance(value, Wrapper) else value
+        data = self._engine_array
         if type(data) is np.ndarray:
             src = value if type(value) is np.ndarray else _host(value)  # _host knows device arrays by library
             mirrors.wrote(data)  # (mirrors)
@@ -713,9 +717,9 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         """Move this host array to the device that computed ``value`` (``_moves``), for a write of
         ``value`` into it that covers at least half of it: the array crosses once, where the
         value would cross back at every such write. ``holders``: the caller's own references
-        to ``self._data``."""
-        native = value._data if isinstance(value, Wrapper) else value
-        if type(native) is np.ndarray or not hasattr(native, "nbytes") or 2 * native.nbytes < self._data.nbytes:
+        to ``self._engine_array``."""
+        native = value._engine_array if isinstance(value, Wrapper) else value
+        if type(native) is np.ndarray or not hasattr(native, "nbytes") or 2 * native.nbytes < self._engine_array.nbytes:
             return False
         return self._moves(_engine_of(native), holders)
 
@@ -723,10 +727,10 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         """Make ``engine`` (a device's) this host array's home, where that changes nothing a
         program can see: the array owns its memory, is at least ``mirrors.MIN_BYTES`` (smaller
         data is cheaper to copy at each crossing) and nothing else holds it, neither a view nor
-        the caller (``holders``: references to ``self._data`` the callers hold). ``replaced``:
+        the caller (``holders``: references to ``self._engine_array`` the callers hold). ``replaced``:
         ``engine``'s array that replaces the whole content (an ``out=`` result), else it is
         copied there. Whether it moved."""
-        data = self._data
+        data = self._engine_array
         device = engine.device
         if (type(data) is not np.ndarray or data.base is not None or device.is_host or device == DASK
                 or data.nbytes < mirrors.MIN_BYTES or not mirrors.keepable(data)):
@@ -736,7 +740,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         if _rc(data) != _alone_refs + holders:
             return False
         try:
-            self._data = kept if kept is not None else engine.from_host(data)
+            self._engine_array = kept if kept is not None else engine.from_host(data)
         except targets.Unsupported:
             return False
         return True
@@ -747,7 +751,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         changes nothing a program can see: CuPy memory that nothing else holds (no view of it
         alive), all of it the array's (it owns it, or is its owner reshaped: a draw). Its device
         data stays, as the host array's device copy. Whether it moved."""
-        data = self._data
+        data = self._engine_array
         if not mirrors.homes() or type(data).__module__ != "cupy":  # (torch's views keep no count of their holders)
             return False
         root = data.base
@@ -759,7 +763,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         host = mirrors.home(data)
         if host is None:
             return False
-        self._data = host
+        self._engine_array = host
         mirrors.keep(host, _engine_of(data), data)
         return True
 
@@ -780,7 +784,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
 
     def _mutate_host(self, change: Any) -> None:
         """Apply an in-place NumPy change; device data makes a round trip through the host."""
-        data = self._data
+        data = self._engine_array
         if type(data) is np.ndarray:
             mirrors.wrote(data)  # (mirrors)
             change(data)
@@ -788,7 +792,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         host = _host(data)
         change(host)
         if host.shape != tuple(data.shape):
-            self._data = _engine_of(data).from_host(host)
+            self._engine_array = _engine_of(data).from_host(host)
         else:
             self._assign(host)
 
@@ -838,7 +842,7 @@ class _Flat:
 
     def __init__(self, base: ndarray) -> None:
         self.base = base
-        data = base._data
+        data = base._engine_array
         # NumPy's iterator over host data, made now as NumPy's (which refuses more than 32 dimensions)
         self._it = data.flat if type(data) is np.ndarray else None
 
@@ -924,7 +928,7 @@ def held(data: Any, cls: type | None = None) -> ndarray:
     """A ``dispatch.ndarray`` (or ``cls``) holding ``data``, an engine's array, as it is: no check
     and no conversion (the one place arrays are made around data already known to fit)."""
     obj = _new(ndarray if cls is None else cls)
-    obj._data = data
+    obj._engine_array = data
     return obj
 
 
@@ -945,7 +949,7 @@ def viewed(result: Any, of: Any) -> Any:
     obj = held(result)
     owner = result.base
     if owner is not None and isinstance(of, Wrapper):
-        data = of._data
+        data = of._engine_array
         if owner is data:
             obj._base = of
         elif type(data) is np.ndarray and owner is data.base:
@@ -965,13 +969,14 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
     """
     if out_of is not None:
         for a in out_of[0]:
-            if type(a) is ndarray and a._data is result:
+            if type(a) is ndarray and a._engine_array is result:
                 return a
         out = out_of[1].get("out")
         if out is not None:
             outs = out if isinstance(out, tuple) else (out,)
             for o in outs:
-                if o is result or (isinstance(o, Wrapper) and o._data is result):  # a NumPy out= comes back itself
+                # a NumPy out= comes back itself
+                if o is result or (isinstance(o, Wrapper) and o._engine_array is result):
                     return o
             if isinstance(result, tuple) and len(result) == len(outs):
                 return tuple(o if isinstance(o, (Wrapper, np.ndarray)) else wrap(r)
@@ -981,7 +986,8 @@ def wrap(result: Any, out_of: tuple | None = None) -> Any:
         owner = result.base
         if out_of is not None and owner is not None:  # a view of an argument's memory names it (viewed)
             for a in out_of[0]:
-                if type(a) is ndarray and (a._data is owner or (type(a._data) is np.ndarray and a._data.base is owner)):
+                if type(a) is ndarray and (a._engine_array is owner
+                                           or (type(a._engine_array) is np.ndarray and a._engine_array.base is owner)):
                     return viewed(result, a)
         return held(result)
     if isinstance(result, np.generic):
@@ -1019,7 +1025,7 @@ _host = targets.host_array
 def _read(x: ndarray) -> np.ndarray:
     """``x``'s data on the host, to read and not to hand out: device data through its kept host
     copy where one is valid (``mirrors.read``: no transfer, and no copy to hand out)."""
-    data = x._data
+    data = x._engine_array
     if type(data) is np.ndarray:
         return data
     return mirrors.read(data)
@@ -1032,7 +1038,7 @@ def _lazy(data: Any) -> bool:
 
 def _host_value(value: Any) -> Any:
     if isinstance(value, Wrapper):
-        data = value._data
+        data = value._engine_array
         return data if type(data) is np.ndarray else _host(data)
     return for_numpy(value)  # an object read through __array__ alone: NumPy's array out of it
 
@@ -1176,12 +1182,12 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
     func, ufunc, blas = compare or op.func, op.ufunc, op.blas
 
     def forward(self: ndarray, other: Any) -> Any:
-        if compare is not None and type(self._data) is _ND and self._data.dtype.kind == "V":
-            return wrap(compare(self._data, _host_value(other)))  # records compare on NumPy, field by field
+        if compare is not None and type(self._engine_array) is _ND and self._engine_array.dtype.kind == "V":
+            return wrap(compare(self._engine_array, _host_value(other)))  # records compare on NumPy, field by field
         # The hot path, inlined: host data under the op's floor goes straight to NumPy.
         kind = type(other)
         if kind is ndarray:
-            odata = other._data
+            odata = other._engine_array
         elif kind is _ND or kind in _PY_SCALARS:
             odata = other
         elif isinstance(other, _ND) and getattr(kind, mirrored, None) is not getattr(_ND, mirrored, None):
@@ -1191,7 +1197,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             return NotImplemented if attr is None or ufunc is None else ufunc(self, other)
         else:
             return _call.call_fast_ufunc(op, self, other)
-        data = self._data
+        data = self._engine_array
         if STATE.plain and type(data) is _ND:
             okind = type(odata)
             if okind is _ND:
@@ -1217,7 +1223,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
         return _call.call_fast_ufunc(op, self, other)
 
     def reflected(self: ndarray, other: Any) -> Any:
-        data = self._data
+        data = self._engine_array
         if type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND:  # ``alpha * x``: forward's hot path
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, other, False)
             n = data.size
@@ -1238,7 +1244,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
         # ``u[1:-1] += step`` in a loop: host data under the op's floor is written by NumPy directly.
         kind = type(other)
         if kind is ndarray:
-            odata = other._data
+            odata = other._engine_array
         elif kind is _ND or kind in _PY_SCALARS:
             odata = other
         elif not _handled(other):  # NumPy's rule: defer to a higher priority, else the ufunc asks its override
@@ -1247,7 +1253,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             return ufunc(self, other, out=(self,))
         else:
             odata = None
-        data = self._data
+        data = self._engine_array
         if odata is not None and STATE.plain and type(data) is _ND:
             okind = type(odata)
             if okind is _ND or okind in _PY_SCALARS:
@@ -1313,7 +1319,7 @@ def _measure_temporaries() -> None:
     global _owned_refs
 
     def outer(self: ndarray) -> int:
-        data = self._data
+        data = self._engine_array
         return inner(data)
 
     def inner(data: np.ndarray) -> int:  # the frames of forward and _elides
@@ -1324,7 +1330,7 @@ def _measure_temporaries() -> None:
     global _alone_refs
 
     def moves(self: ndarray) -> int:  # the frame of _moves
-        data = self._data
+        data = self._engine_array
         return _rc(data)
 
     _alone_refs = moves(wrap_host(np.zeros(1)))
@@ -1396,7 +1402,7 @@ def _method(method: str, op: Any, numpy_method: Any) -> Any:
     def bound(self: ndarray, *args: Any, **kwargs: Any) -> Any:
         if args and len(args) > _out_parameters(numpy_method)[0]:  # ``a.clip(0, 1, b)``: out by keyword,
             args, kwargs = _out_by_keyword(numpy_method, args, kwargs)  # so that it is what comes back
-        data = self._data
+        data = self._engine_array
         if args and mirrors.counted():  # (mirrors) an ``out`` given by position: ``a.clip(0, 1, b)``
             _call._writes(op, (self, *args), kwargs)
         if (type(data) is np.ndarray and STATE.plain and kwargs.get("out") is None

@@ -89,7 +89,7 @@ class Inputs:
         host = False
         devices = None  # the devices other than the host, once one is met
         for a in arrays:
-            data = a._data if isinstance(a, Wrapper) else a
+            data = a._engine_array if isinstance(a, Wrapper) else a
             if type(data) is np.ndarray:  # the common case: no device to look up
                 n, dtype = data.size, data.dtype
                 host = True
@@ -182,7 +182,7 @@ def _broadcast(op: Op, args: tuple, kwargs: dict) -> Any:
     one key what the router learned of one would decide the other."""
     first = None
     for a in args:
-        shape = a._data.shape if type(a) is ndarray else getattr(a, "shape", None)
+        shape = a._engine_array.shape if type(a) is ndarray else getattr(a, "shape", None)
         if not shape:  # a scalar, or a 0-d array: broadcasts everywhere
             continue
         if first is None:
@@ -280,7 +280,7 @@ def _collect_in(values: Any, found: list[Any]) -> None:
 
 
 def _size(x: Any) -> int:
-    data = x._data if isinstance(x, Wrapper) else x
+    data = x._engine_array if isinstance(x, Wrapper) else x
     size = data.size
     return data.numel() if callable(size) else size  # torch: .size() is the shape, .numel() the count
 
@@ -316,7 +316,7 @@ def to_host(x: Any) -> Any:
     """A dispatch or native array as host NumPy, to read (a transfer if it lives on a device,
     unless a host copy of it is kept: ``mirrors.read``, read-only)."""
     if isinstance(x, Wrapper):
-        data = x._data
+        data = x._engine_array
         if type(data) is np.ndarray:
             return data
         return mirrors.read(data)  # (mirrors) dispatch's own device memory
@@ -387,7 +387,7 @@ def _native_for(target: Target, handed: list | None = None):
 
     def convert(x: Any) -> Any:
         if isinstance(x, Wrapper):
-            data = x._data
+            data = x._engine_array
         else:
             data = x
             mirrors.escape(data)  # (mirrors) the caller's own array, which it may write unseen
@@ -425,7 +425,7 @@ def _split_out(op: Op, kwargs: dict) -> tuple[dict, Any]:
 
 
 def _run_into(op: Op, args: tuple, into: ndarray) -> ndarray:
-    op.func(*[a._data if type(a) is ndarray else a for a in args], out=into._data)
+    op.func(*[a._engine_array if type(a) is ndarray else a for a in args], out=into._engine_array)
     return into
 
 
@@ -441,7 +441,7 @@ def _run_numpy(op: Op, args: tuple, kwargs: dict) -> Any:
     copies: dict = {}
     written = _device_outputs(op, args)
     for w in written:  # (mirrors) each gets a host copy of its own to write, never a kept (read-only) one
-        copies[id(w)] = (w, mirrors.handed(w._data))
+        copies[id(w)] = (w, mirrors.handed(w._engine_array))
     hargs, hkwargs = host_args(args, copies), host_kwargs(kwargs, copies)
     if op.mutates is not None and len(args) > op.mutates:
         target = args[op.mutates]
@@ -494,7 +494,7 @@ def _run_on(target: Target, op: Op, args: tuple, kwargs: dict) -> Any:
         return result
     if out is not None:
         _check_out(op, result, out)
-        native = result if not isinstance(result, Wrapper) else result._data
+        native = result if not isinstance(result, Wrapper) else result._engine_array
         fresh = target.owns(native) and not any(native is a for a in native_args)
         if not (fresh and _dtype(native) == out.dtype and out._moves(target, replaced=native)):
             out._assign(native)  # else the result is the array's data: it moved to the device
@@ -509,7 +509,7 @@ def _check_out(op: Op, result: Any, out: ndarray) -> None:
     """Refuse (before anything is written) a result that NumPy would not write into ``out``:
     another shape (a copy would broadcast it), or a cast NumPy's rule forbids (ufuncs cast
     same-kind; other functions are left to NumPy unless the dtypes are equal)."""
-    native = result._data if isinstance(result, Wrapper) else result
+    native = result._engine_array if isinstance(result, Wrapper) else result
     shape = tuple(getattr(native, "shape", ()))
     if shape != out.shape:
         raise Unsupported(f"a result of shape {shape} into out= of shape {out.shape}: NumPy decides")
@@ -536,7 +536,7 @@ def _small_on_host(values: Any, floor: int) -> list | None:
             out.append(v)
             continue
         if kind is ndarray:
-            v = v._data
+            v = v._engine_array
             if type(v) is not np.ndarray or v.size > floor:
                 return None
         elif kind is np.ndarray:
@@ -620,7 +620,7 @@ def _host_extent(values: Any) -> int | None:
         if kind in _PLAIN:
             continue
         if kind is ndarray:
-            data = v._data
+            data = v._engine_array
             if type(data) is not np.ndarray:
                 return None
             size = data.size
@@ -660,7 +660,7 @@ def _resident_args(op: Op, args: tuple, kwargs: dict) -> tuple[list, tuple] | No
     for v in args:
         kind = type(v)
         if kind is ndarray or kind is _DeviceScalar:
-            data = v._data
+            data = v._engine_array
             if type(data) is np.ndarray or library_of(type(data)) not in _LANE_LIBRARIES:
                 return None
             arrays.append(v)
@@ -686,7 +686,7 @@ def _resident_run(op: Op, args: tuple, natives: tuple, kwargs: dict, inputs: Inp
         return _MISS
     target = decision.target
     for a in inputs.arrays:
-        if not target.owns(a._data):
+        if not target.owns(a._engine_array):
             return _MISS  # another engine: the general path adopts the data
     try:
         result = _execute(op, inputs, decision, lambda: target.run(op, natives, kwargs))
@@ -735,7 +735,7 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
     for v in args:
         kind = type(v)
         if kind is ndarray:
-            data = v._data
+            data = v._engine_array
             if type(data) is np.ndarray:
                 parts.append((np.ndarray, data.dtype, data.shape))
                 continue
@@ -752,8 +752,8 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
         elif kind is int or kind is bool or v is None:
             parts.append((kind, v))
         elif kind in _SEQUENCES and v and all(
-                type(a) is ndarray and type(a._data) is np.ndarray for a in v):  # ``concatenate([a, b])``
-            parts.append((kind, tuple((np.ndarray, a._data.dtype, a._data.shape) for a in v)))
+                type(a) is ndarray and type(a._engine_array) is np.ndarray for a in v):  # ``concatenate([a, b])``
+            parts.append((kind, tuple((np.ndarray, a._engine_array.dtype, a._engine_array.shape) for a in v)))
         else:
             return None
     for name, v in kwargs.items():
@@ -774,7 +774,7 @@ def _remember_host(memo_key: tuple, op: Op, args: tuple, decision: Any) -> None:
     one on the host, and its decision is the router's cached one for good (not a fallback, nor
     one asked again at each call for its size)."""
     arrays = [a for v in args for a in (v if type(v) in _SEQUENCES else (v,)) if type(a) is ndarray]
-    if (not arrays or any(type(a._data) is not np.ndarray for a in arrays)
+    if (not arrays or any(type(a._engine_array) is not np.ndarray for a in arrays)
             or op.work == "random" or decision.live
             or decision.kind is DecisionKind.FALLBACK or router.cached(decision.key) is not decision):
         return
@@ -811,7 +811,7 @@ def _forced_key(memo_key: tuple) -> bool:
 
 def _native_items(v: list | tuple) -> list | tuple:
     """A memo key's sequence of host arrays, of their data (``_memo_key`` took no other)."""
-    return type(v)(a._data for a in v)
+    return type(v)(a._engine_array for a in v)
 
 
 def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: ndarray | None = None) -> Any:
@@ -834,21 +834,22 @@ def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: nd
     if target is None:  # a host call kept on NumPy (noting its BLAS, as ``_run_numpy`` does)
         if memo_key[0].blas:
             blas_spin.ran()
-        natives = [a._data if type(a) is ndarray else _native_items(a) if type(a) in _SEQUENCES else a for a in args]
+        natives = [a._engine_array if type(a) is ndarray else _native_items(a) if type(a) in _SEQUENCES else a
+                   for a in args]
         if into is not None:
-            run(*natives, out=into._data)
+            run(*natives, out=into._engine_array)
             return into
         result = run(*natives, **kwargs)
         if type(result) is np.ndarray:
             for a in args:
-                if type(a) is ndarray and a._data is result:
+                if type(a) is ndarray and a._engine_array is result:
                     return a
             return held(result)
         return wrap(result)
     natives = []
     for a in args:
         if type(a) is ndarray:
-            natives.append(a._data)
+            natives.append(a._engine_array)
         else:
             natives.append(a)
     natives = tuple(natives)
@@ -873,7 +874,7 @@ def device_view(x: ndarray, key: Any) -> Any:
     keys = key if type(key) is tuple else (key,)
     if not keys or any(type(k) not in _VIEW_PARTS for k in keys) or not _plain_key(keys):
         return _MISS
-    data = x._data
+    data = x._engine_array
     if int in map(type, keys) and sum(type(k) is int for k in keys) >= len(data.shape):
         return _MISS
     library = library_of(type(data))
@@ -993,14 +994,14 @@ def _writes(op: Op, args: tuple, kwargs: dict) -> None:
     view of the caller's array, ``asarray``) are the caller's (``mirrors.escape``)."""
     out = kwargs.get("out")
     for o in (out if isinstance(out, tuple) else (out,)) if out is not None else ():
-        mirrors.wrote(o._data if isinstance(o, Wrapper) else o)
+        mirrors.wrote(o._engine_array if isinstance(o, Wrapper) else o)
     if op.mutates is not None and len(args) > op.mutates:
         a = args[op.mutates]
-        mirrors.wrote(a._data if isinstance(a, Wrapper) else a)
+        mirrors.wrote(a._engine_array if isinstance(a, Wrapper) else a)
     at = _out_position(op)
     if at is not None and len(args) > at:
         for a in args[at:] if isinstance(op.func, np.ufunc) else args[at:at + 1]:
-            mirrors.wrote(a._data if isinstance(a, Wrapper) else a)
+            mirrors.wrote(a._engine_array if isinstance(a, Wrapper) else a)
     if op.local:
         for a in args:
             if type(a) is np.ndarray:
@@ -1020,7 +1021,7 @@ def _device_outputs(op: Op, args: tuple) -> list:
         if at is None:
             return []
         outputs = args[at:] if isinstance(op.func, np.ufunc) else args[at:at + 1]
-    return [a for a in outputs if isinstance(a, Wrapper) and type(a._data) is not np.ndarray]
+    return [a for a in outputs if isinstance(a, Wrapper) and type(a._engine_array) is not np.ndarray]
 
 
 def _out_position(op: Op) -> int | None:
@@ -1121,8 +1122,8 @@ def _drain(inputs: Inputs, target: Target) -> None:
     the router would learn from the queue rather than the call."""
     target.synchronize()
     for a in inputs.arrays:
-        if type(a) is ndarray and type(a._data) is not np.ndarray:
-            engine = _engine_of(a._data)
+        if type(a) is ndarray and type(a._engine_array) is not np.ndarray:
+            engine = _engine_of(a._engine_array)
             if engine is not target:
                 engine.synchronize()
 
@@ -1136,7 +1137,7 @@ def call_fast_unary(op: Op, a: Any) -> Any:
     """``f(a)`` for a one-operand ufunc (``np.abs(x)`` in a loop): NumPy straight away for a
     host array the host shortcut takes (``host_shortcut``), else the full call path."""
     if STATE.plain and type(a) is ndarray:
-        data = a._data
+        data = a._engine_array
         if type(data) is np.ndarray:
             n = data.size
             if n <= op.floor or host_shortcut(op, n):
@@ -1151,8 +1152,8 @@ def call_fast_ufunc(op: Op, a: Any, b: Any) -> Any:
     """``a <op> b`` for an operator: NumPy straight away when both live on the host and the
     size is under the op's floor (no target can win there), else the full call path."""
     if STATE.plain:
-        ad = a._data if type(a) is ndarray else a
-        bd = b._data if type(b) is ndarray else b
+        ad = a._engine_array if type(a) is ndarray else a
+        bd = b._engine_array if type(b) is ndarray else b
         if ((type(ad) is np.ndarray or isinstance(ad, _SCALARS))
                 and (type(bd) is np.ndarray or isinstance(bd, _SCALARS))):  # (a NumPy scalar: ``x / x.sum()``)
             # (sizes read without getattr's default: a Python scalar would raise inside it)

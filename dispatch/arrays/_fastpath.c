@@ -80,7 +80,7 @@ static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "geti
 #define MAX_ARGS 16  /* calls with more arguments take the Python path */
 #define MAX_DEPTH 4  /* nested lists deeper than this too */
 
-/* Set by setup(): dispatch.ndarray, where its _data and _base slots are, STATE and its plain slot, wrap(). */
+/* Set by setup(): dispatch.ndarray, where its _engine_array and _base slots are, STATE and its plain slot, wrap(). */
 static PyTypeObject *nd_type;
 static Py_ssize_t data_off = -1, base_off = -1;
 static PyObject *state;
@@ -335,7 +335,7 @@ static int name_base(PyObject *obj, PyObject *src) {
 /* dispatch.ndarray's deallocation, in place of CPython's generic one for classes (subtype_dealloc,
  * which walks the class's bases for slots to clear, a finalizer, a __del__ and a __dict__: a third
  * of what dispatch adds to an operator on a small array). The array type has none of those: its
- * slots are the weak reference list, _data and _base, cleared here. A subclass keeps CPython's
+ * slots are the weak reference list, _engine_array and _base, cleared here. A subclass keeps CPython's
  * deallocation, which clears the subclass's own slots and then calls this one. */
 static void nd_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
@@ -367,7 +367,7 @@ static int lean_dealloc_fits(PyTypeObject *t) {
 #ifdef Py_TPFLAGS_MANAGED_DICT
     if (PyType_HasFeature(t, Py_TPFLAGS_MANAGED_DICT)) return 0;
 #endif
-    Py_ssize_t own = t->tp_weaklistoffset > 0 ? 3 : 2;  /* weak list, _data, _base */
+    Py_ssize_t own = t->tp_weaklistoffset > 0 ? 3 : 2;  /* weak list, _engine_array, _base */
     PyTypeObject *base = t->tp_base;
     return t->tp_dictoffset == 0 && t->tp_finalize == NULL && t->tp_del == NULL && t->tp_itemsize == 0 &&
            (base == &PyBaseObject_Type || (base->tp_base == &PyBaseObject_Type && stateless(base))) &&
@@ -1710,7 +1710,7 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!OOnO!O!:setup", &PyType_Type, &nd, &st, &wrap, &elide, &PyType_Type, &op,
                           &PyDict_Type, &blas))
         return NULL;
-    Py_ssize_t doff = slot_offset(nd, "_data"), bsoff = slot_offset(nd, "_base"), foff = slot_offset(op, "floor"), toff = slot_offset(op, "trip_floor"),
+    Py_ssize_t doff = slot_offset(nd, "_engine_array"), bsoff = slot_offset(nd, "_base"), foff = slot_offset(op, "floor"), toff = slot_offset(op, "trip_floor"),
                fnoff = slot_offset(op, "func"), boff = slot_offset(op, "blas");
     if (doff < 0 || bsoff < 0 || foff < 0 || toff < 0 || fnoff < 0 || boff < 0) return NULL;
     Py_ssize_t poff = slot_offset((PyObject *)Py_TYPE(st), "plain");

@@ -85,7 +85,7 @@ def _proxy(kind: type) -> Any:
         return _THROUGH_ARRAY[kind]
     except KeyError:
         proxy = None
-        if (hasattr(kind, "__array__") and not issubclass(kind, (np.ndarray, np.generic))
+        if (hasattr(kind, "__array__") and not issubclass(kind, (np.ndarray, np.generic)) and not _numpys(kind)
                 and not any(hasattr(kind, name) for name in _OTHER_PROTOCOLS)):
             parts = tuple(part for part, names in _PARTS if any(hasattr(kind, name) for name in names))
             proxy = _PROXY_CLASSES.get(parts)
@@ -94,6 +94,13 @@ def _proxy(kind: type) -> Any:
                 _PROXIES.add(proxy)
         _THROUGH_ARRAY[kind] = proxy
         return proxy
+
+
+def _numpys(kind: type) -> bool:
+    """Whether ``kind`` is one of NumPy's own classes (``poly1d``): handed to NumPy as it is, since
+    NumPy's functions tell it by ``isinstance`` and use its methods (``polyder`` gives a poly1d back)."""
+    module = getattr(kind, "__module__", None) or ""
+    return module == "numpy" or module.startswith("numpy.")
 
 
 def _alone(kind: type) -> bool:

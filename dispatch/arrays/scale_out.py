@@ -33,7 +33,7 @@ def compute(*arrays: Any) -> tuple[Any, ...]:
         return tuple(arrays)
     import dask
 
-    done = dask.compute(*(arrays[i]._data for i in lazy), **cluster.scheduler())
+    done = dask.compute(*(arrays[i]._engine_array for i in lazy), **cluster.scheduler())
     out = list(arrays)
     for i, value in zip(lazy, done, strict=True):
         out[i] = _in_memory(value, arrays[i])

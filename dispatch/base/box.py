@@ -61,7 +61,7 @@ def device_scalar(native: Any) -> Any:
 
 def native(x: Any) -> Any:
     """The backend array a ``dispatch.ndarray`` holds, or ``x`` itself."""
-    return x._data if isinstance(x, Wrapper) else x
+    return x._engine_array if isinstance(x, Wrapper) else x
 
 
 def device(x: Any) -> Device:

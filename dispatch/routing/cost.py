@@ -254,7 +254,7 @@ def transfer_seconds(model: TargetModel, target: Any, inputs: Any) -> tuple[floa
         device = _device_of(a)
         if device == target.device:
             continue
-        data = getattr(a, "_data", a)
+        data = getattr(a, "_engine_array", a)
         if (type(data) is np.ndarray or target.device.is_host) and mirrored(data, target.name):
             continue  # (device data read on the host: from the host's copy of it, or of its base)
         nbytes = int(math.prod(a.shape)) * _itemsize(a)

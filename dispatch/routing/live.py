@@ -96,7 +96,7 @@ def _place(device: Any) -> str:
 
 def data_of(a: Any) -> Any:
     """A dispatch array's data, or ``a`` itself."""
-    return getattr(a, "_data", a)
+    return getattr(a, "_engine_array", a)
 
 
 def bases(native: Any) -> Any:

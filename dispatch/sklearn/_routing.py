@@ -508,7 +508,7 @@ def resident_target(X: Any) -> str | None:
     """The target holding ``X`` when it lives on a device, else ``None``."""
     kind = array_kind(X)
     if kind == "dispatch":
-        data = X._data
+        data = X._engine_array
         if type(data) is np.ndarray:
             return None
         return engine_of(data).name

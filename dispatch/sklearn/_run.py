@@ -297,7 +297,7 @@ def _to_target(a: Any, target: Any) -> Any:
         return target.from_host(a) if a.dtype.kind in "biufc" else a
     kind = array_kind(a)
     if kind == "dispatch":
-        return _native_on(a._data, target)
+        return _native_on(a._engine_array, target)
     if kind == "native":
         return _native_on(a, target)
     if isinstance(a, (list, tuple)) or (hasattr(a, "__array__") and not isinstance(a, (str, bytes))):
@@ -453,7 +453,7 @@ def _for_caller(result: Any, caller: str, X: Any, keep: bool) -> Any:
     if isinstance(result, Wrapper):
         if caller == "dispatch" or keep:
             return result
-        return np.asarray(result) if caller != "native" else _native_on(result._data, engine_of(X))
+        return np.asarray(result) if caller != "native" else _native_on(result._engine_array, engine_of(X))
     if type(result) is np.ndarray:
         if caller == "dispatch":
             from dispatch.arrays._array import wrap_host  # lazy, as above

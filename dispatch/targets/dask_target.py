@@ -783,7 +783,7 @@ def _match(da: Any, result: Any, want: Any, scalar_0d: bool) -> Any:
         raise Unsupported("Dask returned a different number of outputs than NumPy")
     for i, (item, dtype, scalar) in enumerate(zip(items, want.dtypes, want.scalars, strict=True)):
         if isinstance(item, box.Wrapper):  # a device scalar made here
-            item = item._data
+            item = item._engine_array
         if not isinstance(item, da.Array):
             item = da.from_array(np.asarray(item), chunks=-1)
         item = _known_shape(item)
