@@ -432,8 +432,8 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
                     return view
             else:  # routed, and recorded: its view linked to this array as the fast path links it
                 got = _call.call(GETITEM, (self, key), {})
-                if type(got) is ndarray and self._data.nbytes >= mirrors.MIN_BYTES:
-                    mirrors.viewed(got._data, self._data)
+                if type(got) is ndarray and self._engine_array.nbytes >= mirrors.MIN_BYTES:
+                    mirrors.viewed(got._engine_array, self._engine_array)
                 return got
         return _call.call(GETITEM, (self, key), {})
 
@@ -773,13 +773,13 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         the device), once those have cost about what copying it costs (``mirrors.element_read``),
         where that changes nothing a program can see: memory under ``mirrors.MIN_BYTES`` on a
         device, all of it the array's, that nothing else holds. Whether it moved."""
-        data = self._data
+        data = self._engine_array
         if (data.nbytes >= mirrors.MIN_BYTES or not _element_key(key, len(data.shape))
                 or device_of(data).is_host or not mirrors.element_read(data)):
             return False
         if not _sole(data) or _rc(data) != _alone_refs:
             return False
-        self._data = mirrors.homed(data)
+        self._engine_array = mirrors.homed(data)
         return True
 
     def _mutate_host(self, change: Any) -> None:
