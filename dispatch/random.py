@@ -39,8 +39,6 @@ from dispatch.base.devices import HOST_ONLY
 from dispatch.base.numpy_catalog import DEVICE_DRAWS
 from dispatch.base.ops import op_named
 from dispatch.base.state import STATE
-from dispatch.routing import router
-from dispatch.routing.decisions import Decision, DecisionKind
 from dispatch.targets import _dask_create as chunked
 from dispatch.targets._dask_create import CHAINED
 from dispatch.targets.numpy_target import NUMPY
@@ -327,6 +325,9 @@ def _routed_draw(owner: Generator, name: str, method: Any, args: tuple, kwargs: 
     dtype = _drawn_dtype(name, args, kwargs)
     if dtype is None:
         return None
+    router = _call.routing()  # a draw the router places: the routing machinery loads, if it has not yet
+    from dispatch.routing.decisions import Decision, DecisionKind
+
     op = op_named(f"random.Generator.{name}")
     inputs = _call.Inputs([])
     inputs.size, inputs.dtypes, inputs.devices = n, (dtype,), HOST_ONLY  # a fresh array of n outputs
@@ -352,7 +353,7 @@ def _routed_draw(owner: Generator, name: str, method: Any, args: tuple, kwargs: 
 
 def _noted(op: Any, inputs: Any, decision: Any, drawn: Any) -> Any:
     """``drawn``, noted in the region being recorded as the call path notes a routed call."""
-    live = router.ROUTER.live
+    live = _call._LIVE
     if live.recording:
         live.note(op, inputs, decision, drawn)
     return drawn

@@ -18,7 +18,6 @@ from dispatch.base.box import Wrapper
 from dispatch.base.devices import DASK
 from dispatch.base.ops import op_named
 from dispatch.base.state import STATE
-from dispatch.routing.router import Decision, DecisionKind
 from dispatch.targets import Unsupported
 from dispatch.targets._dask_create import elements, itemsize
 
@@ -56,6 +55,9 @@ def persist(x: Any) -> Any:
 def run_on_dask(op: Any, reason: str, run: Any) -> Any:
     """Run ``run()`` (which builds a Dask array) as ``op`` decided for Dask: timed and traced
     like any routed call."""
+    _call.routing()  # (the timing and trace of a routed call)
+    from dispatch.routing.decisions import Decision, DecisionKind
+
     return _call._execute(op, _call.Inputs([]), Decision(targets.get("dask"), DecisionKind.SCALE_OUT, reason), run)
 
 
