@@ -34,7 +34,7 @@ from dispatch.routing import floors
 from dispatch.targets import Target, Unsupported
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["Inputs", "call", "host_shortcut"]
+__all__ = ["Inputs", "call", "host_shortcut", "routing"]
 
 _SCALARS = (int, float, complex, bool, np.generic)
 

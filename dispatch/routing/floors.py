@@ -72,5 +72,9 @@ def _seed_floors() -> bool:
     if _seed_only is None:
         tuning.routing_starts()
         learned.start()
-        _seed_only = not cachefiles.calibrations() and not learned.names_others()
+        try:
+            stored = bool(cachefiles.calibrations())
+        except ValueError:  # a DISPATCH_CACHE_DIR that names no folder: the router's loading says so
+            stored = True
+        _seed_only = not stored and not learned.names_others()
     return _seed_only
