@@ -19,7 +19,6 @@ from dispatch.base.devices import DASK
 from dispatch.base.ops import op_named
 from dispatch.base.state import STATE
 from dispatch.targets import Unsupported
-from dispatch.targets._dask_create import elements, itemsize
 
 __all__ = ["compute", "creation", "persist", "run_on_dask"]
 
@@ -69,9 +68,9 @@ def creation(name: str, plain: Any) -> Any:
 
     @functools.wraps(plain)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        n = elements(name, args, kwargs)
+        n = cluster.created_elements(name, args, kwargs)
         if n >= cluster.LIVE_ELEMENTS or not STATE.plain:
-            reason = cluster.result_reason(n * itemsize(name, args, kwargs), n)
+            reason = cluster.result_reason(n * cluster.created_itemsize(name, args, kwargs), n)
             target = cluster._dask_target() if reason is not None else None
             if target is not None:
                 try:
