@@ -21,9 +21,8 @@ from dispatch.arrays._compiled import fast, install_call, installed_in
 from dispatch.arrays.broadcast import broadcast
 from dispatch.base.box import Wrapper
 from dispatch.base.numpy_catalog import NUMPY_CATALOG
-from dispatch.base.ops import op_for_ufunc_method, op_named
+from dispatch.base.ops import FFT_1D, op_for_ufunc_method, op_named
 from dispatch.base.state import STATE
-from dispatch.routing.cost import FFT_1D
 
 __all__ = ["binds", "lazy_namespace", "on_host", "routed", "ufunc"]
 

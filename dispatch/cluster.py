@@ -35,12 +35,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dispatch import targets
 from dispatch.base import settings
 from dispatch.base.devices import HOST, Device
 from dispatch.base.settings import ENV
 from dispatch.base.state import STATE
-from dispatch.targets import _dask_blocks
 
 __all__ = ["active", "address", "capacity_bytes", "chunk_bytes", "chunk_bytes_set", "client", "connected",
            "device_free_bytes", "free_bytes", "gpu_workers", "host_free_bytes", "host_memory_bytes",
@@ -260,6 +261,8 @@ def _ship_blocks_by_value() -> None:
     """Workers run dispatch's chunk functions without having dispatch installed."""
     with contextlib.suppress(Exception):
         import cloudpickle
+
+        from dispatch.targets import _dask_blocks
 
         cloudpickle.register_pickle_by_value(_dask_blocks)
 
@@ -513,6 +516,57 @@ def _spills() -> bool:
 def _cluster_holds(nbytes: int) -> bool:
     room = capacity_bytes()
     return room is None or nbytes <= CAPACITY_SHARE * room
+
+
+# ---- a creation function's result, from its arguments (the scale-out rule's size; Dask's chunks) ----
+
+
+def created_elements(name: str, args: tuple, kwargs: dict) -> int:
+    """The result's element count from the arguments, cheaply; -1 if it cannot be told."""
+    try:
+        if name in ("zeros", "ones", "empty", "full"):
+            shape = args[0] if args else kwargs["shape"]
+            return int(shape) if isinstance(shape, (int, np.integer)) else int(math.prod(shape))
+        if name == "eye":
+            n = args[0] if args else kwargs["N"]
+            m = args[1] if len(args) > 1 else kwargs.get("M")
+            return int(n) * int(n if m is None else m)
+        if name == "identity":
+            n = args[0] if args else kwargs["n"]
+            return int(n) * int(n)
+        if name == "linspace":
+            return int(args[2] if len(args) > 2 else kwargs.get("num", 50))
+        if name == "arange":
+            start, stop, step = arange_args(args, kwargs)
+            with np.errstate(all="ignore"):  # a zero step of datetimes: NumPy's arange raises it, not this estimate
+                return max(0, math.ceil((stop - start) / step))
+    except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError):
+        return -1
+    return -1
+
+
+_DTYPE_AT = {"zeros": 1, "ones": 1, "empty": 1, "full": 2, "eye": 3, "identity": 1, "linspace": 5}
+
+
+def created_itemsize(name: str, args: tuple, kwargs: dict) -> int:
+    """The result's itemsize from the arguments (8 where NumPy would infer it)."""
+    at = _DTYPE_AT.get(name)
+    dtype = args[at] if at is not None and len(args) > at else kwargs.get("dtype")
+    try:
+        return np.dtype(dtype).itemsize if dtype is not None else 8
+    except TypeError:
+        return 8
+
+
+def arange_args(args: tuple, kwargs: dict) -> tuple[Any, Any, Any]:
+    """``arange``'s (start, stop, step), as its arguments give them."""
+    first = args[0] if args else kwargs.get("start_or_stop", kwargs.get("start"))
+    stop = args[1] if len(args) > 1 else kwargs.get("stop")
+    step = args[2] if len(args) > 2 else kwargs.get("step", 1)
+    return (0, first, step) if stop is None else (first, stop, step)
+
+
+# ---- where a result too large for the host goes -----------------------------------------------------
 
 
 def result_reason(nbytes: int, elements: int) -> str | None:

@@ -39,10 +39,6 @@ from dispatch.base.devices import HOST_ONLY
 from dispatch.base.numpy_catalog import DEVICE_DRAWS
 from dispatch.base.ops import op_named
 from dispatch.base.state import STATE
-from dispatch.routing import router
-from dispatch.routing.decisions import Decision, DecisionKind
-from dispatch.targets import _dask_create as chunked
-from dispatch.targets._dask_create import CHAINED
 from dispatch.targets.numpy_target import NUMPY
 
 
@@ -327,6 +323,9 @@ def _routed_draw(owner: Generator, name: str, method: Any, args: tuple, kwargs: 
     dtype = _drawn_dtype(name, args, kwargs)
     if dtype is None:
         return None
+    router = _call.routing()  # a draw the router places: the routing machinery loads, if it has not yet
+    from dispatch.routing.decisions import Decision, DecisionKind
+
     op = op_named(f"random.Generator.{name}")
     inputs = _call.Inputs([])
     inputs.size, inputs.dtypes, inputs.devices = n, (dtype,), HOST_ONLY  # a fresh array of n outputs
@@ -352,7 +351,7 @@ def _routed_draw(owner: Generator, name: str, method: Any, args: tuple, kwargs: 
 
 def _noted(op: Any, inputs: Any, decision: Any, drawn: Any) -> Any:
     """``drawn``, noted in the region being recorded as the call path notes a routed call."""
-    live = router.ROUTER.live
+    live = _call._LIVE
     if live.recording:
         live.note(op, inputs, decision, drawn)
     return drawn
@@ -396,6 +395,8 @@ def _chunked(owner: Any, name: str, method: Any, args: tuple, kwargs: dict) -> A
     reason = cluster.result_reason(8 * n, n)
     if reason is None or cluster._dask_target() is None:
         return None
+    from dispatch.targets import _dask_create as chunked  # (Dask's draws: loaded where one is made)
+
     numpy_gen = method.__self__
     kind = "legacy" if isinstance(numpy_gen, _np.random.RandomState) else "generator"
 
@@ -504,9 +505,11 @@ _namespace_getattr, __dir__ = lazy_namespace(globals(), _np.random, "random.")
 
 def __getattr__(name: str) -> Any:
     value = _namespace_getattr(name)
+    if callable(value) and name in _np.random.mtrand.__all__:  # NumPy's global RandomState's: seed, rand, normal...
+        from dispatch.targets._dask_create import CHAINED  # (Dask may chunk the draws: loaded for these alone)
 
-    if name in CHAINED["legacy"] and callable(value):  # once per name: the wrapper is kept
-        value = globals()[name] = _global(name, value)
+        if name in CHAINED["legacy"]:  # once per name: the wrapper is kept
+            value = globals()[name] = _global(name, value)
     return value
 
 

@@ -219,7 +219,7 @@ def test_linspace_retstep_and_tiny_sizes():
 def test_arange_length_matches_numpy():
     cases = [(0, 10, 3), (0.0, 1.0, 0.1), (1, 2, 0.3), (10, 1, -2), (0, 1e5, 0.7), (-1.5, 1.5, 0.25), (5, 5, 1)]
     for args in cases:
-        assert _dask_create.elements("arange", args, {}) == np.arange(*args).size, args
+        assert cluster.created_elements("arange", args, {}) == np.arange(*args).size, args
 
 
 # ---- larger than the host -------------------------------------------------------------------------------

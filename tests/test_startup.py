@@ -186,6 +186,13 @@ def test_a_run_keeps_what_it_learned_and_the_next_adds_to_it(tmp_path, script):
     assert _kept(cache, script)["runs"] == 2
 
 
+# The routing machinery, which a script whose calls all stay under the floors never needs
+# (``dispatch.routing.floors``).
+ROUTING = ("dispatch.routing.router", "dispatch.routing.planner", "dispatch.routing.regions", "dispatch.routing.live",
+           "dispatch.routing.calibration", "dispatch.routing.cost", "dispatch.routing.history",
+           "dispatch.routing.startup", "dispatch.routing.bringup", "dispatch.routing.decisions",
+           "dispatch.targets._staging")
+
 _LOADED_AT_EXIT = """
 import atexit, sys
 atexit.register(lambda: print(sorted(m for m in {MODULES} if m in sys.modules)))  # runs after dispatch's own
@@ -202,10 +209,11 @@ def test_a_script_on_numpy_loads_no_module_it_does_not_need(tmp_path):
     of a short script's time), nor ``hashlib`` (OpenSSL: its kept file is named by the
     interpreter's own SHA-256) nor the trace's module (no call fell back, no trace is open); nor
     ``threading`` (no thread is started), ``dataclasses`` (whose classes compile their methods
-    when made) or any target's adapter but NumPy's."""
+    when made) or any target's adapter but NumPy's; nor, its calls all under the seed's floors on
+    a machine with no calibration, the routing machinery (``ROUTING``)."""
     modules = ("logging", "tempfile", "shutil", "platformdirs", "concurrent.futures", "hashlib", "dispatch.tracing",
                "threading", "dataclasses", "dispatch.targets.torch_target", "dispatch.targets.cupy_target",
-               "dispatch.targets.dask_target")
+               "dispatch.targets.dask_target", *ROUTING)
     path = tmp_path / "short.py"
     path.write_text(_LOADED_AT_EXIT.replace("{MODULES}", repr(modules)))
     env = {k: v for k, v in _env(tmp_path).items() if k != "DISPATCH_CACHE_DIR"}
@@ -221,14 +229,57 @@ def test_dispatch_run_loads_neither_shutil_nor_sysconfig(tmp_path):
     """``python -m dispatch run`` of a script on NumPy loads neither ``shutil`` (which argparse
     imports for the terminal's width, with the compression libraries) nor ``sysconfig`` (the
     build's configuration, read for the library folders): 10-15 ms of a short script's time;
-    nor, given no option, ``argparse`` with its translations (``gettext``, ``locale``)."""
-    modules = ("shutil", "sysconfig", "bz2", "lzma", "argparse", "gettext", "locale")
+    nor, given no option, ``argparse`` with its translations (``gettext``, ``locale``); nor
+    ``threading`` or, its calls all under the floors, the routing machinery."""
+    modules = ("shutil", "sysconfig", "bz2", "lzma", "argparse", "gettext", "locale", "threading", *ROUTING)
     path = tmp_path / "short.py"
     path.write_text(_LOADED_AT_EXIT.replace("{MODULES}", repr(modules)))
     done = subprocess.run([sys.executable, "-m", "dispatch", "run", str(path)], env=_env(tmp_path / "cache"),
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["999000.0", "[]"]
+
+
+_ROUTED_AT_EXIT = """
+import atexit, sys
+atexit.register(lambda: print("dispatch.routing.router" in sys.modules))
+import numpy
+import dispatch as np
+a = np.arange({N})
+print(float(np.sum(a * 2)))
+"""
+
+
+@pytest.mark.parametrize(("n", "calibrated", "loaded"), [(1000, False, False), (50_000, False, True),
+                                                        (1000, True, True)])
+def test_the_router_is_loaded_at_the_first_call_it_may_place(tmp_path, n, calibrated, loaded):
+    """Under the seed's floors (a sum of 10,000 elements or fewer, with no calibration stored)
+    no target but NumPy can be chosen, and the router is not loaded; a larger sum, or any
+    calibration stored (whose floors only the router knows), loads it. NumPy's result either way."""
+    path = tmp_path / "script.py"
+    path.write_text(_ROUTED_AT_EXIT.replace("{N}", str(n)))
+    cache = tmp_path / "cache"
+    if calibrated:
+        cache.mkdir()
+        (cache / "calibration-elsewhere.json").write_text("{}")  # another machine's: the router says so
+    done = subprocess.run([sys.executable, str(path)], env=_env(cache), cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [repr(float(numpy.sum(numpy.arange(n) * 2))), str(loaded)]
+
+
+def test_earlier_runs_that_name_another_target_load_the_router():
+    """What earlier runs kept names a target other than NumPy (used, measured or priced), or
+    cannot be read as such: the router, not the seed's floors, weighs the run's calls."""
+    site = {"site": "a.py:3", "key": ["sum"], "calls": 10, "seconds": {"numpy": 1e-3}, "saves": {}}
+    cases = [({"targets": [], "sites": [site]}, False), ({"targets": ["torch-cpu"], "sites": []}, True),
+             ({"targets": [], "sites": [{**site, "seconds": {"numpy": 1e-3, "cupy": 1e-4}}]}, True),
+             ({"targets": [], "sites": [{**site, "saves": {"torch-cpu": 0.5}}]}, True),
+             ({"targets": [], "sites": ["not a site"]}, True), (None, False)]
+    for entry, named in cases:
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(learned, "_previous", entry)
+            assert learned.names_others() is named, entry
 
 
 def test_dispatch_run_sets_apart_the_folders_sysconfig_names(tmp_path):

@@ -37,6 +37,7 @@ from dispatch.base.devices import (
     torch_cpu_to_numpy,
 )
 from dispatch.base.ops import (
+    FFT_1D,
     GETITEM,
     POWER_OPERATOR,
     SETITEM,
@@ -47,8 +48,6 @@ from dispatch.base.ops import (
     op_named,
 )
 from dispatch.base.state import STATE
-from dispatch.routing.cost import FFT_1D
-from dispatch.routing.router import ROUTER
 
 __all__ = ["device_scalar", "held", "ndarray", "viewed", "wrap", "wrap_host"]
 
@@ -171,8 +170,9 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = self._engine_array
-        if _LIVE.recording:  # the program reads it on the host: its region ends here
-            _LIVE.read(self)
+        live = _call._LIVE
+        if live.recording:  # the program reads it on the host: its region ends here
+            live.read(self)
         if type(data) is np.ndarray:
             host = data
             if not copy and (dtype is None or data.dtype == dtype):
@@ -1539,7 +1539,6 @@ for _name in ("shape", "dtype", "ndim", "size"):
 del _name
 ndarray.__module__ = "dispatch"
 _call.bind(ndarray, _DeviceScalar, wrap, held)
-_LIVE = ROUTER.live  # the region being recorded for the planner (``dispatch.routing.live``)
 
 
 def _numpys_signatures() -> None:

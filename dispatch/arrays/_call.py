@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -27,16 +28,13 @@ from dispatch.arrays.array_likes import for_numpy
 from dispatch.base import blas_spin, settings
 from dispatch.base.box import Wrapper
 from dispatch.base.devices import HOST, HOST_ONLY, Device, device_of, library_of
-from dispatch.base.ops import GETITEM, Op
+from dispatch.base.ops import FFT_1D, GETITEM, Op
 from dispatch.base.state import STATE
-from dispatch.routing import cost, regions, router
-from dispatch.routing.cost import FFT_1D
-from dispatch.routing.decisions import Decision, DecisionKind, is_forced
-from dispatch.routing.router import ROUTER, SETTLED_EVERY
-from dispatch.targets import Target, Unsupported, _staging
+from dispatch.routing import floors
+from dispatch.targets import Target, Unsupported
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["Inputs", "call", "host_shortcut"]
+__all__ = ["Inputs", "call", "host_shortcut", "routing"]
 
 _SCALARS = (int, float, complex, bool, np.generic)
 
@@ -48,18 +46,43 @@ _DeviceScalar: type = type(None)
 wrap: Callable[..., Any] = None  # type: ignore[assignment]
 held: Callable[[Any], Any] = None  # type: ignore[assignment]  # ``_array.held``: an array around data as it is
 _engine_of = targets.engine_of
-_LIVE = ROUTER.live  # the region being recorded for the planner (``dispatch.routing.live``)
-cost.set_mirrors(mirrors.valid, mirrors.keepable)  # a copy a device keeps is free to read there
+
+# The routing machinery, loaded by ``routing()`` at the first call over the floors (``host_shortcut``):
+# a script whose calls all stay under them never loads it (``dispatch.routing.floors``).
+router: Any = None  # ``dispatch.routing.router``
+ROUTER: Any = None  # its ``Router``
+_LIVE: Any = SimpleNamespace(recording=False)  # the region being recorded for the planner (``dispatch.routing.live``)
+regions: Any = None
+_staging: Any = None
+Decision: Any = None
+DecisionKind: Any = None
+is_forced: Any = None
+SETTLED_EVERY = 0
 
 
 def bind(array_type: type, scalar_type: type, wrap_result: Callable[..., Any], hold: Callable[[Any], Any]) -> None:
     """Called once by ``dispatch.arrays._array`` as it loads, once it has set up the compiled path."""
     global ndarray, _DeviceScalar, wrap, held
     ndarray, _DeviceScalar, wrap, held = array_type, scalar_type, wrap_result, hold
+
+
+def routing() -> Any:
+    """The router's module, with the routing machinery loaded and the call path bound to it (once)."""
+    global router, ROUTER, _LIVE, regions, _staging, Decision, DecisionKind, is_forced, SETTLED_EVERY
+    if ROUTER is not None:
+        return router
+    from dispatch.routing import cost, decisions, regions, router
+    from dispatch.targets import _staging
+
+    Decision, DecisionKind, is_forced = decisions.Decision, decisions.DecisionKind, decisions.is_forced
+    SETTLED_EVERY, _LIVE = router.SETTLED_EVERY, router.ROUTER.live
+    cost.set_mirrors(mirrors.valid, mirrors.keepable)  # a copy a device keeps is free to read there
     # The compiled path serves the memo's host entries as ``_memo_run`` does (dispatch/arrays/_fastpath.c),
     # told here what it reads: the router (its memo and epoch), the decisions' type and how often a
     # settled one is timed, the end of an elided operator's key, and the padding that unsizes a transform.
-    _compiled.bind_router(ROUTER, Decision, SETTLED_EVERY, _INTO, FFT_PADDED)
+    _compiled.bind_router(router.ROUTER, Decision, SETTLED_EVERY, _INTO, FFT_PADDED)
+    ROUTER = router.ROUTER  # last: the machinery is bound
+    return router
 
 
 def _tracing() -> Any:
@@ -578,8 +601,8 @@ def host_shortcut(op: Op, n: int) -> bool:
     where a floor is not computed yet."""
     floor = op.floor
     if floor < 0:
-        floor = router.host_floor(op)
-    return n <= floor or n <= router.trip_floor(op)
+        floor = floors.host_floor(op)
+    return n <= floor or n <= op.trip_floor  # (where no trip floor is set yet, it is the floor)
 
 
 def under_floors(op: Op, args: tuple) -> tuple[list | None, int]:
@@ -920,6 +943,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
             if STATE.tracing:  # a trace records the call where the program runs it untraced
                 return _traced_under_floor(op, args, kwargs, hargs, hkwargs)
             return _under_floor(op, args, kwargs, hargs, hkwargs)
+    if ROUTER is None:
+        routing()
     memo_key = _memo_key(op, args, kwargs)
     if memo_key is not None and into is not None:
         memo_key += (_INTO,)  # NumPy's elision asked for: an entry of its own, run into the temporary
@@ -1054,10 +1079,11 @@ def _under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) 
 
 def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) -> Any:
     """``_under_floor``, recorded in the open trace with why it ran on NumPy."""
+    routing()
     inputs = Inputs(_collect(args, kwargs))
     if op.local:
         kind, reason = DecisionKind.LOCAL, router.LOCAL_REASON
-    elif inputs.size <= router.SMALL:
+    elif inputs.size <= floors.SMALL:
         kind, reason = DecisionKind.SMALL, router.SMALL_REASON
     else:
         kind, reason = DecisionKind.FLOOR, router.FLOOR_REASON

@@ -18,9 +18,7 @@ from dispatch.base.box import Wrapper
 from dispatch.base.devices import DASK
 from dispatch.base.ops import op_named
 from dispatch.base.state import STATE
-from dispatch.routing.router import Decision, DecisionKind
 from dispatch.targets import Unsupported
-from dispatch.targets._dask_create import elements, itemsize
 
 __all__ = ["compute", "creation", "persist", "run_on_dask"]
 
@@ -56,6 +54,9 @@ def persist(x: Any) -> Any:
 def run_on_dask(op: Any, reason: str, run: Any) -> Any:
     """Run ``run()`` (which builds a Dask array) as ``op`` decided for Dask: timed and traced
     like any routed call."""
+    _call.routing()  # (the timing and trace of a routed call)
+    from dispatch.routing.decisions import Decision, DecisionKind
+
     return _call._execute(op, _call.Inputs([]), Decision(targets.get("dask"), DecisionKind.SCALE_OUT, reason), run)
 
 
@@ -67,9 +68,9 @@ def creation(name: str, plain: Any) -> Any:
 
     @functools.wraps(plain)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        n = elements(name, args, kwargs)
+        n = cluster.created_elements(name, args, kwargs)
         if n >= cluster.LIVE_ELEMENTS or not STATE.plain:
-            reason = cluster.result_reason(n * itemsize(name, args, kwargs), n)
+            reason = cluster.result_reason(n * cluster.created_itemsize(name, args, kwargs), n)
             target = cluster._dask_target() if reason is not None else None
             if target is not None:
                 try:

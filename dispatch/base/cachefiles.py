@@ -28,7 +28,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_BYTES", "private_dir", "read_json", "read_text", "sha256", "user_cache_dir", "write_text"]
+from dispatch.base import settings
+
+__all__ = ["CALIBRATION_PREFIX", "MAX_BYTES", "cache_dir", "calibrations", "listed", "private_dir", "read_json",
+           "read_text", "sha256", "user_cache_dir", "write_text"]
 
 # A full calibration of an 8-GPU machine is about 200 KB, a long program's saved history a few MB.
 MAX_BYTES = 64 * 2**20
@@ -47,6 +50,9 @@ except ImportError:
     except ImportError:  # an interpreter without them
         from hashlib import sha256 as _sha256
 
+# A machine's calibration is the file ``calibration-<its fingerprint>.json`` in the cache folder.
+CALIBRATION_PREFIX = "calibration-"
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows, which has no FIFOs to fear
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
@@ -62,6 +68,30 @@ def user_cache_dir(app: str) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(app, appauthor=False))
+
+
+def cache_dir() -> Path:
+    """``$DISPATCH_CACHE_DIR``, else the platform's user cache directory for ``dispatch``
+    (``platformdirs.user_cache_dir``: ``~/.cache/dispatch`` on Linux, ``~/Library/Caches/dispatch``
+    on macOS): where calibrations and what scripts learned are kept."""
+    chosen = settings.cache_dir()
+    if chosen is not None:
+        return chosen
+    return user_cache_dir("dispatch")
+
+
+def listed(folder: Path) -> list[str]:
+    """The names in ``folder``, sorted (none where it cannot be read): ``os.listdir``, as
+    ``Path.glob`` compiles its pattern first, a share of a script's first routed call."""
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
+
+
+def calibrations() -> list[str]:
+    """The names of the calibration files in the cache folder, whatever machine they were made for."""
+    return [name for name in listed(cache_dir()) if name.startswith(CALIBRATION_PREFIX) and name.endswith(".json")]
 
 
 def sha256(data: bytes) -> str:

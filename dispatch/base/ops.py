@@ -14,8 +14,8 @@ from dispatch.base.blas_spin import BLAS_WORK
 from dispatch.base.numpy_catalog import NUMPY_CATALOG, may_differ
 from dispatch.base.tiers import OpComplexity
 
-__all__ = ["GETITEM", "POWER_OPERATOR", "SETITEM", "Op", "made_at_run_time", "op_for_function", "op_for_ufunc_method",
-           "op_named"]
+__all__ = ["FFT_1D", "GETITEM", "POWER_OPERATOR", "SETITEM", "Op", "made_at_run_time", "op_for_function",
+           "op_for_ufunc_method", "op_named"]
 
 # Functions that write into one of their arguments: the argument's position.
 MUTATES = {
@@ -27,6 +27,10 @@ MUTATES = {
     "put_along_axis": 0,
     "random.shuffle": 0,
 }
+
+# One-dimensional transforms: given ``n``, their work follows it, not their input's size (the call
+# path's floors and keys, and the cost model's pricing of a batch of short transforms).
+FFT_1D = frozenset({"fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", "fft.ihfft"})
 
 # Ops that run where their data is, whatever its size.
 LOCAL = frozenset({

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dispatch.base import heap, torch_env
+from dispatch.base import heap
 
 __all__ = ["describe", "routing_starts", "torch_starts", "tune"]
 
@@ -25,6 +25,8 @@ _set_here: dict[str, str] = {}  # the variables dispatch set, with the value it 
 
 def torch_starts() -> None:
     """Just before dispatch imports torch (its first torch target): torch's settings."""
+    from dispatch.base import torch_env  # (loaded where torch is)
+
     for name in _TORCH_VARIABLES:
         if name not in os.environ:
             _set_here[name] = torch_env.DEFAULTS[name]

@@ -39,8 +39,8 @@ import importlib.util
 import os
 import site
 import sys
-import threading
 import types
+from _thread import _local as thread_local  # threading.local, without loading threading (2 M instructions)
 from collections.abc import Callable
 from importlib.machinery import SourceFileLoader
 from typing import Any
@@ -88,7 +88,7 @@ class ImportRedirect:
         self.on_sklearn = on_sklearn
         self._users: dict[str, bool] = {}
         self._folders: dict[str, str] = {}  # a folder as named -> its real path
-        self._local = threading.local()
+        self._local = thread_local()
         self._saved: tuple[Any, Any] | None = None
 
     # ---- whose import is it ------------------------------------------------------------------

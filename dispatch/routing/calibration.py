@@ -57,7 +57,9 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster, targets
-from dispatch.base import cachefiles, settings
+from dispatch.base import cachefiles
+from dispatch.base.cachefiles import cache_dir, listed
+from dispatch.base.cachefiles import calibrations as stored
 from dispatch.base.devices import parse_device
 from dispatch.base.records import Record
 from dispatch.targets import Unsupported, _staging
@@ -287,18 +289,8 @@ def _curve(points: Any) -> bool:
 # ---- where calibrations live ---------------------------------------------------------------------
 
 
-def cache_dir() -> Path:
-    """``$DISPATCH_CACHE_DIR``, else the platform's user cache directory for ``dispatch``
-    (``platformdirs.user_cache_dir``: ``~/.cache/dispatch`` on Linux, ``~/Library/Caches/dispatch``
-    on macOS)."""
-    chosen = settings.cache_dir()
-    if chosen is not None:
-        return chosen
-    return cachefiles.user_cache_dir("dispatch")
-
-
 def _default_path(fp: str) -> Path:
-    return cache_dir() / f"calibration-{fp}.json"
+    return cache_dir() / f"{cachefiles.CALIBRATION_PREFIX}{fp}.json"
 
 
 # ---- the hardware fingerprint ------------------------------------------------------------------------
@@ -374,26 +366,12 @@ def _gpu_hardware() -> list[str]:
 def _driver_gpus() -> list[str]:
     """GPU models and driver as the kernel's NVIDIA and AMD drivers list them."""
     nvidia = Path("/proc/driver/nvidia")
-    found = [line.split(":", 1)[1].strip() for gpu in _listed(nvidia / "gpus")
+    found = [line.split(":", 1)[1].strip() for gpu in listed(nvidia / "gpus")
              for line in _lines(nvidia / "gpus" / gpu / "information") if line.startswith("Model:")]
     found += _lines(nvidia / "version")[:1]
     drm = Path("/sys/class/drm")
-    products = [drm / card / "device" / "product_name" for card in _listed(drm) if card.startswith("card")]
+    products = [drm / card / "device" / "product_name" for card in listed(drm) if card.startswith("card")]
     return found + [" ".join(_lines(p)) for p in products if p.is_file()]
-
-
-def stored() -> list[str]:
-    """The names of the calibration files in the cache folder, whatever machine they were made for."""
-    return [name for name in _listed(cache_dir()) if name.startswith("calibration-") and name.endswith(".json")]
-
-
-def _listed(folder: Path) -> list[str]:
-    """The names in ``folder``, sorted (none where it cannot be read): ``os.listdir``, as
-    ``Path.glob`` compiles its pattern first, a share of a script's first routed call."""
-    try:
-        return sorted(os.listdir(folder))
-    except OSError:
-        return []
 
 
 def _lines(path: Path) -> list[str]:

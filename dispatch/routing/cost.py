@@ -28,7 +28,7 @@ import numpy as np
 from dispatch.base.box import device as _device
 from dispatch.base.box import dtype as _dtype
 from dispatch.base.devices import parse_device
-from dispatch.base.ops import op_named
+from dispatch.base.ops import FFT_1D, op_named
 from dispatch.base.tiers import MoeThresholds, OpComplexity
 from dispatch.routing.calibration import INTEGER_OPS, SQUARE_OPS, Calibration
 from dispatch.streams import prices
@@ -227,11 +227,8 @@ def _tall(inputs: Any) -> bool:
     return len(shape) >= 2 and max(shape[-2:]) >= 8 * max(min(shape[-2:]), 1)
 
 
-# One-dimensional transforms: a batch of short ones costs far less than one long one of as many
-# points (the calibration times a single transform per size).
-FFT_1D = frozenset({"fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", "fft.ihfft"})
-
-
+# One-dimensional transforms (``FFT_1D``): a batch of short ones costs far less than one long one of
+# as many points (the calibration times a single transform per size).
 def _batched_fft_seconds(model: TargetModel, inputs: Any, dtype: str, factor: float) -> float | None:
     """Transforms along the last axis (the default): one call, ``size / length`` transforms, of
     the length ``n`` asked for where one was (the layout: see ``dispatch.arrays._call._fft_points``)."""

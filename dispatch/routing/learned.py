@@ -3,7 +3,7 @@
 A script run once is a process that starts knowing nothing: which calls are large, which target
 repaid its start-up. Each run of a script file (``python script.py`` importing dispatch, or
 ``python -m dispatch run script.py``) leaves, at its end, one small file in the user's cache
-folder (``calibration.cache_dir()`` / ``learned-v1``), named by the script's path and holding:
+folder (``cachefiles.cache_dir()`` / ``learned-v1``), named by the script's path and holding:
 
 - the script's path and the SHA-256 of its text (a changed script starts afresh);
 - per call site (the script's line that first made each kind of call), the kind of call, about
@@ -12,7 +12,8 @@ folder (``calibration.cache_dir()`` / ``learned-v1``), named by the script's pat
 - the run's time from its first routed call to its end, the targets it used, and the router's
   measured history (``History.to_json``), from which the next run starts.
 
-The next run reads it at its first routed call: ``wanted`` names the target whose predicted
+The next run reads it when its first call asks for a floor (``start``), and the router, once loaded,
+from it (``begin``): ``wanted`` names the target whose predicted
 saving over the whole run exceeds its start-up (``dispatch.routing.startup``), which is then
 brought up in the background. Files are written whole (``cachefiles.write_text``: a unique
 temporary file, then a rename), so processes running at once never see half of one; the last
@@ -37,11 +38,9 @@ from typing import Any
 
 from dispatch import targets
 from dispatch.base import cachefiles, settings
-from dispatch.routing import calibration
-from dispatch.routing.history import _first_samples, _jsonable
 
-__all__ = ["FOLDER", "MAX_FILES", "MAX_SITES", "begin", "describe", "earlier", "folder", "forget", "keep", "path_for",
-           "predicted", "priced", "site", "wanted"]
+__all__ = ["FOLDER", "MAX_FILES", "MAX_SITES", "begin", "describe", "earlier", "folder", "forget", "keep",
+           "names_others", "path_for", "predicted", "priced", "site", "start", "wanted"]
 
 VERSION = 1
 FOLDER = f"learned-v{VERSION}"
@@ -56,7 +55,8 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 _script: tuple[str, str] | None = None  # (path, sha256) of this process's script, once found
 _previous: dict[str, Any] | None = None  # what its earlier runs kept
-_history: Any = None  # the router's History, recorded at the end
+_started_run = False  # ``start`` ran: this run is kept at its end
+_history: Any = None  # the router's History, recorded at the end (none where the router never loaded)
 _samples_at_start: dict[tuple, dict[str, int]] = {}
 _sites: dict[tuple, str] = {}
 _saves: dict[tuple, dict[str, float]] = {}
@@ -67,7 +67,7 @@ _sections: dict[str, Any] = {}  # name -> what makes it at the run's end (``keep
 
 def folder() -> Path:
     """Where learned files live."""
-    return calibration.cache_dir() / FOLDER
+    return cachefiles.cache_dir() / FOLDER
 
 
 def _this_script() -> tuple[str, str] | None:
@@ -111,13 +111,13 @@ def _read(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def begin(history: Any) -> None:
-    """At the first routed call: read what this script's earlier runs kept into ``history``, and
-    record this run at its end."""
-    global _script, _previous, _history, _started
-    if _history is not None:
+def start() -> None:
+    """At the first floor a call asks for (``dispatch.routing.floors``), router or not: read what
+    this script's earlier runs kept, and keep this run at its end (once)."""
+    global _script, _previous, _started, _started_run
+    if _started_run:
         return
-    _history = history
+    _started_run = True
     _started = time.perf_counter()
     if not settings.learn():
         return
@@ -127,14 +127,36 @@ def begin(history: Any) -> None:
     entry = _read(path_for(_script[0]))
     if entry is not None and entry.get("sha256") == _script[1]:
         _previous = entry
-        kept = entry.get("history")
-        if isinstance(kept, dict):
-            try:
-                history.load_data(kept, str(path_for(_script[0])))
-            except (ValueError, OSError) as exc:
-                _read_failed(exc)
-    _samples_at_start.update({k: {t: s.samples for t, s in per.items()} for k, per in history.stats.items()})
     atexit.register(record)
+
+
+def begin(history: Any) -> None:
+    """At the router's first routed call: what this script's earlier runs kept, read into
+    ``history``, and this run's measurements in it recorded at its end."""
+    global _history
+    if _history is not None:
+        return
+    start()
+    _history = history
+    kept = (_previous or {}).get("history")
+    if isinstance(kept, dict):
+        try:
+            history.load_data(kept, str(path_for(_script[0])))
+        except (ValueError, OSError) as exc:
+            _read_failed(exc)
+    _samples_at_start.update({k: {t: s.samples for t, s in per.items()} for k, per in history.stats.items()})
+
+
+def names_others() -> bool:
+    """Whether what earlier runs kept names a target other than NumPy (used, measured or priced):
+    then the router, not the seed's floors, weighs this run's first calls (``wanted``)."""
+    try:
+        entry = _previous or {}
+        if any(t != "numpy" for t in entry.get("targets", ())):
+            return True
+        return any(t != "numpy" for s in entry.get("sites", ()) for t in (*s.get("seconds", ()), *s.get("saves", ())))
+    except (TypeError, AttributeError):  # a hand-edited file: the router reads it, and says what it ignores
+        return True
 
 
 def _read_failed(exc: Exception) -> None:
@@ -177,6 +199,8 @@ def earlier(section: str) -> Any:
 
 def predicted(entry: dict[str, Any] | None = None) -> dict[str, float]:
     """Seconds a run is predicted to save on each target, from an entry (this script's earlier runs)."""
+    from dispatch.routing.history import _first_samples  # (the router's history: not loaded for the seed's floors)
+
     entry = _previous if entry is None else entry
     totals: dict[str, float] = {}
     for s in (entry or {}).get("sites", []):
@@ -240,15 +264,18 @@ def _untimed(samples: int) -> float:
 
 def entry() -> dict[str, Any] | None:
     """What this run would keep now (``None`` with no script, or learning off)."""
-    if _script is None or _history is None:
+    if _script is None or not _started_run:
         return None
+    stats = _history.stats if _history is not None else {}  # (none measured where the router never loaded)
+    if stats or _saves:
+        from dispatch.routing.history import _jsonable
     sites = []
     # Calls are counted from the timed ones, and a run times fewer where a target came up (its
     # calls are decided afresh while it starts, and settled kinds are timed one call in eight):
     # a kind's count is the larger of this run's and the last one's.
     before = {json.dumps(s.get("key")): s for s in (_previous or {}).get("sites", []) if isinstance(s, dict)}
-    for key in {*_history.stats, *_saves}:
-        per = _history.stats.get(key, {})
+    for key in {*stats, *_saves}:
+        per = stats.get(key, {})
         calls = _calls(key, per) if per else 0.0
         if not calls and key not in _saves:
             continue
@@ -268,7 +295,7 @@ def entry() -> dict[str, Any] | None:
     sites.sort(key=lambda s: -s["calls"] * max(s["seconds"].values(), default=0.0))
     previous_runs = int((_previous or {}).get("runs", 0))
     try:
-        history = json.loads(_history.to_json())
+        history = json.loads(_history.to_json()) if _history is not None else (_previous or {}).get("history")
     except (TypeError, ValueError):
         history = None
     return {"version": VERSION, "script": _script[0], "sha256": _script[1], "runs": previous_runs + 1,

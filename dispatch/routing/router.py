@@ -67,6 +67,8 @@ from dispatch.base.tiers import Backend
 from dispatch.routing import calibration, cost, startup
 from dispatch.routing.calibration import INTEGER_OPS
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind, Watched, is_forced
+from dispatch.routing.floors import SMALL, bounded, seed_floor
+from dispatch.routing.floors import use as _give_floors
 from dispatch.routing.history import HOST_TARGETS, History
 from dispatch.routing.live import Live
 from dispatch.routing.selector import BackendSelector
@@ -89,10 +91,6 @@ HOST_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") el
 GPU_TARGETS = targets.registry.gpu_names()  # each device's home first (live views of the registry)
 PRICED = targets.registry.priced_names()  # the targets the cost policy weighs: those a calibration measures
 _PRICED = PRICED
-# Host calls of at most this many elements run on NumPy under every policy, without probing any
-# other target (which would import torch or CuPy): no engine's call overhead (microseconds for
-# torch, a launch and a transfer for a GPU) is repaid on so little data.
-SMALL = 1 << 8
 # About what routing one call costs (its input summary, the decision, the bookkeeping; see
 # benchmarks/overhead.py): below the size where another target beats NumPy by more than this,
 # a host call runs on NumPy without asking the router.
@@ -235,12 +233,10 @@ class SeedPolicy(Policy):
         return NUMPY, ": NumPy"
 
     def floor(self, op: Any) -> int:
-        floors = self.router.floors
-        floor = floors.get(op.complexity)
+        known = self.router.floors
+        floor = known.get(op.complexity)
         if floor is None:
-            t = self.router.seed_selector.thresholds
-            floor = min(v for v in (t.simd[op.complexity], t.gpu[op.complexity], 2**62) if v is not None)
-            floors[op.complexity] = floor
+            floor = known[op.complexity] = seed_floor(self.router.seed_selector.thresholds, op.complexity)
         return floor
 
 
@@ -597,9 +593,7 @@ class Router:
         if floor >= 0:
             return floor
         self.ensure_calibration()
-        floor = self.policy.floor(op)
-        floor = min(max(floor, SMALL), cluster.LIVE_ELEMENTS - 1)  # larger calls may need Dask: the router decides
-        op.floor = floor
+        floor = op.floor = bounded(self.policy.floor(op))
         return floor
 
     def trip_floor(self, op: Any) -> int:
@@ -859,3 +853,4 @@ def __getattr__(name: str) -> Any:
 
 
 cluster.on_change(clear_decisions)  # decisions were made under another LIVE_ELEMENTS
+_give_floors(ROUTER)  # the host shortcut's floors are the router's from now on (``floors``)

@@ -40,7 +40,7 @@ from dispatch import cluster
 from dispatch.targets import _dask_blocks as blocks
 from dispatch.targets.protocol import Unsupported
 
-__all__ = ["CHAINED", "CREATORS", "chunked_draw", "create", "elements", "itemsize", "random_plan"]
+__all__ = ["CHAINED", "CREATORS", "chunked_draw", "create", "random_plan"]
 
 CREATORS = frozenset({"zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace"})
 
@@ -62,43 +62,6 @@ _JUMPS = frozenset({"random", "uniform"})  # one 64-bit draw per float64 value
 
 
 # ---- creation -------------------------------------------------------------------------------------------
-
-
-def elements(name: str, args: tuple, kwargs: dict) -> int:
-    """The result's element count from the arguments, cheaply; -1 if it cannot be told."""
-    try:
-        if name in ("zeros", "ones", "empty", "full"):
-            shape = args[0] if args else kwargs["shape"]
-            return int(shape) if isinstance(shape, (int, np.integer)) else int(math.prod(shape))
-        if name == "eye":
-            n = args[0] if args else kwargs["N"]
-            m = args[1] if len(args) > 1 else kwargs.get("M")
-            return int(n) * int(n if m is None else m)
-        if name == "identity":
-            n = args[0] if args else kwargs["n"]
-            return int(n) * int(n)
-        if name == "linspace":
-            return int(args[2] if len(args) > 2 else kwargs.get("num", 50))
-        if name == "arange":
-            start, stop, step = _arange_args(args, kwargs)
-            with np.errstate(all="ignore"):  # a zero step of datetimes: NumPy's arange raises it, not this estimate
-                return max(0, math.ceil((stop - start) / step))
-    except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError):
-        return -1
-    return -1
-
-
-_DTYPE_AT = {"zeros": 1, "ones": 1, "empty": 1, "full": 2, "eye": 3, "identity": 1, "linspace": 5}
-
-
-def itemsize(name: str, args: tuple, kwargs: dict) -> int:
-    """The result's itemsize from the arguments (8 where NumPy would infer it)."""
-    at = _DTYPE_AT.get(name)
-    dtype = args[at] if at is not None and len(args) > at else kwargs.get("dtype")
-    try:
-        return np.dtype(dtype).itemsize if dtype is not None else 8
-    except TypeError:
-        return 8
 
 
 @functools.cache
@@ -154,15 +117,8 @@ def _real_scalar(x: Any) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
-def _arange_args(args: tuple, kwargs: dict) -> tuple[Any, Any, Any]:
-    first = args[0] if args else kwargs.get("start_or_stop", kwargs.get("start"))
-    stop = args[1] if len(args) > 1 else kwargs.get("stop")
-    step = args[2] if len(args) > 2 else kwargs.get("step", 1)
-    return (0, first, step) if stop is None else (first, stop, step)
-
-
 def _arange(target: Any, args: tuple, kwargs: dict) -> Any:
-    start, stop, step = _arange_args(args, kwargs)
+    start, stop, step = cluster.arange_args(args, kwargs)
     dtype = kwargs.get("dtype")
     if not all(_real_scalar(v) for v in (start, stop, step)) or step == 0:
         raise Unsupported("arange of other than real scalars")

@@ -1,0 +1,80 @@
+"""The host shortcut's floors, and where they are known without the router.
+
+A call whose host arrays hold at most its op's floor of elements runs on NumPy without asking the
+router (``dispatch.arrays._call.host_shortcut``): no other target can be chosen for it. The router
+gives each op's floor from its policy (``Router.host_floor``). Where this machine has no
+calibration stored, the seed's table routes, and its floors need no router: unless the script's
+earlier runs name another target (``learned.names_others``), they are given here, and a script
+whose calls all stay under them never loads the routing machinery (the router, its regions and
+planner, the calibration and cost models, the history: about 30 M instructions, a third of
+dispatch's own start-up). The first call over a floor loads it (``dispatch.arrays._call``); its
+seed policy gives the same floors.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from dispatch import cluster
+from dispatch.base import cachefiles, tuning
+from dispatch.base.tiers import MoeThresholds, OpComplexity
+from dispatch.routing import learned
+
+__all__ = ["SMALL", "bounded", "host_floor", "seed_floor", "use"]
+
+# Host calls of at most this many elements run on NumPy under every policy, without probing any
+# other target (which would import torch or CuPy): no engine's call overhead (microseconds for
+# torch, a launch and a transfer for a GPU) is repaid on so little data.
+SMALL = 1 << 8
+
+_SEED = MoeThresholds()  # the seed's table, the router's until it is loaded (``set_selector`` is the router's)
+_router: Any = None  # the process's router, once loaded
+_seed_only: bool | None = None  # whether the seed's floors hold without it (checked at the first floor)
+
+
+def seed_floor(thresholds: MoeThresholds, complexity: OpComplexity) -> int:
+    """The seed table's floor for ops of ``complexity``: the size up to which it picks neither the
+    SIMD nor the GPU tier."""
+    return min(v for v in (thresholds.simd[complexity], thresholds.gpu[complexity], 2**62) if v is not None)
+
+
+def bounded(floor: int) -> int:
+    """A policy's floor as the host shortcut takes it: at least ``SMALL``, and under
+    ``cluster.LIVE_ELEMENTS`` (larger calls may need Dask: the router decides)."""
+    return min(max(floor, SMALL), cluster.LIVE_ELEMENTS - 1)
+
+
+def use(router: Any) -> None:
+    """The router, loaded: it gives the floors from now on."""
+    global _router
+    _router = router
+
+
+def host_floor(op: Any) -> int:
+    """Host arrays of ``op`` of at most this size run on NumPy without asking the router (set on
+    ``op`` as its ``floor``): the seed's where it holds without the router, else the router's,
+    loaded for it."""
+    if _router is None:
+        if _seed_floors():
+            op.floor = floor = bounded(seed_floor(_SEED, op.complexity))
+            return floor
+        importlib.import_module("dispatch.routing.router")  # (which hands itself over: ``use``)
+    return _router.host_floor(op)
+
+
+def _seed_floors() -> bool:
+    """Whether the seed's floors hold without the router: no calibration is stored here (any,
+    even one for other libraries: the router says when one no longer applies), and the script's
+    earlier runs name no other target. Checked once, at the first floor asked, where the router
+    would have started: the process's tuning, and this run kept at its end."""
+    global _seed_only
+    if _seed_only is None:
+        tuning.routing_starts()
+        learned.start()
+        try:
+            stored = bool(cachefiles.calibrations())
+        except ValueError:  # a DISPATCH_CACHE_DIR that names no folder: the router's loading says so
+            stored = True
+        _seed_only = not stored and not learned.names_others()
+    return _seed_only
