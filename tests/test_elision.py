@@ -6,6 +6,7 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy
+import pytest
 
 import dispatch
 from dispatch.arrays import _array
@@ -54,6 +55,17 @@ def test_named_arrays_and_views_are_never_written(operator_path):
     z = a[1:] + 1.0  # a temporary view of a: a's memory is not the temporary's
     numpy.testing.assert_array_equal(numpy.asarray(a), base)
     numpy.testing.assert_array_equal(numpy.asarray(z), base[1:] + 1.0)
+
+
+def test_an_operand_a_c_extension_holds_through_a_borrowed_reference_is_never_written(operator_path):
+    """``l[4] + l[4]`` called from C: NumPy's test helper calls ``PyNumber_Add`` on a list's item,
+    a borrowed reference, which shows a temporary's reference count though the list holds it."""
+    helpers = pytest.importorskip("numpy._core._multiarray_tests")
+    for _ in range(3):  # (the first call of its kind is decided; the later ones take the fast path)
+        items = [1, 1, 1, 1, dispatch.ones(N)]
+        result = helpers.incref_elide_l(items)
+        numpy.testing.assert_array_equal(numpy.asarray(items[4]), numpy.ones(N))
+        numpy.testing.assert_array_equal(numpy.asarray(result), numpy.full(N, 2.0))
 
 
 def test_a_result_of_another_dtype_or_shape_is_not_written_into_the_temporary(operator_path):

@@ -782,6 +782,102 @@ static int from_interpreter(void) {
 #endif
 }
 
+/* Whether the compiled operator running now was called by the interpreter's own loop, with
+ * nothing but Python's C code between them: a C extension that calls PyNumber_Add on an operand
+ * it holds through a borrowed reference (a list's item: `l[4] + l[4]`) shows a temporary's
+ * reference count too, and writing into it would change the user's data. NumPy's elision asks
+ * the same (temp_elide.c: every frame up to the interpreter's loop in Python or NumPy). Where the
+ * stack or the loop's address cannot be read, nothing counts as a temporary. (The Python path
+ * needs only from_interpreter: there a Python caller's frame holds its own reference.) */
+#define EVAL_LOOP "_PyEval_EvalFrameDefault"
+#ifdef __linux__
+#define CODE_RANGES 8
+typedef struct {
+    uintptr_t at;                   /* an address inside the object looked for */
+    uintptr_t code[CODE_RANGES][2]; /* its executable segments: [start, end) */
+    int n;                          /* how many; -1: not found */
+} Code;
+static Code own_code = {0, {{0}}, -1}, python_code = {0, {{0}}, -1};
+static uintptr_t eval_loop[2];      /* the interpreter loop's code: [start, end) */
+static int looked_up = 0;           /* 1: found; -1: not found (no elision) */
+
+static int find_code(struct dl_phdr_info *info, size_t size, void *data) {
+    Code *c = (Code *)data;
+    int holds = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && c->at >= lo && c->at < lo + ph->p_memsz) holds = 1;
+    }
+    if (!holds) return 0;
+    c->n = 0;
+    for (int i = 0; i < info->dlpi_phnum && c->n < CODE_RANGES; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        c->code[c->n][0] = info->dlpi_addr + ph->p_vaddr;
+        c->code[c->n][1] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        c->n++;
+    }
+    return 1;
+}
+
+static int in_code(const Code *c, uintptr_t at) {
+    for (int r = 0; r < c->n; r++)
+        if (at >= c->code[r][0] && at < c->code[r][1]) return 1;
+    return 0;
+}
+
+static int interpreter_called(void);
+
+static int look_up_callers(void) {
+    own_code.at = (uintptr_t)&interpreter_called;
+    python_code.at = (uintptr_t)&PyNumber_Add;
+    dl_iterate_phdr(find_code, &own_code);
+    dl_iterate_phdr(find_code, &python_code);
+    void *loop = dlsym(RTLD_DEFAULT, EVAL_LOOP);
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (own_code.n <= 0 || python_code.n <= 0 || loop == NULL ||
+        !dladdr1(loop, &info, (void **)&sym, RTLD_DL_SYMENT) || sym == NULL || sym->st_size == 0)
+        return -1;
+    eval_loop[0] = (uintptr_t)loop;
+    eval_loop[1] = (uintptr_t)loop + sym->st_size;
+    return 1;
+}
+
+static int interpreter_called(void) {
+    if (looked_up == 0) looked_up = look_up_callers();
+    if (looked_up < 0) return 0;
+    void *frames[STACK_FRAMES];
+    int n = backtrace(frames, STACK_FRAMES);
+    for (int i = 1; i < n; i++) {
+        uintptr_t at = (uintptr_t)frames[i];
+        if (at >= eval_loop[0] && at < eval_loop[1]) return 1;
+        if (!in_code(&python_code, at) && !in_code(&own_code, at)) return 0;  /* NumPy's, an extension's */
+    }
+    return 0;
+}
+#elif defined(__APPLE__)
+static int interpreter_called(void) {
+    Dl_info info;
+    if (!dladdr((const void *)&PyNumber_Add, &info) || info.dli_fbase == NULL) return 0;
+    const void *python = info.dli_fbase;
+    if (!dladdr((const void *)&interpreter_called, &info) || info.dli_fbase == NULL) return 0;
+    const void *own = info.dli_fbase;
+    void *frames[STACK_FRAMES];
+    int n = backtrace(frames, STACK_FRAMES);
+    for (int i = 1; i < n; i++) {
+        if (!dladdr(frames[i], &info)) return 0;
+        if (info.dli_fbase == own) continue;
+        if (info.dli_fbase != python) return 0;
+        if (info.dli_sname != NULL && strcmp(info.dli_sname, EVAL_LOOP) == 0) return 1;
+    }
+    return 0;
+}
+#else
+static int interpreter_called(void) { return 0; }
+#endif
+
 typedef struct {
     PyObject_HEAD
     int kind;
@@ -994,7 +1090,7 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
              * and shapes, is only made where _elides allowed it); under them, NumPy's call into
              * it where the result keeps its dtype and shape (as _elides checks) */
             if (refs_seen == temporary_refs) {
-                if (Py_REFCNT(d) != 1 || !PyArray_ISWRITEABLE(da) || !from_interpreter()) break;
+                if (Py_REFCNT(d) != 1 || !PyArray_ISWRITEABLE(da) || !interpreter_called()) break;
                 if (!under) {
                     into = args[0];
                 } else {
