@@ -790,7 +790,7 @@ static int from_interpreter(void) {
  * stack or the loop's address cannot be read, nothing counts as a temporary. (The Python path
  * needs only from_interpreter: there a Python caller's frame holds its own reference.) */
 #define EVAL_LOOP "_PyEval_EvalFrameDefault"
-#ifdef __linux__
+#if defined(__linux__) && defined(__GLIBC__)  /* (dladdr1, a symbol's size: glibc's) */
 #define CODE_RANGES 8
 typedef struct {
     uintptr_t at;                   /* an address inside the object looked for */
