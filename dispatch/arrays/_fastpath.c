@@ -729,77 +729,13 @@ static int elision_keeps(PyObject *func, PyArrayObject *d, PyObject *od, int dat
 #ifdef __linux__
 #include <execinfo.h>
 #include <link.h>
-#define NUMPY_RANGES 8
-static uintptr_t numpy_code[NUMPY_RANGES][2];  /* NumPy's executable segments: [start, end) */
-static int numpy_ranges = -1;                  /* how many; -1: not looked up yet */
-
-static int find_numpy_code(struct dl_phdr_info *info, size_t size, void *name) {
-    if (info->dlpi_name == NULL || strcmp(info->dlpi_name, (const char *)name) != 0) return 0;
-    numpy_ranges = 0;
-    for (int i = 0; i < info->dlpi_phnum && numpy_ranges < NUMPY_RANGES; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-        numpy_code[numpy_ranges][0] = info->dlpi_addr + ph->p_vaddr;
-        numpy_code[numpy_ranges][1] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-        numpy_ranges++;
-    }
-    return 1;
-}
-#elif defined(__APPLE__)
-#include <execinfo.h>
-static const void *numpy_base = NULL;  /* where NumPy's extension is loaded */
-#endif
-
-static int from_interpreter(void) {
-#ifdef __APPLE__
-    Dl_info info;
-    if (numpy_base == NULL) {
-        if (!dladdr((const void *)&PyArray_Type, &info) || info.dli_fbase == NULL) return 0;
-        numpy_base = info.dli_fbase;
-    }
-    void *frames[STACK_FRAMES];
-    int n = backtrace(frames, STACK_FRAMES);
-    for (int i = 1; i < n; i++)
-        if (dladdr(frames[i], &info) && info.dli_fbase == numpy_base) return 0;
-    return n > 0;
-#elif defined(__linux__)
-    if (numpy_ranges < 0) {
-        Dl_info info;  /* (dladdr is slow: once, to name NumPy's extension) */
-        if (!dladdr((const void *)&PyArray_Type, &info) || info.dli_fname == NULL) return 0;
-        dl_iterate_phdr(find_numpy_code, (void *)info.dli_fname);
-        if (numpy_ranges <= 0) return 0;
-    }
-    void *frames[STACK_FRAMES];
-    int n = backtrace(frames, STACK_FRAMES);
-    for (int i = 1; i < n; i++) {
-        uintptr_t at = (uintptr_t)frames[i];
-        for (int r = 0; r < numpy_ranges; r++)
-            if (at >= numpy_code[r][0] && at < numpy_code[r][1]) return 0;
-    }
-    return n > 0;
-#else
-    return 0;
-#endif
-}
-
-/* Whether the compiled operator running now was called by the interpreter's own loop, with
- * nothing but Python's C code between them: a C extension that calls PyNumber_Add on an operand
- * it holds through a borrowed reference (a list's item: `l[4] + l[4]`) shows a temporary's
- * reference count too, and writing into it would change the user's data. NumPy's elision asks
- * the same (temp_elide.c: every frame up to the interpreter's loop in Python or NumPy). Where the
- * stack or the loop's address cannot be read, nothing counts as a temporary. (The Python path
- * needs only from_interpreter: there a Python caller's frame holds its own reference.) */
-#define EVAL_LOOP "_PyEval_EvalFrameDefault"
-#if defined(__linux__) && defined(__GLIBC__)  /* (dladdr1, a symbol's size: glibc's) */
 #define CODE_RANGES 8
 typedef struct {
     uintptr_t at;                   /* an address inside the object looked for */
     uintptr_t code[CODE_RANGES][2]; /* its executable segments: [start, end) */
-    int n;                          /* how many; -1: not found */
+    int n;                          /* how many; -1: not found (yet) */
 } Code;
-static Code own_code = {0, {{0}}, -1}, python_code = {0, {{0}}, -1};
-static uintptr_t eval_loop[2];      /* the interpreter loop's code: [start, end) */
-static int looked_up = 0;           /* 1: found; -1: not found (no elision) */
+static Code numpy_code = {0, {{0}}, -1};  /* NumPy's extension */
 
 static int find_code(struct dl_phdr_info *info, size_t size, void *data) {
     Code *c = (Code *)data;
@@ -826,6 +762,51 @@ static int in_code(const Code *c, uintptr_t at) {
         if (at >= c->code[r][0] && at < c->code[r][1]) return 1;
     return 0;
 }
+#elif defined(__APPLE__)
+#include <execinfo.h>
+static const void *numpy_base = NULL;  /* where NumPy's extension is loaded */
+#endif
+
+static int from_interpreter(void) {
+#ifdef __APPLE__
+    Dl_info info;
+    if (numpy_base == NULL) {
+        if (!dladdr((const void *)&PyArray_Type, &info) || info.dli_fbase == NULL) return 0;
+        numpy_base = info.dli_fbase;
+    }
+    void *frames[STACK_FRAMES];
+    int n = backtrace(frames, STACK_FRAMES);
+    for (int i = 1; i < n; i++)
+        if (dladdr(frames[i], &info) && info.dli_fbase == numpy_base) return 0;
+    return n > 0;
+#elif defined(__linux__)
+    if (numpy_code.n < 0) {  /* (once: the object that holds NumPy's array type) */
+        numpy_code.at = (uintptr_t)&PyArray_Type;
+        dl_iterate_phdr(find_code, &numpy_code);
+    }
+    if (numpy_code.n <= 0) return 0;
+    void *frames[STACK_FRAMES];
+    int n = backtrace(frames, STACK_FRAMES);
+    for (int i = 1; i < n; i++)
+        if (in_code(&numpy_code, (uintptr_t)frames[i])) return 0;
+    return n > 0;
+#else
+    return 0;
+#endif
+}
+
+/* Whether the compiled operator running now was called by the interpreter's own loop, with
+ * nothing but Python's C code between them: a C extension that calls PyNumber_Add on an operand
+ * it holds through a borrowed reference (a list's item: `l[4] + l[4]`) shows a temporary's
+ * reference count too, and writing into it would change the user's data. NumPy's elision asks
+ * the same (temp_elide.c: every frame up to the interpreter's loop in Python or NumPy). Where the
+ * stack or the loop's address cannot be read, nothing counts as a temporary. (The Python path
+ * needs only from_interpreter: there a Python caller's frame holds its own reference.) */
+#define EVAL_LOOP "_PyEval_EvalFrameDefault"
+#if defined(__linux__) && defined(__GLIBC__)  /* (dladdr1, a symbol's size: glibc's) */
+static Code own_code = {0, {{0}}, -1}, python_code = {0, {{0}}, -1};
+static uintptr_t eval_loop[2];      /* the interpreter loop's code: [start, end) */
+static int looked_up = 0;           /* 1: found; -1: not found (no elision) */
 
 static int interpreter_called(void);
 
