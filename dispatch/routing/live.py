@@ -134,7 +134,7 @@ def region_key(nodes: list[_Node]) -> Hashable:
     return tuple((n.key.elsewhere(), tuple(p for p, _ in n.producers)) for n in nodes)
 
 
-def _read_only(nodes: list[_Node], sources: list[tuple[str, int, Any]]) -> tuple[list[_Node], list]:
+def _sources_read(nodes: list[_Node], sources: list[tuple[str, int, Any]]) -> tuple[list[_Node], list]:
     """The region's calls and the sources they read, renumbered in order: an array made before
     the region that none of its calls reads (the base of a view read on the host) is no part of
     it. So a region met again has its sources where its plan placed them, first, then its calls."""
@@ -346,7 +346,7 @@ class Live:
 
     def boundary(self, read: int | None = None) -> None:
         """End the region (``read``: the call whose result the host reads) and plan it if it was met before."""
-        nodes, sources = _read_only(self.nodes, self.sources)
+        nodes, sources = _sources_read(self.nodes, self.sources)
         self._reset()
         if not nodes:
             return
