@@ -24,10 +24,12 @@ from round to round, so that a drifting load on a shared machine hits all alike.
 gives the best of the rounds; the JSON keeps every time, and the totals are given by best and
 by median.
 
-``--mode warm``: one process for everything: the program's ``main`` imported with ``np``
-bound to NumPy, or to dispatch (routing, or ``dispatch.using(TARGET)`` for the whole run),
-one warm-up run of every contender, then ``--repeats`` rounds (3) in rotating order; best of
-the rounds. The router keeps what it learns over the whole process, as a notebook would. Beside
+``--mode warm``: a warm process per program and contender: the program's ``main`` imported
+with ``np`` bound to NumPy, or to dispatch (routing, or ``dispatch.using(TARGET)`` for the
+whole run), in a process of its own, started together and kept alive; one warm-up run of every
+contender, then ``--repeats`` rounds (3) in rotating order; best of the rounds. The router keeps
+what it learns over its process's runs, as a notebook running the program again would; no
+contender inherits another's history, memory pools or engines. Beside
 the best single forced target, each program gets a true oracle (``benchmarks.oracle``): the
 placement minimising its total time over its recorded call graph, from measured per-call costs
 and transfers (``--no-oracle`` leaves it out).
@@ -235,40 +237,94 @@ def _call(main: Callable[..., None], size: list[str]) -> str:
     return buf.getvalue()
 
 
-def warm_program(name: str, targets: list[str], repeats: int, size: list[str],
-                 log: Callable[[str], None], oracle_of: Callable[..., dict[str, Any]] | None = None) -> dict[str, Any]:
+def _worker(name: str, contender: str, size: list[str]) -> None:
+    """One warm contender of one program, in a process of its own: a run per ``run`` line read on
+    stdin, its time and output written back as one JSON line; EOF ends it."""
     import numpy
 
     import dispatch
 
-    plain = programs.load_with(name, numpy).main
-    routed = programs.load_with(name, dispatch).main
+    results = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    sys.stdout = sys.stderr  # a stray print must not reach the reply channel
+    if contender == "numpy":
+        main = programs.load_with(name, numpy).main
+    else:
+        routed = programs.load_with(name, dispatch).main
+        target = contender.split(":", 1)[1] if contender.startswith("forced:") else None
 
-    def forced(target: str) -> Callable[..., None]:
-        def run(*args: Any) -> None:
-            with dispatch.using(target):
+        def main(*args: Any) -> None:
+            with dispatch.using(target) if target else contextlib.nullcontext():
                 routed(*args)
-        return run
-
-    mains: dict[str, Callable[..., None]] = {"numpy": plain, "auto": routed}
-    mains.update({f"forced:{t}": forced(t) for t in targets})
-    order = list(mains)
-    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in mains}
-    for contender in order:  # the warm-up, untimed
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
+        start = time.perf_counter()
         try:
-            _call(mains[contender], size)
-        except Exception:
-            pass
-    for r in range(repeats):
-        for contender in order[r % len(order):] + order[:r % len(order)]:
-            start = time.perf_counter()
-            try:
-                out, rc, err = _call(mains[contender], size), 0, ""
-            except Exception as exc:  # its traceback's end, where dispatch's own frames say why
-                out, rc, err = "", 1, "".join(traceback.format_exception(exc)[-8:])
-            runs[contender].append({"seconds": time.perf_counter() - start, "rc": rc, "stdout": out, "stderr": err})
+            out, rc, err = _call(main, size), 0, ""
+        except Exception as exc:  # its traceback's end, where dispatch's own frames say why
+            out, rc, err = "", 1, "".join(traceback.format_exception(exc)[-8:])
+        reply = {"seconds": time.perf_counter() - start, "rc": rc, "stdout": out, "stderr": err}
+        results.write(json.dumps(reply) + "\n")
+        results.flush()
+
+
+class _Contender:
+    """A warm contender's worker process (``_worker``), started once per program."""
+
+    def __init__(self, name: str, contender: str, size: list[str], timeout: float) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "DISPATCH_BACKEND"}  # routing unless forced here
+        self.timeout = timeout
+        self.err = tempfile.TemporaryFile("w+")  # a file, not a pipe: a chatty worker never blocks on it
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.programs_bench", "--worker", name, contender,
+                                      *size], cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.err, text=True)
+
+    def run(self) -> dict[str, Any]:
+        try:
+            self.proc.stdin.write("run\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            return {"seconds": 0.0, "rc": self.proc.poll() or 1, "stdout": "", "stderr": self.close()[-2000:]}
+        return json.loads(line)
+
+    def close(self) -> str:
+        """End the worker; what it wrote to stderr."""
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.err.seek(0)
+        return self.err.read()
+
+
+def warm_program(name: str, targets: list[str], repeats: int, size: list[str], log: Callable[[str], None],
+                 oracle_of: Callable[..., dict[str, Any]] | None = None, timeout: float = 300.0) -> dict[str, Any]:
+    """Every contender of one program warm, each in a process of its own (so that what one
+    contender leaves in a process, a forced target's history or memory pool, never meets
+    another's): one warm-up run each, then ``repeats`` rounds in rotating order."""
+    order = ["numpy", "auto", *(f"forced:{t}" for t in targets)]
+    workers = {c: _Contender(name, c, size, timeout) for c in order}
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in order}
+    try:
+        for contender in order:  # the warm-up, untimed
+            workers[contender].run()
+        for r in range(repeats):
+            for contender in order[r % len(order):] + order[:r % len(order)]:
+                runs[contender].append(workers[contender].run())
+    finally:
+        for worker in workers.values():
+            worker.close()
     result = _summarise(name, runs, log)
     if oracle_of is not None:
+        import dispatch
+
+        routed = programs.load_with(name, dispatch).main
         result["oracle"] = oracle_of(routed, result["best"].get("numpy"), size)
         seconds = result["oracle"].get("seconds")
         if seconds is not None:
@@ -394,7 +450,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", metavar="FILE", help="write every time and output match to FILE")
     parser.add_argument("--no-oracle", action="store_true", help="warm mode: leave out the oracle (benchmarks.oracle)")
     parser.add_argument("--report", metavar="FILE", help="print the tables of a --json FILE (measure nothing)")
+    parser.add_argument("--worker", nargs="+", metavar="ARG", help=argparse.SUPPRESS)  # NAME CONTENDER [SIZE]
     args = parser.parse_args(argv)
+    if args.worker:
+        _worker(args.worker[0], args.worker[1], args.worker[2:])
+        return {}
     if args.report:
         with open(args.report) as f:
             saved = json.load(f)
@@ -431,7 +491,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             else:
                 if oracle_of is None and not args.no_oracle:
                     oracle_of = _oracle_of(targets)
-                results.append(warm_program(name, targets, args.repeats, size, log, oracle_of))
+                results.append(warm_program(name, targets, args.repeats, size, log, oracle_of, args.timeout))
             if args.json:  # program by program, so that a run cut short keeps what it measured
                 save(args.json, out)
         out["modes"][mode]["seconds"] = time.perf_counter() - started

@@ -135,3 +135,17 @@ def test_warm_harness_times_and_checks_each_contender(capsys):
     assert 0.0 < result["best"]["oracle"] <= result["best"]["numpy"] + result["oracle"]["plan_seconds"]
     printed = capsys.readouterr().out
     assert "| spectrogram |" in printed and "validation half" in printed and "auto / oracle" in printed
+
+
+def test_warm_contenders_run_in_processes_of_their_own():
+    """A failing contender is reported, its error kept, and cannot touch another's process."""
+    tiny = [str(programs.load("mandelbrot").TINY)]
+    broken = programs_bench._Contender("mandelbrot", "forced:no-such-target", tiny, 60)
+    done = broken.run()
+    broken.close()
+    assert done["rc"] != 0 and "no-such-target" in done["stderr"]
+    healthy = programs_bench._Contender("mandelbrot", "auto", tiny, 60)
+    first, second = healthy.run(), healthy.run()
+    healthy.close()
+    assert first["rc"] == second["rc"] == 0 and first["stdout"] == second["stdout"] != ""
+    assert healthy.proc.pid != broken.proc.pid != os.getpid()
