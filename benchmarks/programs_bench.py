@@ -29,7 +29,8 @@ with ``np`` bound to NumPy, or to dispatch (routing, or ``dispatch.using(TARGET)
 whole run), in a process of its own, started together and kept alive; one warm-up run of every
 contender, then ``--repeats`` rounds (3) in rotating order; best of the rounds. The router keeps
 what it learns over its process's runs, as a notebook running the program again would; no
-contender inherits another's history, memory pools or engines. Beside
+contender inherits another's history, memory pools or engines, and none reads or keeps what a
+script's runs learn (``DISPATCH_LEARN=0``: a notebook has no script file). Beside
 the best single forced target, each program gets a true oracle (``benchmarks.oracle``): the
 placement minimising its total time over its recorded call graph, from measured per-call costs
 and transfers (``--no-oracle`` leaves it out).
@@ -273,6 +274,7 @@ class _Contender:
 
     def __init__(self, name: str, contender: str, size: list[str], timeout: float) -> None:
         env = {k: v for k, v in os.environ.items() if k != "DISPATCH_BACKEND"}  # routing unless forced here
+        env["DISPATCH_LEARN"] = "0"  # a notebook's kernel: no script whose earlier runs are kept (or shared by all)
         self.timeout = timeout
         self.err = tempfile.TemporaryFile("w+")  # a file, not a pipe: a chatty worker never blocks on it
         self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.programs_bench", "--worker", name, contender,

@@ -42,6 +42,8 @@ def calibrated(tmp_path, monkeypatch):
     monkeypatch.delitem(targets.registry._targets, "torch-cpu")  # restored afterwards
     monkeypatch.setattr(bringup, "_states", {})
     monkeypatch.setattr(bringup, "_threads", {})
+    monkeypatch.setattr(startup, "_saving", {})
+    monkeypatch.setattr(startup, "_forgone", {})
     with router_restored(History()):
         yield
     startup.use_calibration(None)
@@ -74,6 +76,29 @@ def test_a_call_that_saves_more_than_the_start_up_brings_it_up(calibrated):
         _sum(a)
     assert "torch-cpu" in targets.registry.up()
     assert [r.target for r in t.records if r.op == "sum"] == ["torch-cpu"]
+
+
+def test_calls_that_forgo_a_targets_start_up_bring_it_up_in_the_background(calibrated):
+    """Ski rental: no one call repays the start-up (3 ms against about 0.37 ms saved), so NumPy
+    serves; once the calls priced out have forgone that much, the target comes up, and takes them."""
+    router.use_calibration(_calibrated({"torch-cpu": (0.0, 0.0, 3e-3)}))
+    a = dispatch.asarray(numpy.random.default_rng(0).random(N))
+    with dispatch.trace() as t:
+        for _ in range(3):
+            _sum(a)
+    assert [r.target for r in t.records if r.op == "sum"] == ["numpy"] * 3
+    assert bringup.state("torch-cpu") is None and 0.0 < startup.forgone()["torch-cpu"] < 3e-3
+    for _ in range(60):
+        _sum(a)
+        if bringup.state("torch-cpu") is not None:
+            break
+    assert startup.forgone()["torch-cpu"] >= 3e-3
+    assert bringup.wait("torch-cpu", 60) == "ready"
+    with dispatch.trace() as t:
+        for _ in range(3):
+            _sum(a)
+    assert "torch-cpu" in {r.target for r in t.records if r.op == "sum"}
+    assert not startup.priced_out(next(iter(router.ROUTER.history.stats)))  # up: priced out no longer
 
 
 def test_start_up_prices_where_no_calibration_measured_them():
@@ -377,26 +402,31 @@ print(f"{total:.6f}")
 
 
 def test_a_later_run_brings_up_what_earlier_runs_predict(tmp_path, script):
-    """Run 1 stays on NumPy (no call repays torch's start-up on its own); it keeps what each
-    sum was priced to save there, which over the run exceeds the start-up: run 2 brings torch-cpu
-    up in the background and runs sums there once it is ready. Both print NumPy's result."""
+    """Run 1 starts on NumPy (no call repays torch's start-up on its own) and brings torch-cpu
+    up only once its sums have forgone that much; it keeps what each sum was priced to save there,
+    which over the run exceeds the start-up: run 2 starts bringing torch-cpu up in the background
+    at its first call. Both print NumPy's result."""
     pytest.importorskip("torch")
-    script.write_text(SCRIPT + WAIT_THEN_SUM)
+    first_call = "import sys; print('at the first call:', bringup.state('torch-cpu'), file=sys.stderr)\n"
+    body = SCRIPT.replace("total = 0.0\n", "from dispatch.routing import bringup\ntotal = float(np.sum(rng.random(10)))\n"
+                          + first_call)
+    script.write_text(body + WAIT_THEN_SUM)
     cache = tmp_path / "cache"
     cal = _calibrated({"torch-cpu": (0.004, 0.0, 0.0)})  # more than one sum saves (375 µs), less than 40
     cal.save(cache / f"calibration-{cal.fingerprint}.json")
-    reference = subprocess.run([sys.executable, "-c", (SCRIPT + WAIT_THEN_SUM).replace(
-                                "import dispatch as np", "import numpy as np").replace(WAIT, "")],
+    reference = subprocess.run([sys.executable, "-c", (body + WAIT_THEN_SUM).replace(
+                                "import dispatch as np", "import numpy as np").replace(WAIT, "").replace(first_call, "")],
                                capture_output=True, text=True, timeout=300).stdout
     first = _run(script, cache)
     assert first.returncode == 0, first.stderr
     assert first.stdout == reference
-    kept = _kept(cache, script)
-    assert kept["targets"] == [] and learned.predicted(kept)["torch-cpu"] > 0.004
+    assert "at the first call: None" in first.stderr
+    assert learned.predicted(_kept(cache, script))["torch-cpu"] > 0.004
     second = _run(script, cache)
     assert second.returncode == 0, second.stderr
     assert [float(x) for x in second.stdout.split()] == pytest.approx([float(x) for x in reference.split()],
                                                                       rel=1e-12)
+    assert "at the first call: None" not in second.stderr
     assert _kept(cache, script)["targets"] == ["torch-cpu"]
 
 

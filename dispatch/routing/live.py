@@ -29,8 +29,9 @@ was met: a loop copies it once.
 
 A plan brings up no engine its region cannot pay for (``dispatch.routing.startup``): a place
 whose engine is down is left out of the region unless one pass of the region is priced to save
-more than that engine's start-up, as a single call must; what it would have saved is noted for
-the script's later runs (``learned.priced``). Such a plan is made again once the engine is up.
+more than that engine's start-up, as a single call must; what it would have saved is noted
+(``startup.note``) for the script's later runs and toward bringing it up once this process has
+forgone its start-up's worth. Such a plan is made again once the engine is up.
 
 Calls no plan decides are priced one at a time by the cost policy: each target's price with
 the copies of inputs not already there, and, for host data entering a device, the copy back.
@@ -47,7 +48,7 @@ import numpy as np
 from dispatch import targets
 from dispatch.base.devices import HOST as HOST_DEVICE
 from dispatch.base.devices import device_of
-from dispatch.routing import cost, learned, planner, startup
+from dispatch.routing import cost, planner, startup
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind
 from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
 
@@ -85,9 +86,10 @@ class _Planned:
         self.held = 0  # timings, every call of it measured, that found it holding
 
     def settle(self) -> None:
-        """Time its calls no more: what they measure would change nothing."""
-        for decision in self.decisions.values():
-            decision.sample = False
+        """Time its calls no more: what they measure would change nothing (but those an engine
+        left down for its start-up would save on: they count toward bringing it up)."""
+        for key, decision in self.decisions.items():
+            decision.sample = startup.priced_out(key)
 
 
 def _place(device: Any) -> str:
@@ -419,6 +421,12 @@ class Live:
         hopeless = {place for place, (name, gain) in bound.items() if not startup.admit(name, gain)}
         if hopeless:
             self.unpaid.setdefault(key, set()).update(bound[place][0] for place in hopeless)
+            for i, n in enumerate(nodes):  # what this process forgoes: each call's whole gain, at most
+                host = region.prices[nsrc + i].get(HOST)
+                for place in hopeless & n.prices.keys():
+                    seconds, name = n.prices[place]
+                    if host is not None:
+                        startup.note(n.key, name, host - seconds, learn=False)
             region = self._without(region, nsrc, hopeless)
         while True:
             trial = planner.plan(region)
@@ -436,7 +444,7 @@ class Live:
                          if (n_s := region.prices[nsrc + i].get(trial.placement[nsrc + i])) is not None}
                 total = sum(gains.values()) or 1.0
                 for i, gain in gains.items():
-                    learned.priced(nodes[i].key, name, trial.saving * gain / total)
+                    startup.note(nodes[i].key, name, trial.saving * gain / total)
             moved = {trial.placement[nsrc + i] for calls in refused.values() for i in calls}
             region = self._without(region, nsrc, moved)
 

@@ -305,7 +305,9 @@ class CostPolicy(Policy):
         # Calls predicted over the threshold are timed; so is the first call of each kind on the
         # target chosen for it, so that a model wrong by orders of magnitude under the threshold
         # (a thread pool woken for one small call: milliseconds, not microseconds) is caught once.
-        sample = best_s >= history.sample_threshold_s or not samples
+        # And so are calls a target left down for its start-up was priced to save on: each counts
+        # toward bringing it up (``startup.forgo``).
+        sample = best_s >= history.sample_threshold_s or not samples or startup.priced_out(key)
         # Alternatives are explored where the data already is: a transfer is priced from measured
         # bandwidths, and trying a device for host data costs the copy (and its first kernels).
         here = None if entering else inputs.resident
@@ -468,6 +470,7 @@ class Router:
 
     def _came_up(self, name: str) -> None:
         if name != "numpy":
+            startup.came_up(name)
             self.came_up = True
             self.changed()  # the memo asks again, and ``decide`` drops what was priced without it
 
@@ -769,6 +772,7 @@ class Router:
         samples = stat.samples
         if key in self.live.by_key:
             self.live.measured(key)  # a planned call: does its plan still hold?
+        startup.forgo(key, 1 if samples <= SETTLED_SAMPLES else SETTLED_EVERY)  # the calls this timing stands for
         if target == "numpy" and samples == LEARNED_FLOOR_SAMPLES:
             self.learn_floor(key)
         self._redecide_now_and_then(key, samples)

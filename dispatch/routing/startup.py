@@ -12,7 +12,11 @@ does not force it (``router._reach``). A target comes up when:
 - this program's earlier runs (``dispatch.routing.learned``) predict that this run saves more
   on it than its start-up costs: it is brought up on a background thread (``bringup``) at the
   first routed call, NumPy serving meanwhile, and taken once it is ready;
-- or, with no such prediction, this one call is priced to save more than the start-up.
+- or, with no such prediction, this one call is priced to save more than the start-up;
+- or calls priced out for it have, in this process, forgone as much as its start-up costs
+  (``forgo``): it is brought up on a background thread then. This is the ski-rental rule: a
+  long-lived process (a notebook, a service, a long script) never pays more than twice what
+  knowing its future would have cost, and a short one pays nothing.
 
 The start-up's price is this machine's calibration's (``dispatch.measure.startup_seconds`` times
 it in fresh processes)
@@ -30,7 +34,8 @@ from dispatch import targets
 from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
-__all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "priced_out", "seconds", "up", "use_calibration"]
+__all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "forgo", "forgone", "note", "priced_out", "seconds",
+           "up", "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: on the
 # high side of what calibrations measured, so that an unmeasured start-up is not undersold.
@@ -43,7 +48,8 @@ SEED_S: dict[str, tuple[float, float, float]] = {
 }
 
 _measured: dict[str, tuple[float, float, float]] = {}  # from the calibration in use
-_priced_out: set[tuple] = set()
+_saving: dict[tuple, dict[str, float]] = {}  # key priced out -> {target left down: what one call would save}
+_forgone: dict[str, float] = {}  # target -> seconds its priced-out calls would have saved in this process
 _deferred = False  # a decision made while a target was starting: not to be cached
 _begun = False
 
@@ -95,7 +101,7 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
     if up(name):
         return True
     if key is not None and saving_s is not None:
-        learned.priced(key, name, saving_s)
+        note(key, name, saving_s)
     state = bringup.state(name)
     if state == "ready":
         return True
@@ -104,18 +110,51 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
         return False
     if saving_s is None:
         return LIBRARY.get(name) in sys.modules
-    if saving_s > seconds(name):
-        return True
-    if key is not None and saving_s > 0.0:
-        _priced_out.add(key)
-    return False
+    return saving_s > seconds(name)
+
+
+def note(key: tuple, name: str, saving_s: float, learn: bool = True) -> None:
+    """A call of kind ``key`` priced to save ``saving_s`` on ``name``, left down for its start-up:
+    each such call that runs counts toward bringing it up (``forgo``), and (``learn``) the
+    script's later runs are told (``learned.priced``)."""
+    if learn:
+        learned.priced(key, name, saving_s)
+    if saving_s > 0.0:
+        _saving.setdefault(key, {})[name] = saving_s
+
+
+def forgo(key: tuple, calls: float) -> None:
+    """``calls`` calls of kind ``key`` ran where they were: add what they would have saved on the
+    targets left down for them, and start bringing up, in the background, one whose forgone
+    saving has reached its start-up (the router takes it once it is ready)."""
+    per = _saving.get(key)
+    if not per:
+        return
+    for name, saving_s in tuple(per.items()):  # (``came_up`` may empty it from a bring-up's thread)
+        total = _forgone[name] = _forgone.get(name, 0.0) + saving_s * calls
+        if total >= seconds(name) and not up(name) and bringup.state(name) is None:
+            bringup.start(name)
+
+
+def came_up(name: str) -> None:
+    """``name`` is up: no call is priced out for it any longer."""
+    for key in list(_saving):
+        per = _saving[key]
+        per.pop(name, None)
+        if not per:
+            del _saving[key]
+
+
+def forgone() -> dict[str, float]:
+    """Seconds, per target left down, that calls priced out for its start-up would have saved so far."""
+    return dict(_forgone)
 
 
 def priced_out(key: tuple) -> bool:
     """Whether a target priced cheaper than NumPy for calls of kind ``key`` was left down for its
     start-up: NumPy's decision for them is not final (no floor is learned over them), as the
     target may come up later in the run."""
-    return key in _priced_out
+    return key in _saving
 
 
 def after_decide(key: tuple, cacheable: bool) -> bool:
