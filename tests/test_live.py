@@ -21,7 +21,7 @@ from helpers import fake_cupy_router
 
 import dispatch
 from dispatch.arrays import mirrors
-from dispatch.routing import planner, router
+from dispatch.routing import bringup, planner, router, startup
 from dispatch.routing.decisions import DecisionKind
 from dispatch.routing.history import History
 from dispatch.routing.live import REVISIONS
@@ -35,6 +35,8 @@ N = 1 << 20  # 8 MiB of float64: a device keeps its copy (mirrors.MIN_BYTES)
 
 @pytest.fixture(autouse=True)
 def fake_gpu(tmp_path, monkeypatch):
+    for module, name in ((startup, "_saving"), (startup, "_forgone"), (bringup, "_states"), (bringup, "_threads")):
+        monkeypatch.setattr(module, name, {})  # what the process forwent, and its bring-ups: this test's own
     with fake_cupy_router(tmp_path, monkeypatch):
         cal = synthetic(gpu=True, torch_cpu=False)
         cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_host_staged=1e9, to_host_pageable=1e9)
@@ -381,20 +383,27 @@ def _down_with_startup(seconds: float) -> None:
     cal = synthetic(gpu=True, torch_cpu=False)
     cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_host_staged=1e9, to_host_pageable=1e9)
     cal.extra["startup"] = {"cupy": {"import_s": 0.0, "context_s": seconds, "first_call_s": 0.0}}
-    router.use_calibration(cal)
     dispatch.targets.reset("cupy")
+    router.use_calibration(cal)
 
 
-def test_a_plan_brings_up_no_engine_its_region_cannot_repay_and_is_made_again_once_it_is_up(monkeypatch):
+def test_no_region_is_recorded_while_no_device_is_up_and_one_is_planned_once_it_is(monkeypatch):
     live = router.ROUTER.live
     u0, v0 = _inputs()
     expected_u, expected = _loop(u0, v0, 12, numpy)
-    _down_with_startup(100.0)  # no pass of this loop saves 100 s
-    with monkeypatch.context() as m:  # nor is a cut made (nor SciPy imported) for a place none could pay for
+    _down_with_startup(100.0)  # no pass of this loop saves 100 s, nor does the whole loop
+    planned = live.planner.planned
+    history = router.ROUTER.history
+    with monkeypatch.context() as m:
+        m.setattr(router, "observe", router.ROUTER.observe)  # NumPy's calls timed, as outside these tests
+        m.setattr(history, "observe", types.MethodType(History.observe, history))
+        # nor is a cut made (nor SciPy imported) for a place none could pay for
         m.setattr(planner, "_cut", lambda *args: pytest.fail("a cut was made for a device no plan could pay for"))
+        m.setattr(live, "note", lambda *args: pytest.fail("a call was recorded with no device up"))
         u, total = _loop(u0, v0, 12)
     assert not dispatch.targets.registry.tried("cupy")  # never brought up, not even probed
-    assert u.target == "numpy" and live.planner.planned >= 1 and live.unpaid
+    assert u.target == "numpy" and not live.on and live.planner.planned == planned
+    assert 0.0 < startup.forgone()["cupy"] < 100.0  # what the loop's calls would have saved there, at most
     numpy.testing.assert_allclose(numpy.asarray(u), expected_u, rtol=1e-12)
     assert total == pytest.approx(expected, rel=1e-12)
     assert dispatch.targets.probe("cupy") is not None  # brought up by something else: planned again with it
@@ -406,12 +415,23 @@ def test_a_plan_brings_up_no_engine_its_region_cannot_repay_and_is_made_again_on
     assert total == pytest.approx(expected, rel=1e-12)
 
 
-def test_a_plan_brings_up_an_engine_one_pass_of_its_region_repays():
+def test_calls_that_forgo_a_devices_start_up_bring_it_up_in_the_background_and_a_plan_takes_it(monkeypatch):
     u0, v0 = _inputs()
-    _down_with_startup(1e-9)
+    _down_with_startup(1e-6)  # less than the loop's first calls would save on the device
+    history = router.ROUTER.history
+    with monkeypatch.context() as m:  # NumPy's calls timed, as they are outside these tests
+        m.setattr(router, "observe", router.ROUTER.observe)
+        m.setattr(history, "observe", types.MethodType(History.observe, history))
+        with dispatch.trace() as t:
+            _loop(u0, v0, 12)  # NumPy runs them while CuPy comes up
+    assert next(r.target for r in t.records if r.op == "cos") == "numpy"
+    assert startup.forgone()["cupy"] >= 1e-6
+    assert bringup.wait("cupy", 60) == "ready"
     u, _ = _loop(u0, v0, 12)
-    assert u.target == "cupy" and dispatch.targets.registry.tried("cupy")
-    numpy.testing.assert_allclose(numpy.asarray(u), _loop(u0, v0, 12, numpy)[0], rtol=1e-12)
+    assert u.target == "cupy" and router.ROUTER.live.on
+    result, want = numpy.asarray(u), _loop(u0, v0, 12, numpy)[0]
+    assert result.dtype == want.dtype and result.shape == want.shape
+    numpy.testing.assert_allclose(result, want, rtol=1e-12)
 
 
 def test_a_second_engine_is_priced_against_the_best_one_up_not_against_numpy(monkeypatch):

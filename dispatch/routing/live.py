@@ -27,11 +27,15 @@ device keeps a copy of (``dispatch.arrays.mirrors``, through ``cost.mirrored``) 
 keep (large enough, the program's own) is charged its copy spread over the times the region
 was met: a loop copies it once.
 
-A plan brings up no engine its region cannot pay for (``dispatch.routing.startup``): a place
-whose engine is down is left out of the region unless one pass of the region is priced to save
-more than that engine's start-up, as a single call must; what it would have saved is noted
-(``startup.note``) for the script's later runs and toward bringing it up once this process has
-forgone its start-up's worth. Such a plan is made again once the engine is up.
+Nothing is recorded while no device's engine is up: no plan could place a call on a device
+then, and the calls are priced one at a time by the cost policy, which counts what each would
+save there toward the engine's start-up (``dispatch.routing.startup``: the engine comes up in
+the background once the process has forgone that much, or at once for a call that repays it
+alone). The recording starts when one comes up. A plan brings up no other engine its region
+cannot pay for: a place whose engine is down is left out of the region unless one pass of the
+region is priced to save more than that engine's start-up, as a single call must; what it would
+have saved is noted (``startup.note``) for the script's later runs and toward bringing it up.
+Such a plan is made again once the engine is up.
 
 Calls no plan decides are priced one at a time by the cost policy: each target's price with
 the copies of inputs not already there, and, for host data entering a device, the copy back.
@@ -176,9 +180,10 @@ class Live:
 
     def clear(self) -> None:
         """Forget every region and plan; record from now on where the cost policy routes with a
-        calibrated device (a place to plan for)."""
+        calibrated device whose engine is up (a place to plan for)."""
         router = self.router
-        self.on = router.policy.name == "cost" and bool(router.policies["cost"].transfer_models())
+        self.on = router.policy.name == "cost" and any(
+            startup.up(model.name) for model in router.policies["cost"].transfer_models())
         self.planner.clear()
         self.seen.clear()
         self.planned.clear()

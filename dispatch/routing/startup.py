@@ -34,8 +34,8 @@ from dispatch import targets
 from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
-__all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "forgo", "forgone", "note", "priced_out", "seconds",
-           "up", "use_calibration"]
+__all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "forgo", "forgone", "note", "priced_out",
+           "seconds", "up", "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: on the
 # high side of what calibrations measured, so that an unmeasured start-up is not undersold.
