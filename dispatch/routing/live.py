@@ -28,10 +28,12 @@ keep (large enough, the program's own) is charged its copy spread over the times
 was met: a loop copies it once.
 
 Nothing is recorded while no device's engine is up: no plan could place a call on a device
-then, and the calls are priced one at a time by the cost policy, which counts what each would
-save there toward the engine's start-up (``dispatch.routing.startup``: the engine comes up in
-the background once the process has forgone that much, or at once for a call that repays it
-alone). The recording starts when one comes up. A plan brings up no other engine its region
+then, and the calls are priced one at a time by the cost policy, copies included, which counts
+what each would save there toward the engine's start-up (``dispatch.routing.startup``: the
+engine comes up in the background once the process has forgone that much, or at once for a call
+that repays it alone). A call's compute alone is not counted: a loop of small calls whose data
+the program reads on the host between them would never see it. The recording starts when one
+comes up. A plan brings up no other engine its region
 cannot pay for: a place whose engine is down is left out of the region unless one pass of the
 region is priced to save more than that engine's start-up, as a single call must; what it would
 have saved is noted (``startup.note``) for the script's later runs and toward bringing it up.
@@ -426,12 +428,6 @@ class Live:
         hopeless = {place for place, (name, gain) in bound.items() if not startup.admit(name, gain)}
         if hopeless:
             self.unpaid.setdefault(key, set()).update(bound[place][0] for place in hopeless)
-            for i, n in enumerate(nodes):  # what this process forgoes: each call's whole gain, at most
-                host = region.prices[nsrc + i].get(HOST)
-                for place in hopeless & n.prices.keys():
-                    seconds, name = n.prices[place]
-                    if host is not None:
-                        startup.note(n.key, name, host - seconds, learn=False)
             region = self._without(region, nsrc, hopeless)
         while True:
             trial = planner.plan(region)

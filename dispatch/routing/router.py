@@ -142,21 +142,6 @@ def _reach(name: str, saving_s: float | None, key: CallKey | None = None) -> Any
     return targets.probe(name) if startup.admit(name, saving_s, key) else None
 
 
-def _forgoes(models: dict[str, cost.TargetModel], op: Any, inputs: Any, key: CallKey) -> None:
-    """Note, for each device whose engine is down, what a call of kind ``key`` would save there
-    at most (its compute, copies left out: a plan keeps data there): each such call that runs
-    counts that toward bringing the engine up (``startup.forgo``)."""
-    host = models.get("numpy")
-    host_s = cost.compute_seconds(host, op, inputs) if host is not None else None
-    if host_s is None:
-        return
-    for name, model in models.items():
-        if name in _PRICED and not model.device.is_host and not startup.up(name):
-            seconds = cost.compute_seconds(model, op, inputs)
-            if seconds is not None and seconds < host_s:
-                startup.note(key, name, host_s - seconds, learn=False)
-
-
 def _not_up(name: str) -> str:
     """Why the seed's table leaves target ``name`` down: its library is not installed, or the
     program has not imported it (the table starts no library; a calibration prices start-ups)."""
@@ -316,7 +301,6 @@ class CostPolicy(Policy):
                 up_s = seconds if up_s is None else min(up_s, seconds)
         if not ranked:
             return Decision(NUMPY, DecisionKind.COST, "cost model: nothing else can be priced", key=key)
-        _forgoes(models, op, inputs, key)
         best_s, best_name, samples = ranked[0]
         # Calls predicted over the threshold are timed; so is the first call of each kind on the
         # target chosen for it, so that a model wrong by orders of magnitude under the threshold
