@@ -241,15 +241,15 @@ def _call(main: Callable[..., None], size: list[str]) -> str:
 def _worker(name: str, contender: str, size: list[str]) -> None:
     """One warm contender of one program, in a process of its own: a run per ``run`` line read on
     stdin, its time and output written back as one JSON line; EOF ends it."""
-    import numpy
-
-    import dispatch
-
     results = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     sys.stdout = sys.stderr  # a stray print must not reach the reply channel
-    if contender == "numpy":
+    if contender == "numpy":  # a plain NumPy process: dispatch is not even imported
+        import numpy
+
         main = programs.load_with(name, numpy).main
     else:
+        import dispatch
+
         routed = programs.load_with(name, dispatch).main
         target = contender.split(":", 1)[1] if contender.startswith("forced:") else None
 
