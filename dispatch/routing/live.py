@@ -33,11 +33,11 @@ what each would save there toward the engine's start-up (``dispatch.routing.star
 engine comes up in the background once the process has forgone that much, or at once for a call
 that repays it alone). A call's compute alone is not counted: a loop of small calls whose data
 the program reads on the host between them would never see it. The recording starts when one
-comes up. A plan brings up no other engine its region
-cannot pay for: a place whose engine is down is left out of the region unless one pass of the
-region is priced to save more than that engine's start-up, as a single call must; what it would
-have saved is noted (``startup.note``) for the script's later runs and toward bringing it up.
-Such a plan is made again once the engine is up.
+comes up. A plan brings up no other engine its region cannot pay for: a place whose engine is
+down is left out of the region unless one pass of the region is priced to save more than that
+engine's start-up, as a single call must; what it would have saved is noted (``startup.note``)
+for the script's later runs and toward bringing it up. Such a plan is made again once the
+engine is up.
 
 Calls no plan decides are priced one at a time by the cost policy: each target's price with
 the copies of inputs not already there, and, for host data entering a device, the copy back.

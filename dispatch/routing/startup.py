@@ -101,7 +101,7 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
     if up(name):
         return True
     if key is not None and saving_s is not None:
-        note(key, name, saving_s)
+        learned.priced(key, name, saving_s)
     state = bringup.state(name)
     if state == "ready":
         return True
@@ -110,15 +110,22 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
         return False
     if saving_s is None:
         return LIBRARY.get(name) in sys.modules
-    return saving_s > seconds(name)
+    if saving_s > seconds(name):
+        return True
+    if key is not None:
+        _price_out(key, name, saving_s)
+    return False
 
 
-def note(key: tuple, name: str, saving_s: float, learn: bool = True) -> None:
-    """A call of kind ``key`` priced to save ``saving_s`` on ``name``, left down for its start-up:
-    each such call that runs counts toward bringing it up (``forgo``), and (``learn``) the
-    script's later runs are told (``learned.priced``)."""
-    if learn:
-        learned.priced(key, name, saving_s)
+def note(key: tuple, name: str, saving_s: float) -> None:
+    """A call of kind ``key`` priced to save ``saving_s`` on ``name``, left down for its start-up
+    (by a region's plan): the script's later runs are told (``learned.priced``), and each such
+    call that runs counts toward bringing it up (``forgo``)."""
+    learned.priced(key, name, saving_s)
+    _price_out(key, name, saving_s)
+
+
+def _price_out(key: tuple, name: str, saving_s: float) -> None:
     if saving_s > 0.0:
         _saving.setdefault(key, {})[name] = saving_s
 
