@@ -30,7 +30,7 @@ from dispatch.base.records import Record
 from dispatch.routing.decisions import CallKey
 from dispatch.targets import registry
 
-__all__ = ["HOST_TARGETS", "History", "Stat", "call_kind"]
+__all__ = ["HOST_TARGETS", "SETTLED_EVERY", "SETTLED_SAMPLES", "History", "Stat", "call_kind", "calls_counted"]
 
 
 class Stat(Record):
@@ -52,6 +52,18 @@ HISTORY_VERSION = 3  # 2: keys carry the forced target and the layout; 3: produc
 FIRST_SAMPLES = 3
 _HOST_FIRST_SAMPLES = 2
 HOST_TARGETS = registry.host_names()  # the targets computing in host memory (a live view)
+
+
+# A kind of call measured this many times on the target chosen for it is timed one call in
+# SETTLED_EVERY from then on: still corrected if it drifts, no longer paying a timing per call.
+SETTLED_SAMPLES = 16
+SETTLED_EVERY = 8
+
+
+def calls_counted(samples: int) -> int:
+    """About how many calls ``samples`` timings of a kind of call stand for (the first
+    ``SETTLED_SAMPLES`` one each, each later one ``SETTLED_EVERY``)."""
+    return samples if samples <= SETTLED_SAMPLES else SETTLED_SAMPLES + (samples - SETTLED_SAMPLES) * SETTLED_EVERY
 
 
 # A sample over this many times a kind of call's average counts as this many times it: one slow

@@ -47,9 +47,6 @@ FOLDER = f"learned-v{VERSION}"
 MAX_SITES = 256
 MAX_FILES = 256
 MAX_BYTES = 2 * 2**20
-# A kind of call measured more than this many times is timed one call in ``router.SETTLED_EVERY``
-# (``router.SETTLED_SAMPLES``, 16, then one in 8): the calls a run made are counted back from them.
-_SETTLED_SAMPLES, _SETTLED_EVERY = 16, 8
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -249,17 +246,15 @@ def wanted(startup_seconds: Any) -> list[str]:
 
 
 def _calls(key: tuple, per: dict[str, Any]) -> float:
-    """About how many calls of kind ``key`` this run made, from its timed ones."""
+    """About how many calls of kind ``key`` this run made, from its timed ones (settled kinds are
+    timed one call in several: ``history.calls_counted``)."""
+    from dispatch.routing.history import calls_counted  # (loaded: ``per`` is its measurements)
+
     before = _samples_at_start.get(key, {})
     calls = 0.0
     for target, stat in per.items():
-        earlier, now = before.get(target, 0), stat.samples
-        calls += _untimed(now) - _untimed(earlier)
+        calls += calls_counted(stat.samples) - calls_counted(before.get(target, 0))
     return calls
-
-
-def _untimed(samples: int) -> float:
-    return samples if samples <= _SETTLED_SAMPLES else _SETTLED_SAMPLES + (samples - _SETTLED_SAMPLES) * _SETTLED_EVERY
 
 
 def entry() -> dict[str, Any] | None:

@@ -69,13 +69,13 @@ from dispatch.routing.calibration import INTEGER_OPS
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind, Watched, is_forced
 from dispatch.routing.floors import SMALL, bounded, seed_floor
 from dispatch.routing.floors import use as _give_floors
-from dispatch.routing.history import HOST_TARGETS, History
+from dispatch.routing.history import HOST_TARGETS, SETTLED_EVERY, SETTLED_SAMPLES, History, calls_counted
 from dispatch.routing.live import Live
 from dispatch.routing.selector import BackendSelector
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["ROUTER", "CallKey", "CostPolicy", "Decision", "DecisionKind", "OraclePolicy", "Policy", "Router",
-           "SeedPolicy", "call_key", "clear_decisions", "decide", "exact", "failed", "host_floor",
+__all__ = ["ROUTER", "SETTLED_EVERY", "CallKey", "CostPolicy", "Decision", "DecisionKind", "OraclePolicy", "Policy",
+           "Router", "SeedPolicy", "call_key", "clear_decisions", "decide", "exact", "failed", "host_floor",
            "policy", "refused", "refused_this_call", "selector", "set_exact", "set_policy", "set_selector",
            "trip_floor", "use_calibration"]
 
@@ -108,11 +108,6 @@ SMALL_REASON = "small: NumPy on the host"
 EXACT_REASON = "exact: "  # strict mode keeps the call on NumPy (rule 0)
 FLOOR_REASON = "floor: NumPy, at a size where no other target pays"
 
-
-# A kind of call measured this many times on the target chosen for it is timed one call in
-# SETTLED_EVERY from then on: still corrected if it drifts, no longer paying a timing per call.
-SETTLED_SAMPLES = 16
-SETTLED_EVERY = 8
 
 # NumPy measured this many times on a kind of host call, and nothing measured faster: host
 # arrays of that size skip the router from then on.
@@ -772,7 +767,7 @@ class Router:
         samples = stat.samples
         if key in self.live.by_key:
             self.live.measured(key)  # a planned call: does its plan still hold?
-        startup.forgo(key, 1 if samples <= SETTLED_SAMPLES else SETTLED_EVERY)  # the calls this timing stands for
+        startup.forgo(key, calls_counted(samples) - calls_counted(samples - 1))  # the calls this timing stands for
         if target == "numpy" and samples == LEARNED_FLOOR_SAMPLES:
             self.learn_floor(key)
         self._redecide_now_and_then(key, samples)
