@@ -169,6 +169,7 @@ def test_a_calibration_made_to_another_plan_is_not_used_from_the_cache(isolated,
 
 def test_cost_policy_picks_the_cheaper_target(isolated):
     pytest.importorskip("torch")
+    assert dispatch.targets.probe("torch-cpu") is not None  # up: its price alone decides, not its start-up
     router.use_calibration(synthetic())
     op = op_named("sum")
     # 1e3 elements: numpy 1 µs + 0.5 µs beats torch 5 µs + 0.125 µs
@@ -258,6 +259,7 @@ def test_lexsort_is_priced_by_its_own_curve_and_floor(isolated):
     router and a faster target at sizes where a sort stays on NumPy. A calibration that did not
     measure it prices it as a sort."""
     pytest.importorskip("torch")
+    assert dispatch.targets.probe("torch-cpu") is not None  # up: its price alone decides, not its start-up
     cal = synthetic()
     sort_op, lexsort_op = op_named("sort"), op_named("lexsort")
     numpy_ops, torch_ops = cal.targets["numpy"]["ops"], cal.targets["torch-cpu"]["ops"]
