@@ -98,6 +98,29 @@ def test_calls_that_forgo_a_targets_start_up_bring_it_up_in_the_background(calib
     assert not startup.priced_out(next(iter(router.ROUTER.history.stats)))  # up: priced out no longer
 
 
+def test_a_kept_scripts_run_brings_a_target_up_only_within_its_margin(calibrated, monkeypatch):
+    """In a script whose run is kept for the next, calls that have forgone the start-up bring the
+    target up only once the start-up is within ``KEPT_MARGIN`` of the time the run has run: a
+    script run once stays within that margin of NumPy's time, and its next run starts with it."""
+    router.use_calibration(_calibrated({"torch-cpu": (0.0, 0.0, 0.05)}))
+    ran = [0.5]  # seconds the run has run: 5% of it is 25 ms, less than the 50 ms start-up
+    monkeypatch.setattr(learned, "kept_for", lambda: ran[0])
+    a = dispatch.asarray(numpy.random.default_rng(0).random(N))
+    calls = 0
+    with dispatch.trace() as t:
+        while startup.forgone().get("torch-cpu", 0.0) < 0.1 and calls < 5000:
+            _sum(a)
+            calls += 1
+    assert calls < 5000 and bringup.state("torch-cpu") is None
+    assert {r.target for r in t.records if r.op == "sum"} == {"numpy"}
+    ran[0] = 1.0  # 5% of it is the start-up: the next call priced out brings it up
+    calls = 0
+    while bringup.state("torch-cpu") is None and calls < 5000:
+        _sum(a)
+        calls += 1
+    assert calls < 5000 and bringup.wait("torch-cpu", 60) == "ready"
+
+
 def test_start_up_prices_where_no_calibration_measured_them():
     startup.use_calibration(None)
     assert startup.seconds("numpy") == 0.0

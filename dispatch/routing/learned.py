@@ -39,7 +39,7 @@ from typing import Any
 from dispatch import targets
 from dispatch.base import cachefiles, settings
 
-__all__ = ["FOLDER", "MAX_FILES", "MAX_SITES", "begin", "describe", "earlier", "folder", "forget", "keep",
+__all__ = ["FOLDER", "MAX_FILES", "MAX_SITES", "begin", "describe", "earlier", "folder", "forget", "keep", "kept_for",
            "names_others", "path_for", "predicted", "priced", "site", "start", "wanted"]
 
 VERSION = 1
@@ -125,6 +125,12 @@ def start() -> None:
     if entry is not None and entry.get("sha256") == _script[1]:
         _previous = entry
     atexit.register(record)
+
+
+def kept_for() -> float | None:
+    """Seconds this run has run (from its first call) where it is kept for the script's next run,
+    which then starts from what it learned; ``None`` where nothing is kept (no script, learning off)."""
+    return time.perf_counter() - _started if _script is not None else None
 
 
 def begin(history: Any) -> None:

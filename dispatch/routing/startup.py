@@ -15,8 +15,11 @@ does not force it (``router._reach``). A target comes up when:
 - or, with no such prediction, this one call is priced to save more than the start-up;
 - or calls priced out for it have, in this process, forgone as much as its start-up costs
   (``forgo``): it is brought up on a background thread then. This is the ski-rental rule: a
-  long-lived process (a notebook, a service, a long script) never pays more than twice what
-  knowing its future would have cost, and a short one pays nothing.
+  long-lived process (a notebook, a service) never pays more than twice what knowing its future
+  would have cost, and a short one pays nothing. In a script whose run is kept for its next
+  (``learned``), the next run brings the target up from its first call; this run brings it up
+  only once the start-up is within ``KEPT_MARGIN`` of the time it has run, so that a script run
+  once stays within that margin of NumPy's time.
 
 The start-up's price is this machine's calibration's (``dispatch.measure.startup_seconds`` times
 it in fresh processes)
@@ -34,8 +37,8 @@ from dispatch import targets
 from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
-__all__ = ["LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "forgo", "forgone", "note", "priced_out",
-           "seconds", "up", "use_calibration"]
+__all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "forgo", "forgone", "note",
+           "priced_out", "seconds", "up", "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: on the
 # high side of what calibrations measured, so that an unmeasured start-up is not undersold.
@@ -46,6 +49,10 @@ SEED_S: dict[str, tuple[float, float, float]] = {
     "cupy": (0.3, 0.5, 0.5),
     "dask": (1.0, 0.0, 0.1),
 }
+
+# A kept script's run brings a target up mid-run only where its start-up is at most this share of
+# the run so far: the margin over NumPy's time that a script's first run is allowed.
+KEPT_MARGIN = 0.05
 
 _measured: dict[str, tuple[float, float, float]] = {}  # from the calibration in use
 _saving: dict[tuple, dict[str, float]] = {}  # key priced out -> {target left down: what one call would save}
@@ -139,8 +146,15 @@ def forgo(key: tuple, calls: float) -> None:
         return
     for name, saving_s in tuple(per.items()):  # (``came_up`` may empty it from a bring-up's thread)
         total = _forgone[name] = _forgone.get(name, 0.0) + saving_s * calls
-        if total >= seconds(name) and not up(name) and bringup.state(name) is None:
+        cost = seconds(name)
+        if total >= cost and not up(name) and bringup.state(name) is None and _within_margin(cost):
             bringup.start(name)
+
+
+def _within_margin(cost: float) -> bool:
+    """Whether a start-up of ``cost`` seconds may begin mid-run (``KEPT_MARGIN``)."""
+    ran = learned.kept_for()
+    return ran is None or cost <= KEPT_MARGIN * ran
 
 
 def came_up(name: str) -> None:
