@@ -1220,6 +1220,10 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             if type(result) is _ND:
                 return held(result)
             return wrap(result)  # a scalar, or divmod's pair
+        # Forced or traced: NumPy, where it runs the call, still computes into a temporary as it would.
+        if (type(data) is _ND and (type(odata) is _ND or type(odata) in _PY_SCALARS) and data.nbytes >= _ELIDE_BYTES
+                and _rc(self) == _temporary_refs and _elides(ufunc, data, odata, True)):
+            return _call.call(op, (self, other), {}, into=self)
         return _call.call_fast_ufunc(op, self, other)
 
     def reflected(self: ndarray, other: Any) -> Any:
@@ -1236,6 +1240,9 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             if type(result) is _ND:
                 return held(result)
             return wrap(result)
+        if (type(other) in _PY_SCALARS and type(data) is _ND and data.nbytes >= _ELIDE_BYTES
+                and _rc(self) == _temporary_refs and _elides(ufunc, data, other, False)):
+            return _call.call(op, (other, self), {}, into=self)  # forced or traced, as ``forward``
         if not _handled(other):  # NumPy's reflected operator never defers: the ufunc, which asks its override
             return NotImplemented if ufunc is None else ufunc(other, self)
         return _call.call_fast_ufunc(op, other, self)

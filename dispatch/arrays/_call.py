@@ -941,7 +941,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         hkwargs = _small_kwargs(kwargs, floor) if hargs is not None else None
         if hkwargs is not None:
             if STATE.tracing:  # a trace records the call where the program runs it untraced
-                return _traced_under_floor(op, args, kwargs, hargs, hkwargs)
+                return _traced_under_floor(op, args, kwargs, hargs, hkwargs, into)
             return _under_floor(op, args, kwargs, hargs, hkwargs)
     if ROUTER is None:
         routing()
@@ -1077,8 +1077,10 @@ def _under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) 
     return wrap(result, out_of=(args, kwargs))  # an argument handed back (an out by position), a view naming it
 
 
-def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict) -> Any:
-    """``_under_floor``, recorded in the open trace with why it ran on NumPy."""
+def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs: dict,
+                        into: ndarray | None = None) -> Any:
+    """``_under_floor`` (into the temporary ``into``, where NumPy would elide), recorded in the
+    open trace with why it ran on NumPy."""
     routing()
     inputs = Inputs(_collect(args, kwargs))
     if op.local:
@@ -1088,7 +1090,9 @@ def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs:
     else:
         kind, reason = DecisionKind.FLOOR, router.FLOOR_REASON
     decision = Decision(NUMPY, kind, reason)
-    return _execute(op, inputs, decision, lambda: _under_floor(op, args, kwargs, hargs, hkwargs))
+    run = (lambda: _under_floor(op, args, kwargs, hargs, hkwargs)) if into is None else (
+        lambda: _run_into(op, args, into))
+    return _execute(op, inputs, decision, run)
 
 
 def _execute(op: Op, inputs: Inputs, decision: Any, run: Any) -> Any:
