@@ -3,7 +3,7 @@
 # target's start-up), the import cost, the scikit-learn scripts, GPU-friendly programs sized to
 # 2 s or more on NumPy, and the validation half. Files under $OUT; each step is bounded
 # (COLD_*_S) so that the later ones still run; COLD_STEPS names the cold-start steps to run
-# (default: sklearn gpu validation).
+# (default: sklearn gpu validation), each best of COLD_REPEATS rounds (default 1).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WHL=${WHL:-../../.whl}
@@ -26,7 +26,7 @@ step() {  # name, seconds, arguments of benchmarks.cold_start
     local name=$1 limit=$2; shift 2
     [[ " ${COLD_STEPS:-sklearn gpu validation} " == *" $name "* ]] || return 0
     echo "== $name ($(date +%T))"
-    timeout "$limit" python3 -m benchmarks.cold_start "$@" --repeats 1 --json "$OUT/cold_$name.json" \
+    timeout "$limit" python3 -m benchmarks.cold_start "$@" --repeats "${COLD_REPEATS:-1}" --json "$OUT/cold_$name.json" \
         > "$OUT/cold_$name.txt" 2> "$OUT/cold_$name.log"
     cat "$OUT/cold_$name.txt"; tail -n 4 "$OUT/cold_$name.log"
 }
