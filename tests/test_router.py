@@ -235,6 +235,33 @@ def test_factorisations_of_tall_matrices_are_priced_by_the_tall_curve(isolated):
         model.seconds("linalg.svd", (300 * 100 * 100) ** (1 / 3), "float64"))
 
 
+def test_a_batch_of_short_transforms_is_priced_as_one_launch_where_that_is_less(isolated):
+    """A device's time for one short transform is mostly its launch (60 µs for 1,024 points
+    against 20 µs per call): a batch of 2,000 is one launch, priced at most as one transform of
+    all its points less the longer length's log factor. A host whose short transform is compute
+    keeps the per-transform price, which is the lesser there."""
+    cal = synthetic(gpu=True)
+    gpu = cal.targets["cupy"]
+    gpu["ops"]["float64"] = {**gpu["ops"]["float64"], "fft.fft": [
+        [1_024.0, 60e-6], [65_536.0, 70e-6], [1_048_576.0, 200e-6], [4_194_304.0, 700e-6]]}
+    signals = dispatch.ones((2_000, 1_024))
+    op = op_named("fft.fft")
+    points = 2_000 * 1_024
+    device = cost.TargetModel("cupy", gpu)
+    per_transform = device.dispatch_overhead_s() + (60e-6 - device.dispatch_overhead_s()) * 2_000
+    whole = device.seconds("fft.fft", float(points), "float64") * math.log2(1_024) / math.log2(points)
+    assert whole < per_transform / 100
+    assert cost.compute_seconds(device, op, _inputs(signals)) == pytest.approx(whole)
+    cpu = cal.targets["numpy"]  # 10 µs a short transform; a long one past the caches, dearer per point
+    cpu["ops"]["float64"] = {**cpu["ops"]["float64"], "fft.fft": [
+        [1_024.0, 10e-6], [65_536.0, 1e-3], [1_048_576.0, 25e-3], [4_194_304.0, 120e-3]]}
+    host = cost.TargetModel("numpy", cpu)
+    per_transform = host.dispatch_overhead_s() + (10e-6 - host.dispatch_overhead_s()) * 2_000
+    whole = host.seconds("fft.fft", float(points), "float64") * math.log2(1_024) / math.log2(points)
+    assert per_transform < whole
+    assert cost.compute_seconds(host, op, _inputs(signals)) == pytest.approx(per_transform)
+
+
 def test_sorts_of_integers_are_priced_by_the_integer_curve(isolated):
     """torch and CuPy sort integers by radix sorts, far faster than floats: a group-by's keys
     are priced by the int64 curve where the calibration has one, else by float64's."""

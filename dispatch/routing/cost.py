@@ -231,7 +231,11 @@ def _tall(inputs: Any) -> bool:
 # as many points (the calibration times a single transform per size).
 def _batched_fft_seconds(model: TargetModel, inputs: Any, dtype: str, factor: float) -> float | None:
     """Transforms along the last axis (the default): one call, ``size / length`` transforms, of
-    the length ``n`` asked for where one was (the layout: see ``dispatch.arrays._call._fft_points``)."""
+    the length ``n`` asked for where one was (the layout: see ``dispatch.arrays._call._fft_points``).
+
+    Priced as that many short transforms one after another, or as one transform of all the
+    points less its longer length's share of the work (``log n``), whichever is less: a device
+    runs the batch in one launch, and its time for one short transform is mostly that launch."""
     shape = tuple(inputs.arrays[0].shape)
     layout = getattr(inputs, "layout", None)
     length = layout if type(layout) is int else (max(shape[-1], 1) if shape else 1)
@@ -239,8 +243,13 @@ def _batched_fft_seconds(model: TargetModel, inputs: Any, dtype: str, factor: fl
     if one is None:
         return None
     overhead = model.dispatch_overhead_s()
-    batches = max(inputs.size, 1) / length
-    return (overhead + max(one - overhead, 0.0) * batches) * factor
+    points = max(inputs.size, 1)
+    batches = points / length
+    seconds = overhead + max(one - overhead, 0.0) * batches
+    whole = model.seconds("fft.fft", float(points), dtype) if batches > 1 else None
+    if whole is not None:
+        seconds = min(seconds, whole * math.log2(max(length, 2)) / math.log2(max(points, 2)))
+    return seconds * factor
 
 
 def transfer_seconds(model: TargetModel, target: Any, inputs: Any) -> tuple[float, int]:
