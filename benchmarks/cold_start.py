@@ -10,7 +10,11 @@ dispatch learned kept between them (run 1, 2, 3: a cache folder of their own per
 round, starting with this machine's calibration files only); and each target forced for the
 whole program (``DISPATCH_BACKEND``), each in a fresh cache folder too. Python's bytecode is
 written and primed first (``PYTHONDONTWRITEBYTECODE`` is dropped): a user's second script finds
-it. Best of the rounds, which rotate their order so that a drifting load hits every contender.
+it. So are the device kernels each program compiles: every program runs once at its tiny size in
+each mode, untimed, before its timed runs, as CuPy's kernel cache (on disk, once per machine and
+kernel) finds them on a machine where they ran before; a machine where CuPy never compiled them
+pays seconds more in whichever run first needs them. Best of the rounds, which rotate their
+order so that a drifting load hits every contender.
 
 The goals it checks, per program:
 
@@ -203,8 +207,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                            "repeats": args.repeats, "programs": []}
     contenders = ["numpy", *programs_bench.AUTO_RUNS, *(f"forced:{t}" for t in targets)]
     started = time.perf_counter()
-    programs_bench.prime(names[0], targets, base_cache, args.timeout)
     for name in names:
+        programs_bench.prime(name, targets, base_cache, args.timeout)  # its kernels compiled, once per machine
         size = sizes.get(name)
         result = programs_bench.cold_program(name, contenders, args.repeats, base_cache, [size] if size else [],
                                              args.timeout, log)
