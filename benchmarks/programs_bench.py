@@ -305,6 +305,11 @@ class _Contender:
         return self.err.read()
 
 
+# Between two warm runs: the BLAS threads of the process that ran last spin for more work for about
+# 0.1 s (``dispatch.base.blas_spin``), on the cores the next contender's run would share with them.
+SETTLE_S = 0.3
+
+
 def warm_program(name: str, targets: list[str], repeats: int, size: list[str], log: Callable[[str], None],
                  oracle_of: Callable[..., dict[str, Any]] | None = None, timeout: float = 300.0) -> dict[str, Any]:
     """Every contender of one program warm, each in a process of its own (so that what one
@@ -316,9 +321,11 @@ def warm_program(name: str, targets: list[str], repeats: int, size: list[str], l
     try:
         for contender in order:  # the warm-up, untimed
             workers[contender].run()
+            time.sleep(SETTLE_S)
         for r in range(repeats):
             for contender in order[r % len(order):] + order[:r % len(order)]:
                 runs[contender].append(workers[contender].run())
+                time.sleep(SETTLE_S)
     finally:
         for worker in workers.values():
             worker.close()
