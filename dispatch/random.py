@@ -39,6 +39,7 @@ from dispatch.base.devices import HOST_ONLY
 from dispatch.base.numpy_catalog import DEVICE_DRAWS
 from dispatch.base.ops import op_named
 from dispatch.base.state import STATE
+from dispatch.routing import floors
 from dispatch.targets.numpy_target import NUMPY
 
 
@@ -323,10 +324,12 @@ def _routed_draw(owner: Generator, name: str, method: Any, args: tuple, kwargs: 
     dtype = _drawn_dtype(name, args, kwargs)
     if dtype is None:
         return None
+    op = op_named(f"random.Generator.{name}")
+    if not STATE.tracing and floors.under_seed_floor(op, n):
+        return None  # NumPy's by the seed's table: the routing machinery need not load for it
     router = _call.routing()  # a draw the router places: the routing machinery loads, if it has not yet
     from dispatch.routing.decisions import Decision, DecisionKind
 
-    op = op_named(f"random.Generator.{name}")
     inputs = _call.Inputs([])
     inputs.size, inputs.dtypes, inputs.devices = n, (dtype,), HOST_ONLY  # a fresh array of n outputs
     decision = router.decide(op, inputs)

@@ -313,6 +313,30 @@ def test_the_router_is_loaded_at_the_first_call_it_may_place(tmp_path, n, calibr
     assert done.stdout.split("\n")[:2] == [repr(float(numpy.sum(numpy.arange(n) * 2))), str(loaded)]
 
 
+_DRAWN_AT_EXIT = """
+import atexit, sys
+atexit.register(lambda: print("dispatch.routing.router" in sys.modules))
+import dispatch as np
+drawn = np.random.default_rng(42).integers(0, 1000, size={N})
+print(int(drawn[-1000:].sum()), drawn.dtype, drawn.shape)  # (a sum under its floor too)
+"""
+
+
+@pytest.mark.parametrize(("n", "loaded"), [(262_144, False), (2_000_000, True)])
+def test_a_draw_under_the_seed_floor_does_not_load_the_router(tmp_path, n, loaded):
+    """A large draw is a call the router may place on a device; where no calibration is stored,
+    one under the seed table's floor for draws stays NumPy's without loading the routing
+    machinery (about 10 ms of a short script's start), and one over it loads it. NumPy's stream
+    either way."""
+    path = tmp_path / "draws.py"
+    path.write_text(_DRAWN_AT_EXIT.replace("{N}", str(n)))
+    done = subprocess.run([sys.executable, str(path)], env=_env(tmp_path / "cache"), cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    want = numpy.random.default_rng(42).integers(0, 1000, size=n)
+    assert done.stdout.split("\n")[:2] == [f"{int(want[-1000:].sum())} {want.dtype} {want.shape}", str(loaded)]
+
+
 def test_earlier_runs_that_name_another_target_load_the_router():
     """What earlier runs kept names a target other than NumPy (used, measured or priced), or
     cannot be read as such: the router, not the seed's floors, weighs the run's calls."""

@@ -21,7 +21,7 @@ from dispatch.base import cachefiles, tuning
 from dispatch.base.tiers import MoeThresholds, OpComplexity
 from dispatch.routing import learned
 
-__all__ = ["SMALL", "bounded", "host_floor", "seed_floor", "use"]
+__all__ = ["SMALL", "bounded", "host_floor", "seed_floor", "under_seed_floor", "use"]
 
 # Host calls of at most this many elements run on NumPy under every policy, without probing any
 # other target (which would import torch or CuPy): no engine's call overhead (microseconds for
@@ -61,6 +61,13 @@ def host_floor(op: Any) -> int:
             return floor
         importlib.import_module("dispatch.routing.router")  # (which hands itself over: ``use``)
     return _router.host_floor(op)
+
+
+def under_seed_floor(op: Any, n: int) -> bool:
+    """Whether ``n`` elements of ``op`` stay on NumPy by the seed's table, known without loading
+    the router: it is not loaded, the seed's floors hold, and ``n`` is under ``op``'s (a draw the
+    router would place otherwise, ``dispatch.random``)."""
+    return _router is None and _seed_floors() and n <= bounded(seed_floor(_SEED, op.complexity))
 
 
 def _seed_floors() -> bool:
