@@ -1198,38 +1198,36 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
         else:
             return _call.call_fast_ufunc(op, self, other)
         data = self._engine_array
-        if STATE.plain and type(data) is _ND:
-            okind = type(odata)
-            if okind is _ND:
-                n = data.size if data.size >= odata.size else odata.size
-                if data.shape != odata.shape:
-                    n = _call.broadcast_size([data.shape, odata.shape], n)
-            elif okind in _PY_SCALARS:
-                n = data.size
-            else:
-                return _call.call_fast_ufunc(op, self, other)
-            elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, odata, True)
-            if n > op.floor and not host_shortcut(op, n):  # (the rule's first test inlined)
-                return _call.call(op, (self, other), {}, into=self if elide else None)
-            if blas:
-                blas_spin.ran()
-            if elide:
-                func(data, odata, out=data)
-                return self
-            result = func(data, odata)
-            if type(result) is _ND:
-                return held(result)
-            return wrap(result)  # a scalar, or divmod's pair
-        # Forced or traced: NumPy, where it runs the call, still computes into a temporary as it would.
-        if (type(data) is _ND and (type(odata) is _ND or type(odata) in _PY_SCALARS) and data.nbytes >= _ELIDE_BYTES
-                and _rc(self) == _temporary_refs and _elides(ufunc, data, odata, True)):
-            return _call.call(op, (self, other), {}, into=self)
-        return _call.call_fast_ufunc(op, self, other)
+        okind = type(odata)
+        if type(data) is not _ND or (okind is not _ND and okind not in _PY_SCALARS):
+            return _call.call_fast_ufunc(op, self, other)
+        elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, odata, True)
+        if not STATE.plain:  # forced or traced: NumPy, where it runs the call, still computes into the temporary
+            return _call.call(op, (self, other), {}, into=self) if elide else _call.call_fast_ufunc(op, self, other)
+        n = data.size
+        if okind is _ND:
+            if odata.size > n:
+                n = odata.size
+            if data.shape != odata.shape:
+                n = _call.broadcast_size([data.shape, odata.shape], n)
+        if n > op.floor and not host_shortcut(op, n):  # (the rule's first test inlined)
+            return _call.call(op, (self, other), {}, into=self if elide else None)
+        if blas:
+            blas_spin.ran()
+        if elide:
+            func(data, odata, out=data)
+            return self
+        result = func(data, odata)
+        if type(result) is _ND:
+            return held(result)
+        return wrap(result)  # a scalar, or divmod's pair
 
     def reflected(self: ndarray, other: Any) -> Any:
         data = self._engine_array
-        if type(other) in _PY_SCALARS and STATE.plain and type(data) is _ND:  # ``alpha * x``: forward's hot path
+        if type(other) in _PY_SCALARS and type(data) is _ND:  # ``alpha * x``: forward's hot path
             elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, other, False)
+            if not STATE.plain:  # forced or traced, as ``forward``
+                return _call.call(op, (other, self), {}, into=self) if elide else _call.call_fast_ufunc(op, other, self)
             n = data.size
             if n > op.floor and not host_shortcut(op, n):
                 return _call.call(op, (other, self), {}, into=self if elide else None)
@@ -1240,9 +1238,6 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             if type(result) is _ND:
                 return held(result)
             return wrap(result)
-        if (type(other) in _PY_SCALARS and type(data) is _ND and data.nbytes >= _ELIDE_BYTES
-                and _rc(self) == _temporary_refs and _elides(ufunc, data, other, False)):
-            return _call.call(op, (other, self), {}, into=self)  # forced or traced, as ``forward``
         if not _handled(other):  # NumPy's reflected operator never defers: the ufunc, which asks its override
             return NotImplemented if ufunc is None else ufunc(other, self)
         return _call.call_fast_ufunc(op, other, self)
