@@ -67,7 +67,7 @@ def under_seed_floor(op: Any, n: int) -> bool:
     """Whether ``n`` elements of ``op`` stay on NumPy by the seed's table, known without loading
     the router: it is not loaded, the seed's floors hold, and ``n`` is under ``op``'s (a draw the
     router would place otherwise, ``dispatch.random``)."""
-    return _router is None and _seed_floors() and n <= bounded(seed_floor(_SEED, op.complexity))
+    return _router is None and _seed_floors() and n <= host_floor(op)
 
 
 def _seed_floors() -> bool:
