@@ -215,8 +215,9 @@ def _summarise(name: str, runs: dict[str, list[dict[str, Any]]], log: Callable[[
 
 
 def prime(name: str, targets: list[str], base_cache: str, timeout: float) -> None:
-    """Run ``name`` at its tiny size once in each dispatch mode, untimed: bytecode compiled and
-    files read before anything is timed, as a user's second script finds them."""
+    """Run ``name`` at its tiny size once in each dispatch mode, untimed: bytecode compiled,
+    files read and device kernels compiled (CuPy's on-disk cache) before anything is timed, as a
+    user's second script finds them."""
     for contender in ("auto", *(f"forced:{t}" for t in targets)):
         cache = _fresh_cache(base_cache)
         _run_process(contender, programs.path(name), [str(_tiny(name))], cache, timeout)
