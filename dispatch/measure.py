@@ -434,46 +434,11 @@ first = time.perf_counter()
 print(json.dumps({"import_s": imported - start, "context_s": context - imported, "first_call_s": first - context}))
 """
 
-# The same start-up on ``bringup``'s background thread, while this thread runs a loop of small
-# NumPy calls that needs the GIL all the time (the worst case for a program): the time the loop
-# lost, against its rate alone, is what a background bring-up costs a program's thread.
-_CHILD_HELD = """
-import json, sys, time
-import numpy as np
-from dispatch.routing import bringup
-name = sys.argv[1]
-x = np.ones(8)
-
-def spin(until):
-    done = 0
-    while not until():
-        for _ in range(64):
-            x + x
-        done += 64
-    return done
-
-def rate(seconds):
-    end = time.perf_counter() + seconds
-    began = time.perf_counter()
-    return spin(lambda: time.perf_counter() >= end) / (time.perf_counter() - began)
-
-alone = rate(0.1)
-began = time.perf_counter()
-bringup.start(name)
-done = spin(lambda: bringup.state(name) != "starting")
-took = time.perf_counter() - began
-alone = max(alone, rate(0.1))
-if bringup.state(name) != "ready":
-    print(json.dumps({"error": "failed"})); sys.exit()
-print(json.dumps({"held_s": max(took - done / alone, 0.0), "background_s": took}))
-"""
-
 
 def startup_seconds(names: list[str], timeout: float = 120.0) -> dict[str, dict[str, float]]:
     """Each target's start-up, timed in a fresh process of its own (the library's import, the
     device's context with a first copy, and a first call): ``{name: {"import_s", "context_s",
-    "first_call_s", "process_s"}}``, with what a background bring-up costs a program's thread
-    (``_held``); a target that fails to start is left out."""
+    "first_call_s"}}``; a target that fails to start is left out."""
     found = {}
     for name in names:
         if name not in startup.LIBRARY:
@@ -496,26 +461,4 @@ def startup_seconds(names: list[str], timeout: float = 120.0) -> dict[str, dict[
         if "error" not in data:
             found[name] = {k: round(float(v), 4) for k, v in data.items()}
             found[name]["process_s"] = round(time.perf_counter() - start, 4)
-            found[name].update(_held(name, timeout))
     return found
-
-
-def _held(name: str, timeout: float) -> dict[str, float]:
-    """``{"held_s", "background_s"}``: the seconds a program's thread loses to a background
-    bring-up of ``name``, and how long the bring-up took so (``_CHILD_HELD``); nothing where it
-    could not be measured, so that the router counts the whole start-up."""
-    try:
-        child = _Popen([sys.executable, "-c", _CHILD_HELD, name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True)
-    except OSError:
-        return {}
-    try:
-        out, _ = child.communicate(timeout=timeout)
-        data = json.loads(out.strip().splitlines()[-1])
-        return {"held_s": round(float(data["held_s"]), 4), "background_s": round(float(data["background_s"]), 4)}
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
-    except (ValueError, IndexError, KeyError, TypeError):
-        pass
-    return {}

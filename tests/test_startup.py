@@ -26,10 +26,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N = 1_000_000  # a sum of 1e6 float64: NumPy 501 µs, torch-cpu 130 µs in the synthetic calibration
 
 
-def _calibrated(startup_s: dict[str, tuple[float, float, float]], held_s: float | None = None):
+def _calibrated(startup_s: dict[str, tuple[float, float, float]]):
     cal = synthetic()
-    cal.extra["startup"] = {name: {"import_s": i, "context_s": c, "first_call_s": f,
-                                   **({} if held_s is None else {"held_s": held_s})}
+    cal.extra["startup"] = {name: {"import_s": i, "context_s": c, "first_call_s": f}
                             for name, (i, c, f) in startup_s.items()}
     return cal
 
@@ -97,34 +96,6 @@ def test_calls_that_forgo_a_targets_start_up_bring_it_up_in_the_background(calib
             _sum(a)
     assert "torch-cpu" in {r.target for r in t.records if r.op == "sum"}
     assert not startup.priced_out(next(iter(router.ROUTER.history.stats)))  # up: priced out no longer
-
-
-def test_a_background_bring_up_is_priced_at_what_the_programs_thread_loses_to_it(calibrated):
-    """Where the calibration measured that a program's thread loses 10 ms to a background
-    bring-up of a 50 ms start-up (``held_s``), calls that have forgone 10 ms bring the target up;
-    without that measurement they must forgo all 50 (the test above)."""
-    router.use_calibration(_calibrated({"torch-cpu": (0.0, 0.0, 0.05)}, held_s=0.01))
-    assert startup.held("torch-cpu") == pytest.approx(0.01)
-    a = dispatch.asarray(numpy.random.default_rng(0).random(N))
-    calls = 0
-    with dispatch.trace() as t:
-        while bringup.state("torch-cpu") is None and calls < 5000:
-            _sum(a)
-            calls += 1
-    assert 1 < calls < 5000 and {r.target for r in t.records if r.op == "sum"} == {"numpy"}
-    assert 0.01 <= startup.forgone()["torch-cpu"] < 0.05
-    assert bringup.wait("torch-cpu", 60) == "ready"
-
-
-def test_the_calibration_measures_what_a_background_bring_up_costs_a_program():
-    """A fresh process brings torch-cpu up on ``bringup``'s thread while its own thread runs
-    small NumPy calls: the time that thread lost is some of the bring-up's time."""
-    pytest.importorskip("torch")
-    from dispatch import measure
-
-    found = measure._held("torch-cpu", 300.0)
-    assert set(found) == {"held_s", "background_s"}
-    assert 0.0 <= found["held_s"] <= found["background_s"] and found["background_s"] > 0.0
 
 
 def test_a_kept_scripts_run_brings_a_target_up_only_within_its_margin(calibrated, monkeypatch):

@@ -230,20 +230,20 @@ def predicted(entry: dict[str, Any] | None = None) -> dict[str, float]:
     return totals
 
 
-def wanted(startup_seconds: Any, held_seconds: Any) -> list[str]:
-    """The target to bring up now, if any: the one whose predicted saving in this run exceeds what
-    its bring-up in the background costs the program (``held_seconds(name)``) by the most. Calls
-    made while it starts (``startup_seconds(name)``) run on NumPy: the saving counted is the share
-    of the last run left once the start-up has passed (calls spread evenly over it). One engine:
-    a second would add its start-up."""
+def wanted(startup_seconds: Any) -> list[str]:
+    """The target to bring up now, if any: the one whose predicted saving in this run exceeds its
+    start-up (``startup_seconds(name)``) by the most. Calls made while it starts run on NumPy: the
+    saving counted is the share of the last run left once the start-up has passed (calls spread
+    evenly over it). One engine: a second would add its start-up."""
     try:
         run_s = float((_previous or {}).get("run_s", 0.0))
     except (TypeError, ValueError):
         run_s = 0.0
     net = {}
     for t, s in predicted().items():
-        left = max(0.0, 1.0 - startup_seconds(t) / run_s) if run_s > 0 else 0.0
-        net[t] = s * left - held_seconds(t)
+        cost = startup_seconds(t)
+        left = max(0.0, 1.0 - cost / run_s) if run_s > 0 else 0.0
+        net[t] = s * left - cost
     best = max(net, key=net.get, default=None)
     return [best] if best is not None and net[best] > 0 else []
 

@@ -13,15 +13,13 @@ does not force it (``router._reach``). A target comes up when:
   on it than its start-up costs: it is brought up on a background thread (``bringup``) at the
   first routed call, NumPy serving meanwhile, and taken once it is ready;
 - or, with no such prediction, this one call is priced to save more than the start-up;
-- or calls priced out for it have, in this process, forgone as much as its start-up costs the
-  program (``forgo``): it is brought up on a background thread then. This is the ski-rental rule:
-  a long-lived process (a notebook, a service) never pays more than twice what knowing its future
-  would have cost, and a short one pays nothing. What the program pays for a bring-up on another
-  thread is the share of it that its own thread loses (``held``: the GIL, the cores), which the
-  calibration measures; without that measurement, the whole start-up. In a script whose run is
-  kept for its next (``learned``), the next run brings the target up from its first call; this
-  run brings it up only once that cost is within ``KEPT_MARGIN`` of the time it has run, so that
-  a script run once stays within that margin of NumPy's time.
+- or calls priced out for it have, in this process, forgone as much as its start-up costs
+  (``forgo``): it is brought up on a background thread then. This is the ski-rental rule: a
+  long-lived process (a notebook, a service) never pays more than twice what knowing its future
+  would have cost, and a short one pays nothing. In a script whose run is kept for its next
+  (``learned``), the next run brings the target up from its first call; this run brings it up
+  only once the start-up is within ``KEPT_MARGIN`` of the time it has run, so that a script run
+  once stays within that margin of NumPy's time.
 
 The start-up's price is this machine's calibration's (``dispatch.measure.startup_seconds`` times
 it in fresh processes)
@@ -39,8 +37,8 @@ from dispatch import targets
 from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
-__all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "forgo", "forgone", "held",
-           "note", "priced_out", "seconds", "up", "use_calibration"]
+__all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "forgo", "forgone", "note",
+           "priced_out", "seconds", "up", "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: on the
 # high side of what calibrations measured, so that an unmeasured start-up is not undersold.
@@ -57,7 +55,6 @@ SEED_S: dict[str, tuple[float, float, float]] = {
 KEPT_MARGIN = 0.05
 
 _measured: dict[str, tuple[float, float, float]] = {}  # from the calibration in use
-_held_ratio: dict[str, float] = {}  # calibration: a background bring-up's cost to the program / start-up
 _saving: dict[tuple, dict[str, float]] = {}  # key priced out -> {target left down: what one call would save}
 _forgone: dict[str, float] = {}  # target -> seconds its priced-out calls would have saved in this process
 _deferred = False  # a decision made while a target was starting: not to be cached
@@ -67,17 +64,10 @@ _begun = False
 def use_calibration(cal: Any) -> None:
     """Price start-up by what ``cal`` measured (its ``startup`` entry), else by ``SEED_S``."""
     _measured.clear()
-    _held_ratio.clear()
     found = getattr(cal, "extra", {}).get("startup", {}) if cal is not None else {}
     for name, parts in found.items() if isinstance(found, dict) else ():
         try:
             _measured[name] = (float(parts["import_s"]), float(parts["context_s"]), float(parts["first_call_s"]))
-        except (KeyError, TypeError, ValueError):
-            continue
-        whole = sum(_measured[name])
-        try:
-            if whole > 0.0:
-                _held_ratio[name] = max(float(parts["held_s"]), 0.0) / whole
         except (KeyError, TypeError, ValueError):
             continue
 
@@ -98,14 +88,6 @@ def seconds(name: str) -> float:
     return imported + context + first
 
 
-def held(name: str) -> float:
-    """What bringing ``name`` up on a background thread would cost the program's own thread: what
-    a program's thread lost to it, in the calibration's worst case (a thread that needs the GIL
-    all the time), in proportion to what is left to pay; the whole start-up where that was not
-    measured."""
-    return seconds(name) * _held_ratio.get(name, 1.0)
-
-
 def begin(history: Any) -> None:
     """At the first routed call: read what this program's earlier runs learned into ``history``,
     and start bringing up, in the background, the target they predict this run will repay."""
@@ -114,7 +96,7 @@ def begin(history: Any) -> None:
         return
     _begun = True
     learned.begin(history)
-    for name in learned.wanted(seconds, held):
+    for name in learned.wanted(seconds):
         bringup.start(name)
 
 
@@ -158,20 +140,19 @@ def _price_out(key: tuple, name: str, saving_s: float) -> None:
 def forgo(key: tuple, calls: float) -> None:
     """``calls`` calls of kind ``key`` ran where they were: add what they would have saved on the
     targets left down for them, and start bringing up, in the background, one whose forgone
-    saving has reached what its bring-up there costs the program (``held``; the router takes it
-    once it is ready)."""
+    saving has reached its start-up (the router takes it once it is ready)."""
     per = _saving.get(key)
     if not per:
         return
     for name, saving_s in tuple(per.items()):  # (``came_up`` may empty it from a bring-up's thread)
         total = _forgone[name] = _forgone.get(name, 0.0) + saving_s * calls
-        cost = held(name)
+        cost = seconds(name)
         if total >= cost and not up(name) and bringup.state(name) is None and _within_margin(cost):
             bringup.start(name)
 
 
 def _within_margin(cost: float) -> bool:
-    """Whether a bring-up that costs the program ``cost`` seconds may begin mid-run (``KEPT_MARGIN``)."""
+    """Whether a start-up of ``cost`` seconds may begin mid-run (``KEPT_MARGIN``)."""
     ran = learned.kept_for()
     return ran is None or cost <= KEPT_MARGIN * ran
 
