@@ -21,9 +21,10 @@ The goals it checks, per program:
 - run 1 takes at most 1.05x NumPy's time, or NumPy's time + 30 ms where that is larger;
 - runs 2 and 3 take at most 1.10x the best forced target's time.
 
-``--gil`` measures what bringing torch up on a background thread costs the program's own thread:
-the same routed work (small and medium calls, which hold the GIL in dispatch's Python) timed in
-a fresh process alone, and while ``dispatch.routing.bringup`` imports torch beside it.
+``--gil [TARGET]`` measures what bringing a target up on a background thread (torch-cpu unless
+named) costs the program's own thread: the same routed work (small and medium calls, which hold
+the GIL in dispatch's Python) timed in a fresh process alone, and while ``dispatch.routing.bringup``
+brings the target up beside it; and the bring-up's own time, beside the work and alone after it.
 
 ``--sklearn`` runs scikit-learn scripts instead (``benchmarks/sklearn_cold.py``): stock, under
 ``dispatch.sklearn.accelerate()`` and under ``python -m dispatch run``, runs 1-3 each.
@@ -102,53 +103,49 @@ import sys, time
 import numpy
 import dispatch as np
 from dispatch.routing import bringup
-mode = sys.argv[1]
+mode, target = sys.argv[1], sys.argv[3]
 rng = numpy.random.default_rng(0)
 small = np.asarray(rng.random(1_000))
 medium = np.asarray(rng.random(200_000))
-def work(seconds):
+def work(done):
     calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    while not done(start):
         for _ in range(50):
             small + small
             np.sum(small)
         np.sum(medium * 2.0)
         calls += 1
     return calls / (time.perf_counter() - start)
-work(0.3)  # warm: the router's modules loaded, first decisions made
-if mode == "beside":
-    began = time.perf_counter()
-    bringup.start("torch-cpu")
-rate = work(float(sys.argv[2]))
-if mode == "beside":
-    bringup.wait("torch-cpu", 120)
-    taken = bringup.seconds_taken().get("torch-cpu")
+work(lambda start: time.perf_counter() - start >= 0.3)  # warm: the router's modules loaded, first decisions made
+if mode == "beside":  # the work goes on until the target is up
+    bringup.start(target)
+    rate = work(lambda start: bringup.state(target) != "starting")
 else:
-    began = time.perf_counter()
-    import torch
-    taken = time.perf_counter() - began
-print(rate, taken)
+    rate = work(lambda start: time.perf_counter() - start >= float(sys.argv[2]))
+    bringup.start(target)
+assert bringup.wait(target, 280) == "ready", bringup.state(target)
+print(rate, bringup.seconds_taken()[target])
 """
 
 
-def gil(repeats: int = 3, window_s: float = 3.0) -> dict[str, Any]:
-    """The program's rate of routed work (iterations a second) alone and while torch is brought
-    up beside it, over ``window_s`` from the bring-up's start; and torch's import time alone
-    (after the work) and on the background thread."""
+def gil(target: str = "torch-cpu", repeats: int = 3, window_s: float = 3.0) -> dict[str, Any]:
+    """The program's rate of routed work (iterations a second) alone, over ``window_s``, and while
+    ``target`` is brought up beside it, until it is up; and the bring-up's time beside the work
+    and alone (after it)."""
     runs: dict[str, list[tuple[float, float]]] = {"alone": [], "beside": []}
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "DISPATCH_BACKEND")}
     env["DISPATCH_LEARN"] = "0"
     for r in range(repeats):
         for mode in (("alone", "beside") if r % 2 == 0 else ("beside", "alone")):
-            done = subprocess.run([sys.executable, "-c", _GIL_CHILD, mode, str(window_s)], cwd=REPO, env=env,
+            done = subprocess.run([sys.executable, "-c", _GIL_CHILD, mode, str(window_s), target], cwd=REPO, env=env,
                                   capture_output=True, text=True, timeout=300, check=True)
             rate, taken = (float(x) for x in done.stdout.split())
             runs[mode].append((rate, taken))
     alone = statistics.median(r for r, _ in runs["alone"])
     beside = statistics.median(r for r, _ in runs["beside"])
-    return {"rate_alone": alone, "rate_beside": beside, "slowdown": 1.0 - beside / alone,
-            "torch_import_alone_s": statistics.median(t for _, t in runs["alone"]),
-            "torch_bringup_beside_s": statistics.median(t for _, t in runs["beside"]), "window_s": window_s,
+    return {"target": target, "rate_alone": alone, "rate_beside": beside, "slowdown": 1.0 - beside / alone,
+            "bringup_alone_s": statistics.median(t for _, t in runs["alone"]),
+            "bringup_beside_s": statistics.median(t for _, t in runs["beside"]), "window_s": window_s,
             "runs": runs}
 
 
@@ -161,7 +158,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=2, help="timed rounds (default 2)")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--json", metavar="FILE")
-    parser.add_argument("--gil", action="store_true", help="measure the background import's cost to the program")
+    parser.add_argument("--gil", nargs="?", const="torch-cpu", metavar="TARGET",
+                        help="measure a background bring-up's cost to the program (default target: torch-cpu)")
     parser.add_argument("--sklearn", action="store_true", help="scikit-learn scripts (benchmarks/sklearn_cold.py)")
     parser.add_argument("--rows", default="", help="with --sklearn: script=rows,... (default: sized for this machine)")
     parser.add_argument("--timeline", action="store_true",
@@ -170,11 +168,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's machine writes bytecode: time what it sees
     os.environ.pop("DISPATCH_LEARN", None)
     if args.gil:
-        found = gil()
-        print(f"routed work alone {found['rate_alone']:.1f} it/s, beside torch's bring-up "
-              f"{found['rate_beside']:.1f} it/s over {found['window_s']} s: {found['slowdown']:.0%} slower; "
-              f"torch's import alone {found['torch_import_alone_s']:.2f} s, its bring-up beside the work "
-              f"{found['torch_bringup_beside_s']:.2f} s")
+        found = gil(args.gil, repeats=args.repeats)
+        print(f"routed work alone {found['rate_alone']:.1f} it/s, beside {args.gil}'s bring-up "
+              f"{found['rate_beside']:.1f} it/s until it was up: {found['slowdown']:.0%} slower; "
+              f"its bring-up alone {found['bringup_alone_s']:.2f} s, beside the work {found['bringup_beside_s']:.2f} s")
         if args.json:
             programs_bench.save(args.json, found)
         return found
