@@ -3,6 +3,7 @@ NumPy itself does, without ever writing into an array anyone else can see."""
 
 from __future__ import annotations
 
+import contextlib
 import tracemalloc
 
 import numpy
@@ -12,6 +13,9 @@ import dispatch
 from dispatch.arrays import _array
 
 N = 100_000  # 800 KB of float64: over NumPy's 256 KiB elision threshold
+
+
+_nothing = contextlib.nullcontext
 
 
 def _peak(chain, xp, base):
@@ -60,6 +64,66 @@ def test_a_chain_reuses_its_temporaries_forced_onto_numpy_or_traced(operator_pat
     assert out.dtype == expected.dtype and out.shape == expected.shape
     numpy.testing.assert_array_equal(out, expected)
     assert peak < numpy_peak + base.nbytes // 2, (peak, numpy_peak)
+
+
+@pytest.mark.parametrize("mode", ["auto", "forced numpy"])
+def test_a_temporary_right_operand_of_a_commutative_operator_takes_the_result(operator_path, mode):
+    """``a + 0.5 * b`` and ``a * (b - 1.0)``: NumPy writes ``+``, ``*``, ``&``, ``|`` and ``^`` into a
+    temporary right operand too, so dispatch holds no more than NumPy does; ``-`` it does not."""
+    base = numpy.linspace(0.0, 1.0, N)
+    ints = numpy.arange(N, dtype=numpy.int64)
+    chains = [(base, lambda a: a + 0.5 * a), (base, lambda a: a * (a - 1.0)), (ints, lambda a: a & (a + 3)),
+              (ints, lambda a: a | (a * 2)), (ints, lambda a: a ^ (a + 1)), (base, lambda a: a - 0.5 * a)]
+    for data, chain in chains:
+        numpy_peak, expected = _peak(chain, numpy, data)
+        with dispatch.using("numpy") if mode == "forced numpy" else _nothing():
+            peak, out = _peak(chain, dispatch, data)
+        assert out.dtype == expected.dtype and out.shape == expected.shape
+        numpy.testing.assert_array_equal(out, expected)
+        assert peak < numpy_peak + data.nbytes // 2, (peak, numpy_peak)
+
+
+def test_a_named_or_shared_right_operand_is_never_written(operator_path):
+    """Only a temporary takes the result: a named right operand, one a list holds, a view, one of
+    a narrower dtype than the result or broadcast to a larger shape keep their values."""
+    base = numpy.arange(N, dtype=numpy.float64)
+    a = dispatch.asarray(base.copy())
+    for _ in range(3):  # (the first call of its kind is decided; the later ones take the fast path)
+        x = a * 2.0
+        y = a + x  # x is named
+        numpy.testing.assert_array_equal(numpy.asarray(x), base * 2.0)
+        numpy.testing.assert_array_equal(numpy.asarray(y), base * 3.0)
+        held = [a * 2.0]
+        z = a + held[0]
+        numpy.testing.assert_array_equal(numpy.asarray(held[0]), base * 2.0)
+        numpy.testing.assert_array_equal(numpy.asarray(z), base * 3.0)
+        w = a + a[::-1]  # a view of a
+        numpy.testing.assert_array_equal(numpy.asarray(a), base)
+        numpy.testing.assert_array_equal(numpy.asarray(w), base + base[::-1])
+    narrow = dispatch.asarray(numpy.ones(N, dtype=numpy.float32))
+    wide = a + (narrow + narrow)  # float64 + float32: a float64 result, not written into the float32
+    assert wide.dtype == numpy.float64
+    numpy.testing.assert_array_equal(numpy.asarray(wide), base + 2.0)
+    grid = dispatch.asarray(numpy.ones((3, N))) + (dispatch.asarray(numpy.ones((1, N))) + 1.0)
+    assert grid.shape == (3, N)
+    numpy.testing.assert_array_equal(numpy.asarray(grid), numpy.full((3, N), 3.0))
+
+
+def test_a_call_remembered_into_its_right_operand_never_serves_one_into_its_left(operator_path):
+    """Over the floors, a call remembered with its result written into the temporary right
+    operand (float32 named + float64 temporary) has a key of its own: the same dtypes with the
+    float32 temporary on the left get a new float64 array, never a float64 result cast into it."""
+    n = 4_000_000  # over the seed's floor for ``add``
+    narrow = dispatch.asarray(numpy.ones(n, dtype=numpy.float32))
+    wide = dispatch.asarray(numpy.ones(n))
+    for _ in range(3):
+        right = narrow + wide * 2.0
+        assert right.dtype == numpy.float64
+        numpy.testing.assert_array_equal(numpy.asarray(right), numpy.full(n, 3.0))
+    for _ in range(3):
+        left = narrow * 1.5 + wide
+        assert left.dtype == numpy.float64
+        numpy.testing.assert_array_equal(numpy.asarray(left), numpy.full(n, 2.5))
 
 
 def test_named_arrays_and_views_are_never_written(operator_path):

@@ -1173,6 +1173,11 @@ def _c_contiguous(data: Any) -> bool:
     return bool(is_contiguous()) if callable(is_contiguous) else True
 
 
+# The operators whose temporary right operand NumPy writes the result into (number.c's
+# ``try_binary_elide(..., commutative=1)``), as it does a temporary left operand of every operator.
+_COMMUTES = frozenset({"add", "multiply", "bitwise_and", "bitwise_or", "bitwise_xor"})
+
+
 def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[Any, Any, Any, Any]:
     """The operator's forward, reflected and in-place methods; ``compare`` is NumPy's own
     comparison operator (``operator.eq``), which also compares void and structured arrays
@@ -1180,6 +1185,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
     ``__gt__`` for ``<``), which a NumPy subclass's own goes first by, as Python lets a subclass's."""
     op = POWER_OPERATOR if ufunc_name == "power" else op_named(ufunc_name)
     func, ufunc, blas = compare or op.func, op.ufunc, op.blas
+    commutes = ufunc_name in _COMMUTES
 
     def forward(self: ndarray, other: Any) -> Any:
         if compare is not None and type(self._engine_array) is _ND and self._engine_array.dtype.kind == "V":
@@ -1201,9 +1207,14 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
         okind = type(odata)
         if type(data) is not _ND or (okind is not _ND and okind not in _PY_SCALARS):
             return _call.call_fast_ufunc(op, self, other)
-        elide = data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs and _elides(ufunc, data, odata, True)
+        into = self if (data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs
+                        and _elides(ufunc, data, odata, True)) else None
+        if (into is None and commutes and kind is ndarray and type(odata) is _ND and odata.nbytes >= _ELIDE_BYTES
+                and _rc(other) == _temporary_refs and _elides(ufunc, odata, data, False)):
+            into = other  # ``a + b * c``: NumPy's commutative operators write into a temporary right operand too
         if not STATE.plain:  # forced or traced: NumPy, where it runs the call, still computes into the temporary
-            return _call.call(op, (self, other), {}, into=self) if elide else _call.call_fast_ufunc(op, self, other)
+            return _call.call(op, (self, other), {}, into=into) if into is not None \
+                else _call.call_fast_ufunc(op, self, other)
         n = data.size
         if okind is _ND:
             if odata.size > n:
@@ -1211,12 +1222,12 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             if data.shape != odata.shape:
                 n = _call.broadcast_size([data.shape, odata.shape], n)
         if n > op.floor and not host_shortcut(op, n):  # (the rule's first test inlined)
-            return _call.call(op, (self, other), {}, into=self if elide else None)
+            return _call.call(op, (self, other), {}, into=into)
         if blas:
             blas_spin.ran()
-        if elide:
-            func(data, odata, out=data)
-            return self
+        if into is not None:
+            func(data, odata, out=into._engine_array)
+            return into
         result = func(data, odata)
         if type(result) is _ND:
             return held(result)
@@ -1363,7 +1374,10 @@ def _install_operators() -> None:
     for short, name in _BINARY.items():
         op, forward, reflected, inplace = _binary(name, mirrored=f"__r{short}__")
         # ``x ** y`` compiled is NumPy's operator itself (what _power_operator computes for it)
-        setattr(ndarray, f"__{short}__", fast("forward", op, forward, operator.pow if short == "pow" else None))
+        compiled = fast("forward", op, forward, operator.pow if short == "pow" else None)
+        if name in _COMMUTES:
+            _compiled.commutes(compiled)
+        setattr(ndarray, f"__{short}__", compiled)
         setattr(ndarray, f"__r{short}__", fast("reflected", op, reflected))
         if short == "matmul":  # NumPy's own rule for ``a @= b`` (below), not matmul into a
             ndarray.__imatmul__ = _inplace_matmul

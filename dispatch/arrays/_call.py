@@ -740,6 +740,9 @@ _INEXACT_SCALARS = (np.floating, np.complexfloating)  # NumPy's scalars keyed, a
 _SEQUENCES = (list, tuple)  # of host arrays (``concatenate``'s), keyed by their arrays
 _MEMO_MAX = 1024  # signatures kept; a program that makes more (an int scalar changing in a loop) starts over
 _INTO = "into"  # ends the key of an operator's call that NumPy's elision runs into a temporary
+# ... into the second of two arrays (``a + b * c``): a key of its own, which the compiled path, whose
+# entries run into the first, never serves (the same dtypes in the other order would cast into it)
+_INTO_SECOND = "into the second"
 # The memo itself is the router's (``ROUTER.memo``): an entry is (decision, target, run, epoch), served
 # while the router's epoch is the entry's; at another epoch, ``_memo_run`` checks it again.
 
@@ -946,8 +949,8 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
     if ROUTER is None:
         routing()
     memo_key = _memo_key(op, args, kwargs)
-    if memo_key is not None and into is not None:
-        memo_key += (_INTO,)  # NumPy's elision asked for: an entry of its own, run into the temporary
+    if memo_key is not None and into is not None:  # elision: an entry of its own, run into the temporary
+        memo_key += (_INTO_SECOND if into is not args[0] and type(args[0]) is ndarray else _INTO,)
     if memo_key is not None:
         entry = ROUTER.memo.get(memo_key)
         if entry is not None:

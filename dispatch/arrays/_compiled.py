@@ -36,6 +36,7 @@ __all__ = [
     "STATUS",
     "attr",
     "bind_router",
+    "commutes",
     "fast",
     "from_interpreter",
     "install_buffer",
@@ -83,6 +84,14 @@ def refs_seen() -> int:
     """The reference count the compiled path saw on the last large operand it handed to Python
     (-1: none yet, or no compiled path)."""
     return _fastpath.refs_seen() if _fastpath is not None else -1
+
+
+def commutes(compiled: Any) -> None:
+    """Tell a compiled operator (``fast``'s) that NumPy's writes into a temporary right operand
+    too (``+ * & | ^``): such an operand goes to the Python operator, which decides. A compiled
+    path built from an older source keeps such operands' calls, unelided, as before."""
+    if _fastpath is not None and hasattr(_fastpath, "commutes") and type(compiled) is _fastpath.Fast:
+        _fastpath.commutes(compiled)
 
 
 def set_temporary_refs(n: int) -> None:

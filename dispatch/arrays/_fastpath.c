@@ -863,6 +863,7 @@ typedef struct {
     PyObject_HEAD
     int kind;
     int elides;          /* NumPy may elide into an operand: a ufunc of one output, no core dimensions */
+    int commutes;        /* NumPy's operator may elide into a temporary right operand too (set by commutes()) */
     int ufunc;           /* func is a ufunc (its dtypes resolved by resolve_dtypes) */
     PyObject *op;        /* dispatch.base.ops.Op (None where the call brings it: ufunc, array_function...) */
     PyObject *func;      /* what NumPy calls (op.func, an ndarray method), or the protocol methods' table */
@@ -1083,6 +1084,13 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
                 }
             }
         }
+        /* a temporary right operand NumPy's commutative operator may write into (a + b * c): the
+         * Python path decides, as _array's forward (its count is a left temporary's, both being
+         * operands the interpreter's stack holds) */
+        if (into == NULL && self->commutes && Py_TYPE(o) == nd_type && temporary_refs >= 0
+                && Py_REFCNT(o) == temporary_refs && Py_REFCNT(od) == 1 && PyArray_Check(od)
+                && PyArray_NBYTES((PyArrayObject *)od) >= elide_bytes && PyArray_BASE((PyArrayObject *)od) == NULL)
+            break;
         if (!under) {  /* the operands as the Python path passes them on */
             PyObject *operands[2] = {reflected ? o : args[0], reflected ? args[0] : o};
             int taken = 0;
@@ -1854,6 +1862,12 @@ static PyObject *get_refs_seen(PyObject *module, PyObject *unused) {
     return PyLong_FromSsize_t(refs_seen);
 }
 
+static PyObject *set_commutes(PyObject *module, PyObject *arg) {
+    if (Py_TYPE(arg) != &FastType) return PyErr_Format(PyExc_TypeError, "commutes() takes a compiled operator");
+    ((Fast *)arg)->commutes = 1;
+    Py_RETURN_NONE;
+}
+
 static PyObject *set_temporary_refs(PyObject *module, PyObject *arg) {
     Py_ssize_t n = PyLong_AsSsize_t(arg);
     if (n == -1 && PyErr_Occurred()) return NULL;
@@ -1877,6 +1891,8 @@ static PyMethodDef module_methods[] = {
      "from_interpreter(): whether no frame of NumPy's extension is on the C stack (no object loop holds the operand)"},
     {"refs_seen", get_refs_seen, METH_NOARGS,
      "refs_seen(): the reference count of the last large operand an operator handed to Python"},
+    {"commutes", set_commutes, METH_O,
+     "commutes(f): operator f may elide into a temporary right operand, as NumPy's + * & | ^ do"},
     {"set_temporary_refs", set_temporary_refs, METH_O,
      "set_temporary_refs(n): operands held more than n times stay on the compiled path (-1: none does)"},
     {"setup", setup, METH_VARARGS,
