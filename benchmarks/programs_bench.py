@@ -27,7 +27,8 @@ by median.
 ``--mode warm``: a warm process per program and contender: the program's ``main`` imported
 with ``np`` bound to NumPy, or to dispatch (routing, or ``dispatch.using(TARGET)`` for the
 whole run), in a process of its own, started together and kept alive; one warm-up run of every
-contender, then ``--repeats`` rounds (3) in rotating order; best of the rounds. The router keeps
+contender, then ``--repeats`` rounds (3) in rotating order; best of the rounds (the JSON's ``up``
+says which engines were up in each dispatch worker after each run). The router keeps
 what it learns over its process's runs, as a notebook running the program again would; no
 contender inherits another's history, memory pools or engines, and none reads or keeps what a
 script's runs learn (``DISPATCH_LEARN=0``: a notebook has no script file). Beside
@@ -200,6 +201,8 @@ def _summarise(name: str, runs: dict[str, list[dict[str, Any]]], log: Callable[[
         matches = ["ERROR" if r["rc"] != 0 else (compare(reference, r["stdout"]) if reference is not None else "-")
                    for r in done]
         result["match"][contender] = worst(matches)
+        if any(r.get("up") for r in done):  # which engines were up after each run (warm workers say)
+            result.setdefault("up", {})[contender] = [r.get("up", {}) for r in done]
         failed = [r for r in done if r["rc"] != 0]
         if failed:
             result["errors"][contender] = failed[0]["stderr"].strip().splitlines()[-16:] or ["(no message)"]
@@ -257,6 +260,7 @@ def _worker(name: str, contender: str, size: list[str]) -> None:
         def main(*args: Any) -> None:
             with dispatch.using(target) if target else contextlib.nullcontext():
                 routed(*args)
+    up = _engines_up if contender != "numpy" else dict
     for line in sys.stdin:
         if line.strip() != "run":
             break
@@ -265,9 +269,19 @@ def _worker(name: str, contender: str, size: list[str]) -> None:
             out, rc, err = _call(main, size), 0, ""
         except Exception as exc:  # its traceback's end, where dispatch's own frames say why
             out, rc, err = "", 1, "".join(traceback.format_exception(exc)[-8:])
-        reply = {"seconds": time.perf_counter() - start, "rc": rc, "stdout": out, "stderr": err}
+        reply = {"seconds": time.perf_counter() - start, "rc": rc, "stdout": out, "stderr": err, "up": up()}
         results.write(json.dumps(reply) + "\n")
         results.flush()
+
+
+def _engines_up() -> dict[str, float | None]:
+    """The engines up in this process after a run, but NumPy: each with the seconds its background
+    bring-up took (``None``: brought up on the program's thread, as a forced target is)."""
+    from dispatch import targets
+    from dispatch.routing import bringup
+
+    taken = bringup.seconds_taken()
+    return {name: taken.get(name) for name in sorted(targets.registry.up()) if name != "numpy"}
 
 
 class _Contender:
