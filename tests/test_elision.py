@@ -31,7 +31,7 @@ def _peak(chain, xp, base):
 
 
 def test_this_python_tells_temporaries_apart():
-    assert _array._temporary_refs is not None and _array._owned_refs > 0
+    assert _array._temporary_refs is not None and _array._temporary_right_refs is not None and _array._owned_refs > 0
 
 
 def test_a_chain_reuses_its_temporaries_and_equals_numpy(operator_path):

@@ -1105,6 +1105,7 @@ _PROTOCOL_OPS: dict[Any, Any] = {}
 # its memory, alone, takes the result when NumPy's result would have its dtype and shape.
 _ELIDE_BYTES = 256 * 1024
 _temporary_refs: int | None = None  # None: not measured, or this Python cannot tell temporaries apart
+_temporary_right_refs: int | None = None  # the same on the right operand (``_COMMUTES``)
 _owned_refs = -1  # what ``_elides`` sees on an array only its wrapper holds (measured at import)
 _rc = sys.getrefcount
 _alone_refs = -1  # what ``_moves`` sees on an array only its wrapper holds (measured at import)
@@ -1210,7 +1211,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
         into = self if (data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs
                         and _elides(ufunc, data, odata, True)) else None
         if (into is None and commutes and kind is ndarray and type(odata) is _ND and odata.nbytes >= _ELIDE_BYTES
-                and _rc(other) == _temporary_refs and _elides(ufunc, odata, data, False)):
+                and _rc(other) == _temporary_right_refs and _elides(ufunc, odata, data, False)):
             into = other  # ``a + b * c``: NumPy's commutative operators write into a temporary right operand too
         if not STATE.plain:  # forced or traced: NumPy, where it runs the call, still computes into the temporary
             return _call.call(op, (self, other), {}, into=into) if into is not None \
@@ -1296,38 +1297,42 @@ _NO_LOOP = np._core._exceptions._UFuncNoLoopError
 
 
 def _measure_temporaries() -> None:
-    """The reference count ``forward`` sees on a temporary left operand, if it differs from a
-    named one's (Python versions differ; where they do not, nothing is elided); and the count the
-    compiled path sees, which it is told (``_compiled.set_temporary_refs``)."""
-    global _temporary_refs
-    seen, compiled = [], []
+    """The reference count ``forward`` sees on a temporary left operand, and on a temporary right
+    one, each where it differs from a named one's (Python versions differ; where they do not,
+    nothing is elided there); and the count the compiled path sees on the left, which it is told
+    (``_compiled.set_temporary_refs``)."""
+    global _temporary_refs, _temporary_right_refs
+    seen: dict[str, tuple[int, int, int]] = {}
+    case = ["named"]
 
     def record(self: ndarray, other: Any) -> Any:
-        seen.append(_rc(self))
-        compiled.append(_compiled.refs_seen())  # the count where the compiled path handed it over
+        # the counts on each side, and where the compiled path handed the left over
+        seen[case[0]] = (_rc(self), _compiled.refs_seen(), _rc(other))
         return NotImplemented
 
     forward = ndarray.__add__
     large = _ELIDE_BYTES // 8  # elements: the compiled path hands arrays this large to the Python one
     try:
         ndarray.__add__ = fast("forward", op_named("add"), record)  # forward's frame, called as it is
-        named = wrap_host(np.zeros(large))
+        named, named_too = wrap_host(np.zeros(large)), wrap_host(np.zeros(large))
+        cases = {"named": lambda: named + 1.0, "temporary": lambda: wrap_host(np.zeros(large)) + 1.0,
+                 "named right": lambda: named + named_too,
+                 "temporary right": lambda: named + wrap_host(np.zeros(large))}
         for _ in (0, 1):
-            try:
-                named + 1.0
-            except TypeError:
-                pass
-            try:
-                wrap_host(np.zeros(large)) + 1.0
-            except TypeError:
-                pass
+            for case[0], run in cases.items():
+                try:
+                    run()
+                except TypeError:
+                    pass
     finally:
         ndarray.__add__ = forward
-    named_refs, temporary_refs = seen[-2], seen[-1]
+    (named_refs, named_compiled, _), (temporary_refs, temporary_compiled, _) = seen["named"], seen["temporary"]
     _temporary_refs = temporary_refs if temporary_refs < named_refs else None
+    right_named, right_temporary = seen["named right"][2], seen["temporary right"][2]
+    _temporary_right_refs = right_temporary if _temporary_refs is not None and right_temporary < right_named else None
     # the compiled path keeps a named operand's operator, which never elides, rather than hand it over
-    told = _temporary_refs is not None and 0 <= compiled[-1] < compiled[-2]
-    _compiled.set_temporary_refs(compiled[-1] if told else -1)
+    told = _temporary_refs is not None and 0 <= temporary_compiled < named_compiled
+    _compiled.set_temporary_refs(temporary_compiled if told else -1)
 
     global _owned_refs
 

@@ -1085,8 +1085,9 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             }
         }
         /* a temporary right operand NumPy's commutative operator may write into (a + b * c): the
-         * Python path decides, as _array's forward (its count is a left temporary's, both being
-         * operands the interpreter's stack holds) */
+         * Python path decides, by the count _array measured on the right; a left temporary's count
+         * here only picks the operands it is asked about (both are operands the interpreter's
+         * stack holds) */
         if (into == NULL && self->commutes && Py_TYPE(o) == nd_type && temporary_refs >= 0
                 && Py_REFCNT(o) == temporary_refs && Py_REFCNT(od) == 1 && PyArray_Check(od)
                 && PyArray_NBYTES((PyArrayObject *)od) >= elide_bytes && PyArray_BASE((PyArrayObject *)od) == NULL)
