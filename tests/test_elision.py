@@ -31,7 +31,8 @@ def _peak(chain, xp, base):
 
 
 def test_this_python_tells_temporaries_apart():
-    assert _array._temporary_refs is not None and _array._temporary_right_refs is not None and _array._owned_refs > 0
+    assert None not in (_array._temporary_refs, _array._temporary_right_refs, _array._temporary_unary_refs)
+    assert _array._owned_refs > 0
 
 
 def test_a_chain_reuses_its_temporaries_and_equals_numpy(operator_path):
@@ -107,6 +108,46 @@ def test_a_named_or_shared_right_operand_is_never_written(operator_path):
     grid = dispatch.asarray(numpy.ones((3, N))) + (dispatch.asarray(numpy.ones((1, N))) + 1.0)
     assert grid.shape == (3, N)
     numpy.testing.assert_array_equal(numpy.asarray(grid), numpy.full((3, N), 3.0))
+
+
+@pytest.mark.parametrize("mode", ["auto", "forced numpy"])
+def test_a_unary_operator_computes_into_its_temporary(operator_path, mode):
+    """``-(a * 2)``, ``+(a * 2)``, ``abs(a - 0.5)`` and ``~(m + 1)``: NumPy computes a unary operator
+    into a temporary operand, so dispatch holds no more than NumPy does."""
+    base = numpy.linspace(-1.0, 1.0, N)
+    ints = numpy.arange(N, dtype=numpy.int64)
+    chains = [(base, lambda a: -(a * 2.0)), (base, lambda a: +(a * 2.0)), (base, lambda a: abs(a - 0.5)),
+              (ints, lambda a: ~(a + 1)), (base, lambda a: -(a * 2.0) + 1.0)]
+    for data, chain in chains:
+        numpy_peak, expected = _peak(chain, numpy, data)
+        with dispatch.using("numpy") if mode == "forced numpy" else _nothing():
+            peak, out = _peak(chain, dispatch, data)
+        assert out.dtype == expected.dtype and out.shape == expected.shape
+        numpy.testing.assert_array_equal(out, expected)
+        assert peak < numpy_peak + data.nbytes // 2, (peak, numpy_peak)
+
+
+def test_a_unary_operator_writes_into_no_named_view_or_complex_operand(operator_path):
+    """A named operand, one a list holds and a view keep their values; the magnitude of a complex
+    temporary is a new float64 array, as NumPy's."""
+    base = numpy.linspace(-1.0, 1.0, N)
+    a = dispatch.asarray(base.copy())
+    for _ in range(3):  # (the first call of its kind is decided; the later ones take the fast path)
+        x = a * 2.0
+        y = -x
+        numpy.testing.assert_array_equal(numpy.asarray(x), base * 2.0)
+        numpy.testing.assert_array_equal(numpy.asarray(y), -(base * 2.0))
+        held = [a * 2.0]
+        z = abs(held[0])
+        numpy.testing.assert_array_equal(numpy.asarray(held[0]), base * 2.0)
+        numpy.testing.assert_array_equal(numpy.asarray(z), abs(base * 2.0))
+        w = -a[::2]
+        numpy.testing.assert_array_equal(numpy.asarray(a), base)
+        numpy.testing.assert_array_equal(numpy.asarray(w), -base[::2])
+    c = dispatch.asarray(base + 1j * base)
+    magnitude = abs(c * 2.0)
+    assert magnitude.dtype == numpy.float64
+    numpy.testing.assert_allclose(numpy.asarray(magnitude), abs((base + 1j * base) * 2.0), rtol=1e-15)
 
 
 def test_a_call_remembered_into_its_right_operand_never_serves_one_into_its_left(operator_path):

@@ -1106,6 +1106,7 @@ _PROTOCOL_OPS: dict[Any, Any] = {}
 _ELIDE_BYTES = 256 * 1024
 _temporary_refs: int | None = None  # None: not measured, or this Python cannot tell temporaries apart
 _temporary_right_refs: int | None = None  # the same on the right operand (``_COMMUTES``)
+_temporary_unary_refs: int | None = None  # the same on a unary operator's (``_OWN_TEMPORARY``)
 _owned_refs = -1  # what ``_elides`` sees on an array only its wrapper holds (measured at import)
 _rc = sys.getrefcount
 _alone_refs = -1  # what ``_moves`` sees on an array only its wrapper holds (measured at import)
@@ -1301,23 +1302,26 @@ def _measure_temporaries() -> None:
     one, each where it differs from a named one's (Python versions differ; where they do not,
     nothing is elided there); and the count the compiled path sees on the left, which it is told
     (``_compiled.set_temporary_refs``)."""
-    global _temporary_refs, _temporary_right_refs
+    global _temporary_refs, _temporary_right_refs, _temporary_unary_refs
     seen: dict[str, tuple[int, int, int]] = {}
     case = ["named"]
 
-    def record(self: ndarray, other: Any) -> Any:
+    def record(self: ndarray, other: Any = None) -> Any:
         # the counts on each side, and where the compiled path handed the left over
         seen[case[0]] = (_rc(self), _compiled.refs_seen(), _rc(other))
         return NotImplemented
 
-    forward = ndarray.__add__
+    forward, negative = ndarray.__add__, ndarray.__neg__
     large = _ELIDE_BYTES // 8  # elements: the compiled path hands arrays this large to the Python one
     try:
         ndarray.__add__ = fast("forward", op_named("add"), record)  # forward's frame, called as it is
+        ndarray.__neg__ = fast("method", op_named("negative"), record)  # and a unary operator's
+        _compiled.own_temporary(ndarray.__neg__)
         named, named_too = wrap_host(np.zeros(large)), wrap_host(np.zeros(large))
         cases = {"named": lambda: named + 1.0, "temporary": lambda: wrap_host(np.zeros(large)) + 1.0,
                  "named right": lambda: named + named_too,
-                 "temporary right": lambda: named + wrap_host(np.zeros(large))}
+                 "temporary right": lambda: named + wrap_host(np.zeros(large)),
+                 "named alone": lambda: -named, "temporary alone": lambda: -wrap_host(np.zeros(large))}
         for _ in (0, 1):
             for case[0], run in cases.items():
                 try:
@@ -1325,11 +1329,13 @@ def _measure_temporaries() -> None:
                 except TypeError:
                     pass
     finally:
-        ndarray.__add__ = forward
+        ndarray.__add__, ndarray.__neg__ = forward, negative
     (named_refs, named_compiled, _), (temporary_refs, temporary_compiled, _) = seen["named"], seen["temporary"]
     _temporary_refs = temporary_refs if temporary_refs < named_refs else None
     right_named, right_temporary = seen["named right"][2], seen["temporary right"][2]
     _temporary_right_refs = right_temporary if _temporary_refs is not None and right_temporary < right_named else None
+    alone_named, alone_temporary = seen["named alone"][0], seen["temporary alone"][0]
+    _temporary_unary_refs = alone_temporary if _temporary_refs is not None and alone_temporary < alone_named else None
     # the compiled path keeps a named operand's operator, which never elides, rather than hand it over
     told = _temporary_refs is not None and 0 <= temporary_compiled < named_compiled
     _compiled.set_temporary_refs(temporary_compiled if told else -1)
@@ -1354,11 +1360,40 @@ def _measure_temporaries() -> None:
     _alone_refs = moves(wrap_host(np.zeros(1)))
 
 
+# The unary operators NumPy computes into a temporary operand (number.c's ``can_elide_temp_unary``).
+_OWN_TEMPORARY = frozenset({"negative", "positive", "absolute", "invert"})
+_OBJECT_NUM = np.dtype(object).num  # NumPy elides no operand of this type number or later (temp_elide.c)
+
+
 def _unary(op: Any) -> Any:
+    elides = op.name in _OWN_TEMPORARY
+
     def unary(self: ndarray) -> Any:
+        data = self._engine_array
+        if (elides and type(data) is _ND and data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_unary_refs
+                and _elides_alone(op.ufunc, data)):  # ``-(a * b)``: into the temporary, as NumPy's
+            if STATE.plain and (data.size <= op.floor or host_shortcut(op, data.size)):
+                op.func(data, out=data)
+                return self
+            return _call.call(op, (self,), {}, into=self)
         return _call.call(op, (self,), {})
 
     return unary
+
+
+def _elides_alone(ufunc: Any, data: np.ndarray) -> bool:
+    """Whether NumPy would compute a unary ufunc into ``data``, a temporary's array: one it owns,
+    that only its wrapper holds, of a type NumPy elides, whose result keeps its dtype (not the
+    magnitude of a complex array), and not an element NumPy's object loop holds."""
+    if (ufunc is None or ufunc.nout != 1 or data.base is not None or not data.flags.writeable
+            or data.dtype.num >= _OBJECT_NUM or _rc(data) != _owned_refs):
+        return False
+    try:
+        if ufunc.resolve_dtypes((data.dtype, None))[-1] != data.dtype:
+            return False
+    except Exception:  # NumPy has no loop for it: the plain call raises NumPy's error
+        return False
+    return _compiled.from_interpreter()
 
 
 def _inplace_matmul(self: ndarray, other: Any) -> Any:
@@ -1394,7 +1429,10 @@ def _install_operators() -> None:
         setattr(ndarray, f"__{short}__", fast("forward", op, forward, compare))
     for short, name in _UNARY.items():
         op = op_named(name)
-        setattr(ndarray, f"__{short}__", fast("method", op, _unary(op)))
+        compiled = fast("method", op, _unary(op))
+        if name in _OWN_TEMPORARY:
+            _compiled.own_temporary(compiled)
+        setattr(ndarray, f"__{short}__", compiled)
     ndarray.__array__ = fast("array", None, ndarray.__array__)  # numpy.asarray(a) of host data: the data
     ndarray.__getitem__ = fast("getitem", None, ndarray.__getitem__)
     ndarray.__setitem__ = fast("setitem", None, ndarray.__setitem__)

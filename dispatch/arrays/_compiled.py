@@ -43,6 +43,7 @@ __all__ = [
     "install_call",
     "install_slots",
     "memo_served",
+    "own_temporary",
     "python_path",
     "refs_seen",
     "set_mirrors",
@@ -92,6 +93,14 @@ def commutes(compiled: Any) -> None:
     path built from an older source keeps such operands' calls, unelided, as before."""
     if _fastpath is not None and hasattr(_fastpath, "commutes") and type(compiled) is _fastpath.Fast:
         _fastpath.commutes(compiled)
+
+
+def own_temporary(compiled: Any) -> None:
+    """Tell a compiled unary operator (``fast``'s) that NumPy's computes into a temporary operand
+    (``-``, ``+``, ``abs``, ``~``): such an operand goes to the Python operator, which decides. A
+    compiled path built from an older source keeps such calls, unelided, as before."""
+    if _fastpath is not None and hasattr(_fastpath, "own_temporary") and type(compiled) is _fastpath.Fast:
+        _fastpath.own_temporary(compiled)
 
 
 def set_temporary_refs(n: int) -> None:

@@ -864,6 +864,7 @@ typedef struct {
     int kind;
     int elides;          /* NumPy may elide into an operand: a ufunc of one output, no core dimensions */
     int commutes;        /* NumPy's operator may elide into a temporary right operand too (set by commutes()) */
+    int own_temporary;   /* a unary operator NumPy may compute into its temporary operand (set by own_temporary()) */
     int ufunc;           /* func is a ufunc (its dtypes resolved by resolve_dtypes) */
     PyObject *op;        /* dispatch.base.ops.Op (None where the call brings it: ufunc, array_function...) */
     PyObject *func;      /* what NumPy calls (op.func, an ndarray method), or the protocol methods' table */
@@ -1143,6 +1144,15 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
     }
     case METHOD: {  /* the array first (a.sum(), a.dot(b)), and plain keywords: the function with it first */
         if (nargs < 1 || !plain() || (nargs > 1 && mirrors_live)) break;  /* (mirrors) an out= by position */
+        if (self->own_temporary && nargs == 1 && kwnames == NULL) {
+            /* -(a * b): a large operand that may be a temporary NumPy would compute into; the Python
+             * path decides, by the count _array measured (every one while none is told here) */
+            PyObject *d = host_data(args[0]);
+            if (d != NULL && Py_REFCNT(d) == 1 && PyArray_NBYTES((PyArrayObject *)d) >= elide_bytes
+                    && PyArray_BASE((PyArrayObject *)d) == NULL
+                    && (temporary_refs < 0 || Py_REFCNT(args[0]) <= temporary_refs))
+                break;
+        }
         int taken = 0;
         PyObject *r = run_op(self->op, self->func, args, nargs, kwnames, &taken);
         if (taken) return wrap_method(r, args, nargs);
@@ -1869,6 +1879,12 @@ static PyObject *set_commutes(PyObject *module, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *set_own_temporary(PyObject *module, PyObject *arg) {
+    if (Py_TYPE(arg) != &FastType) return PyErr_Format(PyExc_TypeError, "own_temporary() takes a compiled operator");
+    ((Fast *)arg)->own_temporary = 1;
+    Py_RETURN_NONE;
+}
+
 static PyObject *set_temporary_refs(PyObject *module, PyObject *arg) {
     Py_ssize_t n = PyLong_AsSsize_t(arg);
     if (n == -1 && PyErr_Occurred()) return NULL;
@@ -1894,6 +1910,8 @@ static PyMethodDef module_methods[] = {
      "refs_seen(): the reference count of the last large operand an operator handed to Python"},
     {"commutes", set_commutes, METH_O,
      "commutes(f): operator f may elide into a temporary right operand, as NumPy's + * & | ^ do"},
+    {"own_temporary", set_own_temporary, METH_O,
+     "own_temporary(f): unary operator f may compute into its temporary operand, as NumPy's - + abs ~ do"},
     {"set_temporary_refs", set_temporary_refs, METH_O,
      "set_temporary_refs(n): operands held more than n times stay on the compiled path (-1: none does)"},
     {"setup", setup, METH_VARARGS,
