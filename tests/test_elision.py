@@ -30,6 +30,17 @@ def _peak(chain, xp, base):
         tracemalloc.stop()
 
 
+def _holds_as_numpy(data, chain, mode):
+    """``chain`` through dispatch (forced onto NumPy where ``mode`` says) gives NumPy's result, of
+    its dtype and shape, holding at most half an operand more than NumPy holds."""
+    numpy_peak, expected = _peak(chain, numpy, data)
+    with dispatch.using("numpy") if mode == "forced numpy" else _nothing():
+        peak, out = _peak(chain, dispatch, data)
+    assert out.dtype == expected.dtype and out.shape == expected.shape
+    numpy.testing.assert_array_equal(out, expected)
+    assert peak < numpy_peak + data.nbytes // 2, (peak, numpy_peak)
+
+
 def test_this_python_tells_temporaries_apart():
     assert None not in (_array._temporary_refs, _array._temporary_right_refs, _array._temporary_unary_refs)
     assert _array._owned_refs > 0
@@ -76,12 +87,7 @@ def test_a_temporary_right_operand_of_a_commutative_operator_takes_the_result(op
     chains = [(base, lambda a: a + 0.5 * a), (base, lambda a: a * (a - 1.0)), (ints, lambda a: a & (a + 3)),
               (ints, lambda a: a | (a * 2)), (ints, lambda a: a ^ (a + 1)), (base, lambda a: a - 0.5 * a)]
     for data, chain in chains:
-        numpy_peak, expected = _peak(chain, numpy, data)
-        with dispatch.using("numpy") if mode == "forced numpy" else _nothing():
-            peak, out = _peak(chain, dispatch, data)
-        assert out.dtype == expected.dtype and out.shape == expected.shape
-        numpy.testing.assert_array_equal(out, expected)
-        assert peak < numpy_peak + data.nbytes // 2, (peak, numpy_peak)
+        _holds_as_numpy(data, chain, mode)
 
 
 def test_a_named_or_shared_right_operand_is_never_written(operator_path):
@@ -119,12 +125,7 @@ def test_a_unary_operator_computes_into_its_temporary(operator_path, mode):
     chains = [(base, lambda a: -(a * 2.0)), (base, lambda a: +(a * 2.0)), (base, lambda a: abs(a - 0.5)),
               (ints, lambda a: ~(a + 1)), (base, lambda a: -(a * 2.0) + 1.0)]
     for data, chain in chains:
-        numpy_peak, expected = _peak(chain, numpy, data)
-        with dispatch.using("numpy") if mode == "forced numpy" else _nothing():
-            peak, out = _peak(chain, dispatch, data)
-        assert out.dtype == expected.dtype and out.shape == expected.shape
-        numpy.testing.assert_array_equal(out, expected)
-        assert peak < numpy_peak + data.nbytes // 2, (peak, numpy_peak)
+        _holds_as_numpy(data, chain, mode)
 
 
 def test_a_unary_operator_writes_into_no_named_view_or_complex_operand(operator_path):
