@@ -1360,9 +1360,9 @@ def _measure_temporaries() -> None:
     _alone_refs = moves(wrap_host(np.zeros(1)))
 
 
-# The unary operators NumPy computes into a temporary operand (number.c's ``can_elide_temp_unary``).
+# The unary operators NumPy computes into a temporary operand (number.c's ``can_elide_temp_unary``),
+# of a number's dtype only (``PyArray_ISNUMBER``: booleans, integers, floats, complex).
 _OWN_TEMPORARY = frozenset({"negative", "positive", "absolute", "invert"})
-_OBJECT_NUM = np.dtype(object).num  # NumPy elides no operand of this type number or later (temp_elide.c)
 
 
 def _unary(op: Any) -> Any:
@@ -1383,10 +1383,10 @@ def _unary(op: Any) -> Any:
 
 def _elides_alone(ufunc: Any, data: np.ndarray) -> bool:
     """Whether NumPy would compute a unary ufunc into ``data``, a temporary's array: one it owns,
-    that only its wrapper holds, of a type NumPy elides, whose result keeps its dtype (not the
+    that only its wrapper holds, of a number's dtype, whose result keeps its dtype (not the
     magnitude of a complex array), and not an element NumPy's object loop holds."""
     if (ufunc is None or ufunc.nout != 1 or data.base is not None or not data.flags.writeable
-            or data.dtype.num >= _OBJECT_NUM or _rc(data) != _owned_refs):
+            or data.dtype.kind not in "biufc" or _rc(data) != _owned_refs):
         return False
     try:
         if ufunc.resolve_dtypes((data.dtype, None))[-1] != data.dtype:
