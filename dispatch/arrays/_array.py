@@ -1297,11 +1297,21 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
 _NO_LOOP = np._core._exceptions._UFuncNoLoopError
 
 
+def _told_apart(seen: dict[str, tuple[int, int, int]], case: str, at: int) -> int | None:
+    """A temporary's count in ``case`` (``seen``'s entry ``at``), where it is less than a named
+    operand's and the left operand's were told apart; else ``None``."""
+    named, temporary = seen.get(f"named {case}"), seen.get(f"temporary {case}")
+    if _temporary_refs is None or named is None or temporary is None or temporary[at] >= named[at]:
+        return None
+    return temporary[at]
+
+
 def _measure_temporaries() -> None:
     """The reference count ``forward`` sees on a temporary left operand, and on a temporary right
-    one, each where it differs from a named one's (Python versions differ; where they do not,
-    nothing is elided there); and the count the compiled path sees on the left, which it is told
-    (``_compiled.set_temporary_refs``)."""
+    one, and ``unary`` on its operand, each where it differs from a named one's (Python versions
+    differ; where they do not, or a compiled path built from an older source never handed the
+    call over, nothing is elided there); and the count the compiled path sees on the left, which
+    it is told (``_compiled.set_temporary_refs``)."""
     global _temporary_refs, _temporary_right_refs, _temporary_unary_refs
     seen: dict[str, tuple[int, int, int]] = {}
     case = ["named"]
@@ -1332,10 +1342,8 @@ def _measure_temporaries() -> None:
         ndarray.__add__, ndarray.__neg__ = forward, negative
     (named_refs, named_compiled, _), (temporary_refs, temporary_compiled, _) = seen["named"], seen["temporary"]
     _temporary_refs = temporary_refs if temporary_refs < named_refs else None
-    right_named, right_temporary = seen["named right"][2], seen["temporary right"][2]
-    _temporary_right_refs = right_temporary if _temporary_refs is not None and right_temporary < right_named else None
-    alone_named, alone_temporary = seen["named alone"][0], seen["temporary alone"][0]
-    _temporary_unary_refs = alone_temporary if _temporary_refs is not None and alone_temporary < alone_named else None
+    _temporary_right_refs = _told_apart(seen, "right", 2)
+    _temporary_unary_refs = _told_apart(seen, "alone", 0)
     # the compiled path keeps a named operand's operator, which never elides, rather than hand it over
     told = _temporary_refs is not None and 0 <= temporary_compiled < named_compiled
     _compiled.set_temporary_refs(temporary_compiled if told else -1)
