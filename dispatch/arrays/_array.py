@@ -1145,21 +1145,28 @@ def _storage_users(data: Any) -> int:
 _TORCH_ALONE = 2  # ``_storage_users`` of a tensor no other tensor shares memory with: it, and the storage asked
 
 
-def _elides(func: Any, data: np.ndarray, odata: Any, data_first: bool) -> bool:
-    if (func.nout != 1 or func.signature is not None or data.base is not None or not data.flags.writeable
-            or _rc(data) != _owned_refs):
+_ALONE = object()  # ``_elides``'s other operand for a unary operator: there is none
+
+
+def _elides(func: Any, data: np.ndarray, odata: Any = _ALONE, data_first: bool = True) -> bool:
+    if (func is None or func.nout != 1 or func.signature is not None or data.base is not None
+            or not data.flags.writeable or _rc(data) != _owned_refs):
         return False  # divmod's two results; matmul's core dimensions; a view; an array someone else holds
     okind = type(odata)
-    if okind is _ND:
+    if odata is _ALONE:  # NumPy's unary elision takes a number's dtype only (``PyArray_ISNUMBER``)
+        if data.dtype.kind not in "biufc":
+            return False
+        types: tuple = (data.dtype,)
+    elif okind is _ND:
         if odata.ndim > data.ndim or np.broadcast_shapes(data.shape, odata.shape) != data.shape:
             return False
-        other_type = odata.dtype
+        types = (data.dtype, odata.dtype) if data_first else (odata.dtype, data.dtype)
     else:
         other_type = np.dtype(bool) if okind is bool else okind  # Python's bool is not weak (NEP 50)
-    types = (data.dtype, other_type) if data_first else (other_type, data.dtype)
+        types = (data.dtype, other_type) if data_first else (other_type, data.dtype)
     try:
         if func.resolve_dtypes((*types, None))[-1] != data.dtype:
-            return False
+            return False  # (a unary operator's: not the magnitude of a complex array)
     except Exception:  # NumPy has no loop for these: the plain call raises NumPy's error
         return False
     return _compiled.from_interpreter()  # not an element NumPy's object loop holds (borrowed, not a temporary)
@@ -1211,7 +1218,7 @@ def _binary(ufunc_name: str, compare: Any = None, mirrored: str = "") -> tuple[A
             return _call.call_fast_ufunc(op, self, other)
         into = self if (data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_refs
                         and _elides(ufunc, data, odata, True)) else None
-        if (into is None and commutes and kind is ndarray and type(odata) is _ND and odata.nbytes >= _ELIDE_BYTES
+        if (into is None and commutes and kind is ndarray and okind is _ND and odata.nbytes >= _ELIDE_BYTES
                 and _rc(other) == _temporary_right_refs and _elides(ufunc, odata, data, False)):
             into = other  # ``a + b * c``: NumPy's commutative operators write into a temporary right operand too
         if not STATE.plain:  # forced or traced: NumPy, where it runs the call, still computes into the temporary
@@ -1368,8 +1375,7 @@ def _measure_temporaries() -> None:
     _alone_refs = moves(wrap_host(np.zeros(1)))
 
 
-# The unary operators NumPy computes into a temporary operand (number.c's ``can_elide_temp_unary``),
-# of a number's dtype only (``PyArray_ISNUMBER``: booleans, integers, floats, complex).
+# The unary operators NumPy computes into a temporary operand (number.c's ``can_elide_temp_unary``).
 _OWN_TEMPORARY = frozenset({"negative", "positive", "absolute", "invert"})
 
 
@@ -1379,7 +1385,7 @@ def _unary(op: Any) -> Any:
     def unary(self: ndarray) -> Any:
         data = self._engine_array
         if (elides and type(data) is _ND and data.nbytes >= _ELIDE_BYTES and _rc(self) == _temporary_unary_refs
-                and _elides_alone(op.ufunc, data)):  # ``-(a * b)``: into the temporary, as NumPy's
+                and _elides(op.ufunc, data)):  # ``-(a * b)``: into the temporary, as NumPy's
             if STATE.plain and (data.size <= op.floor or host_shortcut(op, data.size)):
                 op.func(data, out=data)
                 return self
@@ -1387,21 +1393,6 @@ def _unary(op: Any) -> Any:
         return _call.call(op, (self,), {})
 
     return unary
-
-
-def _elides_alone(ufunc: Any, data: np.ndarray) -> bool:
-    """Whether NumPy would compute a unary ufunc into ``data``, a temporary's array: one it owns,
-    that only its wrapper holds, of a number's dtype, whose result keeps its dtype (not the
-    magnitude of a complex array), and not an element NumPy's object loop holds."""
-    if (ufunc is None or ufunc.nout != 1 or data.base is not None or not data.flags.writeable
-            or data.dtype.kind not in "biufc" or _rc(data) != _owned_refs):
-        return False
-    try:
-        if ufunc.resolve_dtypes((data.dtype, None))[-1] != data.dtype:
-            return False
-    except Exception:  # NumPy has no loop for it: the plain call raises NumPy's error
-        return False
-    return _compiled.from_interpreter()
 
 
 def _inplace_matmul(self: ndarray, other: Any) -> Any:
