@@ -1333,7 +1333,7 @@ def _measure_temporaries() -> None:
     try:
         ndarray.__add__ = fast("forward", op_named("add"), record)  # forward's frame, called as it is
         ndarray.__neg__ = fast("method", op_named("negative"), record)  # and a unary operator's
-        _compiled.own_temporary(ndarray.__neg__)
+        _compiled.also_elides(ndarray.__neg__)
         named, named_too = wrap_host(np.zeros(large)), wrap_host(np.zeros(large))
         cases = {"named": lambda: named + 1.0, "temporary": lambda: wrap_host(np.zeros(large)) + 1.0,
                  "named right": lambda: named + named_too,
@@ -1415,7 +1415,7 @@ def _install_operators() -> None:
         # ``x ** y`` compiled is NumPy's operator itself (what _power_operator computes for it)
         compiled = fast("forward", op, forward, operator.pow if short == "pow" else None)
         if name in _COMMUTES:
-            _compiled.commutes(compiled)
+            _compiled.also_elides(compiled)
         setattr(ndarray, f"__{short}__", compiled)
         setattr(ndarray, f"__r{short}__", fast("reflected", op, reflected))
         if short == "matmul":  # NumPy's own rule for ``a @= b`` (below), not matmul into a
@@ -1430,7 +1430,7 @@ def _install_operators() -> None:
         op = op_named(name)
         compiled = fast("method", op, _unary(op))
         if name in _OWN_TEMPORARY:
-            _compiled.own_temporary(compiled)
+            _compiled.also_elides(compiled)
         setattr(ndarray, f"__{short}__", compiled)
     ndarray.__array__ = fast("array", None, ndarray.__array__)  # numpy.asarray(a) of host data: the data
     ndarray.__getitem__ = fast("getitem", None, ndarray.__getitem__)

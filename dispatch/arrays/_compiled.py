@@ -34,16 +34,15 @@ __all__ = [
     "ACTIVE",
     "MIRRORS_SAFE",
     "STATUS",
+    "also_elides",
     "attr",
     "bind_router",
-    "commutes",
     "fast",
     "from_interpreter",
     "install_buffer",
     "install_call",
     "install_slots",
     "memo_served",
-    "own_temporary",
     "python_path",
     "refs_seen",
     "set_mirrors",
@@ -87,20 +86,13 @@ def refs_seen() -> int:
     return _fastpath.refs_seen() if _fastpath is not None else -1
 
 
-def commutes(compiled: Any) -> None:
-    """Tell a compiled operator (``fast``'s) that NumPy's writes into a temporary right operand
-    too (``+ * & | ^``): such an operand goes to the Python operator, which decides. A compiled
-    path built from an older source keeps such operands' calls, unelided, as before."""
-    if _fastpath is not None and hasattr(_fastpath, "commutes") and type(compiled) is _fastpath.Fast:
-        _fastpath.commutes(compiled)
-
-
-def own_temporary(compiled: Any) -> None:
-    """Tell a compiled unary operator (``fast``'s) that NumPy's computes into a temporary operand
-    (``-``, ``+``, ``abs``, ``~``): such an operand goes to the Python operator, which decides. A
-    compiled path built from an older source keeps such calls, unelided, as before."""
-    if _fastpath is not None and hasattr(_fastpath, "own_temporary") and type(compiled) is _fastpath.Fast:
-        _fastpath.own_temporary(compiled)
+def also_elides(compiled: Any) -> None:
+    """Tell a compiled operator (``fast``'s) that NumPy's also computes into a temporary it does
+    not check itself: a forward operator's right operand (``+ * & | ^``), a unary operator's own
+    (``- + abs ~``). Such an operand goes to the Python operator, which decides. A compiled path
+    built from an older source keeps such calls, unelided, as before."""
+    if _fastpath is not None and hasattr(_fastpath, "also_elides") and type(compiled) is _fastpath.Fast:
+        _fastpath.also_elides(compiled)
 
 
 def set_temporary_refs(n: int) -> None:

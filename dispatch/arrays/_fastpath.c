@@ -859,12 +859,21 @@ static int interpreter_called(void) {
 static int interpreter_called(void) { return 0; }
 #endif
 
+/* Whether `wrapper`, a dispatch array holding host data `d`, may be a temporary NumPy would compute
+ * into: large memory it owns and alone holds, the wrapper held no more than a temporary is (any,
+ * while no count is told). Such an operand goes to the Python path, which decides by the count
+ * _array measured for its place. */
+static int may_be_temporary(PyObject *wrapper, PyObject *d) {
+    return d != NULL && PyArray_Check(d) && Py_REFCNT(d) == 1 && PyArray_NBYTES((PyArrayObject *)d) >= elide_bytes
+           && PyArray_BASE((PyArrayObject *)d) == NULL && (temporary_refs < 0 || Py_REFCNT(wrapper) <= temporary_refs);
+}
+
 typedef struct {
     PyObject_HEAD
     int kind;
     int elides;          /* NumPy may elide into an operand: a ufunc of one output, no core dimensions */
-    int commutes;        /* NumPy's operator may elide into a temporary right operand too (set by commutes()) */
-    int own_temporary;   /* a unary operator NumPy may compute into its temporary operand (set by own_temporary()) */
+    int also_elides;     /* NumPy's operator also elides into an operand not checked here: a forward operator's
+                          * right one (+ * & | ^), a unary operator's own (- + abs ~); set by also_elides() */
     int ufunc;           /* func is a ufunc (its dtypes resolved by resolve_dtypes) */
     PyObject *op;        /* dispatch.base.ops.Op (None where the call brings it: ufunc, array_function...) */
     PyObject *func;      /* what NumPy calls (op.func, an ndarray method), or the protocol methods' table */
@@ -1085,14 +1094,8 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
                 }
             }
         }
-        /* a temporary right operand NumPy's commutative operator may write into (a + b * c): the
-         * Python path decides, by the count _array measured on the right; a left temporary's count
-         * here only picks the operands it is asked about (both are operands the interpreter's
-         * stack holds) */
-        if (into == NULL && self->commutes && Py_TYPE(o) == nd_type && temporary_refs >= 0
-                && Py_REFCNT(o) == temporary_refs && Py_REFCNT(od) == 1 && PyArray_Check(od)
-                && PyArray_NBYTES((PyArrayObject *)od) >= elide_bytes && PyArray_BASE((PyArrayObject *)od) == NULL)
-            break;
+        /* a temporary right operand NumPy's commutative operator may write into (a + b * c) */
+        if (into == NULL && self->also_elides && Py_TYPE(o) == nd_type && may_be_temporary(o, od)) break;
         if (!under) {  /* the operands as the Python path passes them on */
             PyObject *operands[2] = {reflected ? o : args[0], reflected ? args[0] : o};
             int taken = 0;
@@ -1144,15 +1147,8 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
     }
     case METHOD: {  /* the array first (a.sum(), a.dot(b)), and plain keywords: the function with it first */
         if (nargs < 1 || !plain() || (nargs > 1 && mirrors_live)) break;  /* (mirrors) an out= by position */
-        if (self->own_temporary && nargs == 1 && kwnames == NULL) {
-            /* -(a * b): a large operand that may be a temporary NumPy would compute into; the Python
-             * path decides, by the count _array measured (every one while none is told here) */
-            PyObject *d = host_data(args[0]);
-            if (d != NULL && Py_REFCNT(d) == 1 && PyArray_NBYTES((PyArrayObject *)d) >= elide_bytes
-                    && PyArray_BASE((PyArrayObject *)d) == NULL
-                    && (temporary_refs < 0 || Py_REFCNT(args[0]) <= temporary_refs))
-                break;
-        }
+        /* -(a * b): a unary operator's temporary NumPy would compute into */
+        if (self->also_elides && nargs == 1 && kwnames == NULL && may_be_temporary(args[0], host_data(args[0]))) break;
         int taken = 0;
         PyObject *r = run_op(self->op, self->func, args, nargs, kwnames, &taken);
         if (taken) return wrap_method(r, args, nargs);
@@ -1873,15 +1869,9 @@ static PyObject *get_refs_seen(PyObject *module, PyObject *unused) {
     return PyLong_FromSsize_t(refs_seen);
 }
 
-static PyObject *set_commutes(PyObject *module, PyObject *arg) {
-    if (Py_TYPE(arg) != &FastType) return PyErr_Format(PyExc_TypeError, "commutes() takes a compiled operator");
-    ((Fast *)arg)->commutes = 1;
-    Py_RETURN_NONE;
-}
-
-static PyObject *set_own_temporary(PyObject *module, PyObject *arg) {
-    if (Py_TYPE(arg) != &FastType) return PyErr_Format(PyExc_TypeError, "own_temporary() takes a compiled operator");
-    ((Fast *)arg)->own_temporary = 1;
+static PyObject *set_also_elides(PyObject *module, PyObject *arg) {
+    if (Py_TYPE(arg) != &FastType) return PyErr_Format(PyExc_TypeError, "also_elides() takes a compiled operator");
+    ((Fast *)arg)->also_elides = 1;
     Py_RETURN_NONE;
 }
 
@@ -1908,10 +1898,8 @@ static PyMethodDef module_methods[] = {
      "from_interpreter(): whether no frame of NumPy's extension is on the C stack (no object loop holds the operand)"},
     {"refs_seen", get_refs_seen, METH_NOARGS,
      "refs_seen(): the reference count of the last large operand an operator handed to Python"},
-    {"commutes", set_commutes, METH_O,
-     "commutes(f): operator f may elide into a temporary right operand, as NumPy's + * & | ^ do"},
-    {"own_temporary", set_own_temporary, METH_O,
-     "own_temporary(f): unary operator f may compute into its temporary operand, as NumPy's - + abs ~ do"},
+    {"also_elides", set_also_elides, METH_O,
+     "also_elides(f): operator f may compute into a temporary right operand (+ * & | ^) or its own (- + abs ~)"},
     {"set_temporary_refs", set_temporary_refs, METH_O,
      "set_temporary_refs(n): operands held more than n times stay on the compiled path (-1: none does)"},
     {"setup", setup, METH_VARARGS,
