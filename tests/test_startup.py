@@ -134,7 +134,8 @@ def test_start_up_prices_where_no_calibration_measured_them():
 
 
 def test_calls_run_on_numpy_while_a_target_starts_then_switch(calibrated, monkeypatch):
-    router.use_calibration(_calibrated({"torch-cpu": (1.0, 0.0, 0.0)}))
+    # a start-up no call repays: torch is imported in this process, so its context is priced
+    router.use_calibration(_calibrated({"torch-cpu": (1.0, 1.0, 0.0)}))
     go = threading.Event()
     original = bringup._bring_up
 
@@ -157,6 +158,29 @@ def test_calls_run_on_numpy_while_a_target_starts_then_switch(calibrated, monkey
             _sum(dispatch.asarray(rng.random(N)))
     # the next call takes it (later ones may measure NumPy again: the router's own exploration)
     assert next(r.target for r in t.records if r.op == "sum") == "torch-cpu"
+
+
+def test_a_call_that_repays_the_whole_start_up_waits_for_the_bring_up_under_way(calibrated, monkeypatch):
+    """torch-cpu is coming up in the background (0.3 s). A call priced to save more there than its
+    whole start-up waits for that bring-up, as a first run would have brought it up for it, rather
+    than run on NumPy (on the H200 machine a script's second run drew 150M normals on NumPy, 3 s,
+    while CuPy came up), but no longer than it would save; a call that does not repay the start-up
+    does not wait. Then calls run there, with NumPy's results."""
+    router.use_calibration(_calibrated({"torch-cpu": (0.0, 0.0, 1e-3)}))
+    go = threading.Event()
+    original = bringup._bring_up
+    monkeypatch.setattr(bringup, "_bring_up", lambda name, library: go.wait(30) and original(name, library))
+    assert bringup.start("torch-cpu")
+    threading.Timer(0.3, go.set).start()
+    assert not startup.admit("torch-cpu", 5e-4)  # under the start-up (1 ms): no wait
+    assert not startup.admit("torch-cpu", 0.05)  # waits 50 ms at most
+    assert bringup.state("torch-cpu") == "starting"
+    assert startup.admit("torch-cpu", 5.0)
+    assert go.is_set() and bringup.state("torch-cpu") == "ready"
+    rng = numpy.random.default_rng(2)
+    with dispatch.trace() as t:
+        _sum(dispatch.asarray(rng.random(N)))
+    assert [r.target for r in t.records if r.op == "sum"] == ["torch-cpu"]
 
 
 def test_earlier_runs_predict_the_target_to_bring_up():
@@ -531,6 +555,53 @@ def test_a_second_engine_is_not_brought_up_to_be_the_runner_up(tmp_path, monkeyp
         got = numpy.asarray(dispatch.exp(dispatch.asarray(a)))
         numpy.testing.assert_allclose(got, numpy.exp(a), rtol=1e-14)
         assert got.dtype == numpy.float64 and got.shape == (1000, 1000)
+    startup.use_calibration(None)
+
+
+def test_no_second_engine_comes_up_beside_one_coming_up(tmp_path, monkeypatch):
+    """torch-cpu is coming up in the background and is priced cheaper than the fake CuPy, which is
+    down: CuPy is priced against torch-cpu, not against NumPy, and stays down; the call, which does
+    not repay torch-cpu's whole start-up, runs on NumPy meanwhile (on the H200 machine, a script's
+    second run imported torch for 2 s beside the CuPy that its first run used and its history
+    brought up). The result is NumPy's."""
+    pytest.importorskip("torch")
+    from helpers import fake_cupy_router
+
+    from dispatch.arrays._call import Inputs
+    from dispatch.base.ops import op_named
+
+    go = threading.Event()
+    original = bringup._bring_up
+    with fake_cupy_router(tmp_path, monkeypatch):
+        for name in ("cupy", "torch-cpu"):  # a fresh process: neither up
+            targets.probe(name)
+            monkeypatch.delitem(targets.registry._targets, name)
+        monkeypatch.setattr(bringup, "_states", {})
+        monkeypatch.setattr(bringup, "_threads", {})
+        monkeypatch.setattr(bringup, "_bring_up", lambda name, library: go.wait(30) and original(name, library))
+        cal = synthetic(gpu=True)
+        cal.extra["startup"] = {"torch-cpu": {"import_s": 0.0, "context_s": 100.0, "first_call_s": 0.0},
+                                "cupy": {"import_s": 0.0, "context_s": 0.0, "first_call_s": 1e-6}}
+        router.use_calibration(cal)
+        assert bringup.start("torch-cpu")
+        a = numpy.random.default_rng(0).random((1000, 1000))
+        op, inputs = op_named("exp"), Inputs([dispatch.asarray(a)])
+        reached = []
+        real_reach = router._reach
+        monkeypatch.setattr(router, "_reach", lambda name, saving, key=None: reached.append((name, saving))
+                            or real_reach(name, saving, key))
+        try:
+            decision = router.decide(op, inputs, (), {})
+            assert decision.target.name == "numpy", decision
+            assert [n for n, _ in reached][:2] == ["torch-cpu", "cupy"] and reached[0][1] > 0 > reached[1][1]
+            assert "cupy" not in targets.registry.up() and bringup.state("cupy") is None
+            assert bringup.state("torch-cpu") == "starting"
+            got = numpy.asarray(dispatch.exp(dispatch.asarray(a)))
+            numpy.testing.assert_allclose(got, numpy.exp(a), rtol=1e-14)
+            assert got.dtype == numpy.float64 and got.shape == (1000, 1000)
+        finally:
+            go.set()
+            bringup.wait("torch-cpu", 60)
     startup.use_calibration(None)
 
 

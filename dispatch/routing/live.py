@@ -338,9 +338,10 @@ class Live:
             seconds, _ = history.blended(there, name, compute)
             place = _place(device)
             self.devices.setdefault(place, device)
-            # an engine up serves its place before one down: a plan brings up one engine per device
-            ranked = (not startup.up(name), seconds)
-            if place not in found or ranked < (not startup.up(found[place][1]), found[place][0]):
+            # an engine up (or coming up) serves its place before one down: a plan brings up one
+            # engine per device
+            ranked = (not startup.coming(name), seconds)
+            if place not in found or ranked < (not startup.coming(found[place][1]), found[place][0]):
                 found[place] = (seconds, name)
         return found
 

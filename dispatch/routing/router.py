@@ -282,18 +282,16 @@ class CostPolicy(Policy):
         # Probed cheapest first, and only the best and the alternatives close enough to be explored:
         # a library that cannot win this call is not imported for it.
         ranked = []
-        # A target down is priced against the best already up (NumPy at least): a second engine
-        # comes up only for what it saves over the first, not over NumPy.
-        up_s = min((s for s, n, _ in priced if startup.up(n)), default=None)
+        # A target down is priced against the best one up (NumPy at least, and those just brought
+        # up for this call) or coming up in the background: a second engine comes up only for what
+        # it saves over the first, not over NumPy (torch's import, seconds, for a call CuPy serves).
         for seconds, name, samples in priced:
             if ranked and seconds > history.explore_ratio * ranked[0][0]:
                 break
-            target = _reach(name, up_s - seconds if up_s is not None else None, key)
+            bar = min((s for s, n, _ in priced if n != name and startup.coming(n)), default=None)
+            target = _reach(name, bar - seconds if bar is not None else None, key)
             if target is not None and target.supports(op):
                 ranked.append((seconds, name, samples))
-                # up now: the bar for the targets still down, which would come up only to be
-                # the runner-up (torch's import, seconds, for a call CuPy serves)
-                up_s = seconds if up_s is None else min(up_s, seconds)
         if not ranked:
             return Decision(NUMPY, DecisionKind.COST, "cost model: nothing else can be priced", key=key)
         best_s, best_name, samples = ranked[0]

@@ -12,7 +12,10 @@ does not force it (``router._reach``). A target comes up when:
 - this program's earlier runs (``dispatch.routing.learned``) predict that this run saves more
   on it than its start-up costs: it is brought up on a background thread (``bringup``) at the
   first routed call, NumPy serving meanwhile, and taken once it is ready;
-- or, with no such prediction, this one call is priced to save more than the start-up;
+- or, with no such prediction, this one call is priced to save more than the start-up. Where the
+  target is starting in the background already, such a call waits for that bring-up, no longer
+  than it would save, rather than run on NumPy: a first run would have brought the target up for
+  it, and the bring-up under way ends sooner. No other call waits;
 - or calls priced out for it have, in this process, forgone as much as its start-up costs
   (``forgo``): it is brought up on a background thread then. This is the ski-rental rule: a
   long-lived process (a notebook, a service) never pays more than twice what knowing its future
@@ -37,8 +40,8 @@ from dispatch import targets
 from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
-__all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "forgo", "forgone", "note",
-           "priced_out", "seconds", "up", "use_calibration"]
+__all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "coming", "forgo",
+           "forgone", "note", "priced_out", "seconds", "up", "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: on the
 # high side of what calibrations measured, so that an unmeasured start-up is not undersold.
@@ -77,6 +80,12 @@ def up(name: str) -> bool:
     return name == "numpy" or targets.registry.tried(name)
 
 
+def coming(name: str) -> bool:
+    """Whether ``name`` is up or being brought up in the background: a second engine is priced
+    against it, as against one up, so that one engine comes up where one serves."""
+    return up(name) or bringup.state(name) == "starting"
+
+
 def seconds(name: str) -> float:
     """What bringing ``name`` up would cost now: 0 once it is up; its library's import is left out
     where the library is loaded already."""
@@ -113,6 +122,10 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
     if state == "ready":
         return True
     if state == "starting":
+        # a call that alone repays the whole start-up waits for the bring-up under way, no longer
+        # than it would save there
+        if saving_s is not None and saving_s > seconds(name) and bringup.wait(name, saving_s) == "ready":
+            return True
         _deferred = True  # NumPy serves this call; the next of its kind is decided again
         return False
     if saving_s is None:
