@@ -11,9 +11,11 @@ compared with stock scikit-learn's (``programs_bench.compare``).
 
 Before the timed runs, each script runs once untimed in each way at a small size (``WARM_ROWS``), so that bytecode
 is written and the libraries' files were read, as a user's second script finds them; on a GPU
-machine also with each GPU target forced, so that CuPy's disk cache holds the kernels these
-estimators use (CuPy compiles a kernel the first time this machine ever runs it: seconds in all
-for a fit, paid once per machine, not per script).
+machine also with each GPU target forced, in both ways, so that CuPy's disk cache holds the
+kernels these estimators and the script's own NumPy calls use (CuPy compiles a kernel the first
+time this machine ever runs it, paid once per machine, not per script: on a fresh H200 machine,
+the first 1M-row `lda` under `dispatch run` spent 11.7 s in its fit, 4.2 s in `mean` of a boolean
+array and 1.4 s in its draw compiling them; benchmarks/RESULTS.md).
 
 With ``--timeline``, every timed run is watched (``benchmarks/timeline.py``: imports, each routed
 call, the engines brought up, the exit), and each run's breakdown is kept in the JSON under
@@ -155,7 +157,7 @@ def main(rows: list[tuple[str, int]], repeats: int, timeout: float, log: Any, wa
     # untimed (the module's docstring): bytecode, the libraries' files and CuPy's kernel cache
     for name in dict.fromkeys(n for n, _ in rows):
         script = os.path.join(HERE, f"{name}.py")
-        for kind, backend in [("stock", ""), *((k, "") for k in KINDS), *(("accelerate", t) for t in gpus)]:
+        for kind, backend in [("stock", ""), *((k, "") for k in KINDS), *((k, t) for t in gpus for k in KINDS)]:
             cache = programs_bench._fresh_cache(base_cache)
             _run(kind, script, WARM_ROWS, cache, timeout, backend)
             shutil.rmtree(cache, ignore_errors=True)
