@@ -2,9 +2,10 @@
 
 ``start(name)`` imports the target's library, makes the target (``targets.probe``: the device's
 context) and runs one small call on it (its first kernel), on a daemon thread; ``state(name)``
-says ``"starting"``, ``"ready"`` or ``"failed"`` (``None`` if never started). The router never
-waits for it (``dispatch.routing.startup``): calls of a kind that could run there go to NumPy
-and are decided again until it is ready.
+says ``"starting"``, ``"ready"`` or ``"failed"`` (``None`` if never started). Calls of a kind that
+could run there go to NumPy and are decided again until it is ready; only a call priced to repay
+the whole start-up on its own waits for it (``wait``), no longer than it would save
+(``dispatch.routing.startup.admit``).
 
 The library is imported before ``targets.probe`` takes the registry's lock, so that the program's
 own calls, which may probe other targets, never wait on an import. The import holds the GIL for
@@ -97,7 +98,7 @@ def state(name: str) -> str | None:
 
 
 def wait(name: str, timeout: float | None = None) -> str | None:
-    """Wait for ``name``'s bring-up to end (tests, benchmarks); its state then."""
+    """Wait for ``name``'s bring-up to end, ``timeout`` seconds at most; its state then."""
     thread = _threads.get(name)
     if thread is not None:
         thread.join(timeout)
