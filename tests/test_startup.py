@@ -522,6 +522,20 @@ def test_what_large_scikit_learn_calls_measured_is_kept_for_the_next_run(monkeyp
     assert _routing._earlier((LinearDiscriminantAnalysis, "predict", 21)) == {}
 
 
+def _watched_exp(monkeypatch):
+    """A 1000 x 1000 ``exp`` call (its array, op and inputs), and the list of the targets the router
+    reaches for while deciding it, each with the saving it was priced at."""
+    from dispatch.arrays._call import Inputs
+    from dispatch.base.ops import op_named
+
+    a = numpy.random.default_rng(0).random((1000, 1000))
+    reached = []
+    real_reach = router._reach
+    monkeypatch.setattr(router, "_reach", lambda name, saving, key=None: reached.append((name, saving))
+                        or real_reach(name, saving, key))
+    return a, op_named("exp"), Inputs([dispatch.asarray(a)]), reached
+
+
 def test_a_second_engine_is_not_brought_up_to_be_the_runner_up(tmp_path, monkeypatch):
     """Two targets down, both priced to save more than their start-up over NumPy: the cheapest
     comes up and serves the call; the other is then priced against it, not against NumPy, and
@@ -529,9 +543,6 @@ def test_a_second_engine_is_not_brought_up_to_be_the_runner_up(tmp_path, monkeyp
     normal draws; here torch-cpu serves and the fake CuPy stays down). The result is NumPy's."""
     pytest.importorskip("torch")
     from helpers import fake_cupy_router
-
-    from dispatch.arrays._call import Inputs
-    from dispatch.base.ops import op_named
 
     with fake_cupy_router(tmp_path, monkeypatch):
         for name in ("cupy", "torch-cpu"):  # a fresh process: neither up
@@ -542,12 +553,7 @@ def test_a_second_engine_is_not_brought_up_to_be_the_runner_up(tmp_path, monkeyp
         cal.extra["startup"] = {n: {"import_s": 0.0, "context_s": 0.0, "first_call_s": 1e-6}
                                 for n in ("torch-cpu", "cupy")}
         router.use_calibration(cal)
-        a = numpy.random.default_rng(0).random((1000, 1000))
-        op, inputs = op_named("exp"), Inputs([dispatch.asarray(a)])
-        reached = []
-        real_reach = router._reach
-        monkeypatch.setattr(router, "_reach", lambda name, saving, key=None: reached.append((name, saving))
-                            or real_reach(name, saving, key))
+        a, op, inputs, reached = _watched_exp(monkeypatch)
         decision = router.decide(op, inputs, (), {})
         assert decision.target.name == "torch-cpu", decision
         assert [n for n, _ in reached] == ["torch-cpu", "cupy"] and reached[0][1] > 0 >= reached[1][1]
@@ -567,9 +573,6 @@ def test_no_second_engine_comes_up_beside_one_coming_up(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from helpers import fake_cupy_router
 
-    from dispatch.arrays._call import Inputs
-    from dispatch.base.ops import op_named
-
     go = threading.Event()
     original = bringup._bring_up
     with fake_cupy_router(tmp_path, monkeypatch):
@@ -584,12 +587,7 @@ def test_no_second_engine_comes_up_beside_one_coming_up(tmp_path, monkeypatch):
                                 "cupy": {"import_s": 0.0, "context_s": 0.0, "first_call_s": 1e-6}}
         router.use_calibration(cal)
         assert bringup.start("torch-cpu")
-        a = numpy.random.default_rng(0).random((1000, 1000))
-        op, inputs = op_named("exp"), Inputs([dispatch.asarray(a)])
-        reached = []
-        real_reach = router._reach
-        monkeypatch.setattr(router, "_reach", lambda name, saving, key=None: reached.append((name, saving))
-                            or real_reach(name, saving, key))
+        a, op, inputs, reached = _watched_exp(monkeypatch)
         try:
             decision = router.decide(op, inputs, (), {})
             assert decision.target.name == "numpy", decision
