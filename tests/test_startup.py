@@ -160,6 +160,16 @@ def test_calls_run_on_numpy_while_a_target_starts_then_switch(calibrated, monkey
     assert next(r.target for r in t.records if r.op == "sum") == "torch-cpu"
 
 
+def test_a_target_coming_is_one_up_and_working_or_starting(calibrated, monkeypatch):
+    """What a second engine is priced against: NumPy, a target up, one starting in the background;
+    not one never brought up, nor one whose probe failed (it serves nothing)."""
+    assert startup.coming("numpy") and not startup.coming("torch-cpu")
+    monkeypatch.setitem(bringup._states, "torch-cpu", "starting")
+    assert startup.coming("torch-cpu")
+    monkeypatch.setitem(targets.registry._unavailable, "torch-mps", "no device here")
+    assert startup.up("torch-mps") and not startup.coming("torch-mps")
+
+
 def test_a_call_that_repays_the_whole_start_up_waits_for_the_bring_up_under_way(calibrated, monkeypatch):
     """torch-cpu is coming up in the background (0.3 s). A call priced to save more there than its
     whole start-up waits for that bring-up, as a first run would have brought it up for it, rather

@@ -81,9 +81,10 @@ def up(name: str) -> bool:
 
 
 def coming(name: str) -> bool:
-    """Whether ``name`` is up or being brought up in the background: a second engine is priced
-    against it, as against one up, so that one engine comes up where one serves."""
-    return up(name) or bringup.state(name) == "starting"
+    """Whether ``name`` serves calls (NumPy, or up and working; not one whose probe failed) or is
+    being brought up in the background: a second engine is priced against it, so that one engine
+    comes up where one serves."""
+    return name == "numpy" or name in targets.registry.up() or bringup.state(name) == "starting"
 
 
 def seconds(name: str) -> float:
