@@ -30,6 +30,30 @@ steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests calibrate overhead transfers suite sklearn)
 status=0
 step() { echo "== $1 ($(date +%T))"; }
+# Wait, a minute at most, until the CPUs are mostly idle (sampled from /proc/stat, not the load
+# average, which lags by minutes), naming the busiest processes if they are not: a calibration
+# right after the test suite once measured NumPy's GEMM at 7.9 GFLOP/s against 471 when quiet.
+settle() {
+    python3 - <<'PY'
+import subprocess, time
+
+def sample():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v), v[3] + v[4]
+
+deadline, busy = time.time() + 60, 1.0
+while busy > 0.2 and time.time() < deadline:
+    t0, i0 = sample()
+    time.sleep(1)
+    t1, i1 = sample()
+    busy = 1 - (i1 - i0) / max(t1 - t0, 1)
+print(f"CPUs {busy:.0%} busy")
+if busy > 0.2:
+    print(subprocess.run(["ps", "-eo", "pid,pcpu,etime,args", "--sort=-pcpu"], capture_output=True,
+                         text=True).stdout[:1500])
+PY
+}
 
 for s in "${steps[@]}"; do
     case "$s" in
@@ -51,6 +75,7 @@ for s in "${steps[@]}"; do
         ;;
     calibrate)
         step calibrate
+        settle
         # Timed as an installed dispatch runs: with the bytecode of what a calibration imports
         # written first, as pip compiles it on install (this image sets PYTHONDONTWRITEBYTECODE,
         # which had each run compile torch's Python again: about 4 s of "finding the targets" on an
