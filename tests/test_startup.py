@@ -171,22 +171,28 @@ def test_a_target_coming_is_one_up_and_working_or_starting(calibrated, monkeypat
 
 
 def test_a_call_that_repays_the_whole_start_up_waits_for_the_bring_up_under_way(calibrated, monkeypatch):
-    """torch-cpu is coming up in the background (0.3 s). A call priced to save more there than its
-    whole start-up waits for that bring-up, as a first run would have brought it up for it, rather
-    than run on NumPy (on the H200 machine a script's second run drew 150M normals on NumPy, 3 s,
-    while CuPy came up), but no longer than it would save; a call that does not repay the start-up
-    does not wait. Then calls run there, with NumPy's results."""
-    router.use_calibration(_calibrated({"torch-cpu": (0.0, 0.0, 1e-3)}))
+    """torch-cpu is coming up in the background (1.5 s). A call priced to save more there than its
+    whole start-up (1 s: its import is priced, though torch is loaded here, as a bring-up's
+    half-done import is) waits for that bring-up, as a first run would have brought it up for it,
+    rather than run on NumPy (on the H200 machine a script's second run drew 150M normals on
+    NumPy, 3 s, while CuPy came up), but no longer than it would save; a call that does not repay
+    the whole start-up does not wait. Then calls run there, with NumPy's results."""
+    router.use_calibration(_calibrated({"torch-cpu": (1.0, 0.0, 1e-3)}))
     go = threading.Event()
     original = bringup._bring_up
     monkeypatch.setattr(bringup, "_bring_up", lambda name, library: go.wait(30) and original(name, library))
+    waits = []
+    real_wait = bringup.wait
+    monkeypatch.setattr(bringup, "wait", lambda name, timeout=None: waits.append(timeout) or real_wait(name, timeout))
     assert bringup.start("torch-cpu")
-    threading.Timer(0.3, go.set).start()
-    assert not startup.admit("torch-cpu", 5e-4)  # under the start-up (1 ms): no wait
-    assert not startup.admit("torch-cpu", 0.05)  # waits 50 ms at most
-    assert bringup.state("torch-cpu") == "starting"
+    threading.Timer(1.5, go.set).start()
+    assert not startup.admit("torch-cpu", 5e-4)
+    assert not startup.admit("torch-cpu", 0.5)  # over its context and first call, under the whole
+    assert waits == [] and bringup.state("torch-cpu") == "starting"
+    assert not startup.admit("torch-cpu", 1.2)  # waits 1.2 s at most
+    assert waits == [1.2] and bringup.state("torch-cpu") == "starting"
     assert startup.admit("torch-cpu", 5.0)
-    assert go.is_set() and bringup.state("torch-cpu") == "ready"
+    assert waits == [1.2, 5.0] and go.is_set() and bringup.state("torch-cpu") == "ready"
     rng = numpy.random.default_rng(2)
     with dispatch.trace() as t:
         _sum(dispatch.asarray(rng.random(N)))

@@ -92,10 +92,15 @@ def seconds(name: str) -> float:
     where the library is loaded already."""
     if up(name) or name == "numpy":
         return 0.0
-    imported, context, first = _measured.get(name) or SEED_S.get(name, (1.0, 0.0, 0.0))
+    imported, context, first = _parts(name)
     if LIBRARY.get(name) in sys.modules:
         imported = 0.0
     return imported + context + first
+
+
+def _parts(name: str) -> tuple[float, float, float]:
+    """``name``'s (import, device context, first call) seconds, as measured or seeded."""
+    return _measured.get(name) or SEED_S.get(name, (1.0, 0.0, 0.0))
 
 
 def begin(history: Any) -> None:
@@ -124,8 +129,9 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
         return True
     if state == "starting":
         # a call that alone repays the whole start-up waits for the bring-up under way, no longer
-        # than it would save there
-        if saving_s is not None and saving_s > seconds(name) and bringup.wait(name, saving_s) == "ready":
+        # than it would save there (the import priced too: the bring-up's half-done one is in
+        # sys.modules already)
+        if saving_s is not None and saving_s > sum(_parts(name)) and bringup.wait(name, saving_s) == "ready":
             return True
         _deferred = True  # NumPy serves this call; the next of its kind is decided again
         return False
