@@ -5,6 +5,7 @@ compare their printed output with the script run under NumPy."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -329,20 +330,28 @@ _ROUTED_AT_EXIT = """
 import atexit, sys
 atexit.register(lambda: print("dispatch.routing.router" in sys.modules))
 import numpy
+{ENGINE}
 import dispatch as np
 a = np.arange({N})
 print(float(np.sum(a * 2)))
 """
 
+_HAS_TORCH = importlib.util.find_spec("torch") is not None
 
-@pytest.mark.parametrize(("n", "calibrated", "loaded"), [(1000, False, False), (50_000, False, True),
-                                                        (1000, True, True)])
-def test_the_router_is_loaded_at_the_first_call_it_may_place(tmp_path, n, calibrated, loaded):
-    """Under the seed's floors (a sum of 10,000 elements or fewer, with no calibration stored)
-    no target but NumPy can be chosen, and the router is not loaded; a larger sum, or any
-    calibration stored (whose floors only the router knows), loads it. NumPy's result either way."""
+
+@pytest.mark.parametrize(("n", "calibrated", "engine", "loaded"), [
+    (1000, False, False, False), (50_000, False, False, False),
+    pytest.param(50_000, False, True, True, marks=pytest.mark.skipif(not _HAS_TORCH, reason="torch is not installed")),
+    (1000, True, False, True)])
+def test_the_router_is_loaded_at_the_first_call_it_may_place(tmp_path, n, calibrated, engine, loaded):
+    """With no calibration stored, the seed's table brings up no engine whose library the program
+    has not loaded: a sum of 50,000 elements, over the table's floor, stays on NumPy without the
+    router while neither torch nor CuPy is loaded, and loads it where the program imported torch
+    itself. Under the floor (10,000 elements or fewer), no target but NumPy can be chosen either
+    way. Any calibration stored (whose floors only the router knows) loads it. NumPy's result
+    every time."""
     path = tmp_path / "script.py"
-    path.write_text(_ROUTED_AT_EXIT.replace("{N}", str(n)))
+    path.write_text(_ROUTED_AT_EXIT.replace("{N}", str(n)).replace("{ENGINE}", "import torch" if engine else ""))
     cache = tmp_path / "cache"
     if calibrated:
         cache.mkdir()
@@ -353,23 +362,51 @@ def test_the_router_is_loaded_at_the_first_call_it_may_place(tmp_path, n, calibr
     assert done.stdout.split("\n")[:2] == [repr(float(numpy.sum(numpy.arange(n) * 2))), str(loaded)]
 
 
+_ENGINE_LATER = """
+import sys
+import dispatch as np
+a = np.arange(50_000.0)
+print(float(np.sum(a * 2)), "dispatch.routing.router" in sys.modules)
+import torch
+print(float(np.sum(a * 3)), "dispatch.routing.router" in sys.modules)
+"""
+
+
+@pytest.mark.skipif(not _HAS_TORCH, reason="torch is not installed")
+def test_an_engine_loaded_later_puts_the_seed_floors_back(tmp_path):
+    """The floors a call was given while no engine's library was loaded are asked again once the
+    program imports one: the next sum over the seed table's floor loads the router, which may
+    now place it. NumPy's results before and after."""
+    path = tmp_path / "later.py"
+    path.write_text(_ENGINE_LATER)
+    done = subprocess.run([sys.executable, str(path)], env=_env(tmp_path / "cache"), cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    a = numpy.arange(50_000.0)
+    assert done.stdout.split("\n")[:2] == [f"{float(numpy.sum(a * 2))} False", f"{float(numpy.sum(a * 3))} True"]
+
+
 _DRAWN_AT_EXIT = """
 import atexit, sys
 atexit.register(lambda: print("dispatch.routing.router" in sys.modules))
+{ENGINE}
 import dispatch as np
 drawn = np.random.default_rng(42).integers(0, 1000, size={N})
 print(int(drawn[-1000:].sum()), drawn.dtype, drawn.shape)  # (a sum under its floor too)
 """
 
 
-@pytest.mark.parametrize(("n", "loaded"), [(262_144, False), (2_000_000, True)])
-def test_a_draw_under_the_seed_floor_does_not_load_the_router(tmp_path, n, loaded):
+@pytest.mark.parametrize(("n", "engine", "loaded"), [
+    (262_144, False, False), (2_000_000, False, False),
+    pytest.param(2_000_000, True, True, marks=pytest.mark.skipif(not _HAS_TORCH, reason="torch is not installed"))])
+def test_a_draw_under_the_seed_floor_does_not_load_the_router(tmp_path, n, engine, loaded):
     """A large draw is a call the router may place on a device; where no calibration is stored,
     one under the seed table's floor for draws stays NumPy's without loading the routing
-    machinery (about 10 ms of a short script's start), and one over it loads it. NumPy's stream
-    either way."""
+    machinery (about 10 ms of a short script's start), and so does one over it while no engine's
+    library is loaded; with torch loaded by the program, one over it loads it. NumPy's stream
+    every time."""
     path = tmp_path / "draws.py"
-    path.write_text(_DRAWN_AT_EXIT.replace("{N}", str(n)))
+    path.write_text(_DRAWN_AT_EXIT.replace("{N}", str(n)).replace("{ENGINE}", "import torch" if engine else ""))
     done = subprocess.run([sys.executable, str(path)], env=_env(tmp_path / "cache"), cwd=REPO, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr

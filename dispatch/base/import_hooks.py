@@ -18,7 +18,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
-__all__ = ["install", "spec_then"]
+__all__ = ["after_import", "install", "spec_then"]
 
 _PREFIX = "dispatch."
 _TESTING_UTILS = "numpy.testing._private.utils"
@@ -39,6 +39,8 @@ class _NumpyMirror:
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if fullname in _HOSTED_ASSERTS:
             return self._patched_spec(fullname, path, target)
+        if fullname in _after:
+            return spec_then(self, fullname, path, target, _after.pop(fullname))
         if not fullname.startswith(_PREFIX):
             return None
         rest = fullname[len(_PREFIX):]
@@ -63,6 +65,15 @@ class _NumpyMirror:
 
     def _patched_spec(self, fullname: str, path: Any, target: Any) -> Any:
         return spec_then(self, fullname, path, target, _patch_testing)
+
+
+_after: dict[str, Any] = {}  # top-level module -> called once it has loaded (``after_import``)
+
+
+def after_import(names: tuple[str, ...], then: Any) -> None:
+    """Call ``then(module)`` once any of ``names`` (top-level modules, not loaded yet) loads."""
+    for name in names:
+        _after[name] = then
 
 
 def _numpy_module(dotted: str) -> ModuleType | None:

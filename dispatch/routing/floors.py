@@ -9,24 +9,38 @@ whose calls all stay under them never loads the routing machinery (the router, i
 planner, the calibration and cost models, the history: about 30 M instructions, a third of
 dispatch's own start-up). The first call over a floor loads it (``dispatch.arrays._call``); its
 seed policy gives the same floors.
+
+Under the seed's table a target comes up only where the program loaded its library itself
+(``startup.admit``: the table prices no start-up, so it starts none). While neither torch nor
+CuPy is loaded, then, every host call under Dask's size (``cluster.LIVE_ELEMENTS``) runs on
+NumPy whatever the table says, and its floor is that size (``IDLE``): the router is not loaded
+to say so. The program importing either library puts the table's floors back (an import hook,
+``import_hooks.after_import``).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 from dispatch import cluster
-from dispatch.base import cachefiles, tuning
+from dispatch.base import cachefiles, import_hooks, tuning
+from dispatch.base.ops import all_ops
 from dispatch.base.tiers import MoeThresholds, OpComplexity
 from dispatch.routing import learned
 
-__all__ = ["SMALL", "bounded", "host_floor", "seed_floor", "under_seed_floor", "use"]
+__all__ = ["ENGINES", "IDLE", "SMALL", "bounded", "host_floor", "seed_floor", "under_seed_floor", "use"]
 
 # Host calls of at most this many elements run on NumPy under every policy, without probing any
 # other target (which would import torch or CuPy): no engine's call overhead (microseconds for
 # torch, a launch and a transfer for a GPU) is repaid on so little data.
 SMALL = 1 << 8
+
+# The libraries whose loading lets the seed's table choose a target other than NumPy, and the
+# floor while none is loaded (bounded under Dask's size).
+ENGINES = ("torch", "cupy")
+IDLE = 1 << 62
 
 _SEED = MoeThresholds()  # the seed's table, the router's until it is loaded (``set_selector`` is the router's)
 _router: Any = None  # the process's router, once loaded
@@ -57,7 +71,7 @@ def host_floor(op: Any) -> int:
     loaded for it."""
     if _router is None:
         if _seed_floors():
-            op.floor = floor = bounded(seed_floor(_SEED, op.complexity))
+            op.floor = floor = bounded(seed_floor(_SEED, op.complexity) if _engine_loaded() else IDLE)
             return floor
         importlib.import_module("dispatch.routing.router")  # (which hands itself over: ``use``)
     return _router.host_floor(op)
@@ -85,3 +99,20 @@ def _seed_floors() -> bool:
             stored = True
         _seed_only = not stored and not learned.names_others()
     return _seed_only
+
+
+def _engine_loaded() -> bool:
+    """Whether the program has loaded an engine's library (``ENGINES``); if not, the seed's floors
+    are put back once it does."""
+    if any(name in sys.modules for name in ENGINES):
+        return True
+    import_hooks.after_import(ENGINES, _engine_loads)
+    return False
+
+
+def _engine_loads(module: Any) -> None:
+    """An engine's library has loaded: the floors are asked again (the seed's table's now), unless
+    the router gives them already."""
+    if _router is None:
+        for op in all_ops():
+            op.floor = op.trip_floor = -1
