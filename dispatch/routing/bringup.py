@@ -3,9 +3,9 @@
 ``start(name)`` imports the target's library, makes the target (``targets.probe``: the device's
 context) and runs one small call on it (its first kernel), on a daemon thread; ``state(name)``
 says ``"starting"``, ``"ready"`` or ``"failed"`` (``None`` if never started). Calls of a kind that
-could run there go to NumPy and are decided again until it is ready; only a call priced to repay
-the whole start-up on its own waits for it (``wait``), no longer than it would save
-(``dispatch.routing.startup.admit``).
+could run there go to NumPy and are decided again until it is ready; only a call priced to save
+more than what is left of the start-up (the whole of it less the seconds it has run, ``elapsed``)
+waits for it (``wait``), no longer than it would save (``dispatch.routing.startup.admit``).
 
 The library is imported before ``targets.probe`` takes the registry's lock, so that the program's
 own calls, which may probe other targets, never wait on an import. The import holds the GIL for
@@ -29,7 +29,7 @@ from dispatch.base.ops import op_named
 if TYPE_CHECKING:
     import threading
 
-__all__ = ["LIBRARY", "seconds_taken", "start", "state", "wait"]
+__all__ = ["LIBRARY", "elapsed", "seconds_taken", "start", "state", "wait"]
 
 # The library each target imports: once a library is loaded (by the program, or for another
 # target), its import is paid.
@@ -38,6 +38,7 @@ LIBRARY = {"torch-cpu": "torch", "torch-cuda": "torch", "torch-mps": "torch", "c
 _states: dict[str, str] = {}
 _threads: dict[str, threading.Thread] = {}
 _taken: dict[str, float] = {}  # seconds each bring-up took (``python -m dispatch info``, the benchmark)
+_began: dict[str, float] = {}  # when each bring-up started (``time.perf_counter``)
 _lock = allocate_lock()  # threading's Lock: threading is loaded only where a thread starts
 
 
@@ -51,6 +52,7 @@ def start(name: str) -> bool:
             _states[name] = "ready" if name in targets.registry.up() else "failed"
             return False
         _states[name] = "starting"
+        _began[name] = time.perf_counter()
         import threading  # here: a script that brings nothing up never loads it
 
         thread = threading.Thread(target=_bring_up, args=(name, LIBRARY.get(name)), name=f"dispatch-bringup-{name}",
@@ -103,6 +105,12 @@ def wait(name: str, timeout: float | None = None) -> str | None:
     if thread is not None:
         thread.join(timeout)
     return state(name)
+
+
+def elapsed(name: str) -> float:
+    """Seconds since ``name``'s bring-up started (0 where none was)."""
+    began = _began.get(name)
+    return time.perf_counter() - began if began is not None else 0.0
 
 
 def seconds_taken() -> dict[str, float]:

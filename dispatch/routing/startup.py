@@ -13,9 +13,10 @@ does not force it (``router._reach``). A target comes up when:
   on it than its start-up costs: it is brought up on a background thread (``bringup``) at the
   first routed call, NumPy serving meanwhile, and taken once it is ready;
 - or, with no such prediction, this one call is priced to save more than the start-up. Where the
-  target is starting in the background already, such a call waits for that bring-up, no longer
-  than it would save, rather than run on NumPy: a first run would have brought the target up for
-  it, and the bring-up under way ends sooner. No other call waits;
+  target is starting in the background already, a call priced to save more than what is left of
+  that bring-up (the whole start-up, its import included, less the seconds it has run) waits for
+  it, no longer than it would save, rather than run on NumPy: a first run would have brought the
+  target up for less. No other call waits;
 - or calls priced out for it have, in this process, forgone as much as its start-up costs
   (``forgo``): it is brought up on a background thread then. This is the ski-rental rule: a
   long-lived process (a notebook, a service) never pays more than twice what knowing its future
@@ -128,10 +129,11 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
     if state == "ready":
         return True
     if state == "starting":
-        # a call that alone repays the whole start-up waits for the bring-up under way, no longer
-        # than it would save there (the import priced too: the bring-up's half-done one is in
-        # sys.modules already)
-        if saving_s is not None and saving_s > sum(_parts(name)) and bringup.wait(name, saving_s) == "ready":
+        # a call that alone repays what is left of the bring-up under way waits for it, no longer
+        # than it would save there (the whole start-up less its seconds so far: the bring-up's
+        # half-done import is in sys.modules already, so ``seconds`` would price it at nothing)
+        left = sum(_parts(name)) - bringup.elapsed(name)
+        if saving_s is not None and saving_s > left and bringup.wait(name, saving_s) == "ready":
             return True
         _deferred = True  # NumPy serves this call; the next of its kind is decided again
         return False
