@@ -46,6 +46,7 @@ def calibrated(tmp_path, monkeypatch):
     monkeypatch.setattr(bringup, "_began", {})
     monkeypatch.setattr(startup, "_saving", {})
     monkeypatch.setattr(startup, "_forgone", {})
+    monkeypatch.setattr(startup, "_late", set())
     with router_restored(History()):
         yield
     startup.use_calibration(None)
@@ -182,28 +183,65 @@ def test_a_call_that_repays_what_is_left_of_the_start_up_waits_for_the_bring_up_
     than it would save; a call that does not repay what is left does not wait. Then calls run
     there, with NumPy's results."""
     router.use_calibration(_calibrated({"torch-cpu": (1.0, 0.0, 1e-3)}))
-    go = threading.Event()
-    original = bringup._bring_up
-    monkeypatch.setattr(bringup, "_bring_up", lambda name, library: go.wait(30) and original(name, library))
-    waits = []
-    real_wait = bringup.wait
-    monkeypatch.setattr(bringup, "wait", lambda name, timeout=None: waits.append(timeout) or real_wait(name, timeout))
-    assert bringup.start("torch-cpu")
-    threading.Timer(1.5, go.set).start()
+    waits = _held_bring_up(monkeypatch, 1.5)
     assert not startup.admit("torch-cpu", 5e-4)
     assert not startup.admit("torch-cpu", 0.5)  # over its context and first call, under the whole left
     assert waits == [] and bringup.state("torch-cpu") == "starting"
     monkeypatch.setitem(bringup._began, "torch-cpu", bringup._began["torch-cpu"] - 0.7)  # 0.7 s in: 0.3 s left
     assert not startup.admit("torch-cpu", 0.2)
     assert waits == []
-    assert not startup.admit("torch-cpu", 0.5)  # waits 0.5 s at most: the bring-up is held longer
-    assert waits == [0.5] and bringup.state("torch-cpu") == "starting"
     assert startup.admit("torch-cpu", 5.0)
-    assert waits == [0.5, 5.0] and go.is_set() and bringup.state("torch-cpu") == "ready"
+    assert waits == [5.0] and bringup.state("torch-cpu") == "ready"
     rng = numpy.random.default_rng(2)
     with dispatch.trace() as t:
         _sum(dispatch.asarray(rng.random(N)))
     assert [r.target for r in t.records if r.op == "sum"] == ["torch-cpu"]
+
+
+def test_a_bring_up_that_outlasts_a_wait_is_waited_for_no_more(calibrated, monkeypatch):
+    """A call's wait ended before the bring-up did (the calibration's start-up was too short for a
+    bring-up beside the program's work): it runs on NumPy, and no later call of the run waits for
+    that target, whatever it would save; once up, the target serves."""
+    router.use_calibration(_calibrated({"torch-cpu": (0.1, 0.0, 1e-3)}))
+    waits = _held_bring_up(monkeypatch, 30)
+    assert not startup.admit("torch-cpu", 0.3)  # waits 0.3 s; the bring-up is held
+    assert not startup.admit("torch-cpu", 50.0)
+    assert waits == [0.3] and bringup.state("torch-cpu") == "starting"
+    _release.set()
+    assert bringup.wait("torch-cpu", 60) == "ready" and startup.admit("torch-cpu", 1e-6)
+
+
+def test_a_wait_prices_the_bring_up_the_last_run_took(calibrated, monkeypatch):
+    """The script's last run took 3 s to bring torch-cpu up beside its work (kept with what it
+    learned), against the calibration's 1 s alone: a call priced to save 2 s does not wait, one
+    priced to save 4 s does. The bring-up's seconds are kept for the next run."""
+    router.use_calibration(_calibrated({"torch-cpu": (1.0, 0.0, 0.0)}))
+    monkeypatch.setattr(learned, "_previous", {"bringup": {"torch-cpu": 3.0, "cupy": 0.5}})
+    waits = _held_bring_up(monkeypatch, 0.5)
+    assert not startup.admit("torch-cpu", 2.0)
+    assert waits == []
+    assert startup.admit("torch-cpu", 4.0)
+    assert waits == [4.0]
+    kept = startup._bringups()
+    assert kept == {"torch-cpu": bringup.seconds_taken()["torch-cpu"], "cupy": 0.5}  # this run's, over the last one's
+
+
+_release = threading.Event()
+
+
+def _held_bring_up(monkeypatch, seconds: float) -> list:
+    """torch-cpu's bring-up started, held ``seconds`` (or until ``_release`` is set); the waits
+    calls make for it recorded."""
+    _release.clear()
+    original = bringup._bring_up
+    monkeypatch.setattr(bringup, "_bring_up", lambda name, library: _release.wait(30) and original(name, library))
+    waits = []
+    real_wait = bringup.wait
+    monkeypatch.setattr(bringup, "wait", lambda name, timeout=None: waits.append(timeout) or real_wait(name, timeout))
+    assert bringup.start("torch-cpu")
+    if seconds < 30:
+        threading.Timer(seconds, _release.set).start()
+    return waits
 
 
 def test_earlier_runs_predict_the_target_to_bring_up():
@@ -390,6 +428,29 @@ def test_an_engine_loaded_later_puts_the_seed_floors_back(tmp_path):
     assert done.returncode == 0, done.stderr
     a = numpy.arange(50_000.0)
     assert done.stdout.split("\n")[:2] == [f"{float(numpy.sum(a * 2))} False", f"{float(numpy.sum(a * 3))} True"]
+
+
+_TRACED_LATER = """
+import dispatch as np
+a = np.arange(50_000.0)
+print(float(np.sum(a)))
+with np.trace() as t:
+    print(float(np.sum(a * 2)))
+print([r.reason.split(":")[0] for r in t.records if r.op == "sum"])
+"""
+
+
+def test_the_router_once_loaded_gives_the_floors_the_idle_ones_gave(tmp_path):
+    """A sum of 50,000 elements ran on NumPy under the idle floor (no engine's library loaded); a
+    trace then loads the router, whose seed policy decides the next such sum (it is over that
+    policy's floor) rather than the floor the router did not give. NumPy's results."""
+    path = tmp_path / "traced.py"
+    path.write_text(_TRACED_LATER)
+    done = subprocess.run([sys.executable, str(path)], env=_env(tmp_path / "cache"), cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    a = numpy.arange(50_000.0)
+    assert done.stdout.split("\n")[:3] == [str(float(numpy.sum(a))), str(float(numpy.sum(a * 2))), "['heuristic']"]
 
 
 _DRAWN_AT_EXIT = """

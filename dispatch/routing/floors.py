@@ -14,8 +14,8 @@ Under the seed's table a target comes up only where the program loaded its libra
 (``startup.admit``: the table prices no start-up, so it starts none). While neither torch nor
 CuPy is loaded, then, every host call under Dask's size (``cluster.LIVE_ELEMENTS``) runs on
 NumPy whatever the table says, and its floor is that size (``IDLE``): the router is not loaded
-to say so. The program importing either library puts the table's floors back (an import hook,
-``import_hooks.after_import``).
+to say so. The program importing either library, or the router loading (a trace, a target
+forced), puts the table's floors back (an import hook, ``import_hooks.after_import``; ``use``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from typing import Any
 
 from dispatch import cluster
 from dispatch.base import cachefiles, import_hooks, tuning
-from dispatch.base.ops import all_ops
 from dispatch.base.tiers import MoeThresholds, OpComplexity
 from dispatch.routing import learned
 
@@ -44,6 +43,7 @@ IDLE = 1 << 62
 
 _SEED = MoeThresholds()  # the seed's table, the router's until it is loaded (``set_selector`` is the router's)
 _router: Any = None  # the process's router, once loaded
+_idle: list = []  # the ops given the floor ``IDLE``
 _seed_only: bool | None = None  # whether the seed's floors hold without it (checked at the first floor)
 
 
@@ -63,6 +63,7 @@ def use(router: Any) -> None:
     """The router, loaded: it gives the floors from now on."""
     global _router
     _router = router
+    _put_back()
 
 
 def host_floor(op: Any) -> int:
@@ -71,7 +72,12 @@ def host_floor(op: Any) -> int:
     loaded for it."""
     if _router is None:
         if _seed_floors():
-            op.floor = floor = bounded(seed_floor(_SEED, op.complexity) if _engine_loaded() else IDLE)
+            if _engine_loaded():
+                floor = bounded(seed_floor(_SEED, op.complexity))
+            else:
+                floor = bounded(IDLE)
+                _idle.append(op)
+            op.floor = floor
             return floor
         importlib.import_module("dispatch.routing.router")  # (which hands itself over: ``use``)
     return _router.host_floor(op)
@@ -111,8 +117,12 @@ def _engine_loaded() -> bool:
 
 
 def _engine_loads(module: Any) -> None:
-    """An engine's library has loaded: the floors are asked again (the seed's table's now), unless
-    the router gives them already."""
-    if _router is None:
-        for op in all_ops():
-            op.floor = op.trip_floor = -1
+    """An engine's library has loaded: the floors ``IDLE`` gave are asked again."""
+    _put_back()
+
+
+def _put_back() -> None:
+    """The ops given ``IDLE`` ask for their floors again (the seed's table's, or the router's)."""
+    while _idle:
+        op = _idle.pop()
+        op.floor = op.trip_floor = -1

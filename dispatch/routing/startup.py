@@ -14,9 +14,11 @@ does not force it (``router._reach``). A target comes up when:
   first routed call, NumPy serving meanwhile, and taken once it is ready;
 - or, with no such prediction, this one call is priced to save more than the start-up. Where the
   target is starting in the background already, a call priced to save more than what is left of
-  that bring-up (the whole start-up, its import included, less the seconds it has run) waits for
-  it, no longer than it would save, rather than run on NumPy: a first run would have brought the
-  target up for less. No other call waits;
+  that bring-up waits for it, no longer than it would save, rather than run on NumPy: a first run
+  would have brought the target up for less. What is left is the whole start-up (its import
+  included; or what the bring-up took in the script's last run, where longer: a bring-up beside
+  the program's own work takes longer than one alone) less the seconds it has run. A wait that
+  ends before the bring-up does ends the waits for that target in this run. No other call waits;
 - or calls priced out for it have, in this process, forgone as much as its start-up costs
   (``forgo``): it is brought up on a background thread then. This is the ski-rental rule: a
   long-lived process (a notebook, a service) never pays more than twice what knowing its future
@@ -62,6 +64,7 @@ _measured: dict[str, tuple[float, float, float]] = {}  # from the calibration in
 _saving: dict[tuple, dict[str, float]] = {}  # key priced out -> {target left down: what one call would save}
 _forgone: dict[str, float] = {}  # target -> seconds its priced-out calls would have saved in this process
 _deferred = False  # a decision made while a target was starting: not to be cached
+_late: set[str] = set()  # targets whose bring-up outlasted a call's wait: no call waits for them again
 _begun = False
 
 
@@ -112,6 +115,7 @@ def begin(history: Any) -> None:
         return
     _begun = True
     learned.begin(history)
+    learned.keep("bringup", _bringups)
     for name in learned.wanted(seconds):
         bringup.start(name)
 
@@ -132,9 +136,10 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
         # a call that alone repays what is left of the bring-up under way waits for it, no longer
         # than it would save there (the whole start-up less its seconds so far: the bring-up's
         # half-done import is in sys.modules already, so ``seconds`` would price it at nothing)
-        left = sum(_parts(name)) - bringup.elapsed(name)
-        if saving_s is not None and saving_s > left and bringup.wait(name, saving_s) == "ready":
-            return True
+        if saving_s is not None and name not in _late and saving_s > _left(name):
+            if bringup.wait(name, saving_s) == "ready":
+                return True
+            _late.add(name)
         _deferred = True  # NumPy serves this call; the next of its kind is decided again
         return False
     if saving_s is None:
@@ -144,6 +149,22 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
     if key is not None:
         _price_out(key, name, saving_s)
     return False
+
+
+def _bringups() -> dict[str, float]:
+    """Seconds each bring-up took, this run's over the last ones' (kept for the next run)."""
+    return {**(learned.earlier("bringup") or {}), **bringup.seconds_taken()}
+
+
+def _left(name: str) -> float:
+    """Seconds left of ``name``'s bring-up under way: the whole start-up (or the script's last
+    bring-up of it, where longer) less the seconds it has run."""
+    whole = sum(_parts(name))
+    try:
+        whole = max(whole, float((learned.earlier("bringup") or {}).get(name, 0.0)))
+    except (AttributeError, TypeError, ValueError):  # a hand-edited file: the calibration's figure
+        pass
+    return whole - bringup.elapsed(name)
 
 
 def note(key: tuple, name: str, saving_s: float) -> None:
