@@ -44,6 +44,7 @@ def calibrated(tmp_path, monkeypatch):
     monkeypatch.setattr(bringup, "_states", {})
     monkeypatch.setattr(bringup, "_threads", {})
     monkeypatch.setattr(bringup, "_began", {})
+    monkeypatch.setattr(bringup, "_taken", {})
     monkeypatch.setattr(startup, "_saving", {})
     monkeypatch.setattr(startup, "_forgone", {})
     monkeypatch.setattr(startup, "_late", set())
