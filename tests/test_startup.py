@@ -384,6 +384,17 @@ print(float(np.sum(a * 2)))
 _HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
+def _script_lines(tmp_path, text: str, cache=None) -> list[str]:
+    """The lines a script of ``text`` prints, run in a fresh process (its cache folder ``cache``,
+    else an empty one); it must exit cleanly."""
+    path = tmp_path / "script.py"
+    path.write_text(text)
+    done = subprocess.run([sys.executable, str(path)], env=_env(cache or tmp_path / "cache"), cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split("\n")
+
+
 @pytest.mark.parametrize(("n", "calibrated", "engine", "loaded"), [
     (1000, False, False, False), (50_000, False, False, False),
     pytest.param(50_000, False, True, True, marks=pytest.mark.skipif(not _HAS_TORCH, reason="torch is not installed")),
@@ -395,16 +406,12 @@ def test_the_router_is_loaded_at_the_first_call_it_may_place(tmp_path, n, calibr
     itself. Under the floor (10,000 elements or fewer), no target but NumPy can be chosen either
     way. Any calibration stored (whose floors only the router knows) loads it. NumPy's result
     every time."""
-    path = tmp_path / "script.py"
-    path.write_text(_ROUTED_AT_EXIT.replace("{N}", str(n)).replace("{ENGINE}", "import torch" if engine else ""))
     cache = tmp_path / "cache"
     if calibrated:
         cache.mkdir()
         (cache / "calibration-elsewhere.json").write_text("{}")  # another machine's: the router says so
-    done = subprocess.run([sys.executable, str(path)], env=_env(cache), cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:2] == [repr(float(numpy.sum(numpy.arange(n) * 2))), str(loaded)]
+    text = _ROUTED_AT_EXIT.replace("{N}", str(n)).replace("{ENGINE}", "import torch" if engine else "")
+    assert _script_lines(tmp_path, text, cache)[:2] == [repr(float(numpy.sum(numpy.arange(n) * 2))), str(loaded)]
 
 
 _ENGINE_LATER = """
@@ -422,13 +429,9 @@ def test_an_engine_loaded_later_puts_the_seed_floors_back(tmp_path):
     """The floors a call was given while no engine's library was loaded are asked again once the
     program imports one: the next sum over the seed table's floor loads the router, which may
     now place it. NumPy's results before and after."""
-    path = tmp_path / "later.py"
-    path.write_text(_ENGINE_LATER)
-    done = subprocess.run([sys.executable, str(path)], env=_env(tmp_path / "cache"), cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
     a = numpy.arange(50_000.0)
-    assert done.stdout.split("\n")[:2] == [f"{float(numpy.sum(a * 2))} False", f"{float(numpy.sum(a * 3))} True"]
+    assert _script_lines(tmp_path, _ENGINE_LATER)[:2] == [f"{float(numpy.sum(a * 2))} False",
+                                                        f"{float(numpy.sum(a * 3))} True"]
 
 
 _TRACED_LATER = """
@@ -445,13 +448,9 @@ def test_the_router_once_loaded_gives_the_floors_the_idle_ones_gave(tmp_path):
     """A sum of 50,000 elements ran on NumPy under the idle floor (no engine's library loaded); a
     trace then loads the router, whose seed policy decides the next such sum (it is over that
     policy's floor) rather than the floor the router did not give. NumPy's results."""
-    path = tmp_path / "traced.py"
-    path.write_text(_TRACED_LATER)
-    done = subprocess.run([sys.executable, str(path)], env=_env(tmp_path / "cache"), cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
     a = numpy.arange(50_000.0)
-    assert done.stdout.split("\n")[:3] == [str(float(numpy.sum(a))), str(float(numpy.sum(a * 2))), "['heuristic']"]
+    assert _script_lines(tmp_path, _TRACED_LATER)[:3] == [str(float(numpy.sum(a))), str(float(numpy.sum(a * 2))),
+                                                         "['heuristic']"]
 
 
 _DRAWN_AT_EXIT = """
@@ -473,13 +472,9 @@ def test_a_draw_under_the_seed_floor_does_not_load_the_router(tmp_path, n, engin
     machinery (about 10 ms of a short script's start), and so does one over it while no engine's
     library is loaded; with torch loaded by the program, one over it loads it. NumPy's stream
     every time."""
-    path = tmp_path / "draws.py"
-    path.write_text(_DRAWN_AT_EXIT.replace("{N}", str(n)).replace("{ENGINE}", "import torch" if engine else ""))
-    done = subprocess.run([sys.executable, str(path)], env=_env(tmp_path / "cache"), cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
     want = numpy.random.default_rng(42).integers(0, 1000, size=n)
-    assert done.stdout.split("\n")[:2] == [f"{int(want[-1000:].sum())} {want.dtype} {want.shape}", str(loaded)]
+    text = _DRAWN_AT_EXIT.replace("{N}", str(n)).replace("{ENGINE}", "import torch" if engine else "")
+    assert _script_lines(tmp_path, text)[:2] == [f"{int(want[-1000:].sum())} {want.dtype} {want.shape}", str(loaded)]
 
 
 def test_earlier_runs_that_name_another_target_load_the_router():
