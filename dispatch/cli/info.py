@@ -42,8 +42,9 @@ _LIBRARIES = (("numpy", ("numpy",)), ("torch", ("torch",)), ("cupy", ("cupy-cuda
 
 COLD_START = (
     "Not calibrated: routing uses the seed's MoE table (cold start), which does not know this "
-    "machine. Run `python -m dispatch calibrate` (about 30 s; --quick a few seconds) to route by "
-    "what this machine measures."
+    "machine and starts no engine the program has not imported itself: a program that imports "
+    "neither torch nor CuPy, and connects no Dask cluster, runs every call on NumPy. Run `python -m "
+    "dispatch calibrate` (about 30 s; --quick a few seconds) to route by what this machine measures."
 )
 
 
