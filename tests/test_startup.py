@@ -434,6 +434,26 @@ def test_an_engine_loaded_later_puts_the_seed_floors_back(tmp_path):
                                                         f"{float(numpy.sum(a * 3))} True"]
 
 
+def test_after_import_calls_back_once_the_module_has_run(tmp_path, monkeypatch):
+    """``import_hooks.after_import`` (how the floors hear that the program loaded torch or CuPy)
+    calls back with the named top-level module once it has run, and only at its first import."""
+    from dispatch.base import import_hooks
+
+    (tmp_path / "dispatch_probe_engine.py").write_text("LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen = []
+    import_hooks.after_import(("dispatch_probe_engine",), seen.append)
+    assert seen == []
+    import dispatch_probe_engine
+
+    assert [m.__name__ for m in seen] == ["dispatch_probe_engine"] and seen[0].LOADED
+    del sys.modules["dispatch_probe_engine"]
+    import dispatch_probe_engine  # noqa: F401, F811 - imported afresh: no second call
+
+    assert len(seen) == 1
+    del sys.modules["dispatch_probe_engine"]
+
+
 _TRACED_LATER = """
 import dispatch as np
 a = np.arange(50_000.0)
