@@ -285,13 +285,16 @@ class CostPolicy(Policy):
         # A target down is priced against the best one up (NumPy at least, and those just brought
         # up for this call) or coming up in the background: a second engine comes up only for what
         # it saves over the first, not over NumPy (torch's import, seconds, for a call CuPy serves).
+        coming = {n for _, n, _ in priced if startup.coming(n)}
         for seconds, name, samples in priced:
             if ranked and seconds > history.explore_ratio * ranked[0][0]:
                 break
-            bar = min((s for s, n, _ in priced if n != name and startup.coming(n)), default=None)
+            bar = min((s for s, n, _ in priced if n != name and n in coming), default=None)
             target = _reach(name, bar - seconds if bar is not None else None, key)
-            if target is not None and target.supports(op):
-                ranked.append((seconds, name, samples))
+            if target is not None:
+                coming.add(name)  # up now
+                if target.supports(op):
+                    ranked.append((seconds, name, samples))
         if not ranked:
             return Decision(NUMPY, DecisionKind.COST, "cost model: nothing else can be priced", key=key)
         best_s, best_name, samples = ranked[0]
