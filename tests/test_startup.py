@@ -227,6 +227,17 @@ def test_a_wait_prices_the_bring_up_the_last_run_took(calibrated, monkeypatch):
     assert kept == {"torch-cpu": bringup.seconds_taken()["torch-cpu"], "cupy": 0.5}  # this run's, over the last one's
 
 
+def test_a_hand_edited_bring_up_record_is_ignored(calibrated, monkeypatch):
+    """What the last runs kept of their bring-ups, where it is not seconds by target, is ignored:
+    a wait prices the calibration's start-up, and the next run keeps this run's figures only."""
+    router.use_calibration(_calibrated({"torch-cpu": (1.0, 0.0, 0.0)}))
+    for kept in ("not a record", {"torch-cpu": "slow"}, ["torch-cpu"]):
+        monkeypatch.setattr(learned, "_previous", {"bringup": kept})
+        assert startup._kept_bringups() == {}
+        assert startup._left("torch-cpu") == pytest.approx(1.0)
+        assert startup._bringups() == bringup.seconds_taken()
+
+
 _release = threading.Event()
 
 

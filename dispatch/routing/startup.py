@@ -151,20 +151,25 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
     return False
 
 
+def _kept_bringups() -> dict[str, float]:
+    """Seconds each bring-up took in the script's last runs (kept with what they learned); none
+    where the file holds something else (a hand-edited one)."""
+    kept = learned.earlier("bringup")
+    try:
+        return {str(name): float(s) for name, s in kept.items()} if kept else {}
+    except (AttributeError, TypeError, ValueError):
+        return {}
+
+
 def _bringups() -> dict[str, float]:
     """Seconds each bring-up took, this run's over the last ones' (kept for the next run)."""
-    return {**(learned.earlier("bringup") or {}), **bringup.seconds_taken()}
+    return {**_kept_bringups(), **bringup.seconds_taken()}
 
 
 def _left(name: str) -> float:
     """Seconds left of ``name``'s bring-up under way: the whole start-up (or the script's last
     bring-up of it, where longer) less the seconds it has run."""
-    whole = sum(_parts(name))
-    try:
-        whole = max(whole, float((learned.earlier("bringup") or {}).get(name, 0.0)))
-    except (AttributeError, TypeError, ValueError):  # a hand-edited file: the calibration's figure
-        pass
-    return whole - bringup.elapsed(name)
+    return max(sum(_parts(name)), _kept_bringups().get(name, 0.0)) - bringup.elapsed(name)
 
 
 def note(key: tuple, name: str, saving_s: float) -> None:
