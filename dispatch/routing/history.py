@@ -3,7 +3,8 @@
 Per (op, dtypes, size bucket, residency, layout) and target: an exponentially weighted average
 of measured seconds (a sample over ``OUTLIER_RATIO`` times it counts as that much) and a sample
 count. The router blends it with the model's estimate, trusting it more as samples grow
-(``confidence = n / (n + 2)``), and explores a plausible alternative a few times within a budget
+(``confidence = n / (n + 2)``; a host call's timing of over a millisecond counts for more,
+``_prior_samples``), and explores a plausible alternative a few times within a budget
 (bounded epsilon-greedy, each exploration paid from what its kind of call has taken so far), so
 a model that is wrong about a target learns it; a target that lost its only call is measured
 once more (``retry``), and a second call faster than the first replaces it, since first calls
@@ -73,6 +74,21 @@ def calls_counted(samples: int) -> int:
 OUTLIER_RATIO = 1.5
 
 
+# What the model is worth against timings, in timings: ``PRIOR_SAMPLES`` against timings of a
+# host call of up to ``STEADY_S``. A host timing's noise is mostly of a fixed size (a scheduler's
+# tick, a burst of page faults), so a longer call's timing outweighs the model more: by the square
+# root of its length, as a busy machine also slows whole calls. A device's timings weigh as a
+# short call's: its first ones may each pay a kernel's compilation.
+PRIOR_SAMPLES = 2.0
+STEADY_S = 1e-3
+
+
+def _prior_samples(target: str, seconds: float) -> float:
+    if target not in HOST_TARGETS or seconds <= STEADY_S:
+        return PRIOR_SAMPLES
+    return PRIOR_SAMPLES * math.sqrt(STEADY_S / seconds)
+
+
 def _first_samples(target: str) -> int:
     return _HOST_FIRST_SAMPLES if target in HOST_TARGETS else FIRST_SAMPLES
 
@@ -140,7 +156,7 @@ class History:
             return model_s, 0
         if model_s is None:
             return stat.seconds, stat.samples
-        confidence = stat.samples / (stat.samples + 2)
+        confidence = stat.samples / (stat.samples + _prior_samples(target, stat.seconds))
         return confidence * stat.seconds + (1 - confidence) * model_s, stat.samples
 
     def explore(self, key: tuple, ranked: list[tuple[float, str]]) -> str | None:
