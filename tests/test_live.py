@@ -10,6 +10,8 @@ with NumPy's.
 from __future__ import annotations
 
 import io
+import json
+import threading
 import types
 import weakref
 
@@ -21,7 +23,7 @@ from helpers import fake_cupy_router
 
 import dispatch
 from dispatch.arrays import mirrors
-from dispatch.routing import bringup, planner, router, startup
+from dispatch.routing import bringup, learned, planner, router, startup
 from dispatch.routing.decisions import DecisionKind
 from dispatch.routing.history import History
 from dispatch.routing.live import REVISIONS
@@ -36,8 +38,10 @@ N = 1 << 20  # 8 MiB of float64: a device keeps its copy (mirrors.MIN_BYTES)
 @pytest.fixture(autouse=True)
 def fake_gpu(tmp_path, monkeypatch):
     dispatch.arrays._call.routing()  # the call path bound to the routing, as a first routed call binds it
-    for module, name in ((startup, "_saving"), (startup, "_forgone"), (bringup, "_states"), (bringup, "_threads")):
-        monkeypatch.setattr(module, name, {})  # what the process forwent, and its bring-ups: this test's own
+    for module, name in ((startup, "_saving"), (startup, "_forgone"), (startup, "_plans"), (bringup, "_states"),
+                         (bringup, "_threads")):
+        monkeypatch.setattr(module, name, {})  # what the process forwent and planned, its bring-ups: this test's own
+    monkeypatch.setattr(startup, "_kept_plans", None)
     with fake_cupy_router(tmp_path, monkeypatch):
         cal = synthetic(gpu=True, torch_cpu=False)
         cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_host_staged=1e9, to_host_pageable=1e9)
@@ -409,6 +413,64 @@ def test_no_region_is_recorded_while_no_device_is_up_and_one_is_planned_once_it_
     assert result.dtype == expected_u.dtype and result.shape == expected_u.shape
     numpy.testing.assert_allclose(result, expected_u, rtol=1e-12)
     assert total == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_last_runs_plan_places_the_first_pass_and_its_first_call_waits_for_the_bring_up(monkeypatch):
+    """A script's last run planned its loop onto the device; each kind of call the plan put there
+    is kept with what one pass of the loop saved. In the next run, while CuPy comes up in the
+    background, the loop's first call, which alone saves less than what is left of the bring-up
+    (alone it would not even win the copy back: ``test_alone_a_call_stays_on_the_host``), waits
+    for it as one pass repays that, and runs there without the copy back, which its region's next
+    calls do not need: the loop runs on the device from its first pass, with NumPy's results."""
+    monkeypatch.setattr(startup, "_late", set())
+    monkeypatch.setattr(bringup, "_began", {})
+    u0, v0 = _inputs()
+    expected_u, expected = _loop(u0, v0, 12, numpy)
+    _loop(u0, v0, 12)  # the last run: its loop planned onto the device
+    kept = json.loads(json.dumps(startup._plans_kept()))  # as the learned file holds it
+    assert kept and {name for _, name, _ in kept} == {"cupy"} and min(s for _, _, s in kept) > 0
+    # the next run: a fresh process (no plan, no copy on the device), CuPy's bring-up under way,
+    # 5 s left of it, more than the loop's first call saves there (milliseconds), and less than
+    # a pass saved (made 10 s here, as a larger loop's would be: the figures scale together)
+    saving = 10.0
+    monkeypatch.setattr(learned, "_previous", {"plans": [[raw, name, saving] for raw, name, _ in kept]})
+    monkeypatch.setattr(startup, "_plans", {})
+    monkeypatch.setattr(startup, "_kept_plans", None)  # read at the next run's first decision
+    mirrors.clear()
+    _down_with_startup(5.0)
+    release = threading.Event()
+    original = bringup._bring_up
+    monkeypatch.setattr(bringup, "_bring_up", lambda name, library: release.wait(30) and original(name, library))
+    waits = []
+    real_wait = bringup.wait
+    monkeypatch.setattr(bringup, "wait", lambda name, timeout=None: (
+        waits.append((name, timeout)), release.set(), real_wait(name, 30))[-1])
+    assert bringup.start("cupy")
+    with dispatch.trace() as t:
+        u, total = _loop(u0, v0, 12)
+    assert waits == [("cupy", saving)]  # once, no longer than the pass saves
+    first = next(r for r in t.records if r.op == "cos")
+    assert first.target == "cupy" and "the last run's plan" in first.reason  # the first pass's first call
+    assert u.target == "cupy"
+    result = numpy.asarray(u)
+    assert result.dtype == expected_u.dtype and result.shape == expected_u.shape
+    numpy.testing.assert_allclose(result, expected_u, rtol=1e-12)
+    assert total == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_hand_edited_record_of_plans_is_ignored(monkeypatch):
+    for kept in ("not a record", [["cos"]], [[["cos", ["float64"], 20, ["cpu"]], 3, 1.0]],
+                 [[["cos", ["float64"], 20, ["cpu"]], "cupy", "nan"]],
+                 [[["cos", ["no such dtype"], 20, []], "cupy", 1.0]]):
+        monkeypatch.setattr(learned, "_previous", {"plans": kept})
+        monkeypatch.setattr(startup, "_kept_plans", None)
+        assert startup._earlier_plans() == {} and startup._plans_kept() == []
+    monkeypatch.setattr(learned, "_previous", {"plans": [[["cos", ["float64"], 20, ["cpu"]], "cupy", 1.0]]})
+    monkeypatch.setattr(startup, "_kept_plans", None)
+    key = ("cos", (numpy.dtype("float64"),), 20, frozenset({dispatch.base.devices.HOST}))
+    assert startup.planned_before(key) == {"cupy": 1.0}
+    startup.planned(key, "cupy", 2.0)
+    assert startup._plans_kept() == [[["cos", ["float64"], 20, ["cpu"]], "cupy", 2.0]]  # this run's over the last's
 
 
 def test_calls_that_forgo_a_devices_start_up_bring_it_up_in_the_background(monkeypatch):

@@ -48,6 +48,8 @@ def calibrated(tmp_path, monkeypatch):
     monkeypatch.setattr(startup, "_saving", {})
     monkeypatch.setattr(startup, "_forgone", {})
     monkeypatch.setattr(startup, "_late", set())
+    monkeypatch.setattr(startup, "_plans", {})
+    monkeypatch.setattr(startup, "_kept_plans", None)
     with router_restored(History()):
         yield
     startup.use_calibration(None)
@@ -190,6 +192,9 @@ def test_a_call_that_repays_what_is_left_of_the_start_up_waits_for_the_bring_up_
     assert waits == [] and bringup.state("torch-cpu") == "starting"
     monkeypatch.setitem(bringup._began, "torch-cpu", bringup._began["torch-cpu"] - 0.7)  # 0.7 s in: 0.3 s left
     assert not startup.admit("torch-cpu", 0.2)
+    assert waits == []
+    monkeypatch.setitem(bringup._began, "torch-cpu", bringup._began["torch-cpu"] - 2.0)  # overdue: nothing left
+    assert not startup.admit("torch-cpu", 0.0)  # a call that saves nothing there does not wait for it
     assert waits == []
     assert startup.admit("torch-cpu", 5.0)
     assert waits == [5.0] and bringup.state("torch-cpu") == "ready"

@@ -11,8 +11,9 @@ folder (``cachefiles.cache_dir()`` / ``learned-v1``), named by the script's path
   samples), and what the router priced one to save on each target that was not brought up for it;
 - the run's time from its first routed call to its end, the targets it used, and the router's
   measured history (``History.to_json``), from which the next run starts;
-- what other parts keep (``keep``): the seconds each background bring-up took
-  (``dispatch.routing.startup``), the large scikit-learn calls measured (``dispatch.sklearn``).
+- what other parts keep (``keep``): the seconds each background bring-up took and the kinds
+  of call that regions' plans put on a device (``dispatch.routing.startup``), the large
+  scikit-learn calls measured (``dispatch.sklearn``).
 
 The next run reads it when its first call asks for a floor (``start``), and the router, once loaded,
 from it (``begin``): ``wanted`` names the target whose predicted

@@ -13,10 +13,11 @@ plan put it, on the engine priced cheapest there. A region's key names its calls
 flow, not where their data is: the region the plan makes (the same calls, their data where the
 plan put it) is the same region, one plan in force for it, its kinds of call as they run there
 added to the plan's decisions; planned again (``REVISIONS`` times at most) where its sources
-have moved since it was planned. Once planned or served, the recording stops: the plan's
-decisions serve the loop through the decision cache and the memo, at no cost per call. A kind of
-call that no recorded region made, or that a plan made with its data elsewhere, brings the
-recording back.
+have moved since it was planned. A kind of call a plan puts on a device is kept, with what one
+pass of its region saves, for the script's next run (``startup.planned``). Once planned or
+served, the recording stops: the plan's decisions serve the loop through the decision cache and
+the memo, at no cost per call. A kind of call that no recorded region made, or that a plan made
+with its data elsewhere, brings the recording back.
 
 A plan is revised when measured times stray from its prices: each timing of a planned call
 re-prices the plan (``Planner.measured``); a plan dropped so is planned again from the newer
@@ -515,6 +516,8 @@ class Live:
             target = targets.probe(name) if name is not None else None
             if target is None:
                 continue
+            if place != HOST:  # the script's next run waits for this engine's bring-up at such a call
+                startup.planned(n.key, name, plan.saving)
             decision = Decision(target, DecisionKind.PLANNED, describe(plan, nsrc + i), seconds, there, sample=True)
             decision.settled = True  # timed one call in SETTLED_EVERY: enough to revise the plan
             planned.decisions[there] = decision

@@ -20,7 +20,9 @@ Rules, first match wins:
      decided by its plan, cached, and served to the loop                          "plan ..."
      a call no plan decides is priced on every target allowed for the op (compute + copies of
      inputs not on it, a valid mirror's free + read-back of a scalar result; a device taking
-     host data pays the copy of its result back too: alone, it must win the round trip),
+     host data pays the copy of its result back too: alone, it must win the round trip; not
+     where a plan of the script's last run put such calls there, its region's next calls
+     reading the result there: ``startup.planned_before``),
      blended with what calls measured (``history``); the cheapest wins, but the target holding
      the inputs (NumPy for host data) keeps a call unless another is ``KEEP_MARGIN`` cheaper
                                                                        "cost model" / "history"
@@ -253,7 +255,8 @@ class CostPolicy(Policy):
     def decide(self, op: Any, inputs: Any, key: CallKey) -> Decision:
         """A call no plan decides: each target's price (its compute, the copies of inputs not
         already there, a valid mirror's free; a device taking host data also pays the copy of
-        its result back: alone, it must win the round trip), blended with what such calls
+        its result back: alone, it must win the round trip, unless the script's last run
+        planned such calls there with the calls after them), blended with what such calls
         measured; the cheapest wins, but the engine holding the inputs (NumPy for host data)
         keeps the call unless another is ``KEEP_MARGIN`` cheaper."""
         router = self.router
@@ -265,6 +268,7 @@ class CostPolicy(Policy):
         holders = [] if entering else [_engine_holding(a).name for a in inputs.arrays if _device(a) == resident]
         priced = []
         modeled: dict[str, float] = {}  # each target's price on the model alone, for ``retry``
+        followed = startup.planned_before(key) if entering else {}  # its region's next calls read the result there
         for name, model in models.items():
             if name not in _PRICED or name in refused_here:
                 continue
@@ -272,7 +276,8 @@ class CostPolicy(Policy):
             seconds, samples = history.blended(key, name, model_s)
             if seconds is None:
                 continue
-            back = cost.return_seconds(model, op, inputs) if entering and not model.device.is_host else 0.0
+            back = cost.return_seconds(model, op, inputs) \
+                if entering and not model.device.is_host and name not in followed else 0.0
             priced.append((seconds + back, name, samples))
             if model_s is not None:
                 modeled[name] = model_s + back
@@ -323,6 +328,8 @@ class CostPolicy(Policy):
             return Decision(targets.get(explore), DecisionKind.EXPLORING, "exploring: measuring an alternative",
                             seconds, key, True, True)
         kind, reason = (DecisionKind.HISTORY, "history") if samples else (DecisionKind.COST, "cost model")
+        if best_name in followed:
+            reason += ", where the last run's plan put it"
         runner_up = f" (next: {ranked[1][1]})" if len(ranked) > 1 else ""
         decision = Decision(targets.get(best_name), kind, reason + runner_up, best_s, key, sample)
         decision.settled = samples >= SETTLED_SAMPLES

@@ -17,8 +17,11 @@ does not force it (``router._reach``). A target comes up when:
   that bring-up waits for it, no longer than it would save, rather than run on NumPy: a first run
   would have brought the target up for less. What is left is the whole start-up (its import
   included; or what the bring-up took in the script's last run, where longer: a bring-up beside
-  the program's own work takes longer than one alone) less the seconds it has run. A wait that
-  ends before the bring-up does ends the waits for that target in this run. No other call waits;
+  the program's own work takes longer than one alone) less the seconds it has run. A call of a
+  kind that a region's plan placed on the target in the script's last runs (``planned``) is
+  priced, for this wait, at what one pass of that region saved: the calls after it in the region
+  follow its result there, where alone each would pay the copy back. A wait that ends before the
+  bring-up does ends the waits for that target in this run. No other call waits;
 - or calls priced out for it have, in this process, forgone as much as its start-up costs
   (``forgo``): it is brought up on a background thread then. This is the ski-rental rule: a
   long-lived process (a notebook, a service) never pays more than twice what knowing its future
@@ -44,7 +47,7 @@ from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
 __all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "coming", "forgo",
-           "forgone", "note", "priced_out", "seconds", "up", "use_calibration"]
+           "forgone", "note", "planned", "planned_before", "priced_out", "seconds", "up", "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: on the
 # high side of what calibrations measured, so that an unmeasured start-up is not undersold.
@@ -65,6 +68,9 @@ _saving: dict[tuple, dict[str, float]] = {}  # key priced out -> {target left do
 _forgone: dict[str, float] = {}  # target -> seconds its priced-out calls would have saved in this process
 _deferred = False  # a decision made while a target was starting: not to be cached
 _late: set[str] = set()  # targets whose bring-up outlasted a call's wait: no call waits for them again
+_plans: dict[tuple, dict[str, float]] = {}  # key a plan placed on a target -> {target: one pass's saving}
+_kept_plans: dict[tuple, dict[str, float]] | None = None  # the same, from the script's last runs (read once)
+MAX_PLANNED = 256  # kinds of call kept, the largest savings first
 _begun = False
 
 
@@ -116,6 +122,7 @@ def begin(history: Any) -> None:
     _begun = True
     learned.begin(history)
     learned.keep("bringup", _bringups)
+    learned.keep("plans", _plans_kept)
     for name in learned.wanted(seconds):
         bringup.start(name)
 
@@ -136,7 +143,9 @@ def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
         # a call that alone repays what is left of the bring-up under way waits for it, no longer
         # than it would save there (the whole start-up less its seconds so far: the bring-up's
         # half-done import is in sys.modules already, so ``seconds`` would price it at nothing)
-        if saving_s is not None and name not in _late and saving_s > _left(name):
+        if saving_s is not None and key is not None:
+            saving_s = max(saving_s, planned_before(key).get(name, 0.0))
+        if saving_s is not None and name not in _late and saving_s > max(_left(name), 0.0):
             if bringup.wait(name, saving_s) == "ready":
                 return True
             _late.add(name)
@@ -170,6 +179,54 @@ def _left(name: str) -> float:
     """Seconds left of ``name``'s bring-up under way: the whole start-up (or the script's last
     bring-up of it, where longer) less the seconds it has run."""
     return max(sum(_parts(name)), _kept_bringups().get(name, 0.0)) - bringup.elapsed(name)
+
+
+def planned(key: tuple, name: str, saving_s: float) -> None:
+    """A region's plan placed calls of kind ``key`` on ``name``, one pass of the region saving
+    ``saving_s``: kept for the script's later runs, whose calls of that kind, made while ``name``
+    is coming up, wait for it for as much (``admit``)."""
+    per = _plans.setdefault(key, {})
+    per[name] = max(saving_s, per.get(name, 0.0))
+
+
+def planned_before(key: tuple) -> dict[str, float]:
+    """The targets the script's last runs' plans put calls of kind ``key`` on, with what one pass
+    of each region saved (``planned``)."""
+    return _earlier_plans().get(key, _NONE)
+
+
+_NONE: dict[str, float] = {}
+
+
+def _earlier_plans() -> dict[tuple, dict[str, float]]:
+    """What the script's last runs kept of their plans (``planned``); none where the file holds
+    something else (a hand-edited one)."""
+    global _kept_plans
+    if _kept_plans is None:
+        _kept_plans = {}
+        from dispatch.routing.history import _key, _name, _number  # (loaded with the router, which asks)
+
+        rows = learned.earlier("plans")
+        for row in rows if isinstance(rows, list) else ():
+            try:
+                raw, name, saving_s = row
+                key, name, saving_s = _key(raw), _name(name), _number(saving_s)
+            except (TypeError, ValueError, KeyError):
+                continue
+            _kept_plans.setdefault(key, {})[name] = saving_s
+    return _kept_plans
+
+
+def _plans_kept() -> list[list]:
+    """The plans' savings by kind of call, this run's over the last ones', the largest first (kept for the next run)."""
+    from dispatch.routing.history import _jsonable
+
+    merged = {k: dict(per) for k, per in _earlier_plans().items()}
+    for k, per in _plans.items():
+        merged.setdefault(k, {}).update(per)
+    rows = [[_jsonable(k), name, s] for k, per in merged.items() for name, s in per.items()]
+    rows.sort(key=lambda row: -row[2])
+    return rows[:MAX_PLANNED]
 
 
 def note(key: tuple, name: str, saving_s: float) -> None:
