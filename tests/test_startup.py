@@ -272,6 +272,22 @@ def test_earlier_runs_predict_the_target_to_bring_up():
 
 
 
+def test_a_last_run_the_target_made_short_still_brings_it_up(monkeypatch):
+    """The last run took 0.6 s from its first call, CuPy serving it and saving 6 s there: on NumPy
+    it would have taken 6.6 s, of which a 0.6 s bring-up forgoes a tenth, so the next run brings
+    CuPy up at once. Priced by the last run's own 0.6 s, the bring-up would seem to take the whole
+    run, and the run after a fast one would start as a first run does (the H200 machine's
+    kernel_density: runs 2 and 3 took 1.0 and 3.0 s). A start-up over the saving is not paid."""
+    site = {"site": "a.py:3", "key": ["exp"], "calls": 10, "seconds": {"numpy": 0.6, "cupy": 0.0},
+            "samples": {"numpy": 3, "cupy": 3}, "saves": {}}
+    entry = {"run_s": 0.6, "targets": ["cupy"], "sites": [site]}
+    monkeypatch.setattr(learned, "_previous", entry)
+    assert learned.wanted(lambda name: 0.6) == ["cupy"]
+    assert learned.wanted(lambda name: 7.0) == []
+    monkeypatch.setattr(learned, "_previous", {**entry, "targets": []})  # 0.6 s on NumPy, its calls the whole run
+    assert learned.wanted(lambda name: 0.6) == []
+
+
 def test_a_saving_measured_from_first_samples_only_keeps_the_routers_price():
     """A call run once on CuPy, its one sample paying a kernel's compilation (2 s against NumPy's
     1 s), is predicted to save what the router priced (0.9 s), not to lose: the next run still
@@ -793,3 +809,28 @@ def test_a_files_real_path_is_found_through_its_folders(tmp_path):
     for name in map(str, names):
         assert redirect._real(name) == os.path.realpath(name)
     assert [redirect.is_users_file(str(n)) for n in names] == [True, True, False, True, True]
+
+
+def test_a_kind_of_call_the_last_run_made_and_this_one_did_not_stays_kept(monkeypatch, tmp_path):
+    """The last run measured a large ``exp`` on host data, on NumPy and on CuPy; this run made it
+    on the device only (a kept plan put its input there first). Its site stays kept, calls and
+    seconds, so the next run is still predicted to save on CuPy what NumPy took (on the H200
+    machine kernel_density's prediction fell from 3.0 to 0.8 s after such a run, and the next run
+    did not bring CuPy up). A hand-edited site is not carried."""
+    exp = {"site": "k.py:36", "key": ["exp", ["float64"], 27, ["cpu"], None, None], "calls": 2.0,
+           "seconds": {"numpy": 1.2, "cupy": 0.08}, "samples": {"numpy": 1, "cupy": 1}, "saves": {}}
+    junk = {"site": "k.py:40", "key": ["add"], "calls": "many", "seconds": {"numpy": 1.0}}
+    monkeypatch.setattr(learned, "_script", (str(tmp_path / "k.py"), "0" * 64))
+    monkeypatch.setattr(learned, "_started_run", True)
+    monkeypatch.setattr(learned, "_previous", {"sites": [exp, junk], "run_s": 1.0})
+    history = History()
+    key = ("exp", (numpy.dtype("float64"),), 27, frozenset({dispatch.base.devices.Device("cuda:0")}), None, None)
+    history.observe(key, "cupy", 1e-4)  # this run's calls: on the device
+    monkeypatch.setattr(learned, "_history", history)
+    monkeypatch.setattr(learned, "_samples_at_start", {})
+    monkeypatch.setattr(learned, "_saves", {})
+    monkeypatch.setattr(learned, "_sections", {})
+    kept = learned.entry()
+    assert [s["site"] for s in kept["sites"]] == ["k.py:36", "?"]  # the last run's site, then this run's
+    assert kept["sites"][0] == exp
+    assert learned.predicted(kept)["cupy"] == pytest.approx(2 * (1.2 - 0.08))

@@ -236,16 +236,21 @@ def predicted(entry: dict[str, Any] | None = None) -> dict[str, float]:
 def wanted(startup_seconds: Any) -> list[str]:
     """The target to bring up now, if any: the one whose predicted saving in this run exceeds its
     start-up (``startup_seconds(name)``) by the most. Calls made while it starts run on NumPy: the
-    saving counted is the share of the last run left once the start-up has passed (calls spread
-    evenly over it). One engine: a second would add its start-up."""
+    saving counted is the share of the run on NumPy left once the start-up has passed (calls
+    spread evenly over it). The run on NumPy is the last run's time, plus what the target saved
+    there where the last run used it: a run the target made short would otherwise seem to be
+    all start-up, and the run after it would start as a first run does. One engine: a second
+    would add its start-up."""
     try:
         run_s = float((_previous or {}).get("run_s", 0.0))
+        used = set((_previous or {}).get("targets", ()))
     except (TypeError, ValueError):
-        run_s = 0.0
+        run_s, used = 0.0, set()
     net = {}
     for t, s in predicted().items():
         cost = startup_seconds(t)
-        left = max(0.0, 1.0 - cost / run_s) if run_s > 0 else 0.0
+        on_numpy = run_s + (max(s, 0.0) if t in used else 0.0)
+        left = max(0.0, 1.0 - cost / on_numpy) if on_numpy > 0 else 0.0
         net[t] = s * left - cost
     best = max(net, key=net.get, default=None)
     return [best] if best is not None and net[best] > 0 else []
@@ -281,13 +286,13 @@ def entry() -> dict[str, Any] | None:
     for key in {*stats, *_saves}:
         per = stats.get(key, {})
         calls = _calls(key, per) if per else 0.0
-        if not calls and key not in _saves:
-            continue
         try:
             raw = _jsonable(key)
         except (TypeError, ValueError):
             continue
-        last = before.get(json.dumps(raw), {})
+        last = before.pop(json.dumps(raw), {})
+        if not calls and key not in _saves and not last:
+            continue
         try:
             calls = max(calls, float(last.get("calls", 0.0)))
             saves = {**{t: float(v) for t, v in last.get("saves", {}).items()}, **_saves.get(key, {})}
@@ -296,6 +301,10 @@ def entry() -> dict[str, Any] | None:
         sites.append({"site": _sites.get(key, last.get("site", "?")), "key": raw, "calls": calls,
                       "seconds": {t: s.seconds for t, s in per.items()},
                       "samples": {t: s.samples for t, s in per.items()}, "saves": saves})
+    # A kind of call an earlier run made and this one did not stays: this run may have made it
+    # elsewhere (its inputs on the device already: a kept plan), and a site's time on NumPy is what
+    # predicts the saving that brings the target up for the next run.
+    sites += [s for s in before.values() if _whole(s)]
     sites.sort(key=lambda s: -s["calls"] * max(s["seconds"].values(), default=0.0))
     previous_runs = int((_previous or {}).get("runs", 0))
     try:
@@ -306,6 +315,13 @@ def entry() -> dict[str, Any] | None:
             "run_s": round(time.perf_counter() - _started, 6), "ended": time.time(),
             "targets": sorted(n for n in targets.registry.up() if n != "numpy"), "sites": sites[:MAX_SITES],
             "history": history, **_made_sections()}
+
+
+def _whole(site: dict[str, Any]) -> bool:
+    """Whether a kept site has the numbers a run sorts and predicts by (not a hand-edited one)."""
+    seconds, calls = site.get("seconds"), site.get("calls")
+    return isinstance(seconds, dict) and isinstance(calls, (int, float)) and all(
+        isinstance(v, (int, float)) for v in seconds.values())
 
 
 def _made_sections() -> dict[str, Any]:
