@@ -1279,6 +1279,27 @@ def test_a_second_call_for_a_target_that_lost_its_first_is_not_held_back_by_the_
     assert h.retry(key, ["torch-cpu"]) is None
 
 
+def test_a_long_host_call_that_lost_by_far_is_not_retried():
+    """NumPy's one timing of a 41M-element sine, 0.48 s, against CuPy's 0.04 s: NumPy's one-time
+    costs (a cold cache, its pages' first touch) cannot explain the gap, so it is not timed again
+    (on the H200 machine a script's third run spent 0.48 s so); a short timing, or a long one
+    within ``explore_ratio`` of the best, is; a device's, or torch's (its thread pool starts at its
+    first call), first timing is retried whatever it lost by."""
+    h = History()
+    key = ("sin", (np.dtype("float64"),), 26, frozenset({HOST}))
+    h.observe(key, "numpy", 0.48)
+    assert h.retry(key, ["numpy"], 0.04) is None
+    assert h.retry(key, ["numpy"], 0.2) == "numpy"  # within 3x: a first touch of its pages may explain it
+    assert h.retry(key, ["numpy"]) == "numpy"  # nothing to compare with
+    short = ("sin", (np.dtype("float64"),), 14, frozenset({HOST}))
+    h.observe(short, "numpy", 5e-3)  # cold: a thread pool's start, a cold cache
+    assert h.retry(short, ["numpy"], 0.25e-3) == "numpy"
+    h.observe(key, "cupy", 1.3)  # its first call built its solver
+    assert h.retry(key, ["cupy"], 0.04) == "cupy"
+    h.observe(key, "torch-cpu", 0.48)
+    assert h.retry(key, ["torch-cpu"], 0.04) == "torch-cpu"
+
+
 def test_a_busy_machine_is_named_by_the_calibration(monkeypatch):
     """A measurement whose median batch took far longer than its least was disturbed; over a
     quarter of them disturbed, the calibration says the machine was busy, in one line."""

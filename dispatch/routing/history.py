@@ -81,6 +81,10 @@ OUTLIER_RATIO = 1.5
 # short call's: its first ones may each pay a kernel's compilation.
 PRIOR_SAMPLES = 2.0
 STEADY_S = 1e-3
+# NumPy's first call of a kind pays a cold cache and a first touch of its pages, which inflate a
+# timing of over this by less than ``explore_ratio``: such a timing is not retried where it lost
+# by more (``History.retry``).
+COLD_S = 10e-3
 
 
 def _prior_samples(target: str, seconds: float) -> float:
@@ -191,15 +195,27 @@ class History:
                     return name
         return None
 
-    def retry(self, key: tuple, names: list[str]) -> str | None:
+    def retry(self, key: tuple, names: list[str], best_s: float | None = None) -> str | None:
         """A target among ``names`` measured fewer than its first samples' count for this key, to
         measure once more (each call so far may have paid a one-time cost and lost on it).
         Outside the exploration budget: it is at most a few calls per key and target, and the
         costly explorations of other kinds of call must not keep the fastest target from its
         next call (a GPU solver can lose its first call, paying its setup, and win every one
-        after it)."""
+        after it). Not NumPy where its timing of over ``COLD_S`` lost to the best (``best_s``)
+        by more than ``explore_ratio``: NumPy starts nothing at a first call (its BLAS threads
+        start at its import; torch's start at its first call), so a second timing would not win
+        and would cost the whole call again (a sine of 41M elements timed at 0.48 s on NumPy,
+        against 0.04 s on CuPy)."""
         per = self.stats.get(key, {})
-        return next((name for name in names if name in per and per[name].samples < _first_samples(name)), None)
+        for name in names:
+            stat = per.get(name)
+            if stat is None or stat.samples >= _first_samples(name):
+                continue
+            if (best_s is not None and name == "numpy" and stat.seconds > COLD_S
+                    and stat.seconds > self.explore_ratio * best_s):
+                continue
+            return name
+        return None
 
     # ---- hot paths -----------------------------------------------------------------------------------
 

@@ -320,7 +320,7 @@ class CostPolicy(Policy):
             # NumPy too, for host data, whatever the model says: it is what the program ran before, and
             # its only call may have been the program's first, which is often several times slower
             again = history.retry(key, [n for n, m in modeled.items() if n != best_name and (
-                m < best_s or (n == "numpy" and entering))])
+                m < best_s or (n == "numpy" and entering))], best_s)
             target = _reach(again, 0.0) if again is not None else None  # only a target up already
             explore = again if target is not None and target.supports(op) else None
         if explore is not None:
