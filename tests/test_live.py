@@ -58,6 +58,14 @@ def _loop(u0: numpy.ndarray, v0: numpy.ndarray, steps: int, program=dispatch) ->
     return u, float(u.sum())
 
 
+def _equal(u, total: float, expected_u: numpy.ndarray, expected: float) -> None:
+    """The loop's array and sum equal NumPy's: dtype, shape and values."""
+    result = numpy.asarray(u)
+    assert result.dtype == expected_u.dtype and result.shape == expected_u.shape
+    numpy.testing.assert_allclose(result, expected_u, rtol=1e-12)
+    assert total == pytest.approx(expected, rel=1e-12)
+
+
 def _inputs() -> tuple[numpy.ndarray, numpy.ndarray]:
     rng = numpy.random.default_rng(0)
     return rng.random(N), rng.random(N)
@@ -72,10 +80,7 @@ def test_a_loop_is_planned_once_its_data_kept_on_the_device_and_read_back_once()
     moved = {k: v - before.get(k, 0) for k, v in _staging.moved().items()}
     expected_u, expected = _loop(u0, v0, 12, numpy)
     assert u.target == "cupy"  # the loop's data ended where the plan put it
-    result = numpy.asarray(u)
-    assert result.dtype == expected_u.dtype and result.shape == expected_u.shape
-    numpy.testing.assert_allclose(result, expected_u, rtol=1e-12)
-    assert total == pytest.approx(expected, rel=1e-12)
+    _equal(u, total, expected_u, expected)
     # the arrays went in once each (u once, v kept by the device), never once per step
     assert sum(v for k, v in moved.items() if "device" in str(k)) <= 3 * N * 8, moved
     assert mirrors.stats()["hits"] >= 1
@@ -409,10 +414,7 @@ def test_no_region_is_recorded_while_no_device_is_up_and_one_is_planned_once_it_
     assert dispatch.targets.probe("cupy") is not None  # brought up by something else: planned again with it
     u, total = _loop(u0, v0, 12)
     assert u.target == "cupy"
-    result = numpy.asarray(u)
-    assert result.dtype == expected_u.dtype and result.shape == expected_u.shape
-    numpy.testing.assert_allclose(result, expected_u, rtol=1e-12)
-    assert total == pytest.approx(expected, rel=1e-12)
+    _equal(u, total, expected_u, expected)
 
 
 def test_the_last_runs_plan_places_the_first_pass_and_its_first_call_waits_for_the_bring_up(monkeypatch):
@@ -452,10 +454,7 @@ def test_the_last_runs_plan_places_the_first_pass_and_its_first_call_waits_for_t
     first = next(r for r in t.records if r.op == "cos")
     assert first.target == "cupy" and "the last run's plan" in first.reason  # the first pass's first call
     assert u.target == "cupy"
-    result = numpy.asarray(u)
-    assert result.dtype == expected_u.dtype and result.shape == expected_u.shape
-    numpy.testing.assert_allclose(result, expected_u, rtol=1e-12)
-    assert total == pytest.approx(expected, rel=1e-12)
+    _equal(u, total, expected_u, expected)
 
 
 def test_a_hand_edited_record_of_plans_is_ignored(monkeypatch):
@@ -535,10 +534,7 @@ def test_a_forced_target_runs_every_call_and_no_region_is_planned_for_it():
         u, total = _loop(u0, v0, 12)  # a loop met again: what a routed one is planned at
     expected_u, expected = _loop(u0, v0, 12, numpy)
     assert u.target == "numpy"
-    result = numpy.asarray(u)
-    assert result.dtype == expected_u.dtype and result.shape == expected_u.shape
-    numpy.testing.assert_allclose(result, expected_u, rtol=1e-12)
-    assert total == pytest.approx(expected, rel=1e-12)
+    _equal(u, total, expected_u, expected)
     forced = {k: d for k, d in router.ROUTER.decisions.items() if k.forced == "numpy"}
     assert forced and all(d.kind is DecisionKind.FORCED for d in forced.values())
     assert not live.planned and not any(n.key.forced for n in live.nodes)
