@@ -49,7 +49,7 @@ def start(name: str) -> bool:
         if name in _states:
             return False
         if targets.registry.tried(name):
-            _states[name] = "ready" if name in targets.registry.up() else "failed"
+            _states[name] = "ready" if targets.registry.is_up(name) else "failed"
             return False
         _states[name] = "starting"
         _began[name] = time.perf_counter()

@@ -112,7 +112,8 @@ def _engine_loaded() -> bool:
     are put back once it does."""
     if any(name in sys.modules for name in ENGINES):
         return True
-    import_hooks.after_import(ENGINES, _engine_loads)
+    if not _idle:  # the first op given ``IDLE``: the hook's one registration
+        import_hooks.after_import(ENGINES, _engine_loads)
     return False
 
 

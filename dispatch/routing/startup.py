@@ -94,7 +94,7 @@ def coming(name: str) -> bool:
     """Whether ``name`` serves calls (NumPy, or up and working; not one whose probe failed) or is
     being brought up in the background: a second engine is priced against it, so that one engine
     comes up where one serves."""
-    return name == "numpy" or name in targets.registry.up() or bringup.state(name) == "starting"
+    return name == "numpy" or targets.registry.is_up(name) or bringup.state(name) == "starting"
 
 
 def seconds(name: str) -> float:

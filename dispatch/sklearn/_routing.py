@@ -564,7 +564,7 @@ def complexity_of(cls: type) -> OpComplexity | None:
 def first_gpu() -> str | None:
     """The first GPU target available here, in ``GPU_ORDER``."""
     for name in GPU_ORDER:
-        if name in targets.registry.up():
+        if targets.registry.is_up(name):
             return name
     if not _gpu_listed():
         return None  # no GPU the drivers list: no library is imported to look for one

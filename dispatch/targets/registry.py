@@ -41,6 +41,7 @@ __all__ = [
     "gpu_names",
     "host_array",
     "host_names",
+    "is_up",
     "names",
     "names_on",
     "on_up",
@@ -287,6 +288,11 @@ def probe(name: str) -> Target | None:
 def up() -> list[str]:
     """The targets brought up so far (probed and working), without probing any other."""
     return list(_targets)
+
+
+def is_up(name: str) -> bool:
+    """Whether ``name`` was brought up and works (``up()``, without copying the list)."""
+    return name in _targets
 
 
 def tried(name: str) -> bool:
