@@ -834,3 +834,12 @@ def test_a_kind_of_call_the_last_run_made_and_this_one_did_not_stays_kept(monkey
     assert [s["site"] for s in kept["sites"]] == ["k.py:36", "?"]  # the last run's site, then this run's
     assert kept["sites"][0] == exp
     assert learned.predicted(kept)["cupy"] == pytest.approx(2 * (1.2 - 0.08))
+
+
+def test_info_shows_the_loops_a_script_s_runs_planned_on_a_device():
+    from dispatch.cli import info
+
+    entry = {"script": "k.py", "runs": 2, "run_s": 1.2, "targets": ["cupy"], "current": True, "sites": [],
+             "plans": [[["subtract"], "cupy", 0.5], [["exp"], "cupy", 0.25], ["hand-edited"]]}
+    text = "\n".join(info._render_learned({"enabled": True, "files": 1, "folder": "f", "script": entry}))
+    assert "  loops planned on cupy: 2 kind(s) of call, a pass saving up to 0.500 s" in text

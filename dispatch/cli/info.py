@@ -189,6 +189,17 @@ def render(info: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _plans(rows: Any) -> dict[str, tuple[int, float]]:
+    """The kinds of call the kept plans put on each target, and the most one pass saved (a
+    hand-edited row is left out)."""
+    found: dict[str, tuple[int, float]] = {}
+    for row in rows if isinstance(rows, list) else ():
+        if isinstance(row, list) and len(row) == 3 and isinstance(row[1], str) and isinstance(row[2], (int, float)):
+            kinds, best = found.get(row[1], (0, 0.0))
+            found[row[1]] = (kinds + 1, max(best, float(row[2])))
+    return found
+
+
 def _render_learned(kept: dict[str, Any]) -> list[str]:
     state = "on" if kept.get("enabled") else "off (DISPATCH_LEARN=0)"
     lines = [f"learned:      {state}; {kept.get('files', 0)} script(s) kept in {kept.get('folder')}"]
@@ -199,6 +210,8 @@ def _render_learned(kept: dict[str, Any]) -> list[str]:
                      f"routed call, targets {', '.join(entry['targets']) or 'numpy only'}{current}")
         for target, seconds in sorted(entry.get("predicted", {}).items()):
             lines.append(f"  predicted saving on {target}: {seconds:.3f} s a run")
+        for target, (kinds, best) in sorted(_plans(entry.get("plans")).items()):
+            lines.append(f"  loops planned on {target}: {kinds} kind(s) of call, a pass saving up to {best:.3f} s")
         for site in entry["sites"][:10]:
             times = ", ".join(f"{t} {s * 1e3:.3g} ms" for t, s in site["seconds"].items())
             lines.append(f"  {site['site']}: {site['key'][0]}, about {site['calls']:.0f} calls" +
