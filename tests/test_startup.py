@@ -840,6 +840,8 @@ def test_info_shows_the_loops_a_script_s_runs_planned_on_a_device():
     from dispatch.cli import info
 
     entry = {"script": "k.py", "runs": 2, "run_s": 1.2, "targets": ["cupy"], "current": True, "sites": [],
-             "plans": [[["subtract"], "cupy", 0.5], [["exp"], "cupy", 0.25], ["hand-edited"]]}
+             "plans": [[["subtract", ["float64", "float64"], 27, ["cpu"], None, None], "cupy", 0.5],
+                       [["exp", ["float64"], 27, ["cpu"], None, None], "cupy", 0.25], ["hand-edited"],
+                       [["exp"], "cupy", 9.0]]}
     text = "\n".join(info._render_learned({"enabled": True, "files": 1, "folder": "f", "script": entry}))
     assert "  loops planned on cupy: 2 kind(s) of call, a pass saving up to 0.500 s" in text

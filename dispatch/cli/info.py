@@ -32,7 +32,7 @@ from typing import Any
 from dispatch import config, targets
 from dispatch.arrays import _compiled
 from dispatch.base import settings, tuning
-from dispatch.routing import calibration, learned, router
+from dispatch.routing import calibration, learned, router, startup
 
 HELP = "show the machine, its targets, and the calibration and routing policy in effect"
 
@@ -190,13 +190,12 @@ def render(info: dict[str, Any]) -> str:
 
 
 def _plans(rows: Any) -> dict[str, tuple[int, float]]:
-    """The kinds of call the kept plans put on each target, and the most one pass saved (a
-    hand-edited row is left out)."""
+    """The kinds of call the kept plans put on each target, and the most one pass saved."""
     found: dict[str, tuple[int, float]] = {}
-    for row in rows if isinstance(rows, list) else ():
-        if isinstance(row, list) and len(row) == 3 and isinstance(row[1], str) and isinstance(row[2], (int, float)):
-            kinds, best = found.get(row[1], (0, 0.0))
-            found[row[1]] = (kinds + 1, max(best, float(row[2])))
+    for per in startup.read_plans(rows).values():
+        for name, saving_s in per.items():
+            kinds, best = found.get(name, (0, 0.0))
+            found[name] = (kinds + 1, max(best, saving_s))
     return found
 
 

@@ -47,7 +47,8 @@ from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
 __all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "coming", "forgo",
-           "forgone", "note", "planned", "planned_before", "priced_out", "seconds", "up", "use_calibration"]
+           "forgone", "note", "planned", "planned_before", "priced_out", "read_plans", "seconds", "up",
+           "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: on the
 # high side of what calibrations measured, so that an unmeasured start-up is not undersold.
@@ -199,22 +200,27 @@ _NONE: dict[str, float] = {}
 
 
 def _earlier_plans() -> dict[tuple, dict[str, float]]:
-    """What the script's last runs kept of their plans (``planned``); none where the file holds
-    something else (a hand-edited one)."""
+    """What the script's last runs kept of their plans (``planned``), read once."""
     global _kept_plans
     if _kept_plans is None:
-        _kept_plans = {}
-        from dispatch.routing.history import _key, _name, _number  # (loaded with the router, which asks)
-
-        rows = learned.earlier("plans")
-        for row in rows if isinstance(rows, list) else ():
-            try:
-                raw, name, saving_s = row
-                key, name, saving_s = _key(raw), _name(name), _number(saving_s)
-            except (TypeError, ValueError, KeyError):
-                continue
-            _kept_plans.setdefault(key, {})[name] = saving_s
+        _kept_plans = read_plans(learned.earlier("plans"))
     return _kept_plans
+
+
+def read_plans(rows: Any) -> dict[tuple, dict[str, float]]:
+    """Kept plans' rows (``_plans_kept``'s) by kind of call and target; a row that is something
+    else (a hand-edited one) is left out."""
+    from dispatch.routing.history import _key, _name, _number  # (the router's: not loaded for the seed's floors)
+
+    found: dict[tuple, dict[str, float]] = {}
+    for row in rows if isinstance(rows, list) else ():
+        try:
+            raw, name, saving_s = row
+            key, name, saving_s = _key(raw), _name(name), _number(saving_s)
+        except (TypeError, ValueError, KeyError):
+            continue
+        found.setdefault(key, {})[name] = saving_s
+    return found
 
 
 def _plans_kept() -> list[list]:

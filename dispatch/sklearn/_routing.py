@@ -167,7 +167,7 @@ def _gpu_named(prices: dict[str, float]) -> str | None:
     that works (``first_gpu``, which probes)."""
     if not router.ROUTER.models:
         return first_gpu()
-    named = [n for n in GPU_ORDER if n in targets.registry.up()
+    named = [n for n in GPU_ORDER if targets.registry.is_up(n)
              or (n in router.ROUTER.models and not targets.registry.tried(n))]
     priced = [n for n in named if n in prices]
     if priced:
