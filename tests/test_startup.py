@@ -104,6 +104,24 @@ def test_calls_that_forgo_a_targets_start_up_bring_it_up_in_the_background(calib
     assert not startup.priced_out(next(iter(router.ROUTER.history.stats)))  # up: priced out no longer
 
 
+def test_an_engine_coming_up_prices_the_others_against_it_again(calibrated, monkeypatch):
+    """CuPy and torch-cuda both left down for calls of one kind, each having forgone half its
+    start-up: once CuPy comes up, torch-cuda's count starts again, so that what CuPy now saves
+    does not bring up a second engine on its device."""
+    started = []
+    monkeypatch.setattr(bringup, "start", lambda name: started.append(name) or True)
+    startup.use_calibration(_calibrated({"cupy": (0.0, 1.0, 0.0), "torch-cuda": (0.0, 1.0, 0.0)}))
+    monkeypatch.setattr(startup, "up", lambda name: name == "numpy")
+    key = ("multiply", (numpy.dtype("float64"),), 22, frozenset({dispatch.base.devices.HOST}))
+    assert not startup.admit("cupy", 0.5, key) and not startup.admit("torch-cuda", 0.5, key)
+    startup.forgo(key, 1)
+    assert startup.forgone() == {"cupy": 0.5, "torch-cuda": 0.5} and started == []
+    startup.came_up("cupy")
+    assert startup.forgone() == {"cupy": 0.5} and not startup.priced_out(key)
+    startup.forgo(key, 10)
+    assert startup.forgone() == {"cupy": 0.5} and started == []
+
+
 def test_a_kept_scripts_run_brings_a_target_up_only_within_its_margin(calibrated, monkeypatch):
     """In a script whose run is kept for the next, calls that have forgone the start-up bring the
     target up only once the start-up is within ``KEPT_MARGIN`` of the time the run has run: a

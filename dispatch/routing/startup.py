@@ -269,12 +269,13 @@ def _within_margin(cost: float) -> bool:
 
 
 def came_up(name: str) -> None:
-    """``name`` is up: no call is priced out for it any longer."""
-    for key in list(_saving):
-        per = _saving[key]
-        per.pop(name, None)
-        if not per:
-            del _saving[key]
+    """``name`` is up: what the targets left down were priced to save, and have forgone, was
+    priced against the engines up before; no call is priced out any longer, and what they
+    forgo counts again from here, priced against ``name`` too (one engine per device: CuPy
+    up, torch-cuda's import is not paid for what CuPy now saves)."""
+    _saving.clear()
+    for other in [n for n in _forgone if n != name]:
+        _forgone.pop(other, None)
 
 
 def forgone() -> dict[str, float]:
