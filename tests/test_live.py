@@ -397,23 +397,60 @@ def _down_with_startup(seconds: float) -> None:
     router.use_calibration(cal)
 
 
-def test_no_region_is_recorded_while_no_device_is_up_and_one_is_planned_once_it_is(monkeypatch):
+def test_a_loop_is_recorded_while_no_device_is_up_its_saving_there_noted_and_planned_once_it_is(monkeypatch):
+    """With CuPy down, its start-up more than a pass of the loop could save, the loop runs on
+    NumPy, CuPy is neither brought up nor probed, and no cut is made (SciPy stays unimported);
+    what one pass would save there, copies included, is noted toward its start-up: more than
+    its calls, priced one at a time with their own copies, were (``cos`` alone would not even
+    win its copy back: ``test_alone_a_call_stays_on_the_host``)."""
     live = router.ROUTER.live
     u0, v0 = _inputs()
     expected_u, expected = _loop(u0, v0, 12, numpy)
     _down_with_startup(100.0)  # no pass of this loop saves 100 s, nor does the whole loop
+    assert live.on  # a calibrated device that may come up: regions are recorded
     planned = live.planner.planned
-    with monkeypatch.context() as m:  # nor is a cut made (nor SciPy imported) for a place none could pay for
+    with monkeypatch.context() as m:
         m.setattr(planner, "_cut", lambda *args: pytest.fail("a cut was made for a device no plan could pay for"))
-        m.setattr(live, "note", lambda *args: pytest.fail("a call was recorded with no device up"))
         u, total = _loop(u0, v0, 12)
     assert not dispatch.targets.registry.tried("cupy")  # never brought up, not even probed
-    assert u.target == "numpy" and not live.on and live.planner.planned == planned
+    assert u.target == "numpy" and live.planner.planned == planned + 1
     numpy.testing.assert_allclose(numpy.asarray(u), expected_u, rtol=1e-12)
     assert total == pytest.approx(expected, rel=1e-12)
+    noted = {key.op: per["cupy"] for key, per in startup._saving.items() if "cupy" in per}
+    assert set(noted) == {"cos", "add"} and min(noted.values()) > 0.0
     assert dispatch.targets.probe("cupy") is not None  # brought up by something else: planned again with it
     u, total = _loop(u0, v0, 12)
     assert u.target == "cupy"
+    _equal(u, total, expected_u, expected)
+
+
+def test_a_loop_whose_passes_forgo_a_devices_start_up_brings_it_up_in_the_background(monkeypatch):
+    """A pass of the loop saves less than CuPy's start-up; its passes, counted as the region
+    noted them (copies included), forgo it after a few, and CuPy comes up in the background while
+    NumPy runs the loop: a long-lived process pays no more than twice what knowing its future
+    would have cost, counted by what the loop, not each call alone, would save."""
+    u0, v0 = _inputs()
+    expected_u, expected = _loop(u0, v0, 12, numpy)
+    _down_with_startup(100.0)
+    _loop(u0, v0, 3)
+    per_pass = sum(per["cupy"] for per in startup._saving.values() if "cupy" in per)
+    assert per_pass > 0.0
+    startup.use_calibration(types.SimpleNamespace(extra={"startup": {"cupy": {  # about 5 passes' saving
+        "import_s": 0.0, "context_s": 5 * per_pass, "first_call_s": 0.0}}}))
+    monkeypatch.setattr(startup, "_forgone", {})
+    history = router.ROUTER.history  # NumPy's calls timed, as outside these tests
+    monkeypatch.setattr(history, "observe", types.MethodType(History.observe, history))
+    monkeypatch.setattr(router, "observe", router.ROUTER.observe)
+    u, total = _loop(u0, v0, 12)  # each planned call counted, not each timing (one in SETTLED_EVERY, once settled)
+    numpy.testing.assert_allclose(numpy.asarray(u), expected_u, rtol=1e-12)
+    assert total == pytest.approx(expected, rel=1e-12)
+    assert startup.forgone()["cupy"] >= 5 * per_pass
+    assert bringup.state("cupy") is not None and bringup.wait("cupy", 60) == "ready"
+    monkeypatch.setattr(history, "observe", lambda *args, **kwargs: None)  # priced by the model again, as
+    history.stats.clear()  # the other tests are: this machine's NumPy times, noisy, are not the fake's point
+    with dispatch.trace() as t:
+        u, total = _loop(u0, v0, 12)
+    assert u.target == "cupy", [(r.op, r.target, r.reason) for r in t.records][:8]
     _equal(u, total, expected_u, expected)
 
 

@@ -28,17 +28,19 @@ device keeps a copy of (``dispatch.arrays.mirrors``, through ``cost.mirrored``) 
 keep (large enough, the program's own) is charged its copy spread over the times the region
 was met: a loop copies it once.
 
-Nothing is recorded while no device's engine is up: no plan could place a call on a device
-then, and the calls are priced one at a time by the cost policy, copies included, which counts
-what each would save there toward the engine's start-up (``dispatch.routing.startup``: the
-engine comes up in the background once the process has forgone that much, or at once for a call
-that repays it alone). A call's compute alone is not counted: a loop of small calls whose data
-the program reads on the host between them would never see it. The recording starts when one
-comes up. A plan brings up no other engine its region cannot pay for: a place whose engine is
-down is left out of the region unless one pass of the region is priced to save more than that
-engine's start-up, as a single call must; what it would have saved is noted (``startup.note``)
-for the script's later runs and toward bringing it up. Such a plan is made again once the
-engine is up.
+Regions are recorded while a device's engine is down too (unless its library failed), so
+that what a plan would save there counts toward the engine's start-up
+(``dispatch.routing.startup``: the engine comes up in the background once the process has
+forgone that much, or at once for a region one pass of which repays it). A plan brings up no
+engine its region cannot pay for: a place whose engine is down is left out of the region unless
+one pass of the region is priced to save more than that engine's start-up, as a single call
+must; what the region would have saved there is noted (``startup.note``), for the script's later
+runs and toward bringing the engine up. Where even each call's whole gain there, copies left
+out, could not pay, no cut is made: the noted saving is that of the whole region run there,
+copies in and out included, which the best plan's is at least. Priced one at a time, each call
+would count only what it saves with its own copies; a region counts what its calls save
+together, their data kept on the device between them. Such a plan is made again once the engine is
+up.
 
 Calls no plan decides are priced one at a time by the cost policy: each target's price with
 the copies of inputs not already there, and, for host data entering a device, the copy back.
@@ -57,6 +59,7 @@ from dispatch.base.devices import HOST as HOST_DEVICE
 from dispatch.base.devices import device_of
 from dispatch.routing import cost, planner, startup
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind
+from dispatch.routing.history import SETTLED_SAMPLES
 from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
 
 __all__ = ["MAX_CALLS", "Live", "bases", "data_of", "recorded", "region_key", "weak"]
@@ -162,7 +165,8 @@ class Live:
     def __init__(self, router: Any) -> None:
         self.router = router
         self.planner = Planner()
-        self.on = False  # a calibrated device: regions are recorded and planned
+        self.on = False  # a calibrated device whose engine is up or may come up: regions are recorded and planned
+        self.placing = False  # one is up: a plan may move calls there
         self.recording = False
         self.nodes: list[_Node] = []
         self._restart: tuple | None = None  # a call of the region's first kind, just noted (``_confirm``)
@@ -183,10 +187,12 @@ class Live:
 
     def clear(self) -> None:
         """Forget every region and plan; record from now on where the cost policy routes with a
-        calibrated device whose engine is up (a place to plan for)."""
+        calibrated device whose engine is up (a place to plan for: ``placing``; the router learns
+        no host floor then) or may come up (what a plan would save there counts toward it)."""
         router = self.router
-        self.on = router.policy.name == "cost" and any(
-            startup.up(model.name) for model in router.policies["cost"].transfer_models())
+        devices = router.policies["cost"].transfer_models() if router.policy.name == "cost" else []
+        self.placing = any(targets.registry.is_up(model.name) for model in devices)
+        self.on = self.placing or any(not startup.up(model.name) for model in devices)  # or one may come up
         self.planner.clear()
         self.seen.clear()
         self.planned.clear()
@@ -418,8 +424,9 @@ class Live:
         of the region saves there (its start-up's price); the calls a refused engine would have run
         note their share of that saving for the script's later runs."""
         # First the places no plan could pay for: each call's whole gain there, copies left out, is
-        # all a pass could save; where that is refused, no cut is made for the place (nor its
-        # library imported), and nothing is noted for later runs (no plan priced what it saves).
+        # all a pass could save; where that is refused, no cut is made for the place (nor SciPy
+        # imported for one, nor the engine's library), and what running the whole region there
+        # would save, copies included, is noted: a cheaper plan's saving is no less.
         bound: dict[str, tuple[str, float]] = {}
         for i, n in enumerate(nodes):
             host = region.prices[nsrc + i].get(HOST)
@@ -430,6 +437,8 @@ class Live:
         hopeless = {place for place, (name, gain) in bound.items() if not startup.admit(name, gain)}
         if hopeless:
             self.unpaid.setdefault(key, set()).update(bound[place][0] for place in hopeless)
+            for place in hopeless:
+                self._note_all_there(nodes, nsrc, region, place, bound[place][0])
             region = self._without(region, nsrc, hopeless)
         while True:
             trial = planner.plan(region)
@@ -450,6 +459,26 @@ class Live:
                     startup.note(nodes[i].key, name, trial.saving * gain / total)
             moved = {trial.placement[nsrc + i] for calls in refused.values() for i in calls}
             region = self._without(region, nsrc, moved)
+
+    @staticmethod
+    def _note_all_there(nodes: list[_Node], nsrc: int, region: Region, place: str, name: str) -> None:
+        """Note, for ``name`` left down, what one pass of ``region`` would save on ``place``, copies
+        in and out included, without a cut: the better of every call it can run there and only
+        those that gain there. Noted, shared over the calls that gain by their gains, where it is
+        more than those calls were priced to save one at a time, each with its own copies."""
+        n = len(region.prices)
+        gains = {i: prices[HOST] - prices[place] for i in range(len(nodes))
+                 if HOST in (prices := region.prices[nsrc + i]) and place in prices}
+        at_host = planner.cost_of(region, [region.fixed.get(j, HOST) for j in range(n)])
+        saving = max(at_host - planner.cost_of(region, [
+            region.fixed.get(j, place if (j - nsrc) in gains and (every or gains[j - nsrc] > 0.0) else HOST)
+            for j in range(n)]) for every in (True, False))
+        gaining = {i: gain for i, gain in gains.items() if gain > 0.0}
+        total = sum(gaining.values())
+        if total <= 0.0 or saving <= sum(startup.saving(nodes[i].key, name) for i in gaining):
+            return
+        for i, gain in gaining.items():
+            startup.note(nodes[i].key, name, saving * gain / total)
 
     @staticmethod
     def _without(region: Region, nsrc: int, places: set[str]) -> Region:
@@ -519,7 +548,11 @@ class Live:
             if place != HOST:  # the script's next run waits for this engine's bring-up at such a call
                 startup.planned(n.key, name, plan.saving)
             decision = Decision(target, DecisionKind.PLANNED, describe(plan, nsrc + i), seconds, there, sample=True)
-            decision.settled = True  # timed one call in SETTLED_EVERY: enough to revise the plan
+            # timed one call in SETTLED_EVERY once its kind has as many timings as a cost decision
+            # settles on, as ``history.calls_counted`` counts them (what a call that an engine left
+            # down would save counts toward its start-up per call, not per timing)
+            stat = self.router.history.stats.get(there, {}).get(name)
+            decision.settled = stat is not None and stat.samples >= SETTLED_SAMPLES
             planned.decisions[there] = decision
             self.planned_kinds.add(there.elsewhere())
             planned.nodes.append((there, name, seconds))

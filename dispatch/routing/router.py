@@ -620,7 +620,7 @@ class Router:
         name, bucket = key.op, key.bucket
         stats = self.history.stats
         if (key.forced is not None or key.devices != HOST_ONLY or not _numpy_best(stats.get(key, {}))
-                or self.live.on  # a region's plan may move such calls with the rest: the router must see them
+                or self.live.placing  # a region's plan may move such calls with the rest: the router must see them
                 or startup.priced_out(key)):  # start-up hook: a target priced cheaper may come up later in the run
             return
         try:
@@ -644,9 +644,12 @@ class Router:
         """The decision for this call (cached per key)."""
         if self.came_up:  # calls priced while a target was down (its start-up unpaid) are priced again
             self.came_up = False
-            for cache in self.caches.values():  # the floors stay: none is learned over a call priced out
+            for cache in self.caches.values():  # the floors stay (none is learned over a call priced out)
                 cache.clear()
+            placing = self.live.placing
             self.live.clear()
+            if self.live.placing and not placing:  # floors learned while no plan could move a call: now one may
+                self._reset_floors()
             self.changed()
         key = call_key(op, inputs)
         if STATE.exact and op.differs and (op.differs == "always" or not _integers(inputs.dtypes)):

@@ -47,7 +47,7 @@ from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
 __all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "coming", "forgo",
-           "forgone", "note", "planned", "planned_before", "priced_out", "read_plans", "seconds", "up",
+           "forgone", "note", "planned", "planned_before", "priced_out", "read_plans", "saving", "seconds", "up",
            "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: on the
@@ -276,6 +276,11 @@ def came_up(name: str) -> None:
     _saving.clear()
     for other in [n for n in _forgone if n != name]:
         _forgone.pop(other, None)
+
+
+def saving(key: tuple, name: str) -> float:
+    """What one call of kind ``key`` was priced to save on ``name``, left down (0 if none)."""
+    return _saving.get(key, {}).get(name, 0.0)
 
 
 def forgone() -> dict[str, float]:
