@@ -26,7 +26,7 @@ from dispatch.arrays import mirrors
 from dispatch.routing import bringup, learned, planner, router, startup
 from dispatch.routing.decisions import DecisionKind
 from dispatch.routing.history import History
-from dispatch.routing.live import REVISIONS
+from dispatch.routing.live import REVISIONS, Live, _Node
 from dispatch.targets import _staging
 
 if fakecupy.real_cupy_installed():
@@ -452,6 +452,67 @@ def test_a_loop_whose_passes_forgo_a_devices_start_up_brings_it_up_in_the_backgr
         u, total = _loop(u0, v0, 12)
     assert u.target == "cupy", [(r.op, r.target, r.reason) for r in t.records][:8]
     _equal(u, total, expected_u, expected)
+
+
+def _cupy_up_torch_cuda_down(monkeypatch) -> tuple:
+    """A bare ``Live`` (for ``_paid``) with CuPy up and torch-cuda down, its start-up 1 s: what
+    it was priced for and what was noted for it, recorded."""
+    admitted, noted = [], {}
+    monkeypatch.setattr(startup, "up", lambda name: name in ("numpy", "cupy"))
+    monkeypatch.setattr(startup, "admit", lambda name, saving, key=None: bool(admitted.append((name, saving)))
+                        or saving > 1.0)
+    monkeypatch.setattr(startup, "note", lambda k, name, saving: noted.__setitem__((k.op, name), saving))
+    live = Live.__new__(Live)
+    live.unpaid = {}
+    return live, admitted, noted
+
+
+def test_an_engine_down_is_priced_for_what_it_adds_and_refusing_it_keeps_the_engine_up_there(monkeypatch):
+    """Three calls in a chain, 1 s each on the host, 0.1 s on the device: the first two CuPy's
+    (up), the third one only torch-cuda runs there (down, its start-up 1 s). The plan over all
+    three saves about 2.7 s a pass, torch-cuda's call 0.9 s of it: torch-cuda is refused for
+    what it adds, not brought up for what CuPy saves, and CuPy keeps its calls on the device."""
+    key = ("region",)
+    kinds = [dispatch.routing.decisions.CallKey(op, (numpy.dtype("float64"),), 20,
+                                                frozenset({dispatch.base.devices.HOST}), None, None)
+             for op in ("cos", "sin", "erf")]
+    engines = ("cupy", "cupy", "torch-cuda")
+    nodes = [_Node(k, [(i - 1, 8 << 20)] if i else [(-1, 8 << 20)], {"host": (1.0, "numpy"), "cuda:0": (0.1, e)},
+                   8 << 20) for i, (k, e) in enumerate(zip(kinds, engines, strict=True))]
+    region = planner.Region([{"host": 0.0}] + [{p: s for p, (s, _) in n.prices.items()} for n in nodes],
+                            [(0, 1, 8 << 20), (1, 2, 8 << 20), (2, 3, 8 << 20)], lambda src, dst, nbytes: 0.001,
+                            {0: "host"})
+    live, admitted, noted = _cupy_up_torch_cuda_down(monkeypatch)
+    paid = live._paid(key, nodes, 1, region)
+    plan = planner.plan(paid)
+    assert plan.placement == ["host", "cuda:0", "cuda:0", "host"]  # CuPy's calls stay there
+    assert [name for name, _ in admitted] == ["torch-cuda"] and admitted[0][1] == pytest.approx(0.9, abs=0.01)
+    assert list(noted) == [("erf", "torch-cuda")] and noted[("erf", "torch-cuda")] == pytest.approx(0.9, abs=0.01)
+    assert live.unpaid == {key: {"torch-cuda"}}
+
+
+def test_an_engine_whose_calls_could_pay_is_still_refused_for_what_it_adds_to_the_plan(monkeypatch):
+    """As above, but torch-cuda's call (on an array of its own) gains 1.2 s there, more than its
+    start-up: a cut is made, and torch-cuda adds 0.95 s to the plan (its input's copy paid), less
+    than its start-up, though the plan saves 2.25 s a pass. Refused; what it adds is noted."""
+    key = ("region",)
+    kinds = [dispatch.routing.decisions.CallKey(op, (numpy.dtype("float64"),), 20,
+                                                frozenset({dispatch.base.devices.HOST}), None, None)
+             for op in ("cos", "sin", "erf")]
+    b = 8 << 20
+    nodes = [_Node(kinds[0], [(-1, b)], {"host": (1.0, "numpy"), "cuda:0": (0.1, "cupy")}, b),
+             _Node(kinds[1], [(0, b)], {"host": (1.0, "numpy"), "cuda:0": (0.1, "cupy")}, b),
+             _Node(kinds[2], [(-2, b)], {"host": (1.3, "numpy"), "cuda:0": (0.1, "torch-cuda")}, b)]
+    region = planner.Region([{"host": 0.0}, {"host": 0.0}] + [{p: s for p, (s, _) in n.prices.items()} for n in nodes]
+                            + [{"host": 0.0}], [(0, 2, b), (2, 3, b), (1, 4, b), (3, 5, b)],
+                            lambda src, dst, nbytes: 0.25, {0: "host", 1: "host", 5: "host"})
+    live, admitted, noted = _cupy_up_torch_cuda_down(monkeypatch)
+    assert planner.plan(region).saving == pytest.approx(2.25)
+    paid = live._paid(key, nodes, 2, region)
+    assert planner.plan(paid).placement == ["host", "host", "cuda:0", "cuda:0", "host", "host"]
+    assert [name for name, _ in admitted] == ["torch-cuda", "torch-cuda"]
+    assert admitted[0][1] == pytest.approx(1.2) and admitted[1][1] == pytest.approx(0.95)  # bound, then added
+    assert list(noted) == [("erf", "torch-cuda")] and noted[("erf", "torch-cuda")] == pytest.approx(0.95)
 
 
 def test_the_last_runs_plan_places_the_first_pass_and_its_first_call_waits_for_the_bring_up(monkeypatch):

@@ -32,15 +32,17 @@ Regions are recorded while a device's engine is down too (unless its library fai
 that what a plan would save there counts toward the engine's start-up
 (``dispatch.routing.startup``: the engine comes up in the background once the process has
 forgone that much, or at once for a region one pass of which repays it). A plan brings up no
-engine its region cannot pay for: a place whose engine is down is left out of the region unless
-one pass of the region is priced to save more than that engine's start-up, as a single call
-must; what the region would have saved there is noted (``startup.note``), for the script's later
-runs and toward bringing the engine up. Where even each call's whole gain there, copies left
-out, could not pay, no cut is made: the noted saving is that of the whole region run there,
-copies in and out included, which the best plan's is at least. Priced one at a time, each call
-would count only what it saves with its own copies; a region counts what its calls save
-together, their data kept on the device between them. Such a plan is made again once the engine is
-up.
+engine its region cannot pay for: an engine that is down is left out of the region (its calls
+lose the place where it would run them; calls another engine runs there keep it) unless what it
+adds to one pass of the region, over the best plan without it, is priced above its start-up, as
+a single call's saving must be; what it would have added is noted (``startup.note``), for the
+script's later runs and toward bringing it up. So CuPy up, torch-cuda is priced for the calls
+only it would run, not for what CuPy saves beside them. Where even each of its calls' whole gain,
+copies left out, could not pay, no cut is made: the noted saving is that of the region run
+there whole, or only its calls that gain, copies in and out included, which the best plan's is
+at least. Priced one at a time, each call would count only what it saves with its own copies; a
+region counts what its calls save together, their data kept on the device between them. Such
+a plan is made again once the engine is up.
 
 Calls no plan decides are priced one at a time by the cost policy: each target's price with
 the copies of inputs not already there, and, for host data entering a device, the copy back.
@@ -420,26 +422,26 @@ class Live:
         return Region(prices, edges, self._transfer, fixed, labels)
 
     def _paid(self, key: Hashable, nodes: list[_Node], nsrc: int, region: Region) -> Region:
-        """``region`` without the places whose engine is down and is not admitted for what one pass
-        of the region saves there (its start-up's price); the calls a refused engine would have run
-        note their share of that saving for the script's later runs."""
-        # First the places no plan could pay for: each call's whole gain there, copies left out, is
-        # all a pass could save; where that is refused, no cut is made for the place (nor SciPy
-        # imported for one, nor the engine's library), and what running the whole region there
-        # would save, copies included, is noted: a cheaper plan's saving is no less.
-        bound: dict[str, tuple[str, float]] = {}
+        """``region`` without the engines that are down and not admitted for what they add to one
+        pass of the region (their start-up's price): a place keeps the calls an engine up there
+        runs. The calls a refused engine would have run note their share of what it adds, for
+        the script's later runs and toward its start-up."""
+        # First the engines no plan could pay for: each call's whole gain on one, copies left out,
+        # is all a pass could save there; where that is refused, no cut is made for it (nor SciPy
+        # imported for one, nor the engine's library), and what running the region there would
+        # save, copies included, is noted: a cheaper plan's saving is no less.
+        bound: dict[str, tuple[str, float]] = {}  # engine down -> (its place, the calls' whole gain there)
         for i, n in enumerate(nodes):
             host = region.prices[nsrc + i].get(HOST)
             for place, (seconds, name) in n.prices.items():
                 if place != HOST and host is not None and not startup.up(name):
-                    gain = bound.get(place, (name, 0.0))[1] + max(host - seconds, 0.0)
-                    bound[place] = (name, gain)
-        hopeless = {place for place, (name, gain) in bound.items() if not startup.admit(name, gain)}
+                    bound[name] = (place, bound.get(name, (place, 0.0))[1] + max(host - seconds, 0.0))
+        hopeless = {name for name, (_, gain) in bound.items() if not startup.admit(name, gain)}
         if hopeless:
-            self.unpaid.setdefault(key, set()).update(bound[place][0] for place in hopeless)
-            for place in hopeless:
-                self._note_all_there(nodes, nsrc, region, place, bound[place][0])
-            region = self._without(region, nsrc, hopeless)
+            self.unpaid.setdefault(key, set()).update(hopeless)
+            for name in hopeless:
+                self._note_all_there(nodes, nsrc, region, bound[name][0], name)
+            region = self._without(region, nodes, nsrc, hopeless)
         while True:
             trial = planner.plan(region)
             down: dict[str, list[int]] = {}
@@ -447,7 +449,11 @@ class Live:
                 place = trial.placement[nsrc + i]
                 if place != HOST and not startup.up(name := n.prices[place][1]):
                     down.setdefault(name, []).append(i)
-            refused = {name: calls for name, calls in down.items() if not startup.admit(name, trial.saving)}
+            # what each adds: the plan's saving over the best plan without it (CuPy up, torch-cuda
+            # is priced for the calls only it runs there, not for what CuPy saves beside them)
+            added = {name: trial.saving - planner.plan(self._without(region, nodes, nsrc, {name})).saving
+                     for name in down}
+            refused = {name: calls for name, calls in down.items() if not startup.admit(name, added[name])}
             if not refused:
                 return region
             self.unpaid.setdefault(key, set()).update(refused)
@@ -456,19 +462,20 @@ class Live:
                          if (n_s := region.prices[nsrc + i].get(trial.placement[nsrc + i])) is not None}
                 total = sum(gains.values()) or 1.0
                 for i, gain in gains.items():
-                    startup.note(nodes[i].key, name, trial.saving * gain / total)
-            moved = {trial.placement[nsrc + i] for calls in refused.values() for i in calls}
-            region = self._without(region, nsrc, moved)
+                    startup.note(nodes[i].key, name, max(added[name], 0.0) * gain / total)
+            region = self._without(region, nodes, nsrc, set(refused))
 
     @staticmethod
     def _note_all_there(nodes: list[_Node], nsrc: int, region: Region, place: str, name: str) -> None:
-        """Note, for ``name`` left down, what one pass of ``region`` would save on ``place``, copies
-        in and out included, without a cut: the better of every call it can run there and only
-        those that gain there. Noted, shared over the calls that gain by their gains, where it is
-        more than those calls were priced to save one at a time, each with its own copies."""
+        """Note, for ``name`` left down, what one pass of ``region`` would save with it on
+        ``place``, copies in and out included, without a cut: the better of every call it can run
+        there and only those that gain there. Noted, shared over the calls that gain by their
+        gains, where it is more than those calls were priced to save one at a time, each with
+        its own copies."""
         n = len(region.prices)
         gains = {i: prices[HOST] - prices[place] for i in range(len(nodes))
-                 if HOST in (prices := region.prices[nsrc + i]) and place in prices}
+                 if HOST in (prices := region.prices[nsrc + i]) and place in prices
+                 and nodes[i].prices.get(place, (0.0, None))[1] == name}
         at_host = planner.cost_of(region, [region.fixed.get(j, HOST) for j in range(n)])
         saving = max(at_host - planner.cost_of(region, [
             region.fixed.get(j, place if (j - nsrc) in gains and (every or gains[j - nsrc] > 0.0) else HOST)
@@ -481,8 +488,11 @@ class Live:
             startup.note(nodes[i].key, name, saving * gain / total)
 
     @staticmethod
-    def _without(region: Region, nsrc: int, places: set[str]) -> Region:
-        prices = [{p: s for p, s in each.items() if p not in places} if j >= nsrc else each
+    def _without(region: Region, nodes: list[_Node], nsrc: int, names: set[str]) -> Region:
+        """``region`` with no call on the engines ``names``: each call loses the place where one
+        of them was its engine (a call another engine runs there keeps it)."""
+        prices = [{p: s for p, s in each.items() if p == HOST or nodes[j - nsrc].prices[p][1] not in names}
+                  if nsrc <= j < nsrc + len(nodes) else each  # (a source, or the host's read: placed already)
                   for j, each in enumerate(region.prices)]
         return Region(prices, region.edges, region.transfer, region.fixed, region.labels)
 
