@@ -454,13 +454,13 @@ def test_a_loop_whose_passes_forgo_a_devices_start_up_brings_it_up_in_the_backgr
     _equal(u, total, expected_u, expected)
 
 
-def _cupy_up_torch_cuda_down(monkeypatch) -> tuple:
-    """A bare ``Live`` (for ``_paid``) with CuPy up and torch-cuda down, its start-up 1 s: what
-    it was priced for and what was noted for it, recorded."""
+def _cupy_up_torch_cuda_down(monkeypatch, start_up: float = 1.0) -> tuple:
+    """A bare ``Live`` (for ``_paid``) with CuPy up and torch-cuda down, its start-up ``start_up``
+    seconds: what it was priced for and what was noted for it, recorded."""
     admitted, noted = [], {}
     monkeypatch.setattr(startup, "up", lambda name: name in ("numpy", "cupy"))
     monkeypatch.setattr(startup, "admit", lambda name, saving, key=None: bool(admitted.append((name, saving)))
-                        or saving > 1.0)
+                        or saving > start_up)
     monkeypatch.setattr(startup, "note", lambda k, name, saving: noted.__setitem__((k.op, name), saving))
     live = Live.__new__(Live)
     live.unpaid = {}
@@ -513,6 +513,23 @@ def test_an_engine_whose_calls_could_pay_is_still_refused_for_what_it_adds_to_th
     assert [name for name, _ in admitted] == ["torch-cuda", "torch-cuda"]
     assert admitted[0][1] == pytest.approx(1.2) and admitted[1][1] == pytest.approx(0.95)  # bound, then added
     assert list(noted) == [("erf", "torch-cuda")] and noted[("erf", "torch-cuda")] == pytest.approx(0.95)
+
+
+def test_a_kind_of_call_met_twice_in_a_pass_is_noted_at_its_calls_mean_share(monkeypatch):
+    """Two calls of one kind on arrays of their own, gaining 0.9 and 1.9 s on torch-cuda (down,
+    its start-up more than both): each call counts half of what the pass would save, so that the
+    two together count all of it, not twice the last one's share."""
+    kind = dispatch.routing.decisions.CallKey("erf", (numpy.dtype("float64"),), 20,
+                                              frozenset({dispatch.base.devices.HOST}), None, None)
+    b = 8 << 20
+    nodes = [_Node(kind, [(-1, b)], {"host": (1.0, "numpy"), "cuda:0": (0.1, "torch-cuda")}, b),
+             _Node(kind, [(-2, b)], {"host": (2.0, "numpy"), "cuda:0": (0.1, "torch-cuda")}, b)]
+    region = planner.Region([{"host": 0.0}, {"host": 0.0}] + [{p: s for p, (s, _) in n.prices.items()} for n in nodes],
+                            [(0, 2, b), (1, 3, b)], lambda src, dst, nbytes: 0.05, {0: "host", 1: "host"})
+    live, admitted, noted = _cupy_up_torch_cuda_down(monkeypatch, start_up=10.0)
+    paid = live._paid(("region",), nodes, 2, region)
+    assert planner.plan(paid).placement == ["host"] * 4 and admitted == [("torch-cuda", pytest.approx(2.8))]
+    assert noted == {("erf", "torch-cuda"): pytest.approx((2.8 - 0.1) / 2)}  # the pass's saving, copies in paid
 
 
 def test_the_last_runs_plan_places_the_first_pass_and_its_first_call_waits_for_the_bring_up(monkeypatch):

@@ -141,6 +141,18 @@ def recorded(native: Any, *tables: dict) -> int | None:
     return None
 
 
+def _note_shares(nodes: list[_Node], name: str, saving: float, gains: dict[int, float]) -> None:
+    """Note ``saving``, what one pass of a region would save on ``name``, shared over the calls
+    ``gains`` names by their gains; a kind of call met several times in the pass is noted at its
+    calls' mean share, so that each call of it counts its part (``startup.forgo``)."""
+    total = sum(gains.values()) or 1.0
+    shares: dict[CallKey, list[float]] = {}
+    for i, gain in gains.items():
+        shares.setdefault(nodes[i].key, []).append(saving * gain / total)
+    for key, each in shares.items():
+        startup.note(key, name, sum(each) / len(each))
+
+
 def region_key(nodes: list[_Node]) -> Hashable:
     """What names a region: its kinds of call, each without where its data is (``CallKey.elsewhere``),
     and their producers; the same region whatever place its data has. (Where its sources are,
@@ -460,9 +472,7 @@ class Live:
             for name, calls in refused.items():
                 gains = {i: max(region.prices[nsrc + i].get(HOST, 0.0) - n_s, 0.0) for i in calls
                          if (n_s := region.prices[nsrc + i].get(trial.placement[nsrc + i])) is not None}
-                total = sum(gains.values()) or 1.0
-                for i, gain in gains.items():
-                    startup.note(nodes[i].key, name, max(added[name], 0.0) * gain / total)
+                _note_shares(nodes, name, max(added[name], 0.0), gains)
             region = self._without(region, nodes, nsrc, set(refused))
 
     @staticmethod
@@ -481,11 +491,8 @@ class Live:
             region.fixed.get(j, place if (j - nsrc) in gains and (every or gains[j - nsrc] > 0.0) else HOST)
             for j in range(n)]) for every in (True, False))
         gaining = {i: gain for i, gain in gains.items() if gain > 0.0}
-        total = sum(gaining.values())
-        if total <= 0.0 or saving <= sum(startup.saving(nodes[i].key, name) for i in gaining):
-            return
-        for i, gain in gaining.items():
-            startup.note(nodes[i].key, name, saving * gain / total)
+        if gaining and saving > sum(startup.saving(nodes[i].key, name) for i in gaining):
+            _note_shares(nodes, name, saving, gaining)
 
     @staticmethod
     def _without(region: Region, nodes: list[_Node], nsrc: int, names: set[str]) -> Region:
