@@ -454,8 +454,8 @@ class Live:
             for name in hopeless:
                 self._note_all_there(nodes, nsrc, region, bound[name][0], name)
             region = self._without(region, nodes, nsrc, hopeless)
+        trial = planner.plan(region)
         while True:
-            trial = planner.plan(region)
             down: dict[str, list[int]] = {}
             for i, n in enumerate(nodes):
                 place = trial.placement[nsrc + i]
@@ -463,8 +463,9 @@ class Live:
                     down.setdefault(name, []).append(i)
             # what each adds: the plan's saving over the best plan without it (CuPy up, torch-cuda
             # is priced for the calls only it runs there, not for what CuPy saves beside them)
-            added = {name: trial.saving - planner.plan(self._without(region, nodes, nsrc, {name})).saving
-                     for name in down}
+            without = {name: self._without(region, nodes, nsrc, {name}) for name in down}
+            rest = {name: planner.plan(each) for name, each in without.items()}
+            added = {name: trial.saving - rest[name].saving for name in down}
             refused = {name: calls for name, calls in down.items() if not startup.admit(name, added[name])}
             if not refused:
                 return region
@@ -473,7 +474,12 @@ class Live:
                 gains = {i: max(region.prices[nsrc + i].get(HOST, 0.0) - n_s, 0.0) for i in calls
                          if (n_s := region.prices[nsrc + i].get(trial.placement[nsrc + i])) is not None}
                 _note_shares(nodes, name, max(added[name], 0.0), gains)
-            region = self._without(region, nodes, nsrc, set(refused))
+            if len(refused) == 1:  # the plan without it is made already
+                (name,) = refused
+                region, trial = without[name], rest[name]
+            else:
+                region = self._without(region, nodes, nsrc, set(refused))
+                trial = planner.plan(region)
 
     @staticmethod
     def _note_all_there(nodes: list[_Node], nsrc: int, region: Region, place: str, name: str) -> None:
@@ -485,7 +491,7 @@ class Live:
         n = len(region.prices)
         gains = {i: prices[HOST] - prices[place] for i in range(len(nodes))
                  if HOST in (prices := region.prices[nsrc + i]) and place in prices
-                 and nodes[i].prices.get(place, (0.0, None))[1] == name}
+                 and nodes[i].prices[place][1] == name}
         at_host = planner.cost_of(region, [region.fixed.get(j, HOST) for j in range(n)])
         saving = max(at_host - planner.cost_of(region, [
             region.fixed.get(j, place if (j - nsrc) in gains and (every or gains[j - nsrc] > 0.0) else HOST)
