@@ -22,7 +22,8 @@ start, imports, the program, its output):
 Each round runs every contender once, the three auto runs together, in an order that rotates
 from round to round, so that a drifting load on a shared machine hits all alike. The table
 gives the best of the rounds; the JSON keeps every time, and the totals are given by best and
-by median.
+by median. The JSON's ``up`` says which engines each auto run left up, with what their
+bring-ups took, as the file that run kept for the next says (``engines_kept``).
 
 ``--mode warm``: a warm process per program and contender: the program's ``main`` imported
 with ``np`` bound to NumPy, or to dispatch (routing, or ``dispatch.using(TARGET)`` for the
@@ -181,10 +182,30 @@ def cold_program(name: str, contenders: list[str], repeats: int, base_cache: str
             caches.append(cache)
             for contender in (AUTO_RUNS if unit == "auto" else (unit,)):
                 if contender in runs:
-                    runs[contender].append(_run_process(contender, script, size, cache, timeout))
+                    done = _run_process(contender, script, size, cache, timeout)
+                    if unit == "auto":
+                        done["up"] = engines_kept(cache)
+                    runs[contender].append(done)
     for cache in caches:
         shutil.rmtree(cache, ignore_errors=True)
     return _summarise(name, runs, log)
+
+
+def engines_kept(cache: str) -> dict[str, float | None]:
+    """The engines other than NumPy that a ``dispatch run`` left up, as the file it kept in
+    ``cache`` (its only script's) says, each with the seconds its bring-up took where kept."""
+    from dispatch.routing import learned
+
+    folder = os.path.join(cache, learned.FOLDER)
+    for file in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+        try:
+            with open(os.path.join(folder, file)) as handle:
+                kept = json.load(handle)
+            took = kept.get("bringup") or {}
+            return {str(name): took.get(name) for name in kept.get("targets", ())}
+        except (OSError, ValueError, AttributeError, TypeError):
+            continue
+    return {}
 
 
 def _summarise(name: str, runs: dict[str, list[dict[str, Any]]], log: Callable[[str], None]) -> dict[str, Any]:
@@ -201,7 +222,7 @@ def _summarise(name: str, runs: dict[str, list[dict[str, Any]]], log: Callable[[
         matches = ["ERROR" if r["rc"] != 0 else (compare(reference, r["stdout"]) if reference is not None else "-")
                    for r in done]
         result["match"][contender] = worst(matches)
-        if any(r.get("up") for r in done):  # which engines were up after each run (warm workers say)
+        if any(r.get("up") for r in done):  # which engines were up after each run (warm workers, kept files)
             result.setdefault("up", {})[contender] = [r.get("up", {}) for r in done]
         failed = [r for r in done if r["rc"] != 0]
         if failed:

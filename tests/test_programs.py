@@ -123,6 +123,30 @@ def test_cold_commands_are_what_a_user_types():
     assert programs_bench._command("forced:torch-cpu", script, [])[1] == {"DISPATCH_BACKEND": "torch-cpu"}
 
 
+def test_cold_runs_report_the_engines_their_kept_file_names(monkeypatch, tmp_path):
+    """A run's kept file, as ``learned.record`` writes it at the script's end, names the engines
+    the run left up and what their bring-ups took; the cold benchmark reads them into its JSON
+    (``up``). A folder with nothing kept, or a file that is not one, names none."""
+    from dispatch.routing import learned
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("DISPATCH_LEARN", "1")  # (off for the rest of the suite: tests/conftest.py)
+    monkeypatch.setattr(learned, "_script", (str(tmp_path / "k.py"), "0" * 64))
+    monkeypatch.setattr(learned, "_started_run", True)
+    monkeypatch.setattr(learned, "_previous", None)
+    monkeypatch.setattr(learned, "_history", None)
+    monkeypatch.setattr(learned, "_saves", {})
+    monkeypatch.setattr(learned, "_sections", {"bringup": lambda: {"cupy": 0.41}})
+    monkeypatch.setattr(dispatch.targets.registry, "up", lambda: ["numpy", "cupy", "torch-cuda"])
+    assert programs_bench.engines_kept(str(tmp_path)) == {}
+    learned.record()
+    assert programs_bench.engines_kept(str(tmp_path)) == {"cupy": 0.41, "torch-cuda": None}
+    other = tmp_path / "other"
+    (other / learned.FOLDER).mkdir(parents=True)
+    (other / learned.FOLDER / "x.json").write_text("not JSON")
+    assert programs_bench.engines_kept(str(other)) == {}
+
+
 def test_warm_harness_times_and_checks_each_contender(capsys):
     out = programs_bench.main(["--mode", "warm", "--size", "tiny", "--repeats", "1", "--only", "spectrogram",
                                "--targets", "numpy"])
