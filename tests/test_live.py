@@ -454,6 +454,44 @@ def test_a_loop_whose_passes_forgo_a_devices_start_up_brings_it_up_in_the_backgr
     _equal(u, total, expected_u, expected)
 
 
+def _pass(u0: numpy.ndarray, v0: numpy.ndarray, program=dispatch, ops=("cos", "sin")) -> float:
+    """One pass of straight-line calls whose result the host reads: a region met once a pass."""
+    first, second = (getattr(program, op) for op in ops)
+    u, v = program.asarray(u0), program.asarray(v0)
+    w = first(u) + v
+    return float((second(w) * v - u).sum())
+
+
+def _first_planned_pass(u0: numpy.ndarray, v0: numpy.ndarray, ops: tuple, passes: int = 6) -> int:
+    """The first of ``passes`` passes whose calls a plan placed, each pass's sum equal to NumPy's."""
+    expected = _pass(u0, v0, numpy, ops)
+    served = []
+    for _ in range(passes):
+        with dispatch.trace() as t:
+            assert _pass(u0, v0, ops=ops) == pytest.approx(expected, rel=1e-12)
+        routed = [r for r in t.records if r.op in (*ops, "add", "multiply", "subtract")]
+        assert len(routed) == 5
+        served.append(all(r.reason.startswith("plan ") for r in routed))
+    assert any(served), "no pass was planned"
+    return served.index(True)
+
+
+def test_a_region_met_while_the_engine_was_down_is_planned_as_one_that_repeats_once_it_is_up():
+    """A pass is met twice with CuPy down (recorded, its saving noted), then CuPy comes up:
+    what was planned is dropped, but not that the region repeats. Its passes are served by a
+    plan one pass sooner than those of a region first met with CuPy up (each pass is a region
+    met once: in a warm process, a run)."""
+    u0, v0 = _inputs()
+    _down_with_startup(100.0)
+    for _ in range(2):
+        _pass(u0, v0)
+    assert not dispatch.targets.registry.tried("cupy")
+    assert dispatch.targets.probe("cupy") is not None  # brought up by something else
+    met_before = _first_planned_pass(u0, v0, ("cos", "sin"))
+    met_up = _first_planned_pass(u0, v0, ("exp", "tan"))
+    assert met_before == met_up - 1, (met_before, met_up)
+
+
 def _cupy_up_torch_cuda_down(monkeypatch, start_up: float = 1.0) -> tuple:
     """A bare ``Live`` (for ``_paid``) with CuPy up and torch-cuda down, its start-up ``start_up``
     seconds: what it was priced for and what was noted for it, recorded."""

@@ -199,20 +199,25 @@ class Live:
 
     # ---- switching ------------------------------------------------------------------------------
 
-    def clear(self) -> None:
+    def clear(self, repeats: bool = False) -> None:
         """Forget every region and plan; record from now on where the cost policy routes with a
         calibrated device whose engine is up (a place to plan for: ``placing``; the router learns
-        no host floor then) or may come up (what a plan would save there counts toward it)."""
+        no host floor then) or may come up (what a plan would save there counts toward it).
+        ``repeats``: keep how often each region was met, and the arrays it read when last met.
+        An engine that came up changes what a plan may do, not which regions repeat: a region
+        met before is planned the first time it is met with the engine up (a region met once a
+        run would otherwise wait a whole run more)."""
         router = self.router
         devices = router.policies["cost"].transfer_models() if router.policy.name == "cost" else []
         self.placing = any(targets.registry.is_up(model.name) for model in devices)
         self.on = self.placing or any(not startup.up(model.name) for model in devices)  # or one may come up
         self.planner.clear()
-        self.seen.clear()
+        if not repeats:
+            self.seen.clear()
+            self.last_sources.clear()
         self.planned.clear()
         self.by_key.clear()
         self.revisions.clear()
-        self.last_sources.clear()
         self.known.clear()
         self.planned_kinds.clear()
         self.unpaid.clear()
