@@ -25,7 +25,7 @@ import dispatch
 from dispatch.arrays import mirrors
 from dispatch.routing import bringup, learned, planner, router, startup
 from dispatch.routing.decisions import DecisionKind
-from dispatch.routing.history import History
+from dispatch.routing.history import SETTLED_EVERY, History, calls_counted
 from dispatch.routing.live import REVISIONS, Live, _Node
 from dispatch.targets import _staging
 
@@ -452,6 +452,28 @@ def test_a_loop_whose_passes_forgo_a_devices_start_up_brings_it_up_in_the_backgr
         u, total = _loop(u0, v0, 12)
     assert u.target == "cupy", [(r.op, r.target, r.reason) for r in t.records][:8]
     _equal(u, total, expected_u, expected)
+
+
+def test_a_planned_call_left_down_for_a_start_up_is_timed_one_in_eight_once_settled(monkeypatch):
+    """With CuPy down, the loop's plan keeps it on the host and its calls count toward CuPy's
+    start-up (their kinds priced out). Such a call is timed as a cost decision is: every call
+    until ``SETTLED_SAMPLES`` timings, then one in ``SETTLED_EVERY``; each timing counts as the
+    calls it stands for (``calls_counted``), so the calls counted toward the start-up are the
+    calls made, not eight times as many once the first timings are in."""
+    u0, v0 = _inputs()
+    expected_u, expected = _loop(u0, v0, 120, numpy)
+    _down_with_startup(100.0)
+    history = router.ROUTER.history  # NumPy's calls timed, as outside these tests
+    monkeypatch.setattr(history, "observe", types.MethodType(History.observe, history))
+    monkeypatch.setattr(router, "observe", router.ROUTER.observe)
+    u, total = _loop(u0, v0, 120)
+    _equal(u, total, expected_u, expected)
+    planned = [d for p in router.ROUTER.live.planned.values() for k, d in p.decisions.items() if k.op == "cos"]
+    assert planned and all(startup.priced_out(d.key) for d in planned)
+    for d in planned:  # 120 calls of the kind, timed before the plan was made and since
+        samples = history.stats[d.key]["numpy"].samples
+        assert d.settled and samples < 40, samples
+        assert abs(calls_counted(samples) - 120) <= SETTLED_EVERY, (samples, calls_counted(samples))
 
 
 def _pass(u0: numpy.ndarray, v0: numpy.ndarray, program=dispatch, ops=("cos", "sin")) -> float:

@@ -603,15 +603,22 @@ class Live:
         """A planned call was timed: re-price its plan with what its calls measured, and drop it
         where that strays (``Planner.measured``): its region is planned again when next met. A
         plan that can be revised no more, or that ``HELD`` timings found holding once every call
-        of it was measured, is timed no more (``_Planned.settle``)."""
+        of it was measured, is timed no more (``_Planned.settle``), but for calls an engine left
+        down would save on. Those are timed as a cost decision is: every call until
+        ``SETTLED_SAMPLES`` timings, then one in ``SETTLED_EVERY`` (``history.calls_counted``
+        counts each timing for the calls it stands for, toward the engine's start-up)."""
         plan_key = self.by_key.get(key)
         planned = self.planned.get(plan_key) if plan_key is not None else None
         if planned is None:
             return
+        stats = self.router.history.stats
+        decision = planned.decisions.get(key)
+        stat = stats.get(key, {}).get(decision.target.name) if decision is not None else None
+        if stat is not None:
+            decision.settled = stat.samples >= SETTLED_SAMPLES
         if self.revisions.get(plan_key, 0) >= REVISIONS or planned.held >= HELD:
             planned.settle()
             return
-        stats = self.router.history.stats
         seconds = planned.plan.seconds
         measured = True
         for k, name, price in planned.nodes:
