@@ -31,7 +31,8 @@ from dispatch.base.records import Record
 from dispatch.routing.decisions import CallKey
 from dispatch.targets import registry
 
-__all__ = ["HOST_TARGETS", "SETTLED_EVERY", "SETTLED_SAMPLES", "History", "Stat", "call_kind", "calls_counted"]
+__all__ = ["HOST_TARGETS", "SETTLED_EVERY", "SETTLED_SAMPLES", "History", "Stat", "call_kind", "calls_counted",
+           "settled"]
 
 
 class Stat(Record):
@@ -59,6 +60,12 @@ HOST_TARGETS = registry.host_names()  # the targets computing in host memory (a 
 # SETTLED_EVERY from then on: still corrected if it drifts, no longer paying a timing per call.
 SETTLED_SAMPLES = 16
 SETTLED_EVERY = 8
+
+
+def settled(samples: int) -> bool:
+    """Whether a kind of call with ``samples`` timings is timed one call in ``SETTLED_EVERY``
+    (``calls_counted`` counts its later timings so)."""
+    return samples >= SETTLED_SAMPLES
 
 
 def calls_counted(samples: int) -> int:

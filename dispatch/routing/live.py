@@ -61,7 +61,7 @@ from dispatch.base.devices import HOST as HOST_DEVICE
 from dispatch.base.devices import device_of
 from dispatch.routing import cost, planner, startup
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind
-from dispatch.routing.history import SETTLED_SAMPLES
+from dispatch.routing.history import settled
 from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
 
 __all__ = ["MAX_CALLS", "Live", "bases", "data_of", "recorded", "region_key", "weak"]
@@ -579,14 +579,18 @@ class Live:
             # timed one call in SETTLED_EVERY once its kind has as many timings as a cost decision
             # settles on, as ``history.calls_counted`` counts them (what a call that an engine left
             # down would save counts toward its start-up per call, not per timing)
-            stat = self.router.history.stats.get(there, {}).get(name)
-            decision.settled = stat is not None and stat.samples >= SETTLED_SAMPLES
+            decision.settled = settled(self._samples(there, name))
             planned.decisions[there] = decision
             self.planned_kinds.add(there.elsewhere())
             planned.nodes.append((there, name, seconds))
             decisions[there] = decision
             self.by_key[there] = key
         self.planned[key] = planned
+
+    def _samples(self, key: CallKey, name: str) -> int:
+        """The timings the history holds of calls of kind ``key`` on ``name``."""
+        stat = self.router.history.stats.get(key, {}).get(name)
+        return stat.samples if stat is not None else 0
 
     def _drop(self, key: Hashable) -> None:
         planned = self.planned.pop(key, None)
@@ -605,20 +609,19 @@ class Live:
         plan that can be revised no more, or that ``HELD`` timings found holding once every call
         of it was measured, is timed no more (``_Planned.settle``), but for calls an engine left
         down would save on. Those are timed as a cost decision is: every call until
-        ``SETTLED_SAMPLES`` timings, then one in ``SETTLED_EVERY`` (``history.calls_counted``
+        ``history.SETTLED_SAMPLES`` timings, then one in ``SETTLED_EVERY`` (``history.calls_counted``
         counts each timing for the calls it stands for, toward the engine's start-up)."""
         plan_key = self.by_key.get(key)
         planned = self.planned.get(plan_key) if plan_key is not None else None
         if planned is None:
             return
-        stats = self.router.history.stats
         decision = planned.decisions.get(key)
-        stat = stats.get(key, {}).get(decision.target.name) if decision is not None else None
-        if stat is not None:
-            decision.settled = stat.samples >= SETTLED_SAMPLES
+        if decision is not None:
+            decision.settled = settled(self._samples(key, decision.target.name))
         if self.revisions.get(plan_key, 0) >= REVISIONS or planned.held >= HELD:
             planned.settle()
             return
+        stats = self.router.history.stats
         seconds = planned.plan.seconds
         measured = True
         for k, name, price in planned.nodes:

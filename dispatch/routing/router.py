@@ -71,7 +71,7 @@ from dispatch.routing.calibration import INTEGER_OPS
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind, Watched, is_forced
 from dispatch.routing.floors import SMALL, bounded, seed_floor
 from dispatch.routing.floors import use as _give_floors
-from dispatch.routing.history import HOST_TARGETS, SETTLED_EVERY, SETTLED_SAMPLES, History, calls_counted
+from dispatch.routing.history import HOST_TARGETS, SETTLED_EVERY, History, calls_counted, settled
 from dispatch.routing.live import Live
 from dispatch.routing.selector import BackendSelector
 from dispatch.targets.numpy_target import NUMPY
@@ -332,7 +332,7 @@ class CostPolicy(Policy):
             reason += ", where the last run's plan put it"
         runner_up = f" (next: {ranked[1][1]})" if len(ranked) > 1 else ""
         decision = Decision(targets.get(best_name), kind, reason + runner_up, best_s, key, sample)
-        decision.settled = samples >= SETTLED_SAMPLES
+        decision.settled = settled(samples)
         if best_name == "numpy" and not sample:
             router.learn_floor(key)  # measured, under the threshold: this decision is final, and routing it only costs
         return decision
