@@ -184,28 +184,25 @@ def cold_program(name: str, contenders: list[str], repeats: int, base_cache: str
                 if contender in runs:
                     done = _run_process(contender, script, size, cache, timeout)
                     if unit == "auto":
-                        done["up"] = engines_kept(cache)
+                        done["up"] = engines_kept(cache, script)
                     runs[contender].append(done)
     for cache in caches:
         shutil.rmtree(cache, ignore_errors=True)
     return _summarise(name, runs, log)
 
 
-def engines_kept(cache: str) -> dict[str, float | None]:
-    """The engines other than NumPy that a ``dispatch run`` left up, as the file it kept in
-    ``cache`` (its only script's) says, each with the seconds its bring-up took where kept."""
+def engines_kept(cache: str, script: str) -> dict[str, float | None]:
+    """The engines other than NumPy that ``dispatch run SCRIPT`` left up, as the file it kept
+    for ``script`` in ``cache`` says, each with the seconds its bring-up took where kept."""
+    from dispatch.base import cachefiles
     from dispatch.routing import learned
 
-    folder = os.path.join(cache, learned.FOLDER)
-    for file in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
-        try:
-            with open(os.path.join(folder, file)) as handle:
-                kept = json.load(handle)
-            took = kept.get("bringup") or {}
-            return {str(name): took.get(name) for name in kept.get("targets", ())}
-        except (OSError, ValueError, AttributeError, TypeError):
-            continue
-    return {}
+    try:  # (the file's name as ``learned`` makes it, in the run's cache folder)
+        kept = cachefiles.read_json(os.path.join(cache, learned.FOLDER, learned.path_for(script).name))
+        took = kept.get("bringup") or {}
+        return {str(name): took.get(name) for name in kept.get("targets", ())}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
 
 
 def _summarise(name: str, runs: dict[str, list[dict[str, Any]]], log: Callable[[str], None]) -> dict[str, Any]:

@@ -138,13 +138,13 @@ def test_cold_runs_report_the_engines_their_kept_file_names(monkeypatch, tmp_pat
     monkeypatch.setattr(learned, "_saves", {})
     monkeypatch.setattr(learned, "_sections", {"bringup": lambda: {"cupy": 0.41}})
     monkeypatch.setattr(dispatch.targets.registry, "up", lambda: ["numpy", "cupy", "torch-cuda"])
-    assert programs_bench.engines_kept(str(tmp_path)) == {}
+    script = str(tmp_path / "k.py")
+    assert programs_bench.engines_kept(str(tmp_path), script) == {}
     learned.record()
-    assert programs_bench.engines_kept(str(tmp_path)) == {"cupy": 0.41, "torch-cuda": None}
-    other = tmp_path / "other"
-    (other / learned.FOLDER).mkdir(parents=True)
-    (other / learned.FOLDER / "x.json").write_text("not JSON")
-    assert programs_bench.engines_kept(str(other)) == {}
+    assert programs_bench.engines_kept(str(tmp_path), script) == {"cupy": 0.41, "torch-cuda": None}
+    assert programs_bench.engines_kept(str(tmp_path), str(tmp_path / "other.py")) == {}  # another script's
+    learned.path_for(script).write_text("not JSON")
+    assert programs_bench.engines_kept(str(tmp_path), script) == {}
 
 
 def test_warm_harness_times_and_checks_each_contender(capsys):
