@@ -368,6 +368,43 @@ def test_an_element_wise_call_is_sized_by_its_arrays_broadcast_together():
     numpy.testing.assert_array_equal(result, expected)
 
 
+
+def test_a_kind_and_size_of_call_is_priced_once_on_each_target_and_priced_again_under_a_new_calibration(monkeypatch):
+    """Recording prices each call on every target: a loop's calls, of one kind and size, are
+    priced from the curves once (what calls of the kind measured is still blended in at each),
+    at what pricing each call afresh gives; another size is priced apart, and a calibration
+    loaded since prices by its own curves."""
+    from dispatch.arrays._call import Inputs
+    from dispatch.base.ops import op_named
+    from dispatch.routing import cost
+
+    live, op = router.ROUTER.live, op_named("cos")
+    priced = []
+    real = cost.compute_seconds
+    monkeypatch.setattr(cost, "compute_seconds",
+                        lambda model, o, inputs: priced.append(model.name) or real(model, o, inputs))
+
+    def prices(x):
+        inputs = Inputs([x])
+        return live._prices(op, inputs, router.call_key(op, inputs))
+
+    def afresh(x):  # each target's curve, blended, its place's cheapest
+        inputs = Inputs([x])
+        key = router.call_key(op, inputs)
+        return {("host" if m.device.is_host else str(m.device)): (router.ROUTER.history.blended(
+            key._replace(devices=frozenset({m.device})), name, real(m, op, inputs))[0], name)
+            for name, m in router.ROUTER.models.items()}
+
+    x, y = numpy.ones(N), numpy.ones(N + 7)  # one bucket, two sizes
+    first = prices(x)
+    assert sorted(priced) == ["cupy", "numpy"] and first == afresh(x)
+    assert all(prices(x) == first for _ in range(5)) and len(priced) == 2
+    assert prices(y) == afresh(y) and len(priced) == 4  # another size: priced apart
+    faster = synthetic(gpu=True, torch_cpu=False)
+    faster.targets["cupy"] = _target(20e-6, 1000.0, "cuda:0", GPU_TRANSFER)
+    router.use_calibration(faster)
+    assert prices(x) == afresh(x) and prices(x)["cuda:0"][0] < first["cuda:0"][0] and len(priced) == 6
+
 def test_a_plan_in_force_is_not_revised_from_the_part_of_its_loop_the_router_still_sees():
     """Once planned, a loop whose host half runs under the floors (unseen) is not recorded again
     in pieces: a piece alone (``c * noise[t]`` without the host sum that reads it) would be planned

@@ -93,13 +93,9 @@ class TargetModel:
         self.stand_ins = {rep: other for rep, other in STAND_INS.items()
                           if not any(rep in curves for curves in self.ops.values())}
         self.transfer: dict[str, float] = data.get("transfer", {})
-
-    @property
-    def device(self) -> Any:
-        """The device the target computed on when calibrated (read from the calibration: pricing
-        a target never imports its library)."""
-
-        return parse_device(self.data.get("device", "cpu"))
+        # the device the target computed on when calibrated (read from the calibration: pricing a
+        # target never imports its library)
+        self.device = parse_device(data.get("device", "cpu"))
 
     # ---- the seed's protocol -----------------------------------------------------------------------
 

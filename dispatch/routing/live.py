@@ -72,6 +72,7 @@ REVISIONS = 3  # a region planned this many times keeps its last plan: its price
 # timed no more (a timing costs a call the Python path, and a device's events or a wait for it).
 HELD = 32
 SEEN_MAX = 4096  # regions counted at most; a program making more distinct ones starts counting over
+COMPUTED_MAX = 4096  # kinds and sizes of call whose compute is priced (``_prices``); more start over
 
 
 class _Node:
@@ -196,6 +197,8 @@ class Live:
         self.planned_kinds: set[Hashable] = set()  # the kinds of call plans made, wherever their data (``elsewhere``)
         self.devices: dict[str, Any] = {HOST: HOST_DEVICE}
         self.unpaid: dict[Hashable, set[str]] = {}  # region key -> engines left down for their start-up
+        # (kind, sizes and shapes of a call) -> its compute on each target: a loop's calls are priced once
+        self._computed: dict[tuple, list[tuple[str, float, Any, CallKey]]] = {}
 
     # ---- switching ------------------------------------------------------------------------------
 
@@ -221,6 +224,7 @@ class Live:
         self.known.clear()
         self.planned_kinds.clear()
         self.unpaid.clear()
+        self._computed.clear()  # (the calibration's models may be others now)
         self._reset()
         self.recording = self.on
 
@@ -349,18 +353,16 @@ class Live:
         engine cheapest there (of those up, where one is), blended with what calls of this kind measured there."""
         router = self.router
         history, refused = router.history, router.refusals.get(key, ())
-        scalar = op.work == "reduce"
+        size = (key, inputs.size, inputs.nbytes, tuple(tuple(a.shape) for a in inputs.arrays))
+        computed = self._computed.get(size)
+        if computed is None:
+            if len(self._computed) >= COMPUTED_MAX:
+                self._computed.clear()
+            computed = self._computed[size] = self._compute(op, inputs, key)
         found: dict[str, tuple[float, str]] = {}
-        for name, model in router.models.items():
+        for name, compute, device, there in computed:
             if name not in router.priced or name in refused:
                 continue
-            compute = cost.compute_seconds(model, op, inputs)
-            if compute is None:
-                continue
-            device = model.device
-            if scalar and not device.is_host:
-                compute += model.roundtrip_overhead_s()
-            there = key._replace(devices=frozenset({device}))
             seconds, _ = history.blended(there, name, compute)
             place = _place(device)
             self.devices.setdefault(place, device)
@@ -370,6 +372,21 @@ class Live:
             if place not in found or ranked < (not startup.coming(found[place][1]), found[place][0]):
                 found[place] = (seconds, name)
         return found
+
+    def _compute(self, op: Any, inputs: Any, key: CallKey) -> list[tuple[str, float, Any, CallKey]]:
+        """The call's compute on each target the calibration prices (its models' curves alone:
+        what they measured is blended in per call), the device, and the call's kind there."""
+        scalar = op.work == "reduce"
+        computed = []
+        for name, model in self.router.models.items():
+            compute = cost.compute_seconds(model, op, inputs)
+            if compute is None:
+                continue
+            device = model.device
+            if scalar and not device.is_host:
+                compute += model.roundtrip_overhead_s()
+            computed.append((name, compute, device, key._replace(devices=frozenset({device}))))
+        return computed
 
     # ---- regions ----------------------------------------------------------------------------------
 
