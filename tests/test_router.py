@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import platform
+import sys
 import time
 import types
 from importlib.util import find_spec
@@ -551,6 +553,23 @@ def test_selector_from_a_synthetic_calibration(isolated):
     assert BackendSelector.from_calibration(None) == BackendSelector()  # isolated: none stored
 
 
+
+def test_the_machines_table_is_derived_when_asked_not_by_routed_calls(isolated, monkeypatch):
+    """A script's calls never read the calibration's MoE table (scikit-learn routing and
+    ``recommend_backend`` do): it is derived at the first ask, from the calibration in use."""
+    derived = []
+    real = BackendSelector.from_calibration.__func__
+    monkeypatch.setattr(BackendSelector, "from_calibration",
+                        classmethod(lambda cls, cal: derived.append(cal) or real(cls, cal)))
+    cal = synthetic(gpu=False)
+    router.use_calibration(cal)
+    x = dispatch.arange(100_000.0)
+    assert float((x * 2.0).sum()) == float((np.arange(100_000.0) * 2.0).sum())
+    assert derived == []
+    table = router.ROUTER.selector()
+    assert derived == [cal] and router.ROUTER.selector() is table  # once
+    assert table == real(BackendSelector, cal) and table != BackendSelector()
+
 def _quick_sides(target) -> dict[tuple[str, str], list[float]]:
     """(dtype, op) -> the sides a quick calibration of ``target`` times, smallest first."""
     return {(dtype, op): [calibration._side(op, size) for size in quick_sizes]
@@ -1059,6 +1078,33 @@ def test_fingerprint_is_stable_and_names_the_machine():
     assert {"cpu", "cpu_count", "gpus", "libraries"} <= set(info)
     assert info["libraries"]["numpy"] == np.__version__
 
+
+
+def test_the_fingerprints_library_versions_are_what_their_metadata_says(tmp_path, monkeypatch):
+    """Read from the ``.dist-info`` folders' names on ``sys.path`` (not ``importlib.metadata``,
+    too slow for a script's first call), and as ``importlib.metadata`` gives them: a folder's
+    name in any case, and an egg's version from its metadata."""
+    from importlib import metadata
+
+    for dist in ("torch", "scikit-learn"):
+        try:
+            expected = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            expected = None
+        assert calibration._versions().get(dist) == expected
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "Torch-9.1.dist-info").mkdir()  # a name pip writes in the project's own case
+    (site / "scikit_learn-0.1.egg-info").mkdir()
+    (site / "notes.txt").write_text("not a distribution")
+    monkeypatch.setattr(sys, "path", [str(site)])
+    monkeypatch.setattr(metadata, "version", lambda dist: {"scikit-learn": "0.1"}[dist])
+    calibration._versions.cache_clear()
+    try:
+        assert calibration._versions() == {"python": platform.python_version(), "numpy": np.__version__,
+                                           "torch": "9.1", "scikit-learn": "0.1"}
+    finally:
+        calibration._versions.cache_clear()
 
 def test_calibration_file_of_another_version_is_ignored(isolated):
     (isolated / f"calibration-{calibration.fingerprint()}.json").write_text(json.dumps({"version": 99}))

@@ -307,6 +307,7 @@ def _cpu_model() -> str:
 
 
 _FINGERPRINTED = ("torch", "cupy-cuda13x", "cupy-cuda12x", "cupy", "scikit-learn")
+_DIST_FOLDERS = (".dist-info", ".egg-info")
 
 
 @functools.cache  # read once a process: the first routed call reads it, a script's run waits for it
@@ -324,6 +325,8 @@ def _versions() -> dict[str, str]:
         except OSError:
             continue
         for name in names:
+            if not name.endswith(_DIST_FOLDERS):  # most of a site-packages: passed over at C speed
+                continue
             stem, _, kind = name.rpartition(".")
             dist, _, version = stem.partition("-")
             dist = dist.lower()

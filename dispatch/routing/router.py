@@ -453,6 +453,7 @@ class Router:
         self.history = History()
         self.seed_selector = BackendSelector()
         self.machine_selector: BackendSelector | None = None
+        self._selector_from: Any = None  # the calibration the machine's table is derived from, when first asked
         self.models: dict[str, cost.TargetModel] = {}
         self.policies: dict[str, Policy] = {p.name: p for p in (SeedPolicy(self), CostPolicy(self), OraclePolicy(self))}
         self.policy = self.policies["seed"]
@@ -487,6 +488,15 @@ class Router:
         """The MoE table for this machine: derived from its calibration once one is loaded (what
         scikit-learn routing and ``recommend_backend`` read), else the seed policy's table."""
         self.ensure_calibration()
+        if self._selector_from is not None:  # derived on first ask: a script's routed calls never read it
+            cal, self._selector_from = self._selector_from, None
+            try:
+                self.machine_selector = BackendSelector.from_calibration(cal)
+            except Exception as exc:  # as a calibration that cannot route: the seed's table answers
+                import warnings
+
+                warnings.warn(f"dispatch could not derive this machine's table from its calibration "
+                              f"({type(exc).__name__}: {exc}); the seed's table answers", RuntimeWarning, stacklevel=2)
         machine = self.machine_selector
         return machine if machine is not None and self.policy.name != "seed" else self.seed_selector
 
@@ -550,7 +560,7 @@ class Router:
                 devices.setdefault(model.device, model)
         cost.set_device_models(devices)
         startup.use_calibration(cal)  # start-up hook: the calibration's start-up prices (dispatch.routing.startup)
-        self.machine_selector = BackendSelector.from_calibration(cal)
+        self.machine_selector, self._selector_from = None, cal
         self.clear_decisions()
         self.switch("cost")
         self.live.clear()
@@ -578,7 +588,7 @@ class Router:
         except Exception as exc:  # checked on load; whatever still fails it leaves the seed's table serving
             self.models.clear()
             cost.set_device_models({})
-            self.machine_selector = None
+            self.machine_selector = self._selector_from = None
             self.switch("seed")
             import warnings
 
