@@ -461,6 +461,39 @@ def test_a_loop_is_recorded_while_no_device_is_up_its_saving_there_noted_and_pla
     _equal(u, total, expected_u, expected)
 
 
+
+def test_two_engines_down_on_a_device_the_one_cheaper_to_bring_up_is_credited_with_its_whole_saving(monkeypatch):
+    """CuPy and a second engine of the same device both down, the second faster at each call but
+    slower to bring up: the loop's saving there is noted for CuPy, the engine a plan would bring
+    up for the device, whole; not split between the two by which is cheaper at each call, each
+    then credited only with what it adds over the other. A second engine whose probe failed
+    serves nothing, and is priced for nothing."""
+    live = router.ROUTER.live
+    u0, v0 = _inputs()
+    cal = synthetic(gpu=True, torch_cpu=False)
+    cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_host_staged=1e9, to_host_pageable=1e9)
+    cal.targets["torch-cuda"] = _target(10e-6, 200.0, "cuda:0", cal.targets["cupy"]["transfer"])
+    cal.extra["startup"] = {"cupy": {"import_s": 0.0, "context_s": 50.0, "first_call_s": 0.0},
+                            "torch-cuda": {"import_s": 0.0, "context_s": 100.0, "first_call_s": 0.0}}
+    for name in ("cupy", "torch-cuda"):
+        dispatch.targets.reset(name)
+    monkeypatch.setattr(dispatch.targets.registry, "tried", lambda name: False)  # neither probed: both down
+    router.use_calibration(cal)
+    assert live.on and "torch-cuda" in router.ROUTER.priced
+    expected_u, expected = _loop(u0, v0, 12, numpy)
+    u, total = _loop(u0, v0, 12)
+    assert u.target == "numpy"
+    _equal(u, total, expected_u, expected)
+    noted = {(key.op, name) for key, per in startup._saving.items() for name in per}
+    assert {("cos", "cupy"), ("add", "cupy")} <= noted and not any(name == "torch-cuda" for _, name in noted)
+    assert min(per["cupy"] for key, per in startup._saving.items() if key.op in ("cos", "add")) > 0.0
+
+    # the second engine brought up, its probe failed: it is no place's engine, and CuPy stays priced
+    monkeypatch.setattr(dispatch.targets.registry, "tried", lambda name: name == "torch-cuda")
+    monkeypatch.setattr(dispatch.targets.registry, "is_up", lambda name: False)
+    key = router.call_key(op := dispatch.base.ops.op_named("cos"), inputs := dispatch.arrays._call.Inputs([u0]))
+    assert live._prices(op, inputs, key)["cuda:0"][1] == "cupy"
+
 def test_a_loop_whose_passes_forgo_a_devices_start_up_brings_it_up_in_the_background(monkeypatch):
     """A pass of the loop saves less than CuPy's start-up; its passes, counted as the region
     noted them (copies included), forgo it after a few, and CuPy comes up in the background while

@@ -37,7 +37,10 @@ lose the place where it would run them; calls another engine runs there keep it)
 adds to one pass of the region, over the best plan without it, is priced above its start-up, as
 a single call's saving must be; what it would have added is noted (``startup.note``), for the
 script's later runs and toward bringing it up. So CuPy up, torch-cuda is priced for the calls
-only it would run, not for what CuPy saves beside them. Where even each of its calls' whole gain,
+only it would run, not for what CuPy saves beside them; and with both down, a device's calls
+are priced on the one cheaper to bring up (``_rank``), which is credited with what the device
+saves (split by which is cheaper at each call, each would be credited only with what it adds
+over the other). Where even each of its calls' whole gain,
 copies left out, could not pay, no cut is made: the noted saving is that of the region run
 there whole, or only its calls that gain, copies in and out included, which the best plan's is
 at least. Priced one at a time, each call would count only what it saves with its own copies; a
@@ -107,6 +110,11 @@ class _Planned:
 
 def _place(device: Any) -> str:
     return HOST if device.is_host else str(device)
+
+
+def _rank(name: str, seconds: float) -> tuple[bool, float, float]:
+    """Which engine a place's price is the price of (the least first): see ``Live._prices``."""
+    return not startup.coming(name), startup.seconds(name), seconds
 
 
 def data_of(a: Any) -> Any:
@@ -361,15 +369,16 @@ class Live:
             computed = self._computed[size] = self._compute(op, inputs, key)
         found: dict[str, tuple[float, str]] = {}
         for name, compute, device, there in computed:
-            if name not in router.priced or name in refused:
+            if name not in router.priced or name in refused or startup.failed(name):
                 continue
             seconds, _ = history.blended(there, name, compute)
             place = _place(device)
             self.devices.setdefault(place, device)
-            # an engine up (or coming up) serves its place before one down: a plan brings up one
-            # engine per device
-            ranked = (not startup.coming(name), seconds)
-            if place not in found or ranked < (not startup.coming(found[place][1]), found[place][0]):
+            # an engine up (or coming up) serves its place before one down, and of engines down the
+            # one cheapest to bring up: a plan brings up one engine per device, and that one's prices
+            # stand for the device (two down, each of a device's calls at the one cheaper for it,
+            # each would be credited only with what it adds over the other: neither would come up)
+            if place not in found or _rank(name, seconds) < _rank(found[place][1], found[place][0]):
                 found[place] = (seconds, name)
         return found
 

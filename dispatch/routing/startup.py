@@ -46,7 +46,7 @@ from dispatch import targets
 from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
-__all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "coming", "forgo",
+__all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "coming", "failed", "forgo",
            "forgone", "note", "planned", "planned_before", "priced_out", "read_plans", "saving", "seconds", "up",
            "use_calibration"]
 
@@ -96,6 +96,11 @@ def coming(name: str) -> bool:
     being brought up in the background: a second engine is priced against it, so that one engine
     comes up where one serves."""
     return name == "numpy" or targets.registry.is_up(name) or bringup.state(name) == "starting"
+
+
+def failed(name: str) -> bool:
+    """Whether ``name`` was brought up and does not work here (its probe failed): it serves nothing."""
+    return up(name) and not coming(name)
 
 
 def seconds(name: str) -> float:
