@@ -368,7 +368,6 @@ def test_an_element_wise_call_is_sized_by_its_arrays_broadcast_together():
     numpy.testing.assert_array_equal(result, expected)
 
 
-
 def test_a_kind_and_size_of_call_is_priced_once_on_each_target_and_priced_again_under_a_new_calibration(monkeypatch):
     """Recording prices each call on every target: a loop's calls, of one kind and size, are
     priced from the curves once (what calls of the kind measured is still blended in at each),
@@ -404,6 +403,7 @@ def test_a_kind_and_size_of_call_is_priced_once_on_each_target_and_priced_again_
     faster.targets["cupy"] = _target(20e-6, 1000.0, "cuda:0", GPU_TRANSFER)
     router.use_calibration(faster)
     assert prices(x) == afresh(x) and prices(x)["cuda:0"][0] < first["cuda:0"][0] and len(priced) == 6
+
 
 def test_a_plan_in_force_is_not_revised_from_the_part_of_its_loop_the_router_still_sees():
     """Once planned, a loop whose host half runs under the floors (unseen) is not recorded again
@@ -461,7 +461,6 @@ def test_a_loop_is_recorded_while_no_device_is_up_its_saving_there_noted_and_pla
     _equal(u, total, expected_u, expected)
 
 
-
 def test_two_engines_down_on_a_device_the_one_cheaper_to_bring_up_is_credited_with_its_whole_saving(monkeypatch):
     """CuPy and a second engine of the same device both down, the second faster at each call but
     slower to bring up: the loop's saving there is noted for CuPy, the engine a plan would bring
@@ -493,6 +492,7 @@ def test_two_engines_down_on_a_device_the_one_cheaper_to_bring_up_is_credited_wi
     monkeypatch.setattr(dispatch.targets.registry, "is_up", lambda name: False)
     key = router.call_key(op := dispatch.base.ops.op_named("cos"), inputs := dispatch.arrays._call.Inputs([u0]))
     assert live._prices(op, inputs, key)["cuda:0"][1] == "cupy"
+
 
 def test_a_loop_whose_passes_forgo_a_devices_start_up_brings_it_up_in_the_background(monkeypatch):
     """A pass of the loop saves less than CuPy's start-up; its passes, counted as the region

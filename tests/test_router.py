@@ -553,7 +553,6 @@ def test_selector_from_a_synthetic_calibration(isolated):
     assert BackendSelector.from_calibration(None) == BackendSelector()  # isolated: none stored
 
 
-
 def test_the_machines_table_is_derived_when_asked_not_by_routed_calls(isolated, monkeypatch):
     """A script's calls never read the calibration's MoE table (scikit-learn routing and
     ``recommend_backend`` do): it is derived at the first ask, from the calibration in use."""
@@ -569,6 +568,7 @@ def test_the_machines_table_is_derived_when_asked_not_by_routed_calls(isolated, 
     table = router.ROUTER.selector()
     assert derived == [cal] and router.ROUTER.selector() is table  # once
     assert table == real(BackendSelector, cal) and table != BackendSelector()
+
 
 def _quick_sides(target) -> dict[tuple[str, str], list[float]]:
     """(dtype, op) -> the sides a quick calibration of ``target`` times, smallest first."""
@@ -1079,7 +1079,6 @@ def test_fingerprint_is_stable_and_names_the_machine():
     assert info["libraries"]["numpy"] == np.__version__
 
 
-
 def test_the_fingerprints_library_versions_are_what_their_metadata_says(tmp_path, monkeypatch):
     """Read from the ``.dist-info`` folders' names on ``sys.path`` (not ``importlib.metadata``,
     too slow for a script's first call), and as ``importlib.metadata`` gives them: a folder's
@@ -1105,6 +1104,7 @@ def test_the_fingerprints_library_versions_are_what_their_metadata_says(tmp_path
                                            "torch": "9.1", "scikit-learn": "0.1"}
     finally:
         calibration._versions.cache_clear()
+
 
 def test_calibration_file_of_another_version_is_ignored(isolated):
     (isolated / f"calibration-{calibration.fingerprint()}.json").write_text(json.dumps({"version": 99}))
