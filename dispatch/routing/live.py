@@ -367,7 +367,7 @@ class Live:
             if len(self._computed) >= COMPUTED_MAX:
                 self._computed.clear()
             computed = self._computed[size] = self._compute(op, inputs, key)
-        found: dict[str, tuple[float, str]] = {}
+        best: dict[str, tuple[tuple[bool, float, float], str]] = {}  # place -> (its engine's rank, the engine)
         for name, compute, device, there in computed:
             if name not in router.priced or name in refused or startup.failed(name):
                 continue
@@ -378,9 +378,10 @@ class Live:
             # one cheapest to bring up: a plan brings up one engine per device, and that one's prices
             # stand for the device (two down, each of a device's calls at the one cheaper for it,
             # each would be credited only with what it adds over the other: neither would come up)
-            if place not in found or _rank(name, seconds) < _rank(found[place][1], found[place][0]):
-                found[place] = (seconds, name)
-        return found
+            rank = _rank(name, seconds)
+            if place not in best or rank < best[place][0]:
+                best[place] = (rank, name)
+        return {place: (rank[2], name) for place, (rank, name) in best.items()}
 
     def _compute(self, op: Any, inputs: Any, key: CallKey) -> list[tuple[str, float, Any, CallKey]]:
         """The call's compute on each target the calibration prices (its models' curves alone:
