@@ -32,10 +32,14 @@ contender, then ``--repeats`` rounds (3) in rotating order; best of the rounds (
 says which engines were up in each dispatch worker after each run). The router keeps
 what it learns over its process's runs, as a notebook running the program again would; no
 contender inherits another's history, memory pools or engines, and none reads or keeps what a
-script's runs learn (``DISPATCH_LEARN=0``: a notebook has no script file). Beside
-the best single forced target, each program gets a true oracle (``benchmarks.oracle``): the
-placement minimising its total time over its recorded call graph, from measured per-call costs
-and transfers (``--no-oracle`` leaves it out).
+script's runs learn (``DISPATCH_LEARN=0``: a notebook has no script file). Each dispatch
+worker ends a run as a notebook's cell ends (``dispatch.notebook.cell_ended``, which IPython
+calls): the router may then bring up, in the background, an engine the runs would have saved on,
+while the worker waits for its next run as a kernel waits for its user. The worker replies once
+every bring-up under way has ended, untimed: a user's pause longer than a bring-up, and no other
+contender's run sharing the host with one. Beside the best single forced target, each program
+gets a true oracle (``benchmarks.oracle``): the placement minimising its total time over its
+recorded call graph, from measured per-call costs and transfers (``--no-oracle`` leaves it out).
 
 Outputs: every run's printed summary is compared with NumPy's: ``exact`` (the same text),
 ``close`` (the same text but for numbers within the stated tolerance: a number with a decimal
@@ -271,6 +275,7 @@ def _worker(name: str, contender: str, size: list[str]) -> None:
         main = programs.load_with(name, numpy).main
     else:
         import dispatch
+        from dispatch.notebook import cell_ended
 
         routed = programs.load_with(name, dispatch).main
         target = contender.split(":", 1)[1] if contender.startswith("forced:") else None
@@ -278,6 +283,7 @@ def _worker(name: str, contender: str, size: list[str]) -> None:
         def main(*args: Any) -> None:
             with dispatch.using(target) if target else contextlib.nullcontext():
                 routed(*args)
+            cell_ended()  # the cell has ended, the kernel waits: as IPython tells dispatch (dispatch.notebook)
     up = _engines_up if contender != "numpy" else dict
     for line in sys.stdin:
         if line.strip() != "run":
@@ -287,9 +293,22 @@ def _worker(name: str, contender: str, size: list[str]) -> None:
             out, rc, err = _call(main, size), 0, ""
         except Exception as exc:  # its traceback's end, where dispatch's own frames say why
             out, rc, err = "", 1, "".join(traceback.format_exception(exc)[-8:])
-        reply = {"seconds": time.perf_counter() - start, "rc": rc, "stdout": out, "stderr": err, "up": up()}
+        seconds = time.perf_counter() - start
+        if contender != "numpy":
+            _bring_ups_end()
+        reply = {"seconds": seconds, "rc": rc, "stdout": out, "stderr": err, "up": up()}
         results.write(json.dumps(reply) + "\n")
         results.flush()
+
+
+def _bring_ups_end(timeout: float = 120.0) -> None:
+    """Wait, untimed, for the engines coming up in the background to be up: the user pauses
+    between cells for longer than a bring-up, and no other contender's run shares the host with one."""
+    from dispatch.routing import bringup
+
+    for name in bringup.LIBRARY:
+        if bringup.state(name) == "starting":
+            bringup.wait(name, timeout)
 
 
 def _engines_up() -> dict[str, float | None]:

@@ -11,6 +11,7 @@ Only the selector is imported eagerly; everything else loads on first use, so th
 from __future__ import annotations
 
 import importlib
+import sys as _sys
 import warnings as _warnings
 
 import numpy as _np
@@ -129,3 +130,7 @@ def __dir__() -> list[str]:
 
 __all__ = sorted({*_np.__all__, *_OWN, "Backend", "BackendSelector", "MoeThresholds", "OpComplexity", "asnumpy",
                   "trace"})
+
+
+if "IPython" in _sys.modules:  # in IPython or Jupyter: engines come up while the kernel waits (dispatch.notebook)
+    importlib.import_module("dispatch.notebook").watch_cells()

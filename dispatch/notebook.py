@@ -14,6 +14,11 @@ Once loaded:
 an import made while loaded keeps dispatch until imported again; scikit-learn stays accelerated
 until ``dispatch.sklearn.unaccelerate()``). ``%%dispatch_trace`` runs its cell under
 ``dispatch.trace()`` and shows the trace, which a notebook renders as an HTML table.
+
+After each cell the kernel waits for its user: an engine the cells would have saved on is brought
+up then, in the background (``dispatch.routing.startup.idle``), so that the next cell finds it up
+without having paid for it. ``watch_cells`` asks IPython for that; ``%load_ext dispatch`` calls
+it, and so does ``import dispatch`` in a running IPython. It stays for the kernel's life.
 """
 
 from __future__ import annotations
@@ -28,10 +33,11 @@ import dispatch
 from dispatch.cli._script import ImportRedirect
 from dispatch.cli.run import _accelerate_sklearn
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["cell_ended", "load_ipython_extension", "unload_ipython_extension", "watch_cells"]
 
 # the shell's loaded state: its import redirect and the names rebound, to undo on unload
 _LOADED: dict[int, tuple[Any, dict[str, tuple[Any, Any]]]] = {}
+_WATCHED: set[int] = set()  # shells whose cells' ends are watched (``watch_cells``)
 
 
 def load_ipython_extension(shell: Any) -> None:
@@ -42,6 +48,28 @@ def load_ipython_extension(shell: Any) -> None:
     redirect.__enter__()
     _LOADED[id(shell)] = (redirect, _rebind(shell.user_global_ns))
     shell.register_magic_function(_trace_magic(shell), magic_kind="cell", magic_name="dispatch_trace")
+    watch_cells(shell)
+
+
+def watch_cells(shell: Any = None) -> None:
+    """After each cell of ``shell`` (the running IPython's where none is given; nothing outside
+    IPython), tell the router that the program waits (``cell_ended``); once per shell."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    if shell is None or id(shell) in _WATCHED:
+        return
+    shell.events.register("post_run_cell", cell_ended)
+    _WATCHED.add(id(shell))
+
+
+def cell_ended(*_: Any) -> None:
+    """IPython's ``post_run_cell``: bring up what the cells would have saved on (``startup.idle``),
+    where a call was routed at all (the router's modules are loaded by the first such call)."""
+    startup = sys.modules.get("dispatch.routing.startup")
+    if startup is not None:
+        startup.idle()
 
 
 def unload_ipython_extension(shell: Any) -> None:

@@ -5,6 +5,7 @@ bound before, imports after), libraries keep NumPy, ``%unload_ext`` puts the nam
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
 
 import numpy as np
@@ -32,6 +33,9 @@ def shell():
 
 @pytest.fixture
 def ip(shell, tmp_path, monkeypatch):
+    from dispatch.routing import startup
+
+    monkeypatch.setattr(startup, "_forgone", {})  # no engine comes up between these cells for earlier tests' calls
     monkeypatch.chdir(tmp_path)  # the notebook's folder: modules there are the user's
     monkeypatch.syspath_prepend(str(tmp_path))  # as Jupyter puts it on the path
     shell.reset()
@@ -106,3 +110,31 @@ def test_load_ext_twice_is_once(ip):
     import builtins
 
     assert builtins.__import__.__module__ != "dispatch.cli._script"
+
+
+def test_the_end_of_each_cell_tells_the_router_that_the_program_waits(ip, monkeypatch):
+    """After each cell, the kernel waits for its user: ``startup.idle`` may bring an engine up
+    then. ``%load_ext`` asks IPython for it, once however often it is loaded."""
+    from dispatch.notebook import cell_ended
+    from dispatch.routing import startup
+
+    ends = []
+    monkeypatch.setattr(startup, "idle", lambda: ends.append(1))
+    ip.run_line_magic("load_ext", "dispatch")
+    ip.run_line_magic("reload_ext", "dispatch")
+    assert ip.events.callbacks["post_run_cell"].count(cell_ended) == 1
+    run(ip, "x = np.arange(3.0) if 'np' in dir() else 1")
+    run(ip, "y = 2")
+    assert ends == [1, 1]
+
+
+def test_import_dispatch_in_a_running_ipython_watches_its_cells():
+    """``import dispatch as np`` in a notebook, without ``%load_ext``: the cells' ends are watched too."""
+    code = ("from IPython.core.interactiveshell import InteractiveShell\n"
+            "ip = InteractiveShell.instance()\n"
+            "import dispatch\n"
+            "from dispatch.notebook import cell_ended\n"
+            "print(ip.events.callbacks['post_run_cell'].count(cell_ended))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1"]

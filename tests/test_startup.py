@@ -122,6 +122,47 @@ def test_an_engine_coming_up_prices_the_others_against_it_again(calibrated, monk
     assert startup.forgone() == {"cupy": 0.5} and started == []
 
 
+def test_a_waiting_program_brings_up_the_target_its_calls_would_have_saved_on(calibrated):
+    """A notebook's cell has ended (``startup.idle``): a target whose priced-out calls have forgone
+    ``IDLE_SHARE`` of its start-up comes up in the background, long before they forgo all of it;
+    below that share it stays down. The next calls run there, with NumPy's results."""
+    router.use_calibration(_calibrated({"torch-cpu": (0.0, 1.0, 0.0)}))  # 1 s: a call saves well under 1 ms
+    a = dispatch.asarray(numpy.random.default_rng(0).random(N))
+    _sum(a)
+    assert 0 < startup.forgone()["torch-cpu"] < startup.IDLE_SHARE and startup.idle() is None
+    calls = 1
+    with dispatch.trace() as t:
+        while startup.forgone()["torch-cpu"] < startup.IDLE_SHARE and calls < 5000:
+            _sum(a)
+            calls += 1
+    assert calls < 5000 and bringup.state("torch-cpu") is None  # the ski-rental rule's whole second is far off
+    assert {r.target for r in t.records if r.op == "sum"} == {"numpy"}
+    assert startup.idle() == "torch-cpu" and bringup.wait("torch-cpu", 60) == "ready"
+    with dispatch.trace() as t:
+        for _ in range(3):
+            _sum(a)
+    assert "torch-cpu" in {r.target for r in t.records if r.op == "sum"}
+    assert startup.idle() is None  # up: nothing left to bring up
+
+
+def test_a_waiting_program_brings_up_one_target_at_a_time(calibrated, monkeypatch):
+    """Of the targets whose priced-out calls have forgone their share, the one that has forgone
+    the most comes up, and no other while it is coming (once it is up, the others are priced
+    against it, ``came_up``)."""
+    states: dict[str, str] = {}
+    monkeypatch.setattr(bringup, "state", states.get)
+    monkeypatch.setattr(bringup, "start", lambda name: states.setdefault(name, "starting") == "starting")
+    monkeypatch.setattr(startup, "up", lambda name: name == "numpy")
+    startup.use_calibration(_calibrated({"cupy": (0.0, 0.4, 0.0), "torch-cuda": (0.0, 2.0, 0.0)}))
+    monkeypatch.setattr(startup, "_forgone", {"cupy": 0.03, "torch-cuda": 0.09})  # 7.5% and 4.5% of each
+    assert startup.idle() == "cupy" and states == {"cupy": "starting"}
+    startup._forgone["torch-cuda"] = 0.2
+    assert startup.idle() is None
+    states["cupy"] = "ready"
+    startup.came_up("cupy")
+    assert startup.forgone() == {"cupy": 0.03} and startup.idle() is None
+
+
 def test_a_kept_scripts_run_brings_a_target_up_only_within_its_margin(calibrated, monkeypatch):
     """In a script whose run is kept for the next, calls that have forgone the start-up bring the
     target up only once the start-up is within ``KEPT_MARGIN`` of the time the run has run: a

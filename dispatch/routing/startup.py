@@ -28,7 +28,11 @@ does not force it (``router._reach``). A target comes up when:
   would have cost, and a short one pays nothing. In a script whose run is kept for its next
   (``learned``), the next run brings the target up from its first call; this run brings it up
   only once the start-up is within ``KEPT_MARGIN`` of the time it has run, so that a script run
-  once stays within that margin of NumPy's time.
+  once stays within that margin of NumPy's time;
+- or the program waits for its user (a notebook's cell has ended: ``idle``, which
+  ``dispatch.notebook`` calls after each cell) and calls priced out for the target have forgone
+  ``IDLE_SHARE`` of its start-up in this process: it is brought up in the background then, while
+  nothing of the program's runs beside it, so that the next cell finds it up.
 
 The start-up's price is this machine's calibration's (``dispatch.measure.startup_seconds`` times
 it in fresh processes)
@@ -46,9 +50,9 @@ from dispatch import targets
 from dispatch.routing import bringup, learned
 from dispatch.routing.bringup import LIBRARY
 
-__all__ = ["KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "coming", "failed", "forgo",
-           "forgone", "note", "planned", "planned_before", "priced_out", "read_plans", "saving", "seconds", "up",
-           "use_calibration"]
+__all__ = ["IDLE_SHARE", "KEPT_MARGIN", "LIBRARY", "SEED_S", "admit", "after_decide", "begin", "came_up", "coming",
+           "failed", "forgo", "forgone", "idle", "note", "planned", "planned_before", "priced_out", "read_plans",
+           "saving", "seconds", "up", "use_calibration"]
 
 # (import, device context, first call) in seconds, where no calibration measured them: on the
 # high side of what calibrations measured, so that an unmeasured start-up is not undersold.
@@ -63,6 +67,11 @@ SEED_S: dict[str, tuple[float, float, float]] = {
 # A kept script's run brings a target up mid-run only where its start-up is at most this share of
 # the run so far: the margin over NumPy's time that a script's first run is allowed.
 KEPT_MARGIN = 0.05
+
+# While the program waits for its user, a target comes up once its priced-out calls have forgone
+# this share of its start-up: the program pays nothing for it then, and cells like those already
+# run repay its start-up within twenty; one that would barely use it does not hold its memory.
+IDLE_SHARE = 1 / 20
 
 _measured: dict[str, tuple[float, float, float]] = {}  # from the calibration in use
 _saving: dict[tuple, dict[str, float]] = {}  # key priced out -> {target left down: what one call would save}
@@ -271,6 +280,21 @@ def _within_margin(cost: float) -> bool:
     """Whether a start-up of ``cost`` seconds may begin mid-run (``KEPT_MARGIN``)."""
     ran = learned.kept_for()
     return ran is None or cost <= KEPT_MARGIN * ran
+
+
+def idle() -> str | None:
+    """The program waits for its user (``dispatch.notebook`` calls this after each cell): start
+    bringing up, in the background, the target whose priced-out calls have forgone the most in this
+    process, where that has reached ``IDLE_SHARE`` of its start-up; none while one is coming up (the
+    others are priced against it once it is up: ``came_up``). The name started, if any."""
+    if any(bringup.state(name) == "starting" for name in LIBRARY):
+        return None
+    found = [(total, name) for name, total in tuple(_forgone.items())
+             if not up(name) and bringup.state(name) is None and total >= IDLE_SHARE * seconds(name)]
+    if not found:
+        return None
+    name = max(found)[1]
+    return name if bringup.start(name) else None
 
 
 def came_up(name: str) -> None:
