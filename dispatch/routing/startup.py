@@ -284,13 +284,18 @@ def _within_margin(cost: float) -> bool:
 
 def idle() -> str | None:
     """The program waits for its user (``dispatch.notebook`` calls this after each cell): start
-    bringing up, in the background, the target whose priced-out calls have forgone the most in this
-    process, where that has reached ``IDLE_SHARE`` of its start-up; none while one is coming up (the
-    others are priced against it once it is up: ``came_up``). The name started, if any."""
+    bringing up, in the background, the target whose priced-out calls have forgone the largest share
+    of its start-up in this process (the one that repays it soonest), where that share has reached
+    ``IDLE_SHARE``; none while one is coming up (the others are priced against it once it is up:
+    ``came_up``). The name started, if any."""
     if any(bringup.state(name) == "starting" for name in LIBRARY):
         return None
-    found = [(total, name) for name, total in tuple(_forgone.items())
-             if not up(name) and bringup.state(name) is None and total >= IDLE_SHARE * seconds(name)]
+    found = []
+    for name, total in tuple(_forgone.items()):
+        if not up(name) and bringup.state(name) is None:
+            share = total / max(seconds(name), 1e-9)
+            if share >= IDLE_SHARE:
+                found.append((share, name))
     if not found:
         return None
     name = max(found)[1]
