@@ -126,13 +126,15 @@ def test_a_waiting_program_brings_up_the_target_its_calls_would_have_saved_on(ca
     """A notebook's cell has ended (``startup.idle``): a target whose priced-out calls have forgone
     ``IDLE_SHARE`` of its start-up comes up in the background, long before they forgo all of it;
     below that share it stays down. The next calls run there, with NumPy's results."""
-    router.use_calibration(_calibrated({"torch-cpu": (0.0, 1.0, 0.0)}))  # 1 s: a call saves well under 1 ms
+    start_up = 1.0  # seconds: a call saves well under 1 ms
+    router.use_calibration(_calibrated({"torch-cpu": (0.0, start_up, 0.0)}))
+    share = startup.IDLE_SHARE * start_up
     a = dispatch.asarray(numpy.random.default_rng(0).random(N))
     _sum(a)
-    assert 0 < startup.forgone()["torch-cpu"] < startup.IDLE_SHARE and startup.idle() is None
+    assert 0 < startup.forgone()["torch-cpu"] < share and startup.idle() is None
     calls = 1
     with dispatch.trace() as t:
-        while startup.forgone()["torch-cpu"] < startup.IDLE_SHARE and calls < 5000:
+        while startup.forgone()["torch-cpu"] < share and calls < 5000:
             _sum(a)
             calls += 1
     assert calls < 5000 and bringup.state("torch-cpu") is None  # the ski-rental rule's whole second is far off
