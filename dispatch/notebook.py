@@ -37,7 +37,6 @@ __all__ = ["cell_ended", "load_ipython_extension", "unload_ipython_extension", "
 
 # the shell's loaded state: its import redirect and the names rebound, to undo on unload
 _LOADED: dict[int, tuple[Any, dict[str, tuple[Any, Any]]]] = {}
-_WATCHED: set[int] = set()  # shells whose cells' ends are watched (``watch_cells``)
 
 
 def load_ipython_extension(shell: Any) -> None:
@@ -58,10 +57,8 @@ def watch_cells(shell: Any = None) -> None:
         from IPython import get_ipython
 
         shell = get_ipython()
-    if shell is None or id(shell) in _WATCHED:
-        return
-    shell.events.register("post_run_cell", cell_ended)
-    _WATCHED.add(id(shell))
+    if shell is not None and cell_ended not in shell.events.callbacks.get("post_run_cell", ()):
+        shell.events.register("post_run_cell", cell_ended)
 
 
 def cell_ended(*_: Any) -> None:
