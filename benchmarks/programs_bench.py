@@ -306,9 +306,8 @@ def _bring_ups_end(timeout: float = 120.0) -> None:
     between cells for longer than a bring-up, and no other contender's run shares the host with one."""
     from dispatch.routing import bringup
 
-    for name in bringup.LIBRARY:
-        if bringup.state(name) == "starting":
-            bringup.wait(name, timeout)
+    for name in bringup.starting():
+        bringup.wait(name, timeout)
 
 
 def _engines_up() -> dict[str, float | None]:

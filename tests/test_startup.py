@@ -154,7 +154,7 @@ def test_a_waiting_program_brings_up_the_target_that_repays_its_start_up_soonest
     where CuPy saved the more), and no other while it is coming (once it is up, the others are
     priced against it, ``came_up``)."""
     states: dict[str, str] = {}
-    monkeypatch.setattr(bringup, "state", states.get)
+    monkeypatch.setattr(bringup, "_states", states)  # (state and starting read it)
     monkeypatch.setattr(bringup, "start", lambda name: states.setdefault(name, "starting") == "starting")
     monkeypatch.setattr(startup, "up", lambda name: name == "numpy")
     startup.use_calibration(_calibrated({"cupy": (0.0, 0.4, 0.0), "torch-cpu": (0.0, 2.4, 0.0)}))

@@ -29,7 +29,7 @@ from dispatch.base.ops import op_named
 if TYPE_CHECKING:
     import threading
 
-__all__ = ["LIBRARY", "elapsed", "seconds_taken", "start", "state", "wait"]
+__all__ = ["LIBRARY", "elapsed", "seconds_taken", "start", "starting", "state", "wait"]
 
 # The library each target imports: once a library is loaded (by the program, or for another
 # target), its import is paid.
@@ -97,6 +97,11 @@ def _context(name: str, module: object) -> None:
 def state(name: str) -> str | None:
     """``"starting"``, ``"ready"``, ``"failed"``, or ``None`` where no bring-up was started."""
     return _states.get(name)
+
+
+def starting() -> list[str]:
+    """The targets being brought up now."""
+    return [name for name, state in tuple(_states.items()) if state == "starting"]
 
 
 def wait(name: str, timeout: float | None = None) -> str | None:

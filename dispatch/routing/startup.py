@@ -288,7 +288,7 @@ def idle() -> str | None:
     of its start-up in this process (the one that repays it soonest), where that share has reached
     ``IDLE_SHARE``; none while one is coming up (the others are priced against it once it is up:
     ``came_up``). The name started, if any."""
-    if any(bringup.state(name) == "starting" for name in LIBRARY):
+    if bringup.starting():
         return None
     found = []
     for name, total in tuple(_forgone.items()):
