@@ -95,6 +95,27 @@ def test_a_loop_is_planned_once_its_data_kept_on_the_device_and_read_back_once()
         assert all(router.cached(k).kind is DecisionKind.PLANNED for k in planned.decisions)
 
 
+def test_a_loop_after_a_prologue_is_planned_within_its_first_run():
+    """A loop whose body starts after other calls (``blur``'s weighted sums after its ``pad``):
+    the body is found where two of its kinds of call meet again in order, not only where the
+    region's first kind does, so the loop is planned on its own while it runs the first time."""
+    live = router.ROUTER.live
+    planned_before = live.planner.planned
+    u0, v0 = _inputs()
+
+    def program(np, steps=12):
+        u, w = np.array(u0), np.sqrt(np.array(v0))  # the prologue: a kind the loop never makes
+        for _ in range(steps):
+            u = np.cos(u) + w
+        return u, float(u.sum())
+
+    u, total = program(dispatch)
+    expected_u, expected = program(numpy)
+    assert live.planner.planned > planned_before  # planned before the run read its result
+    assert u.target == "cupy"  # the loop's data ended where the plan put it
+    _equal(u, total, expected_u, expected)
+
+
 def test_alone_a_call_stays_on_the_host():
     u0, v0 = _inputs()
     u, _ = _loop(u0, v0, 1)

@@ -5,8 +5,10 @@ now: each routed call with its key, its inputs' producers (the earlier call of t
 made them, or a source: an array made before the region, where it lives) and its price on each
 place (the calibration's model, pulled toward what the history measured). A region ends where
 the program reads an array on the host (``__array__``: ``item``, ``float``, ``tolist``, a NumPy
-call on it), or where a loop body starts again (a call of the region's first kind followed by
-one of its second; for a body of one call, one of its kind on the same producers). A region
+call on it), or where a loop body starts again (a call of a kind the region made before,
+followed by one of the kind that came after it there: the region's first kind, or a later one's
+after a prologue, ``blur``'s weighted sum of slices after its ``pad``; for a body of one call,
+one of its kind on the same producers). A region
 met again (a loop body) is planned once (``Planner.plan_for``, its plan cached by the region's
 key) and its plan installed as the decisions of its kinds of call: each kind runs where the
 plan put it, on the engine priced cheapest there. A region's key names its calls and their data
@@ -192,7 +194,8 @@ class Live:
         self.placing = False  # one is up: a plan may move calls there
         self.recording = False
         self.nodes: list[_Node] = []
-        self._restart: tuple | None = None  # a call of the region's first kind, just noted (``_confirm``)
+        self._restart: tuple | None = None  # a call of a kind the region made before, just noted (``_confirm``)
+        self._seen_at: dict[Hashable, list[int]] = {}  # each kind of call in the region -> where it came
         self.sources: list[tuple[str, int, Any]] = []  # arrays made before the region: (place, bytes, weakref)
         self._made: dict[int, tuple[Any, int]] = {}
         self._sources: dict[int, tuple[Any, int]] = {}
@@ -238,6 +241,7 @@ class Live:
 
     def _reset(self) -> None:
         self._restart = None
+        self._seen_at.clear()
         self.nodes.clear()
         self.sources.clear()
         self._made.clear()
@@ -286,8 +290,13 @@ class Live:
             self._made[id(out)] = (weak(out), len(self.nodes) - 1)
         if len(self.nodes) >= MAX_CALLS:
             self.boundary()
-        elif len(self.nodes) > 2 and key.elsewhere() == self.nodes[0].key.elsewhere():  # a body may start again here
-            self._restart = (len(self.nodes) - 1, [self._input(data_of(a)) for a in inputs.arrays], weak(out))
+            return
+        at = len(self.nodes) - 1
+        earlier = self._seen_at.setdefault(key.elsewhere(), [])
+        if earlier and earlier[0] + 1 < at:  # a loop's body may start again here (after a prologue, too)
+            self._restart = (at, [self._input(data_of(a)) for a in inputs.arrays], weak(out),
+                             [j for j in earlier if j + 1 < at])
+        earlier.append(at)
 
     def _input(self, native: Any) -> tuple[Any, str, int]:
         """What the next region needs of an input, should its call start it: the array owning its
@@ -296,12 +305,14 @@ class Live:
         return weak(root), _place(device_of(native)), int(getattr(native, "nbytes", 0) or 0)
 
     def _confirm(self, key: CallKey) -> None:
-        """The call after one of the region's first kind: where it is of the region's second
-        kind too, the loop body started again at that one, which begins the next region. (A
-        first kind met twice in a body, ``2 * x`` then ``0.1 * (...)``, is followed by other calls.)"""
-        at, inputs, out = self._restart
+        """The call after one of a kind the region made before: where it is of the kind that
+        followed that one there too, the loop body started again at that one, which begins the
+        next region. (A kind met twice in a body, ``2 * x`` then ``0.1 * (...)``, is followed by
+        other calls.)"""
+        at, inputs, out, starts = self._restart
         self._restart = None
-        if at != len(self.nodes) - 1 or key.elsewhere() != self.nodes[1].key.elsewhere():
+        kind = key.elsewhere()
+        if at != len(self.nodes) - 1 or all(kind != self.nodes[j + 1].key.elsewhere() for j in starts):
             return
         carried = self.nodes.pop()
         self.boundary()
@@ -319,6 +330,7 @@ class Live:
                     self._sources[id(root)] = (ref, index)
             producers.append((index, nbytes))
         self.nodes.append(_Node(carried.key, producers, carried.prices, carried.out_bytes))
+        self._seen_at[carried.key.elsewhere()] = [0]
         made = out()
         if made is not None:
             self._made[id(made)] = (out, 0)
