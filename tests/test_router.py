@@ -1201,6 +1201,35 @@ def test_a_target_that_lost_its_first_call_to_a_one_time_cost_wins_on_its_second
     assert router.decide(op, inputs, (), {}).target.name == "torch-cpu"
 
 
+def test_a_device_that_lost_its_first_call_of_a_kind_runs_the_next_before_numpy_is_chosen_unmeasured(tmp_path,
+                                                                                                     monkeypatch):
+    """A device's first call of a kind pays a one-time cost (CuPy compiles a kernel, loads a
+    library). Where the model says the device wins, the next call of the kind runs there again,
+    rather than on NumPy chosen by its model alone (a loop's second pass: its data would cross back)."""
+    import fakecupy
+
+    if fakecupy.real_cupy_installed():
+        pytest.skip("a real CuPy is installed: the fake would replace it in sys.modules")
+    from helpers import fake_cupy_router
+
+    with fake_cupy_router(tmp_path, monkeypatch):
+        router.use_calibration(synthetic(gpu=True))
+        history = router.ROUTER.history
+        monkeypatch.setattr(history, "observe", types.MethodType(History.observe, history))
+        monkeypatch.setattr(router, "observe", router.ROUTER.observe)
+        op = op_named("matmul")
+        a = dispatch.ones((1_024, 1_024))
+        inputs = Inputs([a, a], _layout(op, (a, a), {}))
+        first = router.decide(op, inputs, (a, a), {})
+        assert first.target.name == "cupy" and first.sample
+        router.observe(first, 2.0)  # its first call compiled and loaded: slower than NumPy's model
+        second = router.decide(op, inputs, (a, a), {})
+        assert second.target.name == "cupy" and second.explored
+        router.observe(second, first.predicted)  # the second call replaces the first
+        assert history.stats[first.key]["cupy"].seconds == pytest.approx(first.predicted)
+        assert router.decide(op, inputs, (a, a), {}).target.name == "cupy"
+
+
 def test_numpy_measured_once_on_a_cold_first_call_is_measured_again(isolated):
     """Another target measured faster than NumPy's only call, which was the program's first:
     NumPy is tried once more even where its model says it loses, and its warm call is kept."""
