@@ -195,7 +195,8 @@ class Live:
         self.recording = False
         self.nodes: list[_Node] = []
         self._restart: tuple | None = None  # a call of a kind the region made before, just noted (``_confirm``)
-        self._seen_at: dict[Hashable, list[int]] = {}  # each kind of call in the region -> where it came
+        # each kind of call in the region -> the kinds that came right after it (the last two calls' pair not yet)
+        self._after: dict[Hashable, set[Hashable]] = {}
         self.sources: list[tuple[str, int, Any]] = []  # arrays made before the region: (place, bytes, weakref)
         self._made: dict[int, tuple[Any, int]] = {}
         self._sources: dict[int, tuple[Any, int]] = {}
@@ -241,7 +242,7 @@ class Live:
 
     def _reset(self) -> None:
         self._restart = None
-        self._seen_at.clear()
+        self._after.clear()
         self.nodes.clear()
         self.sources.clear()
         self._made.clear()
@@ -292,11 +293,10 @@ class Live:
             self.boundary()
             return
         at = len(self.nodes) - 1
-        earlier = self._seen_at.setdefault(key.elsewhere(), [])
-        if earlier and earlier[0] + 1 < at:  # a loop's body may start again here (after a prologue, too)
-            self._restart = (at, [self._input(data_of(a)) for a in inputs.arrays], weak(out),
-                             [j for j in earlier if j + 1 < at])
-        earlier.append(at)
+        if at >= 2:  # the two calls before this one came in that order
+            self._after.setdefault(self.nodes[at - 2].key.elsewhere(), set()).add(self.nodes[at - 1].key.elsewhere())
+        if key.elsewhere() in self._after:  # a loop's body may start again here (after a prologue, too)
+            self._restart = (at, [self._input(data_of(a)) for a in inputs.arrays], weak(out))
 
     def _input(self, native: Any) -> tuple[Any, str, int]:
         """What the next region needs of an input, should its call start it: the array owning its
@@ -309,10 +309,9 @@ class Live:
         followed that one there too, the loop body started again at that one, which begins the
         next region. (A kind met twice in a body, ``2 * x`` then ``0.1 * (...)``, is followed by
         other calls.)"""
-        at, inputs, out, starts = self._restart
+        at, inputs, out = self._restart
         self._restart = None
-        kind = key.elsewhere()
-        if at != len(self.nodes) - 1 or all(kind != self.nodes[j + 1].key.elsewhere() for j in starts):
+        if at != len(self.nodes) - 1 or key.elsewhere() not in self._after[self.nodes[at].key.elsewhere()]:
             return
         carried = self.nodes.pop()
         self.boundary()
@@ -330,7 +329,6 @@ class Live:
                     self._sources[id(root)] = (ref, index)
             producers.append((index, nbytes))
         self.nodes.append(_Node(carried.key, producers, carried.prices, carried.out_bytes))
-        self._seen_at[carried.key.elsewhere()] = [0]
         made = out()
         if made is not None:
             self._made[id(made)] = (out, 0)
