@@ -809,3 +809,20 @@ def test_a_forced_target_runs_every_call_and_no_region_is_planned_for_it():
     assert not live.planned and not any(n.key.forced for n in live.nodes)
     assert any(k[1] == "numpy" for k in router.ROUTER.memo)  # served from the memo, the region still recorded
 
+
+
+def test_a_call_made_twice_on_one_input_then_read_starts_a_region_of_its_own():
+    """The same kind of call on the same input twice is a loop body of one call: its second call
+    ends the region and starts the next, its input a source of that one; reading its result on
+    the host then ends that region."""
+    live = router.ROUTER.live
+    x0 = _inputs()[0]
+    x = dispatch.asarray(x0).to("cupy")
+    dispatch.exp(x)
+    assert live.recording and len(live.nodes) == 1
+    out = dispatch.exp(x)
+    assert len(live.nodes) == 1 and len(live.sources) == 1  # the second call's region: its input a source of it
+    got, want = numpy.asarray(out), numpy.exp(x0)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    numpy.testing.assert_allclose(got, want, rtol=1e-15)
+    assert not live.nodes  # the host read it: the region ended

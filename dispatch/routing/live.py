@@ -284,7 +284,12 @@ class Live:
             producers.append((self._producer(data, a), int(getattr(data, "nbytes", 0) or 0)))
         if (len(self.nodes) == 1 and key.elsewhere() == self.nodes[0].key.elsewhere()
                 and producers == self.nodes[0].producers):
-            self.boundary()  # a body of one call
+            self.boundary()  # a body of one call: this call starts the next region, its inputs sources of it
+            if not self.recording:  # a plan serves the region from here
+                self.known.add(key)
+                return
+            producers = [(self._producer(data_of(a), a), nbytes) for a, (_, nbytes) in zip(inputs.arrays, producers,
+                                                                                          strict=True)]
         self.nodes.append(_Node(key, producers, prices, int(getattr(out, "nbytes", 0) or 0)))
         self.known.add(key)
         if hasattr(out, "shape"):
