@@ -168,6 +168,7 @@ def test_a_plan_its_measurements_found_holding_is_timed_no_more(monkeypatch):
     history = router.ROUTER.history
     monkeypatch.setattr(history, "observe", History.observe.__get__(history))
     for call_key, engine, price in planned.nodes:  # each call measured at its price: the plan holds
+        history.observe(call_key, engine, 1.0)  # (a device's first call of a kind, loading its kernel, is no price)
         history.observe(call_key, engine, max(price, 1e-6))
     call_key, engine, _ = planned.nodes[0]
     for _ in range(HELD - 1):

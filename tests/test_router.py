@@ -439,6 +439,8 @@ def test_a_long_host_call_s_one_timing_outweighs_the_model_but_a_device_s_does_n
     h = History()
     key = ("sin", (np.dtype("float64"),), 25, frozenset({HOST}))
     h.observe(key, "numpy", 0.5)
+    h.observe(key, "cupy", 5.0)  # its first call of the kind in the process loaded the kernel: no price
+    assert h.blended(key, "cupy", 0.1) == (0.1, 0)
     h.observe(key, "cupy", 0.5)
     host, n = h.blended(key, "numpy", 0.1)
     device, _ = h.blended(key, "cupy", 0.1)
@@ -492,6 +494,7 @@ def test_exploration_never_pays_a_device_first_call_of_a_kind():
     key = ("sum", (np.dtype("float64"),), 20, frozenset(), None, (2, 0))
     other_axis = (*key[:5], (2, 1))
     for k in (key, other_axis):
+        h.observe(k, "cupy", 0.1)  # the first, its kernel's load, is no price
         h.observe(k, "cupy", 0.1)  # a budget for the explorations below
     ranked = [(1e-3, "cupy"), (1.5e-3, "torch-cuda"), (2e-3, "torch-cpu")]
     assert h.explore(key, ranked) == "torch-cpu"  # a host target: no such cost
@@ -1201,11 +1204,11 @@ def test_a_target_that_lost_its_first_call_to_a_one_time_cost_wins_on_its_second
     assert router.decide(op, inputs, (), {}).target.name == "torch-cpu"
 
 
-def test_a_device_that_lost_its_first_call_of_a_kind_runs_the_next_before_numpy_is_chosen_unmeasured(tmp_path,
-                                                                                                     monkeypatch):
+def test_a_device_s_first_call_of_a_kind_is_no_price_and_the_next_runs_there_again(tmp_path, monkeypatch):
     """A device's first call of a kind pays a one-time cost (CuPy compiles a kernel, loads a
-    library). Where the model says the device wins, the next call of the kind runs there again,
-    rather than on NumPy chosen by its model alone (a loop's second pass: its data would cross back)."""
+    library). Its timing is no price: where the model says the device wins, the next call of the
+    kind runs there again and is the one measured, rather than NumPy chosen by its model alone
+    (a loop's second pass: its data would cross back)."""
     import fakecupy
 
     if fakecupy.real_cupy_installed():
@@ -1223,10 +1226,12 @@ def test_a_device_that_lost_its_first_call_of_a_kind_runs_the_next_before_numpy_
         first = router.decide(op, inputs, (a, a), {})
         assert first.target.name == "cupy" and first.sample
         router.observe(first, 2.0)  # its first call compiled and loaded: slower than NumPy's model
+        assert "cupy" not in history.stats.get(first.key, {})
         second = router.decide(op, inputs, (a, a), {})
-        assert second.target.name == "cupy" and second.explored
-        router.observe(second, first.predicted)  # the second call replaces the first
+        assert second.target.name == "cupy" and second.sample
+        router.observe(second, first.predicted)
         assert history.stats[first.key]["cupy"].seconds == pytest.approx(first.predicted)
+        assert history.stats[first.key]["cupy"].samples == 1
         assert router.decide(op, inputs, (a, a), {}).target.name == "cupy"
 
 
@@ -1334,17 +1339,19 @@ def test_a_second_call_for_a_target_that_lost_its_first_is_not_held_back_by_the_
 
     h = History(explore_budget=0.05)
     key = ("linalg.lstsq", (np.dtype("float64"),), 25, frozenset(), None, None)
-    h.observe(key, "cupy", 1.3)  # its first call built its solver
+    h.observe(key, "cupy", 1.3)  # its first call of the kind built its solver: no price
+    assert key not in h.stats
+    h.observe(key, "cupy", 0.9)  # a second one-time cost (CuPy: a kernel per dimension count)
     h.observe(key, "numpy", 0.48)
-    h.observe(("matmul",), "torch-cuda", 0.13, explored=True)  # another kind's exploration spent the budget
+    h.observe(("matmul",), "torch-cpu", 0.13, explored=True)  # another kind's exploration spent the budget
     assert h.explored_s > h.explore_budget * h.measured_s
     assert h.explore(key, [(0.48, "numpy"), (0.9, "cupy")]) is None
     assert h.retry(key, ["cupy"]) == "cupy"
-    h.observe(key, "cupy", 0.9, explored=True)  # a second one-time cost (CuPy: a kernel per dimension count)
-    assert h.stats[key]["cupy"].seconds == pytest.approx(0.9)
-    assert h.retry(key, ["cupy"]) == "cupy"
     h.observe(key, "cupy", 0.04, explored=True)
     assert h.stats[key]["cupy"].seconds == pytest.approx(0.04)  # the fastest of its first samples
+    assert h.retry(key, ["cupy"]) == "cupy"
+    h.observe(key, "cupy", 0.05, explored=True)
+    assert h.stats[key]["cupy"].seconds == pytest.approx(0.04)
     assert h.retry(key, ["cupy"]) is None  # measured enough
     h.observe(key, "cupy", 0.06)
     assert h.stats[key]["cupy"].seconds == pytest.approx(0.04 + h.alpha * 0.02)  # then a moving average
@@ -1358,8 +1365,9 @@ def test_a_long_host_call_that_lost_by_far_is_not_retried():
     """NumPy's one timing of a 41M-element sine, 0.48 s, against CuPy's 0.04 s: NumPy's one-time
     costs (a cold cache, its pages' first touch) cannot explain the gap, so it is not timed again
     (on the H200 machine a script's third run spent 0.48 s so); a short timing, or a long one
-    within ``explore_ratio`` of the best, is; a device's, or torch's (its thread pool starts at its
-    first call), first timing is retried whatever it lost by."""
+    within ``explore_ratio`` of the best, is; a device's (its first call of the kind in the process
+    is no price, and the next may pay another one-time cost), or torch's (its thread pool starts at
+    its first call), first timing is retried whatever it lost by."""
     h = History()
     key = ("sin", (np.dtype("float64"),), 26, frozenset({HOST}))
     h.observe(key, "numpy", 0.48)
@@ -1369,7 +1377,8 @@ def test_a_long_host_call_that_lost_by_far_is_not_retried():
     short = ("sin", (np.dtype("float64"),), 14, frozenset({HOST}))
     h.observe(short, "numpy", 5e-3)  # cold: a thread pool's start, a cold cache
     assert h.retry(short, ["numpy"], 0.25e-3) == "numpy"
-    h.observe(key, "cupy", 1.3)  # its first call built its solver
+    h.observe(key, "cupy", 2.0)  # its first call of the kind loaded its kernel: no price
+    h.observe(key, "cupy", 1.3)  # its first call at this size built its solver
     assert h.retry(key, ["cupy"], 0.04) == "cupy"
     h.observe(key, "torch-cpu", 0.48)
     assert h.retry(key, ["torch-cpu"], 0.04) == "torch-cpu"

@@ -8,10 +8,12 @@ count. The router blends it with the model's estimate, trusting it more as sampl
 (bounded epsilon-greedy, each exploration paid from what its kind of call has taken so far), so
 a model that is wrong about a target learns it; a target that lost its only call is measured
 once more (``retry``), and a second call faster than the first replaces it, since first calls
-pay one-time costs. Only calls predicted to take over ``sample_threshold_s`` (100 µs) are timed,
-and the first call of each kind on the target chosen for it (a model wrong by orders of
-magnitude under the threshold is caught once, then the threshold rules, which no op called more
-than ``hot_calls_per_s`` (10,000) times a second can pass); such ops are "hot": not traced. GPU
+pay one-time costs; a device's first call of a kind in the process is no price at all (its
+kernel's load or compilation, seconds with CuPy's disk cache empty). Only calls predicted to
+take over ``sample_threshold_s`` (100 µs) are timed, and the first call of each kind on the
+target chosen for it (a model wrong by orders of magnitude under the threshold is caught once,
+then the threshold rules, which no op called more than ``hot_calls_per_s`` (10,000) times a
+second can pass); such ops are "hot": not traced. GPU
 calls are timed with device events, read back later without a host sync. The history can be
 saved and loaded (``save()``, ``load()``) in the user's cache directory.
 """
@@ -129,6 +131,7 @@ class History:
         self.explore_budget = explore_budget
         self.stats: dict[tuple, dict[str, Stat]] = {}
         self.ran: set[tuple] = set()  # (op, dtypes, layout, target) measured at least once, at any size
+        self.loaded: set[tuple] = set()  # the same, run on a device by this process: its kernel is loaded
         self._lock = allocate_lock()
         self._seed = seed
         self._rng: Any = None  # ``random.Random(seed)``, made (with the module) by the first exploration
@@ -142,9 +145,17 @@ class History:
     # ---- learning ------------------------------------------------------------------------------------
 
     def observe(self, key: tuple, target: str, seconds: float, explored: bool = False) -> None:
+        """Learn one timed call. A device's first call of a kind in this process is no price: it
+        loaded the kind's kernel, or compiled it (seconds, with CuPy's disk cache empty), and a
+        price that held it would keep the kind off the device for good (a plan is not retried)."""
         with self._lock:
+            kind = call_kind(key, target)
+            if target not in HOST_TARGETS and kind not in self.loaded:
+                self.loaded.add(kind)
+                self.ran.add(kind)
+                return
             per = self.stats.setdefault(key, {})
-            self.ran.add(call_kind(key, target))
+            self.ran.add(kind)
             stat = per.get(target)
             if stat is None:
                 per[target] = Stat(seconds, 1)

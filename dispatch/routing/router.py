@@ -316,13 +316,11 @@ class CostPolicy(Policy):
             models[n].device.is_host if here is None else models[n].device == here)]
         explore = history.explore(key, [(s, n) for s, n, _ in ranked if n == best_name or n in near]) \
             if sample else None
-        if explore is None:  # one that lost its only call, though the model says it wins: once more
+        if explore is None and samples:  # one that lost its only call, though the model says it wins: once more
             # NumPy too, for host data, whatever the model says: it is what the program ran before, and
-            # its only call may have been the program's first, which is often several times slower.
-            # Before the best is measured, only a device: its first call of a kind paid a kernel's
-            # compilation or a library's load, which a host target's first call does not pay as much
+            # its only call may have been the program's first, which is often several times slower
             again = history.retry(key, [n for n, m in modeled.items() if n != best_name and (
-                m < best_s or (n == "numpy" and entering)) and (samples or not models[n].device.is_host)], best_s)
+                m < best_s or (n == "numpy" and entering))], best_s)
             target = _reach(again, 0.0) if again is not None else None  # only a target up already
             explore = again if target is not None and target.supports(op) else None
         if explore is not None:
