@@ -827,3 +827,70 @@ def test_a_call_made_twice_on_one_input_then_read_starts_a_region_of_its_own():
     assert got.dtype == want.dtype and got.shape == want.shape
     numpy.testing.assert_allclose(got, want, rtol=1e-15)
     assert not live.nodes  # the host read it: the region ended
+
+
+def _random_program(seed: int, program, n: int) -> tuple[list, list[float]]:
+    """A program drawn by ``seed``: element-wise calls, in-place updates, writes through slices,
+    reductions and whole-array reads on the host, fresh arrays, arrays moved to the device (a
+    no-op for NumPy), strided views and masks, in loop bodies of one to four of these met one to
+    six times, the host reading the last one's result after half of them. Returns its arrays at
+    the end and every value it read on the host, in order."""
+    rng = numpy.random.default_rng(seed)
+    draw = numpy.random.default_rng(1000 + seed)
+    pool = [program.asarray(draw.random(n) + 0.5) for _ in range(3)]
+    reads: list[float] = []
+
+    def step(kind: int, i: int, j: int, k: int) -> None:
+        a, b = pool[i], pool[j]
+        if kind == 0:
+            pool[k] = program.cos(a) + b
+        elif kind == 1:
+            pool[k] = 0.5 * a * b
+        elif kind == 2:
+            pool[k] = program.sqrt(program.abs(a - b))
+        elif kind == 3:
+            pool[i] += 0.25 * b  # in place: a view of it, a mirror of it, must see the write
+        elif kind == 4:
+            pool[i][: n // 3] = b[n // 3: 2 * (n // 3)]  # a write through a slice
+        elif kind == 5:
+            reads.append(float(a.sum()))
+        elif kind == 6:
+            reads.append(float(numpy.asarray(a)[n // 2]))  # the whole array read on the host
+        elif kind == 7:
+            pool[k] = program.zeros(n) + b
+        elif kind == 8 and program is dispatch:
+            pool[i] = a.to("cupy")
+        elif kind == 9:
+            pool[k] = program.exp(-a) * program.exp(-b)
+        elif kind == 10:
+            pool[k] = program.concatenate([a[::2], b[1::2]])  # strided views
+        elif kind == 11:
+            pool[k] = program.where(a > b, a, b - 1.0)  # a mask made and read where the data is
+        elif kind == 12:
+            pool[k] = program.tanh(a)  # a body of one call
+
+    plan = []
+    while len(plan) < 24:
+        body = [tuple(int(v) for v in (rng.integers(13), *rng.integers(len(pool), size=3)))
+                for _ in range(int(rng.integers(1, 5)))]
+        plan += body * int(rng.integers(1, 7))
+        if rng.random() < 0.5:  # the host reads what the loop made last
+            last = body[-1]
+            plan.append((6, last[1] if last[0] in (3, 4, 8) else last[3], 0, 0))
+    for args in plan:
+        step(*args)
+    return pool, reads
+
+
+@pytest.mark.parametrize("seed", range(64))
+def test_random_programs_recorded_and_planned_equal_numpy(seed):
+    """Programs drawn at random, run routed (regions recorded, loops planned, data moved between
+    the host and the fake device) and on NumPy: the same arrays and the same values read."""
+    n = N // 4
+    got, got_reads = _random_program(seed, dispatch, n)
+    want, want_reads = _random_program(seed, numpy, n)
+    assert got_reads == pytest.approx(want_reads, rel=1e-12)
+    for g, w in zip(got, want, strict=True):
+        result = numpy.asarray(g)
+        assert result.dtype == w.dtype and result.shape == w.shape
+        numpy.testing.assert_allclose(result, w, rtol=1e-12)
