@@ -882,10 +882,16 @@ def _random_program(seed: int, program, n: int) -> tuple[list, list[float]]:
     return pool, reads
 
 
+@pytest.mark.parametrize("learning", [False, True], ids=["priced", "learning"])
 @pytest.mark.parametrize("seed", range(64))
-def test_random_programs_recorded_and_planned_equal_numpy(seed):
+def test_random_programs_recorded_and_planned_equal_numpy(seed, learning, monkeypatch):
     """Programs drawn at random, run routed (regions recorded, loops planned, data moved between
-    the host and the fake device) and on NumPy: the same arrays and the same values read."""
+    the host and the fake device) and on NumPy: the same arrays and the same values read. Routed
+    by the calibration's prices, or also by what the calls measured (the fake device computes at
+    NumPy's speed, so kinds of call move back and forth) with explorations."""
+    if learning:
+        monkeypatch.setattr(router.ROUTER, "history", History(explore_probability=0.3, seed=seed))
+        monkeypatch.setattr(router, "observe", router.ROUTER.observe)
     n = N // 4
     got, got_reads = _random_program(seed, dispatch, n)
     want, want_reads = _random_program(seed, numpy, n)
