@@ -900,3 +900,65 @@ def test_random_programs_recorded_and_planned_equal_numpy(seed, learning, monkey
         result = numpy.asarray(g)
         assert result.dtype == w.dtype and result.shape == w.shape
         numpy.testing.assert_allclose(result, w, rtol=1e-12)
+
+
+def _random_matrix_program(seed: int, program, m: int) -> tuple[list, list[float]]:
+    """``_random_program`` over square matrices: products, transposes, reductions along an axis
+    broadcast back, float32 casts, masked selections read on the host, and writes through a row
+    and a column."""
+    rng = numpy.random.default_rng(seed)
+    draw = numpy.random.default_rng(2000 + seed)
+    pool = [program.asarray(draw.random((m, m)) - 0.5) for _ in range(3)]
+    reads: list[float] = []
+
+    def step(kind: int, i: int, j: int, k: int) -> None:
+        a, b = pool[i], pool[j]
+        if kind == 0:
+            pool[k] = (a @ b) / m
+        elif kind == 1:
+            pool[k] = a.T - b
+        elif kind == 2:
+            pool[k] = a - a.mean(axis=1, keepdims=True) + b.sum(axis=0) / m
+        elif kind == 3:
+            pool[i] *= 0.5
+            pool[i] += b.T
+        elif kind == 4:
+            pool[i][m // 2] = b[:, 1]  # a row written from a column
+        elif kind == 5:
+            reads.append(float(a[a > 0.1].sum()))
+        elif kind == 6:
+            reads.append(float(program.linalg.norm(a)))
+        elif kind == 7:
+            pool[k] = a.astype(program.float32).astype(program.float64) * b
+        elif kind == 8 and program is dispatch:
+            pool[i] = a.to("cupy")
+        elif kind == 9:
+            pool[k] = program.maximum(a, b).cumsum(axis=0) / m
+
+    plan = []
+    while len(plan) < 16:
+        body = [tuple(int(v) for v in (rng.integers(10), *rng.integers(len(pool), size=3)))
+                for _ in range(int(rng.integers(1, 4)))]
+        plan += body * int(rng.integers(1, 5))
+        if rng.random() < 0.5:
+            plan.append((5, int(rng.integers(len(pool))), 0, 0))
+    for args in plan:
+        step(*args)
+    return pool, reads
+
+
+@pytest.mark.parametrize("learning", [False, True], ids=["priced", "learning"])
+@pytest.mark.parametrize("seed", range(32))
+def test_random_matrix_programs_recorded_and_planned_equal_numpy(seed, learning, monkeypatch):
+    """``test_random_programs_recorded_and_planned_equal_numpy`` over square matrices."""
+    if learning:
+        monkeypatch.setattr(router.ROUTER, "history", History(explore_probability=0.3, seed=seed))
+        monkeypatch.setattr(router, "observe", router.ROUTER.observe)
+    m = 512
+    got, got_reads = _random_matrix_program(seed, dispatch, m)
+    want, want_reads = _random_matrix_program(seed, numpy, m)
+    assert got_reads == pytest.approx(want_reads, rel=1e-9)
+    for g, w in zip(got, want, strict=True):
+        result = numpy.asarray(g)
+        assert result.dtype == w.dtype and result.shape == w.shape
+        numpy.testing.assert_allclose(result, w, rtol=1e-9, atol=1e-12)
