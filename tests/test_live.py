@@ -869,37 +869,48 @@ def _random_program(seed: int, program, n: int) -> tuple[list, list[float]]:
         elif kind == 12:
             pool[k] = program.tanh(a)  # a body of one call
 
-    plan = []
-    while len(plan) < 24:
-        body = [tuple(int(v) for v in (rng.integers(13), *rng.integers(len(pool), size=3)))
-                for _ in range(int(rng.integers(1, 5)))]
-        plan += body * int(rng.integers(1, 7))
-        if rng.random() < 0.5:  # the host reads what the loop made last
-            last = body[-1]
-            plan.append((6, last[1] if last[0] in (3, 4, 8) else last[3], 0, 0))
-    for args in plan:
+    for args in _draw(rng, 13, 24, 4, 6, lambda last: (6, last[1] if last[0] in (3, 4, 8) else last[3], 0, 0)):
         step(*args)
     return pool, reads
+
+
+def _draw(rng: numpy.random.Generator, kinds: int, length: int, longest: int, most: int, read) -> list[tuple]:
+    """At least ``length`` steps ``(kind, i, j, k)`` over a pool of three arrays: loop bodies of one
+    to ``longest`` steps, each met one to ``most`` times, after half of them the step ``read(last)``
+    (the host reads what the body's last step made)."""
+    plan: list[tuple] = []
+    while len(plan) < length:
+        body = [tuple(int(v) for v in (rng.integers(kinds), *rng.integers(3, size=3)))
+                for _ in range(int(rng.integers(1, longest + 1)))]
+        plan += body * int(rng.integers(1, most + 1))
+        if rng.random() < 0.5:
+            plan.append(read(body[-1]))
+    return plan
+
+
+def _equal_to_numpy(make, seed: int, learning: bool, monkeypatch, rtol: float, atol: float = 0.0) -> None:
+    """The program ``make(seed, module)`` routed and on NumPy: the same arrays (dtype, shape,
+    values) and the same values read on the host. ``learning``: routed by what its calls
+    measured too (the fake device computes at NumPy's speed, so kinds of call move back and
+    forth), with explorations."""
+    if learning:
+        monkeypatch.setattr(router.ROUTER, "history", History(explore_probability=0.3, seed=seed))
+        monkeypatch.setattr(router, "observe", router.ROUTER.observe)
+    got, got_reads = make(seed, dispatch)
+    want, want_reads = make(seed, numpy)
+    assert got_reads == pytest.approx(want_reads, rel=rtol)
+    for g, w in zip(got, want, strict=True):
+        result = numpy.asarray(g)
+        assert result.dtype == w.dtype and result.shape == w.shape
+        numpy.testing.assert_allclose(result, w, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("learning", [False, True], ids=["priced", "learning"])
 @pytest.mark.parametrize("seed", range(64))
 def test_random_programs_recorded_and_planned_equal_numpy(seed, learning, monkeypatch):
     """Programs drawn at random, run routed (regions recorded, loops planned, data moved between
-    the host and the fake device) and on NumPy: the same arrays and the same values read. Routed
-    by the calibration's prices, or also by what the calls measured (the fake device computes at
-    NumPy's speed, so kinds of call move back and forth) with explorations."""
-    if learning:
-        monkeypatch.setattr(router.ROUTER, "history", History(explore_probability=0.3, seed=seed))
-        monkeypatch.setattr(router, "observe", router.ROUTER.observe)
-    n = N // 4
-    got, got_reads = _random_program(seed, dispatch, n)
-    want, want_reads = _random_program(seed, numpy, n)
-    assert got_reads == pytest.approx(want_reads, rel=1e-12)
-    for g, w in zip(got, want, strict=True):
-        result = numpy.asarray(g)
-        assert result.dtype == w.dtype and result.shape == w.shape
-        numpy.testing.assert_allclose(result, w, rtol=1e-12)
+    the host and the fake device) and on NumPy (``_equal_to_numpy``)."""
+    _equal_to_numpy(lambda seed, program: _random_program(seed, program, N // 4), seed, learning, monkeypatch, 1e-12)
 
 
 def _random_matrix_program(seed: int, program, m: int) -> tuple[list, list[float]]:
@@ -935,14 +946,7 @@ def _random_matrix_program(seed: int, program, m: int) -> tuple[list, list[float
         elif kind == 9:
             pool[k] = program.maximum(a, b).cumsum(axis=0) / m
 
-    plan = []
-    while len(plan) < 16:
-        body = [tuple(int(v) for v in (rng.integers(10), *rng.integers(len(pool), size=3)))
-                for _ in range(int(rng.integers(1, 4)))]
-        plan += body * int(rng.integers(1, 5))
-        if rng.random() < 0.5:
-            plan.append((5, int(rng.integers(len(pool))), 0, 0))
-    for args in plan:
+    for args in _draw(rng, 10, 16, 3, 4, lambda last: (5, last[1] if last[0] in (3, 4, 8) else last[3], 0, 0)):
         step(*args)
     return pool, reads
 
@@ -951,14 +955,5 @@ def _random_matrix_program(seed: int, program, m: int) -> tuple[list, list[float
 @pytest.mark.parametrize("seed", range(32))
 def test_random_matrix_programs_recorded_and_planned_equal_numpy(seed, learning, monkeypatch):
     """``test_random_programs_recorded_and_planned_equal_numpy`` over square matrices."""
-    if learning:
-        monkeypatch.setattr(router.ROUTER, "history", History(explore_probability=0.3, seed=seed))
-        monkeypatch.setattr(router, "observe", router.ROUTER.observe)
-    m = 512
-    got, got_reads = _random_matrix_program(seed, dispatch, m)
-    want, want_reads = _random_matrix_program(seed, numpy, m)
-    assert got_reads == pytest.approx(want_reads, rel=1e-9)
-    for g, w in zip(got, want, strict=True):
-        result = numpy.asarray(g)
-        assert result.dtype == w.dtype and result.shape == w.shape
-        numpy.testing.assert_allclose(result, w, rtol=1e-9, atol=1e-12)
+    _equal_to_numpy(lambda seed, program: _random_matrix_program(seed, program, 512), seed, learning, monkeypatch,
+                    1e-9, 1e-12)
