@@ -676,6 +676,9 @@ def test_forget_deletes_what_was_kept(tmp_path, script, monkeypatch):
                           text=True, timeout=300)
     assert done.returncode == 0 and "1 file(s) deleted" in done.stdout
     assert _kept(cache, script) is None
+    shown = subprocess.run([sys.executable, "-m", "dispatch", "info", "--script", str(script)], env=env, cwd=REPO,
+                           capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0 and f"nothing kept for {script}" in shown.stdout, shown.stderr
     assert _run(script, cache).returncode == 0
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(cache))
     assert dispatch.forget(str(script)) == 1 and _kept(cache, script) is None

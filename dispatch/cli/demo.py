@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         print("only NumPy can run these calls here, so every call stays on NumPy: install torch "
               "(the CPU build is enough, see the README) or CuPy to give the router a choice")
     if calibration.load() is None and not args.no_calibrate:
-        print("this machine is not calibrated yet: a quick calibration (a few seconds; "
+        print("this machine is not calibrated yet: a quick calibration (about 10-20 s; "
               "`python -m dispatch calibrate` does the full one)")
         measure.calibrate(quick=True, progress=False)
     print(f"routing policy: {router.policy()}"

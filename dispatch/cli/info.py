@@ -15,7 +15,7 @@ calibrated, which routing policy is in effect, and the process tuning dispatch a
      "routing": {"policy": "seed", "forced": null, "note": "..."},
      "fast_path": "compiled",
      "learned": {"enabled": true, "folder": "...", "files": 3,
-                 "script": null},   # with --script: what is kept for it (dispatch.routing.learned)
+                 "asked": null, "script": null},  # with --script: the script asked of, what is kept for it
      "tuning": {"OMP_WAIT_POLICY": "PASSIVE (set by dispatch)", "THP_MEM_ALLOC_ENABLE": "...",
                 "glibc heap thresholds": "...", "blas pool": "openblas, 16 threads", ...}}
 """
@@ -44,7 +44,7 @@ COLD_START = (
     "Not calibrated: routing uses the seed's MoE table (cold start), which does not know this "
     "machine and starts no engine the program has not imported itself: a program that imports "
     "neither torch nor CuPy, and connects no Dask cluster, runs every call on NumPy. Run `python -m "
-    "dispatch calibrate` (about 30 s; --quick a few seconds) to route by what this machine measures."
+    "dispatch calibrate` (about 30 s; --quick about 10-20 s) to route by what this machine measures."
 )
 
 
@@ -131,7 +131,7 @@ def _learned(script: str | None) -> dict[str, Any]:
     kept = learned.describe(script) if script is not None else None
     if kept is not None:
         kept.pop("history", None)  # the router's measured history: long, and in the file
-    return {"enabled": settings.learn(), "folder": str(where), "files": files, "script": kept}
+    return {"enabled": settings.learn(), "folder": str(where), "files": files, "asked": script, "script": kept}
 
 
 def _memory(nbytes: Any) -> str:
@@ -203,6 +203,8 @@ def _render_learned(kept: dict[str, Any]) -> list[str]:
     state = "on" if kept.get("enabled") else "off (DISPATCH_LEARN=0)"
     lines = [f"learned:      {state}; {kept.get('files', 0)} script(s) kept in {kept.get('folder')}"]
     entry = kept.get("script")
+    if not entry and kept.get("asked"):  # said, so that an empty answer is not read as no answer
+        lines.append(f"  nothing kept for {kept['asked']} (no run of it kept, or forgotten)")
     if entry:
         current = "" if entry.get("current") else " (for an earlier version of the script: not used)"
         lines.append(f"  {entry['script']}: {entry['runs']} run(s), the last {entry['run_s']:.3f} s from its first "
