@@ -13,9 +13,9 @@ kernel's load or compilation, seconds with CuPy's disk cache empty). Only calls 
 take over ``sample_threshold_s`` (100 µs) are timed, and the first call of each kind on the
 target chosen for it (a model wrong by orders of magnitude under the threshold is caught once,
 then the threshold rules, which no op called more than ``hot_calls_per_s`` (10,000) times a
-second can pass); such ops are "hot": not traced. GPU
-calls are timed with device events, read back later without a host sync. The history can be
-saved and loaded (``save()``, ``load()``) in the user's cache directory.
+second can pass); such ops are "hot": not traced. GPU calls are timed with device events, read
+back later without a host sync. The history can be saved and loaded (``save()``, ``load()``) in
+the user's cache directory.
 """
 
 from __future__ import annotations
