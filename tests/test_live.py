@@ -18,6 +18,7 @@ import weakref
 import fakecupy
 import numpy
 import pytest
+import random_programs
 from _synthetic import GPU_TRANSFER, _target, synthetic
 from helpers import fake_cupy_router
 
@@ -829,131 +830,19 @@ def test_a_call_made_twice_on_one_input_then_read_starts_a_region_of_its_own():
     assert not live.nodes  # the host read it: the region ended
 
 
-def _random_program(seed: int, program, n: int) -> tuple[list, list[float]]:
-    """A program drawn by ``seed``: element-wise calls, in-place updates, writes through slices,
-    reductions and whole-array reads on the host, fresh arrays, arrays moved to the device (a
-    no-op for NumPy), strided views and masks, in loop bodies of one to four of these met one to
-    six times, the host reading the last one's result after half of them. Returns its arrays at
-    the end and every value it read on the host, in order."""
-    rng = numpy.random.default_rng(seed)
-    draw = numpy.random.default_rng(1000 + seed)
-    pool = [program.asarray(draw.random(n) + 0.5) for _ in range(3)]
-    reads: list[float] = []
-
-    def step(kind: int, i: int, j: int, k: int) -> None:
-        a, b = pool[i], pool[j]
-        if kind == 0:
-            pool[k] = program.cos(a) + b
-        elif kind == 1:
-            pool[k] = 0.5 * a * b
-        elif kind == 2:
-            pool[k] = program.sqrt(program.abs(a - b))
-        elif kind == 3:
-            pool[i] += 0.25 * b  # in place: a view of it, a mirror of it, must see the write
-        elif kind == 4:
-            pool[i][: n // 3] = b[n // 3: 2 * (n // 3)]  # a write through a slice
-        elif kind == 5:
-            reads.append(float(a.sum()))
-        elif kind == 6:
-            reads.append(float(numpy.asarray(a)[n // 2]))  # the whole array read on the host
-        elif kind == 7:
-            pool[k] = program.zeros(n) + b
-        elif kind == 8 and program is dispatch:
-            pool[i] = a.to("cupy")
-        elif kind == 9:
-            pool[k] = program.exp(-a) * program.exp(-b)
-        elif kind == 10:
-            pool[k] = program.concatenate([a[::2], b[1::2]])  # strided views
-        elif kind == 11:
-            pool[k] = program.where(a > b, a, b - 1.0)  # a mask made and read where the data is
-        elif kind == 12:
-            pool[k] = program.tanh(a)  # a body of one call
-
-    for args in _draw(rng, 13, 24, 4, 6, lambda last: (6, last[1] if last[0] in (3, 4, 8) else last[3], 0, 0)):
-        step(*args)
-    return pool, reads
-
-
-def _draw(rng: numpy.random.Generator, kinds: int, length: int, longest: int, most: int, read) -> list[tuple]:
-    """At least ``length`` steps ``(kind, i, j, k)`` over a pool of three arrays: loop bodies of one
-    to ``longest`` steps, each met one to ``most`` times, after half of them the step ``read(last)``
-    (the host reads what the body's last step made)."""
-    plan: list[tuple] = []
-    while len(plan) < length:
-        body = [tuple(int(v) for v in (rng.integers(kinds), *rng.integers(3, size=3)))
-                for _ in range(int(rng.integers(1, longest + 1)))]
-        plan += body * int(rng.integers(1, most + 1))
-        if rng.random() < 0.5:
-            plan.append(read(body[-1]))
-    return plan
-
-
-def _equal_to_numpy(make, seed: int, learning: bool, monkeypatch, rtol: float, atol: float = 0.0) -> None:
-    """The program ``make(seed, module)`` routed and on NumPy: the same arrays (dtype, shape,
-    values) and the same values read on the host. ``learning``: routed by what its calls
-    measured too (the fake device computes at NumPy's speed, so kinds of call move back and
-    forth), with explorations."""
-    if learning:
-        monkeypatch.setattr(router.ROUTER, "history", History(explore_probability=0.3, seed=seed))
-        monkeypatch.setattr(router, "observe", router.ROUTER.observe)
-    got, got_reads = make(seed, dispatch)
-    want, want_reads = make(seed, numpy)
-    assert got_reads == pytest.approx(want_reads, rel=rtol)
-    for g, w in zip(got, want, strict=True):
-        result = numpy.asarray(g)
-        assert result.dtype == w.dtype and result.shape == w.shape
-        numpy.testing.assert_allclose(result, w, rtol=rtol, atol=atol)
-
 
 @pytest.mark.parametrize("learning", [False, True], ids=["priced", "learning"])
 @pytest.mark.parametrize("seed", range(64))
 def test_random_programs_recorded_and_planned_equal_numpy(seed, learning, monkeypatch):
     """Programs drawn at random, run routed (regions recorded, loops planned, data moved between
-    the host and the fake device) and on NumPy (``_equal_to_numpy``)."""
-    _equal_to_numpy(lambda seed, program: _random_program(seed, program, N // 4), seed, learning, monkeypatch, 1e-12)
-
-
-def _random_matrix_program(seed: int, program, m: int) -> tuple[list, list[float]]:
-    """``_random_program`` over square matrices: products, transposes, reductions along an axis
-    broadcast back, float32 casts, masked selections read on the host, and writes through a row
-    and a column."""
-    rng = numpy.random.default_rng(seed)
-    draw = numpy.random.default_rng(2000 + seed)
-    pool = [program.asarray(draw.random((m, m)) - 0.5) for _ in range(3)]
-    reads: list[float] = []
-
-    def step(kind: int, i: int, j: int, k: int) -> None:
-        a, b = pool[i], pool[j]
-        if kind == 0:
-            pool[k] = (a @ b) / m
-        elif kind == 1:
-            pool[k] = a.T - b
-        elif kind == 2:
-            pool[k] = a - a.mean(axis=1, keepdims=True) + b.sum(axis=0) / m
-        elif kind == 3:
-            pool[i] *= 0.5
-            pool[i] += b.T
-        elif kind == 4:
-            pool[i][m // 2] = b[:, 1]  # a row written from a column
-        elif kind == 5:
-            reads.append(float(a[a > 0.1].sum()))
-        elif kind == 6:
-            reads.append(float(program.linalg.norm(a)))
-        elif kind == 7:
-            pool[k] = a.astype(program.float32).astype(program.float64) * b
-        elif kind == 8 and program is dispatch:
-            pool[i] = a.to("cupy")
-        elif kind == 9:
-            pool[k] = program.maximum(a, b).cumsum(axis=0) / m
-
-    for args in _draw(rng, 10, 16, 3, 4, lambda last: (5, last[1] if last[0] in (3, 4, 8) else last[3], 0, 0)):
-        step(*args)
-    return pool, reads
+    the host and the fake device) and on NumPy (``random_programs.equal_to_numpy``)."""
+    random_programs.equal_to_numpy(lambda seed, program: random_programs.vectors(seed, program, N // 4, "cupy"),
+                                   seed, learning, monkeypatch, 1e-12)
 
 
 @pytest.mark.parametrize("learning", [False, True], ids=["priced", "learning"])
 @pytest.mark.parametrize("seed", range(32))
 def test_random_matrix_programs_recorded_and_planned_equal_numpy(seed, learning, monkeypatch):
     """``test_random_programs_recorded_and_planned_equal_numpy`` over square matrices."""
-    _equal_to_numpy(lambda seed, program: _random_matrix_program(seed, program, 512), seed, learning, monkeypatch,
-                    1e-9, 1e-12)
+    random_programs.equal_to_numpy(lambda seed, program: random_programs.matrices(seed, program, 512, "cupy"),
+                                   seed, learning, monkeypatch, 1e-9, 1e-12)
