@@ -278,18 +278,14 @@ class Live:
             prices = {HOST: (0.0, "numpy")}
         if self._restart is not None:
             self._confirm(key)
-        producers = []
-        for a in inputs.arrays:
-            data = data_of(a)
-            producers.append((self._producer(data, a), int(getattr(data, "nbytes", 0) or 0)))
-        if (len(self.nodes) == 1 and key.elsewhere() == self.nodes[0].key.elsewhere()
-                and producers == self.nodes[0].producers):
+        kind = key.elsewhere()
+        producers = self._producers(inputs.arrays)
+        if len(self.nodes) == 1 and kind == self.nodes[0].key.elsewhere() and producers == self.nodes[0].producers:
             self.boundary()  # a body of one call: this call starts the next region, its inputs sources of it
             if not self.recording:  # a plan serves the region from here
                 self.known.add(key)
                 return
-            producers = [(self._producer(data_of(a), a), nbytes) for a, (_, nbytes) in zip(inputs.arrays, producers,
-                                                                                          strict=True)]
+            producers = self._producers(inputs.arrays)
         self.nodes.append(_Node(key, producers, prices, int(getattr(out, "nbytes", 0) or 0)))
         self.known.add(key)
         if hasattr(out, "shape"):
@@ -300,8 +296,16 @@ class Live:
         at = len(self.nodes) - 1
         if at >= 2:  # the two calls before this one came in that order
             self._after.setdefault(self.nodes[at - 2].key.elsewhere(), set()).add(self.nodes[at - 1].key.elsewhere())
-        if key.elsewhere() in self._after:  # a loop's body may start again here (after a prologue, too)
+        if kind in self._after:  # a loop's body may start again here (after a prologue, too)
             self._restart = (at, [self._input(data_of(a)) for a in inputs.arrays], weak(out))
+
+    def _producers(self, arrays: Any) -> list[tuple[int, int]]:
+        """Each input's producer in the region (a source made for it where it has none) and its bytes."""
+        found = []
+        for a in arrays:
+            data = data_of(a)
+            found.append((self._producer(data, a), int(getattr(data, "nbytes", 0) or 0)))
+        return found
 
     def _input(self, native: Any) -> tuple[Any, str, int]:
         """What the next region needs of an input, should its call start it: the array owning its
