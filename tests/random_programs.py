@@ -58,22 +58,27 @@ def vectors(seed: int, program: Any, n: int, device: str) -> tuple[list, list[fl
         elif kind == 12:
             pool[k] = program.tanh(a)  # a body of one call
 
-    for args in _draw(rng, 13, 24, 4, 6, lambda last: (6, last[1] if last[0] in (3, 4, 8) else last[3], 0, 0)):
+    for args in _draw(rng, 13, 24, 4, 6, read=6):
         step(*args)
     return pool, reads
 
 
-def _draw(rng: numpy.random.Generator, kinds: int, length: int, longest: int, most: int, read: Any) -> list[tuple]:
+# The kinds of step that write ``pool[i]`` (in place, or moving it); every other one makes ``pool[k]``.
+_IN_PLACE = frozenset({3, 4, 8})
+
+
+def _draw(rng: numpy.random.Generator, kinds: int, length: int, longest: int, most: int, read: int) -> list[tuple]:
     """At least ``length`` steps ``(kind, i, j, k)`` over a pool of three arrays: loop bodies of one
-    to ``longest`` steps, each met one to ``most`` times, after half of them the step ``read(last)``
-    (the host reads what the body's last step made)."""
+    to ``longest`` steps, each met one to ``most`` times, after half of them a step of kind ``read``
+    on what the body's last step made (the host reads it)."""
     plan: list[tuple] = []
     while len(plan) < length:
         body = [tuple(int(v) for v in (rng.integers(kinds), *rng.integers(3, size=3)))
                 for _ in range(int(rng.integers(1, longest + 1)))]
         plan += body * int(rng.integers(1, most + 1))
         if rng.random() < 0.5:
-            plan.append(read(body[-1]))
+            last = body[-1]
+            plan.append((read, last[1] if last[0] in _IN_PLACE else last[3], 0, 0))
     return plan
 
 
@@ -127,7 +132,7 @@ def matrices(seed: int, program: Any, m: int, device: str) -> tuple[list, list[f
         elif kind == 9:
             pool[k] = program.maximum(a, b).cumsum(axis=0) / m
 
-    for args in _draw(rng, 10, 16, 3, 4, lambda last: (5, last[1] if last[0] in (3, 4, 8) else last[3], 0, 0)):
+    for args in _draw(rng, 10, 16, 3, 4, read=5):
         step(*args)
     return pool, reads
 
