@@ -2,20 +2,32 @@
 
     python -m benchmarks.route_trace kmeans medium [pairwise small ...] [--warmup 3] [--top 25] [--runs 5]
     python -m benchmarks.route_trace --programs fft_denoise,pca_svd [--against cupy,torch-cuda]
+    python -m benchmarks.route_trace --programs nbody,gaussian_blur --converge 6
 
 Each workload runs under the calibrated cost policy (this machine's stored full calibration, or
 one measured first) for ``--warmup`` runs, as the suite's ``router`` mode does, then once
 traced. Per (op, target, reason): calls, total and median seconds, bytes moved; then the run's
 total against plain NumPy's; then ``--runs`` untraced runs beside NumPy's, with the calls
 that reached the router.
+
+``--converge N`` runs each program as the warm benchmark's auto worker runs it instead (N runs in
+this process with the calibration stored here, each ending as a notebook cell ends), and says per
+run how long it took, which decisions the calls that reached the router got, which plans placed
+them (and how many were new), and which engines were up: where auto takes several runs to settle,
+this shows what it is doing meanwhile.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import re
 import statistics
 import time
+import warnings
 from collections import Counter, defaultdict
+from typing import Any
 
 import numpy
 
@@ -138,6 +150,96 @@ def trace_program(name: str, warmup: int, top: int, against: list[str]) -> None:
               f"{sum(r.seconds for r in rs) * 1e3:>9.2f}{sum(r.bytes_moved for r in rs) / 1e6:>7.2f}  {reason}")
 
 
+_PLAN = re.compile(r"\bplan (\d+)\b")
+
+
+def _quiet(main: Any, size: list[int]) -> str:
+    """``main(*size)``'s printed output, warnings silenced, as the benchmark's workers run it."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        main(*size)
+    return buf.getvalue()
+
+
+def converge(name: str, runs: int, top: int = 12, size: list[int] | None = None,
+             show: Any = print) -> list[dict[str, Any]]:
+    """Program ``name`` routed ``runs`` times in this process as ``programs_bench``'s warm auto
+    worker runs it: each run ends as a notebook cell ends (``dispatch.notebook.cell_ended``), then
+    waits, untimed, for the engines coming up. Shows, per run, its time, the calls that reached the
+    router by decision kind, the plans their reasons name (and how many are new), how many regions
+    it planned and how many plans it revised (dropped for straying from what their calls measured,
+    or made again where their data had moved), the engines up, and the decisions that changed
+    since the run before; then one more run traced.
+    Returns each run's record (its ``output`` too, to compare with NumPy's)."""
+    from benchmarks import programs
+    from benchmarks.programs_bench import _bring_ups_end, _engines_up
+    from dispatch.notebook import cell_ended
+
+    size = size or []
+    routed = programs.load_with(name, dispatch).main
+    start = time.perf_counter()
+    _quiet(programs.load_with(name, numpy).main, size)
+    show(f"== {name}: numpy {time.perf_counter() - start:.3f} s (its first run in this process)")
+    decide, counted = router.decide, Counter()
+
+    def counting(op: Any, inputs: Any, *rest: Any) -> Any:
+        d = decide(op, inputs, *rest)
+        counted[(op.name, inputs.size, d.target.name, d.kind.name, d.reason[:90])] += 1
+        return d
+
+    records: list[dict[str, Any]] = []
+    before: Counter = Counter()
+    plans_seen: set[str] = set()
+    live = router.ROUTER.live
+    for r in range(runs):
+        counted.clear()
+        planned0, revised0, epoch0 = live.planner.planned, sum(live.revisions.values()), router.ROUTER.epoch
+        router.decide = counting
+        try:
+            start = time.perf_counter()
+            output = _quiet(routed, size)
+            seconds = time.perf_counter() - start
+        finally:
+            router.decide = decide
+        cell_ended()
+        _bring_ups_end()
+        kinds: Counter = Counter()
+        plans: set[str] = set()
+        for (_, _, _, kind, reason), calls in counted.items():
+            kinds[kind] += calls
+            plans.update(_PLAN.findall(reason))
+        new = plans - plans_seen
+        plans_seen |= plans
+        up = _engines_up()
+        made, revised = live.planner.planned - planned0, sum(live.revisions.values()) - revised0
+        changes = router.ROUTER.epoch - epoch0
+        records.append({"seconds": seconds, "routed": sum(counted.values()), "kinds": dict(kinds),
+                        "plans": sorted(plans, key=int), "new_plans": len(new), "made": made, "revised": revised,
+                        "epochs": changes, "up": sorted(up), "output": output})
+        by_kind = ", ".join(f"{k} {v}" for k, v in kinds.most_common())
+        named = ", ".join(sorted(plans, key=int)) or "-"
+        show(f"run {r}: {seconds:.3f} s, {sum(counted.values())} calls routed ({by_kind}); plans {named} "
+             f"({len(new)} new); {made} planned, {revised} revised, decisions changed {changes} times; "
+             f"up: {', '.join(sorted(up)) or 'numpy only'}")
+        changed = [(calls, key) for key, calls in counted.items() if before.get(key) != calls]
+        for calls, (op, n, target, kind, reason) in sorted(changed, key=lambda c: -c[0])[:top]:
+            show(f"   {calls:5d} {op[:15]:<16}{n:>10} {target[:10]:<11}{kind:<10}{reason}")
+        before = Counter(counted)
+    with dispatch.trace() as t:
+        _quiet(routed, size)
+    groups: dict[tuple, list] = defaultdict(list)
+    for rec in t.records:
+        shapes = "x".join(str(s) for s in (rec.shapes[0] if rec.shapes else []))
+        groups[(rec.op, shapes, rec.target, rec.reason[:70])].append(rec)
+    show(f"-- traced: {len(t.records)} calls, {sum(r.seconds for r in t.records) * 1e3:.1f} ms in them, "
+         f"{sum(r.bytes_moved for r in t.records) / 1e6:.1f} MB moved")
+    for (op, shapes, target, reason), rs in sorted(groups.items(), key=lambda kv: -sum(r.seconds for r in kv[1]))[:top]:
+        ms, mb = sum(r.seconds for r in rs) * 1e3, sum(r.bytes_moved for r in rs) / 1e6
+        show(f"   {op[:15]:<16}{shapes[:13]:<14}{target[:10]:<11}{len(rs):>6}{ms:>9.2f} ms{mb:>7.2f} MB  {reason}")
+    return records
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*", help="pairs: workload size")
@@ -146,9 +248,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--runs", type=int, default=5, help="untraced runs after the traced one")
+    parser.add_argument("--converge", type=int, default=0, metavar="N",
+                        help="programs: N runs as the warm benchmark's auto worker runs them, with the "
+                             "calibration stored here (none: the seed's table), each shown")
     args = parser.parse_args(argv)
     if len(args.cases) % 2:
         parser.error("give cases as pairs: workload size")
+    if args.converge:
+        for name in filter(None, args.programs.split(",")):
+            converge(name, args.converge, args.top)
+        return
     full_calibration()
     for name in filter(None, args.programs.split(",")):
         trace_program(name, args.warmup, args.top, list(filter(None, args.against.split(","))))

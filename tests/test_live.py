@@ -846,3 +846,23 @@ def test_random_matrix_programs_recorded_and_planned_equal_numpy(seed, learning,
     """``test_random_programs_recorded_and_planned_equal_numpy`` over square matrices."""
     random_programs.equal_to_numpy(lambda seed, program: random_programs.matrices(seed, program, 512, "cupy"),
                                    seed, learning, monkeypatch, 1e-9, 1e-12)
+
+
+@pytest.mark.parametrize("name, size", [("gaussian_blur", 512)])
+def test_converge_shows_each_runs_plans_and_outputs_numpys(name, size):
+    """``benchmarks.route_trace.converge``, the tool that shows what auto does over a warm
+    process's runs: each run's output is NumPy's, and the plans that placed its calls are named,
+    the ones made in that run counted as new."""
+    from benchmarks import programs, route_trace
+
+    lines: list[str] = []
+    records = route_trace.converge(name, 3, size=[size], show=lines.append)
+    expected = route_trace._quiet(programs.load_with(name, numpy).main, [size])
+    assert [r["output"] for r in records] == [expected] * 3
+    assert all(r["routed"] == sum(r["kinds"].values()) for r in records)
+    assert records[0]["plans"] and records[0]["new_plans"] == len(records[0]["plans"])
+    assert "PLANNED" in records[-1]["kinds"]
+    assert sum(r["new_plans"] for r in records) == len({p for r in records for p in r["plans"]})
+    assert records[0]["made"] >= records[0]["new_plans"] and all(r["revised"] >= 0 for r in records)
+    assert [line.split(":")[0] for line in lines if line.startswith("run ")] == ["run 0", "run 1", "run 2"]
+    assert any(line.startswith("-- traced") for line in lines)
