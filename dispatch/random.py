@@ -150,9 +150,14 @@ def _host_method(method: Any, name: str, owner: _Proxy) -> Any:
             out._mutate_host(lambda host: method(*_call.host_args(args), out=host, **_call.host_kwargs(rest)))
             return out
         result = method(*_call.host_args(args), **_call.host_kwargs(kwargs))
-        return _call.to_forced_device(wrap(result))
+        return _call.to_forced_device(wrap(result), _draw_name(owner, name))
 
     return wrapper
+
+
+def _draw_name(owner: _Proxy, name: str) -> str:
+    """A draw's name as the catalog and the trace give it: ``random.Generator.normal``."""
+    return f"random.{type(owner._numpy).__name__}.{name}"
 
 
 def _plain(values: Any) -> bool:
@@ -285,7 +290,7 @@ def _device_draw(owner: _Proxy, name: str, method: Any, args: tuple, kwargs: dic
     forced = STATE.forced_name()
     if forced is None or forced == "auto":
         return _routed_draw(owner, name, method, args, kwargs)
-    target = targets.forced()
+    target = targets.probe(forced)  # (one unavailable: drawn on the host, its fallback recorded there)
     if target is None or target.device.kind != "cuda" or type(owner._numpy.bit_generator) not in _PCG64:
         return None
     from dispatch.streams import calls  # lazy: NumPy's stream tables are built only for a device draw

@@ -217,14 +217,15 @@ def fallbacks() -> dict[tuple[str, str], int]:
 
 
 def fallback(op: Any, why: str) -> None:
-    key = (op.name, why)
+    """``op`` (an op, or its name) ran on NumPy for ``why``: counted, and logged once."""
+    key = (op if isinstance(op, str) else op.name, why)
     with _lock:
         first = key not in _fallbacks
         _fallbacks[key] += 1
         for t in _active:
             t.fallbacks[key] += 1
     if first and "logging" in sys.modules:  # else nothing is configured to show an INFO record: none is made
-        sys.modules["logging"].getLogger("dispatch").info("dispatch: %s ran on NumPy: %s", op.name, why)
+        sys.modules["logging"].getLogger("dispatch").info("dispatch: %s ran on NumPy: %s", key[0], why)
 
 
 def record(rec: CallRecord) -> None:

@@ -278,6 +278,30 @@ print(json.dumps({"same": got == want, "backend": dispatch.get_backend(),
     assert all(f"forced {name}, which is unavailable" in why for why in reasons.values())
 
 
+def test_environment_forcing_an_unavailable_backend_still_draws_numpys_streams():
+    """Random draws too (a Generator's, a RandomState's, the legacy functions'; small and large):
+    NumPy's streams on the host, each draw recorded as a fallback, none raising."""
+    name = _an_unavailable_backend()
+    result = run_python("""
+import json, numpy, dispatch, dispatch.tracing
+def draws(np):
+    rng = np.random.default_rng(7)
+    legacy = np.random.RandomState(3)
+    np.random.seed(5)
+    out = [rng.standard_normal(3), rng.choice(10, 4), rng.random(200_000), legacy.normal(size=(2, 2)),
+           np.random.rand(3)]
+    return [numpy.asarray(a) for a in out]
+got, want = draws(dispatch), draws(numpy)
+print(json.dumps({"same": all(g.dtype == w.dtype and g.shape == w.shape and numpy.array_equal(g, w)
+                              for g, w in zip(got, want)),
+                  "fallbacks": [[op, why, n] for (op, why), n in dispatch.tracing.fallbacks().items()]}))
+""", DISPATCH_BACKEND=name)
+    assert result["same"]
+    counts = {op: n for op, why, n in result["fallbacks"] if f"forced {name}, which is unavailable" in why}
+    assert counts == {"random.Generator.standard_normal": 1, "random.Generator.choice": 1, "random.Generator.random": 1,
+                      "random.RandomState.normal": 1, "random.seed": 1, "random.rand": 1}, result["fallbacks"]
+
+
 # ---- fallbacks are recorded once per (op, reason), not flooded ---------------------------------------------------
 
 

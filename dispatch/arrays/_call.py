@@ -372,9 +372,24 @@ def host_kwargs(kwargs: dict, copies: dict | None = None) -> dict:
     return {k: _convert(v, convert) for k, v in kwargs.items()}
 
 
-def to_forced_device(result: Any) -> Any:
-    """Random draws happen on the host (NumPy's streams); a forced device target gets them."""
-    target = targets.forced() if not STATE.plain else None
+def forced_target(what: str | None = None) -> Target | None:
+    """The target forced here, or ``None``: while routing, or where the forced target is unavailable
+    (``DISPATCH_BACKEND`` names one this machine lacks). ``what`` (an op's name), where given, then
+    ran on NumPy, recorded as a fallback, as the router's forced rule records its calls'."""
+    name = STATE.forced_name()
+    if name is None or name == "auto":
+        return None
+    target = targets.probe(name)
+    if target is None and what is not None:
+        _tracing().fallback(what, f"forced {name}, which is unavailable: {targets.unavailable().get(name)}")
+    return target
+
+
+def to_forced_device(result: Any, what: str | None = None) -> Any:
+    """Random draws happen on the host (NumPy's streams); a forced device target gets them
+    (``what``: the draw's name, recorded as a fallback where that target is unavailable; a routed
+    draw's decision recorded it already)."""
+    target = forced_target(what) if not STATE.plain else None
     if target is None or target.device.is_host or not isinstance(result, Wrapper):
         return result
     try:
