@@ -2,9 +2,10 @@
 
 Times every target that works here (or only those named with --only), through dispatch
 itself: per-call overhead, memory bandwidth, GEMM rates, transfers to and from each GPU, and
-representative ops of each complexity at a few sizes (about 30 s; --quick about 10-20 s,
-float64 and the integer sorts). The result is stored in the cache (``dispatch info`` shows
-where) under a fingerprint of the hardware and library versions, and routes every later run.
+representative ops of each complexity at a few sizes (about 15-25 s; --quick, float64 and the
+integer sorts: a few seconds without a GPU, 10-20 s with one). The result is stored in the
+cache (``dispatch info`` shows where) under a fingerprint of the hardware and library versions,
+and routes every later run.
 --only re-measures the targets it names and keeps the stored measurements of the others.
 
 Prints what was measured and the MoE table derived from it next to the seed's. --out FILE
@@ -35,7 +36,8 @@ HELP = "measure this machine's targets and route by the measurements"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
-                        help="fewer sizes, float64 and the integer sorts (about 10-20 s)")
+                        help="fewer sizes, float64 and the integer sorts (a few seconds without a GPU, "
+                             "10-20 s with one)")
     parser.add_argument("--only", nargs="+", metavar="TARGET", help="measure only these targets")
     parser.add_argument("--out", metavar="FILE", help="also write the calibration (JSON) to FILE")
     parser.add_argument(
