@@ -167,7 +167,8 @@ def _use(client_or_address: Any, timeout: float | None, gpu: bool | None, *, rep
     try:
         from distributed import Client
     except ImportError as exc:
-        raise ImportError("dispatch.use_cluster needs dask.distributed: pip install 'dispatch-accel[dask]'") from exc
+        raise ImportError("dispatch.use_cluster needs dask.distributed (the [dask] extra: pip install -e "
+                          "'.[dask]' from dispatch's clone)") from exc
     if isinstance(client_or_address, Client):
         client, owned = client_or_address, False
     else:

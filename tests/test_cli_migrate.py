@@ -276,7 +276,8 @@ def test_without_libcst_migrate_says_what_to_install(tmp_path, monkeypatch, caps
     Path(tmp_path / "a.py").write_text("import numpy\n")
     assert main(["migrate", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("dispatch migrate: error: migrate needs libcst: pip install 'dispatch-accel[migrate]'")
+    assert err.startswith("dispatch migrate: error: migrate needs libcst (the [migrate] extra: pip install -e "
+                          "'.[migrate]' from dispatch's clone)")
     assert err.count("\n") == 1
 
 

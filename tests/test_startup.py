@@ -912,3 +912,23 @@ def test_info_shows_the_loops_a_script_s_runs_planned_on_a_device():
                        [["exp"], "cupy", 9.0]]}
     text = "\n".join(info._render_learned({"enabled": True, "files": 1, "folder": "f", "script": entry}))
     assert "  loops planned on cupy: 2 kind(s) of call, a pass saving up to 0.500 s" in text
+
+
+def test_info_says_a_predicted_loss_is_no_saving_and_counts_calls_in_words():
+    from dispatch.cli import info
+
+    site = {"site": "k.py:3", "key": ["sum"], "calls": 1.0, "seconds": {}}
+    entry = {"script": "k.py", "runs": 1, "run_s": 0.2, "targets": [], "current": True, "plans": [],
+             "predicted": {"torch-cpu": -0.002, "cupy": 0.25}, "sites": [site, {**site, "calls": 3.4}]}
+    text = "\n".join(info._render_learned({"enabled": True, "files": 1, "folder": "f", "script": entry}))
+    assert "  predicted saving on cupy: 0.250 s a run" in text
+    assert "  predicted saving on torch-cpu: none (0.002 s a run lost there)" in text
+    assert "  k.py:3: sum, about 1 call\n" in text + "\n" and "  k.py:3: sum, about 3 calls" in text
+
+
+def test_info_on_a_script_that_is_not_there_is_a_usage_error(tmp_path):
+    missing = tmp_path / "nowhere.py"
+    shown = subprocess.run([sys.executable, "-m", "dispatch", "info", "--script", str(missing)], cwd=REPO,
+                           env=_env(tmp_path / "cache"), capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 2 and shown.stdout == ""
+    assert shown.stderr.strip() == f"dispatch info: error: {missing}: no such file"

@@ -65,10 +65,12 @@ def _median(values: list[float]) -> float:
 def speedup(plain: list[float], routed: list[float]) -> str:
     """The median of the turns' speed-ups with their spread: ``1.15x (1.02-1.31x over 5 turns)``.
     Each turn's ratio compares two runs made side by side, so the spread shows the noise; one
-    that spans 1x is said to be within it."""
+    that spans 1x is said to be within it, and one wholly under 1x says dispatch was slower."""
     ratios = sorted(p / r for p, r in zip(plain, routed, strict=True))
     text = f"{_median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}x over {len(ratios)} turns)"
-    return text + (", within this machine's noise" if ratios[0] < 1 < ratios[-1] else "")
+    if ratios[0] < 1 < ratios[-1]:
+        return text + ", within this machine's noise"
+    return text + (": slower than plain NumPy in every turn" if ratios[-1] < 1 else "")
 
 
 def moved(t: Any) -> bool:
@@ -109,7 +111,8 @@ def _sklearn_part() -> None:
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
     except ImportError:
-        print("\n2. scikit-learn is not installed: pip install 'dispatch-accel[sklearn]' to see the pipeline part")
+        print("\n2. scikit-learn is not installed (the [sklearn] extra: pip install -e '.[sklearn]' from "
+              "dispatch's clone) to see the pipeline part")
         return
     import numpy
 
@@ -153,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         print("only NumPy can run these calls here, so every call stays on NumPy: install torch "
               "(the CPU build is enough, see the README) or CuPy to give the router a choice")
     if calibration.load() is None and not args.no_calibrate:
-        print("this machine is not calibrated yet: a quick calibration (about 10-20 s; "
+        print("this machine is not calibrated yet: a quick calibration (a few seconds without a GPU, 10-20 s with one; "
               "`python -m dispatch calibrate` does the full one)")
         measure.calibrate(quick=True, progress=False)
     print(f"routing policy: {router.policy()}"

@@ -32,6 +32,7 @@ from typing import Any
 from dispatch import config, targets
 from dispatch.arrays import _compiled
 from dispatch.base import settings, tuning
+from dispatch.cli import CommandError
 from dispatch.routing import calibration, learned, router, startup
 
 HELP = "show the machine, its targets, and the calibration and routing policy in effect"
@@ -44,7 +45,8 @@ COLD_START = (
     "Not calibrated: routing uses the seed's MoE table (cold start), which does not know this "
     "machine and starts no engine the program has not imported itself: a program that imports "
     "neither torch nor CuPy, and connects no Dask cluster, runs every call on NumPy. Run `python -m "
-    "dispatch calibrate` (about 30 s; --quick about 10-20 s) to route by what this machine measures."
+    "dispatch calibrate` (about 15-25 s; --quick a few seconds without a GPU, 10-20 s with one) to route by "
+    "what this machine measures."
 )
 
 
@@ -54,6 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.script is not None and not os.path.isfile(args.script):
+        raise CommandError(f"{args.script}: no such file", code=2)
     info = collect(args.script)
     if args.json:
         json.dump(info, sys.stdout, indent=2)
@@ -210,11 +214,13 @@ def _render_learned(kept: dict[str, Any]) -> list[str]:
         lines.append(f"  {entry['script']}: {entry['runs']} run(s), the last {entry['run_s']:.3f} s from its first "
                      f"routed call, targets {', '.join(entry['targets']) or 'numpy only'}{current}")
         for target, seconds in sorted(entry.get("predicted", {}).items()):
-            lines.append(f"  predicted saving on {target}: {seconds:.3f} s a run")
+            saving = f"{seconds:.3f} s a run" if seconds >= 0 else f"none ({-seconds:.3f} s a run lost there)"
+            lines.append(f"  predicted saving on {target}: {saving}")
         for target, (kinds, best) in sorted(_plans(entry.get("plans")).items()):
             lines.append(f"  loops planned on {target}: {kinds} kind(s) of call, a pass saving up to {best:.3f} s")
         for site in entry["sites"][:10]:
             times = ", ".join(f"{t} {s * 1e3:.3g} ms" for t, s in site["seconds"].items())
-            lines.append(f"  {site['site']}: {site['key'][0]}, about {site['calls']:.0f} calls" +
+            calls = round(site["calls"])
+            lines.append(f"  {site['site']}: {site['key'][0]}, about {calls} call{'' if calls == 1 else 's'}" +
                          (f"; one took {times}" if times else ""))
     return lines

@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         from dispatch.cli._codemod import MigrationError  # lazy: libcst is the optional 'migrate' extra
     except ImportError as exc:  # libcst is the optional 'migrate' extra
-        raise CommandError(f"migrate needs libcst: pip install 'dispatch-accel[migrate]' ({exc})") from None
+        raise CommandError(f"migrate needs libcst (the [migrate] extra: pip install -e '.[migrate]' from "
+                           f"dispatch's clone) ({exc})") from None
 
     changed = unchanged = refused = 0
     for path in (file for root in args.paths for file in iter_source_files(root)):
