@@ -23,7 +23,6 @@ from dispatch.targets.registry import (
     available,
     disable,
     engine_of,
-    forced,
     get,
     host_array,
     names,
@@ -33,7 +32,7 @@ from dispatch.targets.registry import (
 )
 
 __all__ = ["FINITE_INPUTS", "Target", "TargetSpec", "Unavailable", "Unsupported", "available", "check_finite",
-           "disable", "engine_of", "forced", "get", "host_array", "names", "probe", "protocol", "registry", "reset",
+           "disable", "engine_of", "get", "host_array", "names", "probe", "protocol", "registry", "reset",
            "unavailable"]
 
 # dispatch's targets, by rank: each device's first engine is its home. torch's and CuPy's

@@ -25,7 +25,6 @@ import numpy as np
 from dispatch.base import devices
 from dispatch.base.devices import device_of, library_of
 from dispatch.base.records import Frozen
-from dispatch.base.state import STATE
 from dispatch.targets.protocol import Target, Unavailable
 
 __all__ = [
@@ -35,7 +34,6 @@ __all__ = [
     "declare",
     "disable",
     "engine_of",
-    "forced",
     "get",
     "gpu_libraries",
     "gpu_names",
@@ -353,7 +351,3 @@ def host_array(native: Any) -> Any:
     return engine_of(native).to_host(native)
 
 
-def forced() -> Target | None:
-    """The target forced here (``using``, ``set_backend``), or ``None`` while routing."""
-    name = STATE.forced_name()
-    return None if name is None or name == "auto" else get(name)
