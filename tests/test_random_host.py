@@ -50,6 +50,24 @@ def test_draws_given_arrays_take_them_from_dispatch_arrays() -> None:
     _same(out, theirs.random(out=numpy.zeros(5)))
 
 
+@pytest.mark.parametrize("seed", [[1, 2, 3], numpy.arange(4), numpy.array([2**40, 5], dtype=numpy.uint64)],
+                         ids=["list", "arange", "uint64"])
+def test_a_seed_held_in_a_dispatch_array_seeds_every_constructor_as_numpys(seed) -> None:
+    """``default_rng(np.array([1, 2, 3]))``: the array is read as NumPy reads its own, by
+    ``default_rng`` as by the seed sequence, the bit generators and ``RandomState``."""
+    ours = dispatch.asarray(seed)
+    _same(dispatch.random.default_rng(ours).random(4), numpy.random.default_rng(seed).random(4))
+    _same(dispatch.random.Generator(dispatch.random.PCG64(ours)).random(2),
+          numpy.random.Generator(numpy.random.PCG64(seed)).random(2))
+    _same(dispatch.random.SeedSequence(ours).generate_state(3), numpy.random.SeedSequence(seed).generate_state(3))
+    if numpy.asarray(seed).max() < 2**32:  # RandomState's seeds are 32-bit
+        _same(dispatch.random.RandomState(ours).random_sample(2), numpy.random.RandomState(seed).random_sample(2))
+    with pytest.raises(TypeError):  # a 0-d array is no sequence: NumPy refuses it too
+        dispatch.random.default_rng(dispatch.asarray(9))
+    with pytest.raises(TypeError):
+        numpy.random.default_rng(numpy.array(9))
+
+
 def test_a_new_numpy_generator_inside_drops_the_kept_methods() -> None:
     rng = dispatch.random.default_rng(1)
     rng.random(2)  # its wrapper kept, bound to the first NumPy generator
