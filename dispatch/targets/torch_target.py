@@ -617,9 +617,9 @@ def _norm(t, x, ord=None, axis=None, keepdims=False):
     if axis is None and ord is not None and x.ndim > 2:
         raise Unsupported("ord= with no axis on more than two dimensions: NumPy raises")
     if axis is None and ord is None:
-        x, axis = x.reshape(-1), 0
-        r = t.torch.linalg.vector_norm(x, dim=axis, keepdim=keepdims)
-        return r.reshape((1,) * x.ndim) if keepdims else r
+        ndim = x.ndim  # (NumPy keeps every dimension of the input, each of length 1)
+        r = t.torch.linalg.vector_norm(x.reshape(-1), dim=0)
+        return r.reshape((1,) * ndim) if keepdims else r
     return t.torch.linalg.norm(x, ord=ord, dim=_axis(axis), keepdim=keepdims)
 
 
