@@ -269,6 +269,21 @@ def test_boolean_mask_and_views(backend):
     outcomes.finish()
 
 
+def test_a_result_made_by_torch_cpu_owns_its_memory_as_numpys_result_does():
+    """``base`` is None for a copy, a fancy index's result or a ufunc's made on torch-cpu (NumPy's
+    array shares the tensor's memory, and the tensor never comes out as ``base``)."""
+    require("torch-cpu")
+    a, ref = dispatch.arange(10.0), numpy.arange(10.0)
+    with dispatch.using("torch-cpu"):
+        made = [a.copy(), a[[1, 2]], dispatch.exp(a), dispatch.zeros(3) + 1]
+    expected = [ref.copy(), ref[[1, 2]], numpy.exp(ref), numpy.zeros(3) + 1]
+    for got, want in zip(made, expected, strict=True):
+        assert want.base is None and got.base is None
+        numpy.testing.assert_allclose(numpy.asarray(got), want, rtol=1e-15)
+    view = a[2:5]  # a view on the host stays one
+    assert view.base is a
+
+
 @pytest.mark.parametrize("key", [10, -10, (0, 5), numpy.array([0, 9]), [7], (0, 0, 0), numpy.array([True, False])],
                          ids=repr)
 def test_index_errors(backend, key):

@@ -367,7 +367,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             return None
         owner = data.base
         if type(owner) is not np.ndarray:
-            return owner
+            return None if _own_torch_memory(data, owner) else owner
         known = getattr(self, "_base", None)
         if known is not None and known._engine_array is owner:  # (that array may hold other data since)
             return known
@@ -937,6 +937,16 @@ def wrap_host(result: Any) -> Any:
     if type(result) is np.ndarray:
         return held(result)
     return result
+
+
+def _own_torch_memory(data: np.ndarray, owner: Any) -> bool:
+    """Whether ``owner``, ``data``'s base, is a torch tensor (a torch-cpu result, shared with
+    NumPy) whose memory is exactly ``data``'s: the array owns it, as NumPy's result would (its
+    ``base`` is None, never the tensor)."""
+    if type(owner).__module__ != "torch":
+        return False
+    storage = owner.untyped_storage()
+    return storage.data_ptr() == data.__array_interface__["data"][0] and storage.nbytes() == data.nbytes
 
 
 def viewed(result: Any, of: Any) -> Any:
