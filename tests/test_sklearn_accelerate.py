@@ -194,6 +194,32 @@ def test_sparse_input_falls_back_with_the_reason():
 
 
 @needs_torch
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")  # NumPy's own, for asmatrix
+def test_a_matrix_and_a_nullable_target_go_to_stock_which_decides_as_it_does():
+    """An ``np.matrix`` (stock raises TypeError) and a pandas nullable target (stock converts it to
+    floats: float ``classes_``) are stock's to handle; torch-cpu took both before."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    X = np.arange(8.0).reshape(-1, 1)
+    for y in (pd.Series([0, 0, 0, 0, 1, 1, 1, 1], dtype="Int64"), pd.Series([False] * 4 + [True] * 4, dtype="boolean")):
+        with cases.stock():
+            want = LogisticRegression().fit(X, y)
+        with dispatch.trace() as t, dispatch.using("torch-cpu"):
+            got = LogisticRegression().fit(X, y)
+        assert got.classes_.dtype == want.classes_.dtype and got.classes_.tolist() == want.classes_.tolist()
+        assert got.predict(X).dtype == want.predict(X).dtype
+        assert any("extension dtype" in why for (_, why) in t.fallbacks), t.fallbacks
+    matrix = np.asmatrix(np.arange(12.0).reshape(4, 3))
+    with cases.stock(), pytest.raises(TypeError, match=r"np\.matrix") as stock:
+        StandardScaler().fit_transform(matrix)
+    with dispatch.using("torch-cpu"), pytest.raises(TypeError) as ours:
+        StandardScaler().fit_transform(matrix)
+    assert str(ours.value) == str(stock.value)
+
+
+@needs_torch
 def test_unsupported_hyperparameter_by_tags():
     from sklearn.decomposition import PCA
 

@@ -356,10 +356,15 @@ def _input_refusal(a: Any, target: Any, what: str) -> str | None:
         return None
     if _is_sparse(a):
         return f"{what} is a sparse matrix"
+    if isinstance(a, np.matrix):  # stock raises TypeError for it: stock decides
+        return f"{what} is an np.matrix"
     kind = array_kind(a)
     if kind == "other":
         if what == "X":
             return f"X is a {type(a).__name__}, not an array"
+        if not isinstance(getattr(a, "dtype", None), (np.dtype, type(None))):
+            # pandas' nullable dtypes (Int64, boolean...): stock converts them as it does, to floats
+            return f"{what} has the extension dtype {a.dtype}"
         try:
             a = np.asarray(a)
         except Exception:
