@@ -349,5 +349,3 @@ def engine_of(native: Any) -> Target:
 def host_array(native: Any) -> Any:
     """A native array's data as a ``numpy.ndarray`` on the host."""
     return engine_of(native).to_host(native)
-
-
