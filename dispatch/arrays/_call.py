@@ -381,7 +381,7 @@ def forced_target(what: str | None = None) -> Target | None:
         return None
     target = targets.probe(name)
     if target is None and what is not None:
-        _tracing().fallback(what, f"forced {name}, which is unavailable: {targets.unavailable().get(name)}")
+        _tracing().fallback(what, targets.forced_but_unavailable(name))
     return target
 
 

@@ -685,8 +685,7 @@ class Router:
         if is_forced(forced):
             target = targets.probe(forced)
             if target is None:
-                why = targets.unavailable().get(forced)
-                return Decision(NUMPY, DecisionKind.FALLBACK, f"{FALLBACK}forced {forced}, which is unavailable: {why}",
+                return Decision(NUMPY, DecisionKind.FALLBACK, FALLBACK + targets.forced_but_unavailable(forced),
                                 key=key), True
             return Decision(target, DecisionKind.FORCED, f"forced {forced}", key=key), True
         if op.local and inputs.arrays:  # before host ops: indexing (outside the catalog) stays where the data is

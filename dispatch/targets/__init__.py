@@ -23,6 +23,7 @@ from dispatch.targets.registry import (
     available,
     disable,
     engine_of,
+    forced_but_unavailable,
     get,
     host_array,
     names,
@@ -32,8 +33,8 @@ from dispatch.targets.registry import (
 )
 
 __all__ = ["FINITE_INPUTS", "Target", "TargetSpec", "Unavailable", "Unsupported", "available", "check_finite",
-           "disable", "engine_of", "get", "host_array", "names", "probe", "protocol", "registry", "reset",
-           "unavailable"]
+           "disable", "engine_of", "forced_but_unavailable", "get", "host_array", "names", "probe", "protocol",
+           "registry", "reset", "unavailable"]
 
 # dispatch's targets, by rank: each device's first engine is its home. torch's and CuPy's
 # threads and device state do not survive fork(); a forked child drops its Dask client and may

@@ -34,6 +34,7 @@ __all__ = [
     "declare",
     "disable",
     "engine_of",
+    "forced_but_unavailable",
     "get",
     "gpu_libraries",
     "gpu_names",
@@ -317,6 +318,12 @@ def unavailable() -> dict[str, str]:
     """Why each target that does not work here does not."""
     available()
     return dict(_unavailable)
+
+
+def forced_but_unavailable(name: str) -> str:
+    """Why a call forced onto ``name``, probed and found not to work here, runs on NumPy (the
+    router's and the trace's words), without probing the other targets."""
+    return f"forced {name}, which is unavailable: {_unavailable.get(name)}"
 
 
 def disable(name: str, reason: str) -> None:
