@@ -268,7 +268,6 @@ def default_rng(seed: Any = None) -> Generator:
         return seed
     if isinstance(seed, _Proxy):
         seed._settle()
-    if isinstance(seed, _Proxy):
         return Generator(_np.random.default_rng(seed._numpy))
     # a dispatch array of ints (``default_rng(np.arange(3))``) as NumPy's: its check reads no other
     return Generator(_np.random.default_rng(_call.host_args((_host_states(seed),))[0]))
