@@ -943,7 +943,7 @@ def _own_torch_memory(data: np.ndarray, owner: Any) -> bool:
     """Whether ``owner``, ``data``'s base, is a torch tensor (a torch-cpu result, shared with
     NumPy) whose memory is exactly ``data``'s: the array owns it, as NumPy's result would (its
     ``base`` is None, never the tensor)."""
-    if type(owner).__module__ != "torch":
+    if library_of(type(owner)) != "torch":
         return False
     storage = owner.untyped_storage()
     return storage.data_ptr() == data.__array_interface__["data"][0] and storage.nbytes() == data.nbytes
