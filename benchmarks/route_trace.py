@@ -20,12 +20,9 @@ this shows what it is doing meanwhile.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import re
 import statistics
 import time
-import warnings
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -153,16 +150,7 @@ def trace_program(name: str, warmup: int, top: int, against: list[str]) -> None:
 _PLAN = re.compile(r"\bplan (\d+)\b")
 
 
-def _quiet(main: Any, size: list[int]) -> str:
-    """``main(*size)``'s printed output, warnings silenced, as the benchmark's workers run it."""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        main(*size)
-    return buf.getvalue()
-
-
-def converge(name: str, runs: int, top: int = 12, size: list[int] | None = None,
+def converge(name: str, runs: int, top: int = 12, size: list[str] | None = None,
              show: Any = print) -> list[dict[str, Any]]:
     """Program ``name`` routed ``runs`` times in this process as ``programs_bench``'s warm auto
     worker runs it: each run ends as a notebook cell ends (``dispatch.notebook.cell_ended``), then
@@ -173,13 +161,13 @@ def converge(name: str, runs: int, top: int = 12, size: list[int] | None = None,
     since the run before; then one more run traced.
     Returns each run's record (its ``output`` too, to compare with NumPy's)."""
     from benchmarks import programs
-    from benchmarks.programs_bench import _bring_ups_end, _engines_up
+    from benchmarks.programs_bench import _bring_ups_end, _call, _engines_up
     from dispatch.notebook import cell_ended
 
     size = size or []
     routed = programs.load_with(name, dispatch).main
     start = time.perf_counter()
-    _quiet(programs.load_with(name, numpy).main, size)
+    _call(programs.load_with(name, numpy).main, size)
     show(f"== {name}: numpy {time.perf_counter() - start:.3f} s (its first run in this process)")
     decide, counted = router.decide, Counter()
 
@@ -198,7 +186,7 @@ def converge(name: str, runs: int, top: int = 12, size: list[int] | None = None,
         router.decide = counting
         try:
             start = time.perf_counter()
-            output = _quiet(routed, size)
+            output = _call(routed, size)
             seconds = time.perf_counter() - start
         finally:
             router.decide = decide
@@ -227,7 +215,7 @@ def converge(name: str, runs: int, top: int = 12, size: list[int] | None = None,
             show(f"   {calls:5d} {op[:15]:<16}{n:>10} {target[:10]:<11}{kind:<10}{reason}")
         before = Counter(counted)
     with dispatch.trace() as t:
-        _quiet(routed, size)
+        _call(routed, size)
     groups: dict[tuple, list] = defaultdict(list)
     for rec in t.records:
         shapes = "x".join(str(s) for s in (rec.shapes[0] if rec.shapes else []))

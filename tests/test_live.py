@@ -853,11 +853,11 @@ def test_converge_shows_each_runs_plans_and_outputs_numpys(name, size):
     """``benchmarks.route_trace.converge``, the tool that shows what auto does over a warm
     process's runs: each run's output is NumPy's, and the plans that placed its calls are named,
     the ones made in that run counted as new."""
-    from benchmarks import programs, route_trace
+    from benchmarks import programs, programs_bench, route_trace
 
     lines: list[str] = []
-    records = route_trace.converge(name, 3, size=[size], show=lines.append)
-    expected = route_trace._quiet(programs.load_with(name, numpy).main, [size])
+    records = route_trace.converge(name, 3, size=[str(size)], show=lines.append)
+    expected = programs_bench._call(programs.load_with(name, numpy).main, [str(size)])
     assert [r["output"] for r in records] == [expected] * 3
     assert all(r["routed"] == sum(r["kinds"].values()) for r in records)
     assert records[0]["plans"] and records[0]["new_plans"] == len(records[0]["plans"])
