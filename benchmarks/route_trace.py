@@ -182,7 +182,7 @@ def converge(name: str, runs: int, top: int = 12, size: list[str] | None = None,
     live = router.ROUTER.live
     for r in range(runs):
         counted.clear()
-        planned0, revised0, epoch0 = live.planner.planned, sum(live.revisions.values()), router.ROUTER.epoch
+        planned0, revised0, epoch0 = live.planner.planned, live.revised, router.ROUTER.epoch
         router.decide = counting
         try:
             start = time.perf_counter()
@@ -200,7 +200,7 @@ def converge(name: str, runs: int, top: int = 12, size: list[str] | None = None,
         new = plans - plans_seen
         plans_seen |= plans
         up = _engines_up()
-        made, revised = live.planner.planned - planned0, sum(live.revisions.values()) - revised0
+        made, revised = live.planner.planned - planned0, live.revised - revised0
         changes = router.ROUTER.epoch - epoch0
         records.append({"seconds": seconds, "routed": sum(counted.values()), "kinds": dict(kinds),
                         "plans": sorted(plans, key=int), "new_plans": len(new), "made": made, "revised": revised,

@@ -204,6 +204,7 @@ class Live:
         self.planned: dict[Hashable, _Planned] = {}  # plan key -> in force
         self.by_key: dict[CallKey, Hashable] = {}  # a planned kind of call -> its plan's key
         self.revisions: dict[Hashable, int] = {}
+        self.revised = 0  # plans revised in this process (``revisions`` starts over when the engines change)
         self.last_sources: dict[Hashable, set[int]] = {}  # region key -> ids of its sources when last met
         self.known: set[CallKey] = set()  # kinds of call some recorded region made
         self.planned_kinds: set[Hashable] = set()  # the kinds of call plans made, wherever their data (``elsewhere``)
@@ -447,7 +448,7 @@ class Live:
                 return
             self._drop(key)  # its data has moved (or the host reads another result): planned again from there
             self.planner.forget(key)
-            self.revisions[key] = self.revisions.get(key, 0) + 1
+            self._revise(key)
         if len(self.seen) >= SEEN_MAX:
             self.seen.clear()
             self.last_sources.clear()
@@ -462,6 +463,10 @@ class Live:
             key, lambda: self._paid(key, nodes, len(sources), self._region(nodes, sources, read, count, again)))
         self._install(key, plan, nodes, sources, made_for)
         self.recording = False  # the plan serves the loop (a call it moves elsewhere, met, records again)
+
+    def _revise(self, key: Hashable) -> None:
+        self.revisions[key] = self.revisions.get(key, 0) + 1
+        self.revised += 1
 
     def _region(self, nodes: list[_Node], sources: list[tuple[str, int, Any]], read: int | None,
                 count: int, again: set[int]) -> Region:
@@ -676,7 +681,7 @@ class Live:
                 seconds += stat.seconds - price
             measured = measured and stat is not None
         if self.planner.measured(plan_key, max(seconds, 0.0)):
-            self.revisions[plan_key] = self.revisions.get(plan_key, 0) + 1
+            self._revise(plan_key)
             self._drop(plan_key)
             self.seen[plan_key] = 1  # planned again, from the newer prices, when next met
             self.resume()
