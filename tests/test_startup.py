@@ -167,6 +167,22 @@ def test_a_waiting_program_brings_up_the_target_that_repays_its_start_up_soonest
     assert startup.forgone() == {"cupy": 0.03} and startup.idle() is None
 
 
+def test_a_waiting_program_brings_up_no_second_engine_early(calibrated, monkeypatch):
+    """Once an engine besides NumPy is up, a waiting program brings no other up at ``IDLE_SHARE``
+    (a second engine adds only what it saves over the first, and its arrival plans the calls
+    afresh): only the ski-rental rule, its whole start-up forgone, brings it up."""
+    states: dict[str, str] = {}
+    monkeypatch.setattr(bringup, "_states", states)
+    monkeypatch.setattr(bringup, "start", lambda name: states.setdefault(name, "starting") == "starting")
+    monkeypatch.setattr(startup, "up", lambda name: name in ("numpy", "cupy"))
+    startup.use_calibration(_calibrated({"torch-cuda": (0.0, 0.6, 0.1)}))
+    monkeypatch.setattr(startup, "_forgone", {"torch-cuda": 0.35})  # half its start-up
+    monkeypatch.setattr(targets.registry, "up", lambda: ["numpy", "cupy"])
+    assert startup.idle() is None and states == {}
+    monkeypatch.setattr(targets.registry, "up", lambda: ["numpy"])
+    assert startup.idle() == "torch-cuda" and states == {"torch-cuda": "starting"}
+
+
 def test_a_kept_scripts_run_brings_a_target_up_only_within_its_margin(calibrated, monkeypatch):
     """In a script whose run is kept for the next, calls that have forgone the start-up bring the
     target up only once the start-up is within ``KEPT_MARGIN`` of the time the run has run: a

@@ -30,9 +30,10 @@ does not force it (``router._reach``). A target comes up when:
   only once the start-up is within ``KEPT_MARGIN`` of the time it has run, so that a script run
   once stays within that margin of NumPy's time;
 - or the program waits for its user (a notebook's cell has ended: ``idle``, which
-  ``dispatch.notebook`` calls after each cell) and calls priced out for the target have forgone
-  ``IDLE_SHARE`` of its start-up in this process: it is brought up in the background then, while
-  none of the program's work runs beside it, so that the next cell finds it up.
+  ``dispatch.notebook`` calls after each cell), no engine but NumPy is up, and calls priced out
+  for the target have forgone ``IDLE_SHARE`` of its start-up in this process: it is brought up in
+  the background then, while none of the program's work runs beside it, so that the next cell
+  finds it up.
 
 The start-up's price is this machine's calibration's (``dispatch.measure.startup_seconds`` times
 it in fresh processes)
@@ -287,8 +288,10 @@ def idle() -> str | None:
     bringing up, in the background, the target whose priced-out calls have forgone the largest share
     of its start-up in this process (the one that repays it soonest), where that share has reached
     ``IDLE_SHARE``; none while one is coming up (the others are priced against it once it is up:
-    ``came_up``). The name started, if any."""
-    if bringup.starting():
+    ``came_up``), and none once an engine besides NumPy is up: a second adds only what it saves
+    over the first, and its arrival prices and plans the program's calls afresh, so it comes up by
+    the ski-rental rule alone (``forgo``). The name started, if any."""
+    if bringup.starting() or any(name != "numpy" for name in targets.registry.up()):
         return None
     found = []
     for name, total in tuple(_forgone.items()):
