@@ -211,6 +211,29 @@ def test_a_plan_its_measurements_found_holding_is_timed_no_more(monkeypatch):
     assert total == pytest.approx(expected, rel=1e-12)
 
 
+def test_a_plan_whose_host_calls_are_never_timed_is_still_found_holding(monkeypatch):
+    """``HELD`` counts once the plan's device calls are measured: a host call of it may never be
+    timed (a small one is NumPy's without a timing), and must not keep the plan timed forever."""
+    from dispatch.routing.live import HELD
+
+    live = router.ROUTER.live
+    u0, v0 = _inputs()
+    _loop(u0, v0, 8)
+    key, _ = live.describe()[-1]
+    planned = live.planned[key]
+    history = router.ROUTER.history
+    monkeypatch.setattr(history, "observe", History.observe.__get__(history))
+    for call_key, engine, price in planned.nodes:
+        history.observe(call_key, engine, 1.0)
+        history.observe(call_key, engine, max(price, 1e-6))
+    host_key = planned.nodes[0][0]._replace(op="never_timed_on_the_host")
+    planned.nodes.append((host_key, "numpy", 1e-6))  # a host kind of the plan with no timing
+    call_key, engine, _ = planned.nodes[0]
+    for _ in range(HELD + 1):
+        router.ROUTER._observed(call_key, engine)
+    assert key in live.planned and not any(d.sample for d in planned.decisions.values())
+
+
 def test_a_host_array_read_again_pays_its_copy_once_and_one_made_afresh_each_time():
     """A loop over the same host array copies it once (the device keeps it): its copy is spread
     over the times the region was met. An array made afresh each time (``un = u.copy()``) is

@@ -76,7 +76,7 @@ MAX_CALLS = 512  # a region without a read or a repeat ends here (a plan over mo
 REVISIONS = 3  # a region planned this many times keeps its last plan: its prices will not settle
 # Timings of a plan, each of its calls measured, that found it holding: from then on its calls are
 # timed no more (a timing costs a call the Python path, and a device's events or a wait for it).
-HELD = 32
+HELD = 32  # (counted once each of its kinds of call placed on a device has a timing)
 SEEN_MAX = 4096  # regions counted at most; a program making more distinct ones starts counting over
 COMPUTED_MAX = 4096  # kinds and sizes of call whose compute is priced (``_prices``); more start over
 
@@ -665,7 +665,7 @@ class Live:
         where that strays and its region, planned with those timings, would be placed otherwise
         (``Planner.strays``, ``Planner.holds``): its region is planned again when next met. A
         plan that can be revised no more, or that ``HELD`` timings found holding once every call
-        of it was measured, is timed no more (``_Planned.settle``), but for calls an engine left
+        of it placed on a device was measured, is timed no more (``_Planned.settle``), but for calls an engine left
         down would save on. Those are timed as a cost decision is: every call until
         ``history.SETTLED_SAMPLES`` timings, then one in ``SETTLED_EVERY`` (``history.calls_counted``
         counts each timing for the calls it stands for, toward the engine's start-up)."""
@@ -680,13 +680,15 @@ class Live:
             planned.settle()
             return
         stats = self.router.history.stats
+        host = targets.registry.host_names()
         seconds = planned.plan.seconds
-        count = 0
+        count = untimed = 0
         for k, name, price in planned.nodes:
             stat = stats.get(k, {}).get(name)
             if stat is not None and price is not None:
                 seconds += stat.seconds - price
             count += stat is not None
+            untimed += stat is None and name not in host
         seconds = max(seconds, 0.0)
         if self.planner.strays(plan_key, seconds) and not self._holds(plan_key, planned, count, seconds):
             self._revise(plan_key)
@@ -694,7 +696,7 @@ class Live:
             self.planner.forget(plan_key)
             self.seen[plan_key] = 1  # planned again, from the newer prices, when next met
             self.resume()
-        elif count == len(planned.nodes):
+        elif not untimed:  # (a host call may never be timed: a small one is NumPy's without a timing)
             planned.held += 1
 
     def _holds(self, plan_key: Hashable, planned: _Planned, count: int, seconds: float) -> bool:
