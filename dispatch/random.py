@@ -19,13 +19,15 @@ stream (``dispatch.targets._dask_create`` says how, and which distributions). A 
 leaves the generator's next state pending, as a Dask value: the next chunked draw continues
 from it, and anything else the generator is asked first computes it. NumPy's global
 ``RandomState`` (``dispatch.random.normal``...) is shared with NumPy itself, so there the next
-state is computed at once.
+state is computed at once; so it is for a generator whose NumPy object a library that asks for
+NumPy's own types was handed (``_numpys``: scikit-learn's ``check_random_state``).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import Any
 
 import numpy as _np
@@ -180,13 +182,14 @@ class _Proxy:
 
     A method's wrapper is made once and kept in the instance's ``__dict__``, where the next
     ``rng.random`` finds it without ``__getattr__`` (making one cost more than a small draw);
-    a new NumPy object inside (``__setstate__``) drops them."""
+    a new NumPy object inside (``__setstate__``) drops them. ``_shared``: a library holds the
+    NumPy object inside too (``_numpys``), so no draw leaves its next state pending."""
 
-    __slots__ = ("__dict__", "_numpy", "_pending")
+    __slots__ = ("__dict__", "_numpy", "_pending", "_shared")
 
     def __getattr__(self, name: str) -> Any:
-        if name == "_pending":  # unpickled or made without __init__
-            return None
+        if name in ("_pending", "_shared"):  # unpickled or made without __init__
+            return None if name == "_pending" else False
         value = getattr(self._numpy, name)
         if callable(value) and not name.startswith("_"):
             wrapper = self.__dict__[name] = _host_method(value, name, self)
@@ -213,6 +216,7 @@ class _Proxy:
             self.__dict__.clear()  # the wrappers of the NumPy object replaced
             self._numpy = state
             self._pending = None
+            self._shared = False
         else:
             self._numpy.__setstate__(state)
 
@@ -229,6 +233,7 @@ class Generator(_Proxy):
         self._numpy = bit_generator if isinstance(bit_generator, _np.random.Generator) else \
             _np.random.Generator(bit_generator)
         self._pending = None
+        self._shared = False
 
     @property
     def bit_generator(self) -> Any:
@@ -247,6 +252,7 @@ class RandomState(_Proxy):
     def __init__(self, seed: Any = None) -> None:
         self._numpy = seed if isinstance(seed, _np.random.RandomState) else _np.random.RandomState(seed)
         self._pending = None
+        self._shared = False
 
 
 def _generator_ctor(*args: Any, **kwargs: Any) -> Generator:
@@ -260,6 +266,26 @@ def _randomstate_ctor(*args: Any, **kwargs: Any) -> RandomState:
 
 
 _REBUILDS = {Generator: _generator_ctor, RandomState: _randomstate_ctor}
+
+
+def _numpys_class(obj: Any) -> type | None:
+    """NumPy's class of the object ``obj`` stands for, if it is a ``Generator`` or ``RandomState``
+    of dispatch's; ``None`` for anything else."""
+    return type(obj._numpy) if isinstance(obj, _Proxy) else None
+
+
+def _numpys(obj: Any) -> Any:
+    """``obj`` as a library that asks for NumPy's own types takes it: the NumPy ``Generator`` or
+    ``RandomState`` inside one of dispatch's (the same stream: the library's draws and the
+    holder's continue each other, as NumPy's one object's would), ``numpy.random`` for this
+    module (whose draws are NumPy's global RandomState's); anything else as it is."""
+    if isinstance(obj, _Proxy):
+        obj._settle()
+        obj._shared = True  # the library draws from the NumPy object directly: no next state left pending
+        return obj._numpy
+    if obj is sys.modules[__name__]:
+        return _np.random
+    return obj
 
 
 def default_rng(seed: Any = None) -> Generator:
@@ -422,7 +448,7 @@ def _chunked(owner: Any, name: str, method: Any, args: tuple, kwargs: dict) -> A
     if isinstance(after, dict):
         _set_state(numpy_gen, after)
         after = None
-    elif owner is None:  # NumPy's own global stream: its next state is needed now
+    elif owner is None or owner._shared:  # a stream NumPy's own callers draw from too: its next state is needed now
         _set_state(numpy_gen, _compute_state(after))
         after = None
     if owner is not None:

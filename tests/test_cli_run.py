@@ -27,19 +27,26 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A folder for a script (and its helpers), an empty calibration cache, and the modules the
-    script imports forgotten afterwards (each test's helpers are new files)."""
+    script imports forgotten afterwards (each test's helpers are new files); scikit-learn's checks
+    as they were (a run in this process, where scikit-learn is loaded, adapts them even with
+    --no-sklearn: ``dispatch.sklearn._numpy_types``)."""
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path / "cache"))
     calibration._loaded.clear()
     proj = tmp_path / "proj"
     proj.mkdir()
     monkeypatch.chdir(proj)
     before = set(sys.modules)
+    numpy_types = sys.modules.get("dispatch.sklearn._numpy_types")
+    adapted = numpy_types is not None and numpy_types.installed()
     yield proj
     for name in set(sys.modules) - before:
         file = getattr(sys.modules[name], "__file__", None) or ""
         if file.startswith(str(tmp_path)):
             del sys.modules[name]
     calibration._loaded.clear()
+    numpy_types = sys.modules.get("dispatch.sklearn._numpy_types")
+    if numpy_types is not None and not adapted:
+        numpy_types.uninstall()
 
 
 def write(path: Path, source: str) -> Path:
@@ -429,27 +436,55 @@ def test_sklearn_is_accelerated(project):
     assert (plain.returncode, plain.stdout) == (0, "(200, 2)\naccelerated False\n"), plain.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="a known bug: under `dispatch run` the script's np.logspace(...) and "
-                                       "np.random.RandomState(0) are dispatch's, and scikit-learn's parameter checks "
-                                       "ask for numpy.ndarray and numpy.random.RandomState instances")
-@pytest.mark.parametrize("idiom", [
-    'print(GridSearchCV(SVC(), {"C": np.logspace(-1, 1, 3)}, cv=3).fit(X, y).best_params_)',
-    "print(train_test_split(X, y, random_state=np.random.RandomState(0))[3][:5])",
-], ids=["a parameter grid made by np", "a RandomState made by np"])
-def test_scikit_learn_takes_the_scripts_numpy_objects_under_run(tmp_path, idiom):
-    """Two idioms of scikit-learn's own examples, each run by ``python SCRIPT`` and by
-    ``dispatch run``: the same output."""
+# The idioms of scikit-learn's own examples that hand it the script's NumPy objects: under
+# ``dispatch run`` they are dispatch's, which scikit-learn's checks for NumPy's types take as the
+# NumPy objects they stand for (``dispatch.sklearn._numpy_types``).
+NUMPY_OBJECT_IDIOMS = {
+    "a parameter grid made by np":
+        'print(GridSearchCV(SVC(), {"C": np.logspace(-1, 1, 3)}, cv=3).fit(X, y).best_params_)',
+    "a RandomState made by np":
+        "print(train_test_split(X, y, random_state=np.random.RandomState(0))[3][:5])",
+    "the stream goes on after scikit-learn's draws": """\
+        rs = np.random.RandomState(0)
+        print(rs.randint(100, size=3), train_test_split(X, y, random_state=rs)[3][:5], rs.randint(100, size=3))
+        print(cross_val_score(SVC(), X, y, cv=KFold(3, shuffle=True, random_state=rs)), rs.rand())
+        print(RandomForestClassifier(3, random_state=rs).fit(X, y).predict(X[::30]), rs.rand())""",
+    "check_random_state": """\
+        rs = np.random.RandomState(0)
+        print(check_random_state(rs).rand(), rs.rand(), check_random_state(np.random) is check_random_state(None))""",
+    "a randomized search over np arrays": """\
+        search = RandomizedSearchCV(SVC(), {"C": np.logspace(-2, 2, 9), "gamma": ["scale", "auto"]}, n_iter=4,
+                                    cv=3, random_state=np.random.RandomState(1))
+        print(search.fit(X, y).best_params_)""",
+    "compute_class_weight": 'print(compute_class_weight("balanced", classes=np.unique(y), y=y[20:]))',
+    "a Generator, refused as NumPy's": """\
+        try:
+            RandomForestClassifier(3, random_state=np.random.default_rng(0)).fit(X, y)
+        except Exception as error:
+            print(type(error).__name__, str(error).partition(" at 0x")[0])""",
+}
+
+
+@pytest.mark.parametrize(("idiom", "options"), [
+    *((idiom, ()) for idiom in NUMPY_OBJECT_IDIOMS.values()),
+    (NUMPY_OBJECT_IDIOMS["the stream goes on after scikit-learn's draws"], ("--no-sklearn",)),
+], ids=[*NUMPY_OBJECT_IDIOMS, "--no-sklearn"])
+def test_scikit_learn_takes_the_scripts_numpy_objects_under_run(tmp_path, idiom, options):
+    """Idioms of scikit-learn's own examples, each run by ``python SCRIPT`` and by ``dispatch run``:
+    the same output, random draws included (scikit-learn accelerated or not)."""
     pytest.importorskip("sklearn")
-    script = write(tmp_path / "idiom.py", f"""\
+    script = write(tmp_path / "idiom.py", textwrap.dedent("""\
         import numpy as np
         from sklearn.datasets import load_iris
-        from sklearn.model_selection import GridSearchCV, train_test_split
+        from sklearn.ensemble import RandomForestClassifier
+        from sklearn.model_selection import GridSearchCV, KFold, RandomizedSearchCV, cross_val_score, train_test_split
         from sklearn.svm import SVC
+        from sklearn.utils import check_random_state
+        from sklearn.utils.class_weight import compute_class_weight
         X, y = load_iris(return_X_y=True)
-        {idiom}
-        """)
+        """) + textwrap.dedent(idiom))
     plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, check=True)
-    routed = dispatch_cli("run", str(script), cwd=tmp_path, env={"DISPATCH_CACHE_DIR": str(tmp_path)})
+    routed = dispatch_cli("run", *options, str(script), cwd=tmp_path, env={"DISPATCH_CACHE_DIR": str(tmp_path)})
     assert (routed.returncode, routed.stdout) == (0, plain.stdout), routed.stderr[-800:]
 
 

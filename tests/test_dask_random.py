@@ -153,6 +153,21 @@ def test_legacy_rand_randn_and_randomstate_proxies():
     np.testing.assert_array_equal(np.asarray(rs.standard_normal(5)), ref.standard_normal(5))
 
 
+def test_a_randomstate_a_library_holds_too_leaves_nothing_pending():
+    """Once a library holds the NumPy RandomState inside dispatch's (scikit-learn's
+    ``check_random_state`` under ``dispatch run``) it draws from it directly: a chunked draw of
+    dispatch's computes the next state at once, and the library's next draw is NumPy's next."""
+    ref, rs = np.random.RandomState(8), dispatch.random.RandomState(8)
+    held = dispatch.random._numpys(rs)
+    assert held is rs._numpy
+    with dispatch.using("dask"):
+        c = rs.standard_normal(999)
+    assert rs._pending is None
+    _same(c, ref.standard_normal(999))
+    np.testing.assert_array_equal(held.standard_normal(5), ref.standard_normal(5))
+    np.testing.assert_array_equal(np.asarray(rs.standard_normal(5)), ref.standard_normal(5))
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.bool_])
 def test_small_integer_draws_stay_on_the_host(dtype):
     """NumPy buffers 8- and 16-bit draws within one call: chunks would differ, so these draws

@@ -67,11 +67,11 @@ class _NumpyMirror:
         return spec_then(self, fullname, path, target, _patch_testing)
 
 
-_after: dict[str, Any] = {}  # top-level module -> called once it has loaded (``after_import``)
+_after: dict[str, Any] = {}  # module (a dotted name too) -> called once it has loaded (``after_import``)
 
 
 def after_import(names: tuple[str, ...], then: Any) -> None:
-    """Call ``then(module)`` once any of ``names`` (top-level modules, not loaded yet) loads."""
+    """Call ``then(module)`` once any of ``names`` (modules not loaded yet, a submodule by its dotted name) loads."""
     for name in names:
         _after[name] = then
 
