@@ -40,7 +40,8 @@ def calibrated(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
     targets.probe("torch-cpu")
-    monkeypatch.delitem(targets.registry._targets, "torch-cpu")  # restored afterwards
+    # no engine but NumPy up (restored afterwards): engines earlier tests brought up are not this test's
+    monkeypatch.setattr(targets.registry, "_targets", {"numpy": targets.probe("numpy")})
     monkeypatch.setattr(bringup, "_states", {})
     monkeypatch.setattr(bringup, "_threads", {})
     monkeypatch.setattr(bringup, "_began", {})

@@ -291,7 +291,7 @@ def idle() -> str | None:
     ``came_up``), and none once an engine besides NumPy is up: a second adds only what it saves
     over the first, and its arrival prices and plans the program's calls afresh, so it comes up by
     the ski-rental rule alone (``forgo``). The name started, if any."""
-    if bringup.starting() or any(name != "numpy" for name in targets.registry.up()):
+    if bringup.starting() or any(_engine(name) for name in targets.registry.up()):
         return None
     found = []
     for name, total in tuple(_forgone.items()):
@@ -303,6 +303,12 @@ def idle() -> str | None:
         return None
     name = max(found)[1]
     return name if bringup.start(name) else None
+
+
+def _engine(name: str) -> bool:
+    """Whether ``name`` is an engine besides NumPy on this machine (a host's or a GPU's; a Dask
+    cluster is no such engine)."""
+    return name != "numpy" and (name in targets.registry.gpu_names() or name in targets.registry.host_names())
 
 
 def came_up(name: str) -> None:
