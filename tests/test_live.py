@@ -155,33 +155,6 @@ def test_a_plan_strayed_from_by_measurements_is_revised(monkeypatch):
     assert live.planner.planned > made  # planned again, from the newer prices
 
 
-def test_a_plan_measured_off_its_prices_but_still_cheapest_is_not_revised(monkeypatch):
-    """Its calls measured at several times their prices, yet the plan made again from those
-    timings would place them the same: kept, its loop not recorded again."""
-    live = router.ROUTER.live
-    u0, v0 = _inputs()
-    _loop(u0, v0, 8)
-    key, plan = live.describe()[-1]
-    planned = live.planned[key]
-    assert any(place != "host" for place in plan.placement)
-    history = router.ROUTER.history
-    monkeypatch.setattr(history, "observe", History.observe.__get__(history))
-    revised, made, recording = live.revised, live.planner.planned, live.recording
-    for call_key, engine, price in planned.nodes:  # (a device's first call of a kind, loading its kernel, is no price)
-        history.observe(call_key, engine, 1.0)
-        for _ in range(4):  # three times its price: the plan's total strays
-            history.observe(call_key, engine, 3 * max(price, 1e-7))
-    call_key, engine, _ = planned.nodes[0]
-    assert live.planner.strays(key, 3 * plan.seconds)
-    router.ROUTER._observed(call_key, engine)
-    assert key in live.planned and live.revised == revised and live.recording == recording
-    assert live.planner.planned == made
-    u, total = _loop(u0, v0, 12)
-    expected_u, expected = _loop(u0, v0, 12, numpy)
-    numpy.testing.assert_allclose(numpy.asarray(u), expected_u, rtol=1e-12)
-    assert total == pytest.approx(expected, rel=1e-12)
-
-
 def test_a_plan_its_measurements_found_holding_is_timed_no_more(monkeypatch):
     """Once every call of a plan was measured and ``HELD`` timings found it holding, its
     decisions stop sampling: the loop runs from the memo without a timing."""
@@ -209,29 +182,6 @@ def test_a_plan_its_measurements_found_holding_is_timed_no_more(monkeypatch):
     expected_u, expected = _loop(u0, v0, 12, numpy)
     numpy.testing.assert_allclose(numpy.asarray(u), expected_u, rtol=1e-12)
     assert total == pytest.approx(expected, rel=1e-12)
-
-
-def test_a_plan_whose_host_calls_are_never_timed_is_still_found_holding(monkeypatch):
-    """``HELD`` counts once the plan's device calls are measured: a host call of it may never be
-    timed (a small one is NumPy's without a timing), and must not keep the plan timed forever."""
-    from dispatch.routing.live import HELD
-
-    live = router.ROUTER.live
-    u0, v0 = _inputs()
-    _loop(u0, v0, 8)
-    key, _ = live.describe()[-1]
-    planned = live.planned[key]
-    history = router.ROUTER.history
-    monkeypatch.setattr(history, "observe", History.observe.__get__(history))
-    for call_key, engine, price in planned.nodes:
-        history.observe(call_key, engine, 1.0)
-        history.observe(call_key, engine, max(price, 1e-6))
-    host_key = planned.nodes[0][0]._replace(op="never_timed_on_the_host")
-    planned.nodes.append((host_key, "numpy", 1e-6))  # a host kind of the plan with no timing
-    call_key, engine, _ = planned.nodes[0]
-    for _ in range(HELD + 1):
-        router.ROUTER._observed(call_key, engine)
-    assert key in live.planned and not any(d.sample for d in planned.decisions.values())
 
 
 def test_a_host_array_read_again_pays_its_copy_once_and_one_made_afresh_each_time():

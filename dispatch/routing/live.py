@@ -21,10 +21,9 @@ served, the recording stops: the plan's decisions serve the loop through the dec
 the memo, at no cost per call. A kind of call that no recorded region made, or that a plan made
 with its data elsewhere, brings the recording back.
 
-A plan is revised when measured times stray from its prices and would place its calls
-otherwise: each timing of a planned call re-prices the plan (``Planner.strays``, then
-``Planner.holds`` with what its calls measured); a plan dropped so is planned again from the
-newer prices the next time its region is met.
+A plan is revised when measured times stray from its prices: each timing of a planned call
+re-prices the plan (``Planner.measured``); a plan dropped so is planned again from the newer
+prices the next time its region is met.
 
 Copies are priced as the planner prices them, once per array and place; a host source that a
 device keeps a copy of (``dispatch.arrays.mirrors``, through ``cost.mirrored``) is free to read there, and one it will
@@ -76,7 +75,7 @@ MAX_CALLS = 512  # a region without a read or a repeat ends here (a plan over mo
 REVISIONS = 3  # a region planned this many times keeps its last plan: its prices will not settle
 # Timings of a plan, each of its calls measured, that found it holding: from then on its calls are
 # timed no more (a timing costs a call the Python path, and a device's events or a wait for it).
-HELD = 32  # (counted once each of its kinds of call placed on a device has a timing)
+HELD = 32
 SEEN_MAX = 4096  # regions counted at most; a program making more distinct ones starts counting over
 COMPUTED_MAX = 4096  # kinds and sizes of call whose compute is priced (``_prices``); more start over
 
@@ -95,15 +94,11 @@ class _Node:
 class _Planned:
     """A plan in force: its decisions, per key, and the prices it was made from."""
 
-    __slots__ = ("calls", "checked", "decisions", "held", "made_for", "nodes", "plan")
+    __slots__ = ("decisions", "held", "made_for", "nodes", "plan")
 
     def __init__(self, plan: Plan, nodes: list[tuple[CallKey, str, float]], made_for: Hashable = None) -> None:
         self.plan = plan
         self.nodes = nodes  # (key as the plan runs it, engine, price): what its timings are compared with
-        self.calls: dict[int, tuple[CallKey, str]] = {}  # region index -> (key as the plan runs it, engine)
-        # (kinds of call timed, the total they measured, whether it held) when its placement was
-        # last checked against its timings
-        self.checked: tuple[int, float, bool] | None = None
         self.decisions: dict[CallKey, Decision] = {}
         self.made_for = made_for  # where the region's sources were, and which call the host read
         self.held = 0  # timings, every call of it measured, that found it holding
@@ -629,7 +624,6 @@ class Live:
             target = targets.probe(name) if name is not None else None
             if target is None:
                 continue
-            planned.calls[nsrc + i] = (there, name)
             if place != HOST:  # the script's next run waits for this engine's bring-up at such a call
                 startup.planned(n.key, name, plan.saving)
             decision = Decision(target, DecisionKind.PLANNED, describe(plan, nsrc + i), seconds, there, sample=True)
@@ -662,10 +656,9 @@ class Live:
 
     def measured(self, key: CallKey) -> None:
         """A planned call was timed: re-price its plan with what its calls measured, and drop it
-        where that strays and its region, planned with those timings, would be placed otherwise
-        (``Planner.strays``, ``Planner.holds``): its region is planned again when next met. A
+        where that strays (``Planner.measured``): its region is planned again when next met. A
         plan that can be revised no more, or that ``HELD`` timings found holding once every call
-        of it placed on a device was measured, is timed no more (``_Planned.settle``), but for calls an engine left
+        of it was measured, is timed no more (``_Planned.settle``), but for calls an engine left
         down would save on. Those are timed as a cost decision is: every call until
         ``history.SETTLED_SAMPLES`` timings, then one in ``SETTLED_EVERY`` (``history.calls_counted``
         counts each timing for the calls it stands for, toward the engine's start-up)."""
@@ -680,48 +673,20 @@ class Live:
             planned.settle()
             return
         stats = self.router.history.stats
-        host = targets.registry.host_names()
         seconds = planned.plan.seconds
-        count = untimed = 0
+        measured = True
         for k, name, price in planned.nodes:
             stat = stats.get(k, {}).get(name)
             if stat is not None and price is not None:
                 seconds += stat.seconds - price
-            count += stat is not None
-            untimed += stat is None and name not in host
-        seconds = max(seconds, 0.0)
-        if self.planner.strays(plan_key, seconds) and not self._holds(plan_key, planned, count, seconds):
+            measured = measured and stat is not None
+        if self.planner.measured(plan_key, max(seconds, 0.0)):
             self._revise(plan_key)
             self._drop(plan_key)
-            self.planner.forget(plan_key)
             self.seen[plan_key] = 1  # planned again, from the newer prices, when next met
             self.resume()
-        elif not untimed:  # (a host call may never be timed: a small one is NumPy's without a timing)
+        elif measured:
             planned.held += 1
-
-    def _holds(self, plan_key: Hashable, planned: _Planned, count: int, seconds: float) -> bool:
-        """Whether the plan, its total measured at ``seconds`` over ``count`` kinds of call timed,
-        is still its region's cheapest placement (``Planner.holds``): checked again once another
-        kind is timed or the total moved past the tolerance since, else the last answer."""
-        last = planned.checked
-        if last is not None and count <= last[0] and self.planner.tolerance ** -1 <= seconds / max(last[1], 1e-12) \
-                <= self.planner.tolerance:
-            return last[2]
-        holds = self.planner.holds(plan_key, lambda region: self._repriced(planned, region))
-        planned.checked = (count, seconds, holds)
-        return holds
-
-    def _repriced(self, planned: _Planned, region: Region) -> Region:
-        """``region`` with each call the plan decides priced, where it placed it, at what calls of
-        its kind measured there."""
-        stats = self.router.history.stats
-        prices = list(region.prices)
-        placement = planned.plan.placement
-        for j, (key, name) in planned.calls.items():
-            stat = stats.get(key, {}).get(name)
-            if stat is not None and j < len(prices):
-                prices[j] = {**prices[j], placement[j]: stat.seconds}
-        return Region(prices, region.edges, region.transfer, region.fixed, region.labels)
 
     def describe(self) -> list[tuple[Hashable, Plan]]:
         """The plans in force, and what each expects to save."""

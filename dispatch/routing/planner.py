@@ -29,12 +29,9 @@ import numpy as np
 
 from dispatch.base.records import Record
 
-__all__ = ["HOST", "REPLAN_GAIN", "Plan", "Planner", "Region", "cost_of", "describe", "plan"]
+__all__ = ["HOST", "Plan", "Planner", "Region", "cost_of", "describe", "plan"]
 
 HOST = "host"  # the host's place name in a region
-# A plan whose measured calls strayed from its prices is kept unless planning its region again
-# with what they measured saves this share: a smaller gain is within the prices' noise.
-REPLAN_GAIN = 0.2
 
 
 class Region(Record):
@@ -201,7 +198,6 @@ class Planner:
     def __init__(self, tolerance: float = 1.5) -> None:
         self.tolerance = tolerance
         self.plans: dict[Hashable, Plan] = {}
-        self.regions: dict[Hashable, Region] = {}  # what each plan was made from
         self.planned = 0
 
     def plan_for(self, key: Hashable, region: Region | Callable[[], Region]) -> Plan:
@@ -211,54 +207,32 @@ class Planner:
         if found is not None:
             found.served += 1
             return found
-        built = region() if callable(region) else region
-        made = plan(built)
+        made = plan(region() if callable(region) else region)
         made.key = key
         self.plans[key] = made
-        self.regions[key] = built
         self.planned += 1
         made.number = self.planned
         return made
 
-    def measured(self, key: Hashable, seconds: float,
-                 reprice: Callable[[Region], Region] | None = None) -> bool:
+    def measured(self, key: Hashable, seconds: float) -> bool:
         """A run of region ``key`` took ``seconds``: drop its plan where that strays from what it
-        expected by more than the tolerance (planned again, from newer prices, next time), unless
-        ``reprice`` (its region with what its calls measured) finds it still the cheapest
-        placement (``holds``). Whether it was dropped."""
-        if not self.strays(key, seconds) or (reprice is not None and self.holds(key, reprice)):
-            return False
-        self.forget(key)
-        return True
-
-    def strays(self, key: Hashable, seconds: float) -> bool:
-        """Whether ``seconds``, a run of region ``key``, strays from what its plan expected by
-        more than the tolerance."""
+        expected by more than the tolerance (planned again, from newer prices, next time).
+        Whether it was dropped."""
         found = self.plans.get(key)
         if found is None or found.seconds <= 0.0:
             return False
         ratio = seconds / found.seconds
-        return not 1.0 / self.tolerance <= ratio <= self.tolerance
-
-    def holds(self, key: Hashable, reprice: Callable[[Region], Region]) -> bool:
-        """Whether region ``key``'s plan is still its cheapest placement, within ``REPLAN_GAIN``,
-        with its prices as ``reprice`` changes them (to what its calls measured): a plan whose
-        device calls took twice their price, still far cheaper than the host, would be made again
-        the same."""
-        found, region = self.plans.get(key), self.regions.get(key)
-        if found is None or region is None:
-            return False
-        measured = reprice(region)
-        return cost_of(measured, found.placement) <= (1.0 + REPLAN_GAIN) * plan(measured).seconds
+        if ratio > self.tolerance or ratio < 1.0 / self.tolerance:
+            del self.plans[key]
+            return True
+        return False
 
     def forget(self, key: Hashable) -> None:
         """Drop the plan of region ``key``: what it was made for no longer holds."""
         self.plans.pop(key, None)
-        self.regions.pop(key, None)
 
     def clear(self) -> None:
         self.plans.clear()
-        self.regions.clear()
 
 
 def describe(p: Plan, index: int) -> str:
