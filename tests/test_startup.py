@@ -168,19 +168,23 @@ def test_a_waiting_program_brings_up_the_target_that_repays_its_start_up_soonest
     assert startup.forgone() == {"cupy": 0.03} and startup.idle() is None
 
 
-def test_a_waiting_program_brings_up_no_second_engine_early(calibrated, monkeypatch):
-    """Once an engine besides NumPy is up, a waiting program brings no other up at ``IDLE_SHARE``
-    (a second engine adds only what it saves over the first, and its arrival plans the calls
-    afresh): only the ski-rental rule, its whole start-up forgone, brings it up."""
+def test_a_waiting_program_brings_up_no_second_engine_for_a_device_early(calibrated, monkeypatch):
+    """Once an engine besides NumPy serves a device, a waiting program brings no other up for it at
+    ``IDLE_SHARE`` (a second engine there adds only what it saves over the first, and its arrival
+    plans the calls afresh): only the ski-rental rule, its whole start-up forgone, brings it up.
+    Another device's first engine still comes up early."""
     states: dict[str, str] = {}
     monkeypatch.setattr(bringup, "_states", states)
     monkeypatch.setattr(bringup, "start", lambda name: states.setdefault(name, "starting") == "starting")
     monkeypatch.setattr(startup, "up", lambda name: name in ("numpy", "cupy"))
-    startup.use_calibration(_calibrated({"torch-cuda": (0.0, 0.6, 0.1)}))
+    startup.use_calibration(_calibrated({"torch-cuda": (0.0, 0.6, 0.1), "torch-cpu": (0.0, 2.0, 0.0)}))
     monkeypatch.setattr(startup, "_forgone", {"torch-cuda": 0.35})  # half its start-up
     monkeypatch.setattr(targets.registry, "up", lambda: ["numpy", "cupy"])
     assert startup.idle() is None and states == {}
-    monkeypatch.setattr(targets.registry, "up", lambda: ["numpy"])
+    startup._forgone["torch-cpu"] = 0.2  # a tenth of its start-up: the host has no engine besides NumPy
+    assert startup.idle() == "torch-cpu" and states == {"torch-cpu": "starting"}
+    states.clear()
+    monkeypatch.setattr(targets.registry, "up", lambda: ["numpy", "torch-cpu"])
     assert startup.idle() == "torch-cuda" and states == {"torch-cuda": "starting"}
 
 

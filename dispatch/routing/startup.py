@@ -30,10 +30,10 @@ does not force it (``router._reach``). A target comes up when:
   only once the start-up is within ``KEPT_MARGIN`` of the time it has run, so that a script run
   once stays within that margin of NumPy's time;
 - or the program waits for its user (a notebook's cell has ended: ``idle``, which
-  ``dispatch.notebook`` calls after each cell), no engine but NumPy is up, and calls priced out
-  for the target have forgone ``IDLE_SHARE`` of its start-up in this process: it is brought up in
-  the background then, while none of the program's work runs beside it, so that the next cell
-  finds it up.
+  ``dispatch.notebook`` calls after each cell), no engine besides NumPy serves the target's device
+  yet, and calls priced out for the target have forgone ``IDLE_SHARE`` of its start-up in this
+  process: it is brought up in the background then, while none of the program's work runs beside
+  it, so that the next cell finds it up.
 
 The start-up's price is this machine's calibration's (``dispatch.measure.startup_seconds`` times
 it in fresh processes)
@@ -288,14 +288,16 @@ def idle() -> str | None:
     bringing up, in the background, the target whose priced-out calls have forgone the largest share
     of its start-up in this process (the one that repays it soonest), where that share has reached
     ``IDLE_SHARE``; none while one is coming up (the others are priced against it once it is up:
-    ``came_up``), and none once an engine besides NumPy is up: a second adds only what it saves
-    over the first, and its arrival prices and plans the program's calls afresh, so it comes up by
-    the ski-rental rule alone (``forgo``). The name started, if any."""
-    if bringup.starting() or any(_engine(name) for name in targets.registry.up()):
+    ``came_up``), and none for a device another engine besides NumPy serves already (CuPy up,
+    torch-cuda): a second engine there adds only what it saves over the first, and its arrival
+    prices and plans the program's calls afresh, so it comes up by the ski-rental rule alone
+    (``forgo``). The name started, if any."""
+    if bringup.starting():
         return None
+    served = {_device(name) for name in targets.registry.up() if name != "numpy"}
     found = []
     for name, total in tuple(_forgone.items()):
-        if not up(name) and bringup.state(name) is None:
+        if not up(name) and bringup.state(name) is None and _device(name) not in served:
             share = total / max(seconds(name), 1e-9)
             if share >= IDLE_SHARE:
                 found.append((share, name))
@@ -305,10 +307,13 @@ def idle() -> str | None:
     return name if bringup.start(name) else None
 
 
-def _engine(name: str) -> bool:
-    """Whether ``name`` is an engine besides NumPy on this machine (a host's or a GPU's; a Dask
-    cluster is no such engine)."""
-    return name != "numpy" and (name in targets.registry.gpu_names() or name in targets.registry.host_names())
+def _device(name: str) -> str | None:
+    """The kind of device ``name`` computes on (``"cpu"``, ``"cuda"``...), or ``None`` where it is no
+    registered target."""
+    try:
+        return targets.registry.spec(name).device
+    except ValueError:
+        return None
 
 
 def came_up(name: str) -> None:
