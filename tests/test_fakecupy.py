@@ -224,6 +224,23 @@ def test_small_copies_are_read_from_locked_memory_when_the_stream_is_idle(cupy, 
     assert len(staged) == 2
 
 
+def test_a_swapped_out_cupy_module_leaves_no_pinned_buffers_behind(cupy):
+    """The staging buffers (pinned, two of ``CHUNK`` each) are kept per CuPy module and device;
+    one that is no longer the module in use (a test's fake replaced by the next) drops its own."""
+    def sent(module):
+        x = numpy.arange(_staging.THRESHOLD // 8 + 1, dtype=numpy.float64)  # staged: large, and sent once
+        got = module.asnumpy(_staging.to_device_cupy(module, x))
+        assert got.dtype == x.dtype and got.shape == x.shape and numpy.array_equal(got, x)
+
+    sent(cupy)
+    assert any(key[0] is cupy for key in _staging._cupy_stagers)
+    other = fakecupy._module()["cupy"]  # another module, as the next test's fake would be
+    sent(other)
+    assert [key[0] for key in _staging._cupy_stagers] == [other]
+    sent(cupy)  # the module in use again: its own made afresh
+    assert [key[0] for key in _staging._cupy_stagers] == [cupy]
+
+
 def test_staged_copies_take_turns_in_the_two_buffers(cupy, monkeypatch):
     """Each small copy waits only for the copy before the last to leave its buffer."""
     staged = _staged_copies(monkeypatch)

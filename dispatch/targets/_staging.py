@@ -344,13 +344,17 @@ class _CupyEngine:
 
 # Keyed by the module too: a stager holds the cupy it was made with (tests swap in a fake one).
 _cupy_stagers: dict[tuple[Any, int], _Stager] = {}
+_stagers_lock = allocate_lock()
 
 
 def _cupy_stager(cupy: Any) -> _Stager:
     key = (cupy, cupy.cuda.Device().id)
     stager = _cupy_stagers.get(key)
     if stager is None:
-        stager = _cupy_stagers.setdefault(key, _Stager(_CupyEngine(cupy)))
+        with _stagers_lock:
+            for other in [k for k in _cupy_stagers if k[0] is not cupy]:  # a module swapped out: its pinned buffers go
+                del _cupy_stagers[other]
+            stager = _cupy_stagers.setdefault(key, _Stager(_CupyEngine(cupy)))
     return stager
 
 
