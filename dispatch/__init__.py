@@ -23,6 +23,23 @@ from dispatch.base import warning_site as _warning_site
 from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 
 _import_hooks.install()  # ``import dispatch.ma``; numpy.testing's asserts on dispatch arrays (base.import_hooks)
+
+
+def _sklearn_takes_dispatch_objects(_module: object = None) -> None:
+    """scikit-learn's checks for NumPy's types take dispatch's objects as the NumPy objects they
+    stand for (``dispatch.sklearn._numpy_types``): a ``RandomState`` or a parameter grid made by
+    ``np`` reaches scikit-learn as NumPy's would. Never breaks the import of scikit-learn."""
+    try:  # by name, as the root loads its other parts (``_OWN``): the layer above comes in at scikit-learn's load
+        importlib.import_module("dispatch.sklearn._numpy_types").install()
+    except Exception as exc:  # scikit-learn then checks as it does: say so once
+        _warnings.warn(f"dispatch: scikit-learn may refuse dispatch's arrays and RandomState as NumPy's: "
+                       f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+
+
+if "sklearn" in _sys.modules:
+    _sklearn_takes_dispatch_objects()
+else:
+    _import_hooks.after_import(("sklearn",), _sklearn_takes_dispatch_objects)
 _warning_site.install()  # warnings from routed calls name the caller's line (base.warning_site)
 if _settings.ENV.backend != "auto":
     importlib.import_module("dispatch.targets")  # a forced target's name is checked against the registry

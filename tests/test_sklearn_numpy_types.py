@@ -1,5 +1,5 @@
 """scikit-learn's checks for NumPy's own types, given dispatch's objects (``dispatch.sklearn._numpy_types``,
-which ``dispatch run`` installs once the script imports scikit-learn): a dispatch ``RandomState``
+which ``import dispatch`` installs once scikit-learn loads): a dispatch ``RandomState``
 is handed over as the NumPy ``RandomState`` inside it, so the draws on either side continue one
 stream exactly as NumPy's one object's; parameter validation and ``ParameterGrid`` take
 dispatch arrays as NumPy's; NumPy's own objects, and everything once uninstalled, as before.
@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("sklearn")
 
 from sklearn.model_selection import ParameterGrid
-from sklearn.utils import _param_validation, check_random_state, shuffle, validation
+from sklearn.utils import _param_validation, shuffle, validation
 from sklearn.utils import _random as sklearn_random  # compiled: its own binding of check_random_state
 from sklearn.utils.class_weight import compute_class_weight
 
@@ -26,9 +26,6 @@ import dispatch
 from dispatch.sklearn import _numpy_types
 
 REPO = Path(__file__).resolve().parents[1]
-ORIGINAL_CHECK = validation.check_random_state
-ORIGINAL_SATISFIED = _param_validation._InstancesOf.is_satisfied_by
-ORIGINAL_GRID_INIT = ParameterGrid.__init__
 
 
 @pytest.fixture
@@ -108,14 +105,17 @@ def test_a_grids_dispatch_arrays_are_numpys_in_a_copy(installed):
 
 
 def test_install_is_once_and_uninstall_puts_back_exactly(uninstalled):
+    # scikit-learn's own (``import dispatch`` installed it as scikit-learn loaded; the fixture took it out)
+    check, satisfied = validation.check_random_state, _param_validation._InstancesOf.is_satisfied_by
+    grid_init = ParameterGrid.__init__
     assert _numpy_types.install() and not _numpy_types.install() and _numpy_types.installed()
-    assert _param_validation._InstancesOf.is_satisfied_by is not ORIGINAL_SATISFIED
+    assert _param_validation._InstancesOf.is_satisfied_by is not satisfied
     assert _numpy_types.uninstall() and not _numpy_types.uninstall() and not _numpy_types.installed()
-    assert _param_validation._InstancesOf.is_satisfied_by is ORIGINAL_SATISFIED
-    assert ParameterGrid.__init__ is ORIGINAL_GRID_INIT
-    still = [name for name, module in list(sys.modules.items()) if name.startswith("sklearn")
-             and any(getattr(value, "__wrapped__", None) is ORIGINAL_CHECK for value in vars(module).values())]
-    assert still == [] and check_random_state is ORIGINAL_CHECK
+    assert _param_validation._InstancesOf.is_satisfied_by is satisfied
+    assert ParameterGrid.__init__ is grid_init
+    # the names it replaced hold scikit-learn's own again (a module loaded while it was installed
+    # keeps what it imported then: for NumPy's objects the same function's answers)
+    assert validation.check_random_state is check and sys.modules["sklearn.utils"].check_random_state is check
     with pytest.raises(ValueError, match="cannot be used to seed"):
         _check(dispatch.random.RandomState(0))
 
@@ -134,3 +134,28 @@ def test_a_grid_module_loaded_later_is_patched_as_it_loads():
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert (done.returncode, done.stdout) == (0, "[{'a': np.int64(0)}, {'a': np.int64(1)}]\n"), done.stderr
+
+
+IDIOMS = """
+from sklearn.cluster import KMeans
+from sklearn.datasets import load_iris
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import GridSearchCV, train_test_split
+X, y = load_iris(return_X_y=True)
+rs = np.random.RandomState(0)
+print(KMeans(3, n_init=2, random_state=rs).fit(X).inertia_)
+print(GridSearchCV(Ridge(), {"alpha": np.logspace(-3, 3, 7)}, cv=3).fit(X, y).best_params_)
+print(train_test_split(X, y, random_state=rs)[3][:5], rs.randint(1000))
+"""
+
+
+@pytest.mark.parametrize("order", ["sklearn after dispatch", "sklearn before dispatch"])
+def test_import_dispatch_as_np_hands_scikit_learn_numpys_objects(order):
+    """``import dispatch as np`` in a script run by ``python``: scikit-learn, loaded after dispatch
+    or before it, takes the script's ``RandomState`` and ``np.logspace`` grid as NumPy's, with
+    NumPy's output (the stream continuing after scikit-learn's draws)."""
+    first = ("import sklearn\n" if order.endswith("before dispatch") else "") + "import dispatch as np\n"
+    plain = subprocess.run([sys.executable, "-c", "import numpy as np\n" + IDIOMS], capture_output=True, text=True,
+                           cwd=REPO, check=True)
+    routed = subprocess.run([sys.executable, "-c", first + IDIOMS], capture_output=True, text=True, cwd=REPO)
+    assert (routed.returncode, routed.stdout) == (0, plain.stdout), routed.stderr[-800:]

@@ -5,9 +5,10 @@
 status, output and tracebacks are Python's), except that the script and the modules next to
 it (or below it) that import NumPy get dispatch instead. Libraries (scikit-learn, pandas,
 anything installed, the standard library) keep real NumPy. scikit-learn, if the script
-imports it, is accelerated with `dispatch.sklearn.accelerate()` (not with --no-sklearn), and
-takes the script's dispatch objects where it asks for NumPy's types (a parameter grid's array,
-a RandomState: the NumPy one inside it, whose stream the script's draws continue).
+imports it, is accelerated with `dispatch.sklearn.accelerate()` (not with --no-sklearn); with
+or without it, it takes the script's dispatch objects where it asks for NumPy's types (a
+parameter grid's array, a RandomState: the NumPy one inside it, whose stream the script's draws
+continue), as wherever dispatch is imported.
 
 --report prints where each op ran and how long it took, on stderr, when the script ends (also
 when it raises or calls sys.exit). --profile OUT.json records, per call site in the script's
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     profile_path = os.path.abspath(writable(args.profile, "--profile")) if args.profile is not None else None
 
     cal, cal_path = _calibration(args.calibrate) if (args.profile or args.calibrate) else (None, None)
-    on_sklearn = _plain_sklearn if args.no_sklearn else _accelerate_sklearn
+    on_sklearn = None if args.no_sklearn else _accelerate_sklearn
     redirect = ImportRedirect(os.path.dirname(os.path.abspath(args.script)), on_sklearn)
     argv = [args.script, *args.args]
 
@@ -110,31 +111,10 @@ def _calibration(measure: bool) -> tuple[Any, str | None]:
     return cal, (str(stored_calibration_path()) if cal is not None else None)
 
 
-def _plain_sklearn() -> None:
-    """Called once the script has imported scikit-learn, under ``--no-sklearn``: scikit-learn is
-    not accelerated, and takes the script's NumPy objects (dispatch's) as it takes NumPy's."""
-    try:
-        from dispatch.sklearn import _numpy_types  # lazy: only where the script imports scikit-learn
-    except ImportError:
-        return
-    _take_numpy_objects(_numpy_types)
-
-
-def _take_numpy_objects(numpy_types: Any) -> None:
-    """scikit-learn's checks for NumPy's types (a parameter grid's array, a ``random_state``) take
-    the script's dispatch objects as the NumPy objects they stand for (``dispatch.sklearn._numpy_types``)."""
-    try:
-        numpy_types.install()
-    except Exception as exc:  # never break the user's script: scikit-learn then checks as it does
-        print(f"dispatch run: note: scikit-learn may refuse the script's NumPy objects: {type(exc).__name__}: {exc}",
-              file=sys.stderr)
-
-
 def _accelerate_sklearn() -> None:
     """Called once the script has imported scikit-learn."""
     try:
         import dispatch.sklearn as accelerator  # lazy: only where the script imports scikit-learn
-        from dispatch.sklearn import _numpy_types
     except ImportError as exc:
         if getattr(exc, "name", None) not in ("dispatch.sklearn", None):
             print(f"dispatch run: note: scikit-learn is not accelerated: {exc}", file=sys.stderr)
@@ -145,7 +125,6 @@ def _accelerate_sklearn() -> None:
                 file=sys.stderr,
             )
         return
-    _take_numpy_objects(_numpy_types)
     try:
         accelerator.accelerate()
     except Exception as exc:  # the accelerator must never break the user's script

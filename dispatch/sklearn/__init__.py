@@ -16,8 +16,26 @@ only, so they pickle as plain scikit-learn objects. ``python -m dispatch run`` n
 
 from __future__ import annotations
 
-from dispatch.sklearn._patch import accelerate, accelerated, is_accelerated, patched, unaccelerate
-from dispatch.sklearn._routing import Choice, choose, forget, unsupported
+import importlib
+from typing import Any
 
 __all__ = ["Choice", "accelerate", "accelerated", "choose", "forget", "is_accelerated", "patched", "unaccelerate",
            "unsupported"]
+
+# name -> its module, loaded at the name's first use: ``dispatch.sklearn._numpy_types``, which
+# ``import dispatch`` installs as scikit-learn loads, needs neither the accelerator nor the router
+_WHERE = {"accelerate": "_patch", "accelerated": "_patch", "is_accelerated": "_patch", "patched": "_patch",
+          "unaccelerate": "_patch", "Choice": "_routing", "choose": "_routing", "forget": "_routing",
+          "unsupported": "_routing"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dispatch.sklearn' has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(f"dispatch.sklearn.{module}"), name)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

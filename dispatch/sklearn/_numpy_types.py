@@ -1,10 +1,10 @@
 """scikit-learn's checks for NumPy's own types, given dispatch's objects.
 
-Under ``dispatch run`` (and ``%load_ext dispatch``) the script's ``np.logspace(...)`` is a
+With ``import dispatch as np`` (or under ``dispatch run``) a script's ``np.logspace(...)`` is a
 ``dispatch.ndarray`` and its ``np.random.RandomState(0)`` is ``dispatch.random.RandomState``,
 neither of them NumPy's class; scikit-learn asks for NumPy's by ``isinstance``. ``install()``,
-called once the script has imported scikit-learn, makes those checks take dispatch's objects as
-the NumPy objects they stand for, and nothing else:
+which ``import dispatch`` calls as scikit-learn loads (at once where it is loaded already), makes
+those checks take dispatch's objects as the NumPy objects they stand for, and nothing else:
 
 - parameter validation (``_InstancesOf``: ``classes: [np.ndarray]``, ``random_state``): a
   dispatch object passes where the NumPy object it stands for would;
@@ -30,9 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from dispatch import random as _random
-from dispatch.arrays._array import _DeviceScalar
 from dispatch.base.box import Wrapper
+
+# dispatch's array and random modules, read where the script has loaded them: scikit-learn loads
+# this at its import, and a script whose estimators stay stock loads neither (a dispatch array or
+# generator cannot exist before its module has loaded)
+_ARRAY, _RANDOM = "dispatch.arrays._array", "dispatch.random"
 
 __all__ = ["install", "installed", "uninstall"]
 
@@ -109,14 +112,20 @@ def _holding(function: Any) -> list[tuple[Any, list[str]]]:
 def _numpys_class(value: Any) -> type | None:
     """NumPy's class of the object ``value`` stands for, if it is one of dispatch's; else ``None``."""
     if isinstance(value, Wrapper):
-        return value.dtype.type if isinstance(value, _DeviceScalar) else np.ndarray
-    return _random._numpys_class(value)
+        return value.dtype.type if _is_device_scalar(value) else np.ndarray
+    random = sys.modules.get(_RANDOM)
+    return random._numpys_class(value) if random is not None else None
+
+
+def _is_device_scalar(value: Any) -> bool:
+    arrays = sys.modules.get(_ARRAY)
+    return arrays is not None and isinstance(value, arrays._DeviceScalar)
 
 
 def _as_numpy(value: Any) -> Any:
     """A dispatch array as the NumPy array it holds (a 0-d result standing for a scalar as NumPy's scalar)."""
     host = np.asarray(value)
-    return host[()] if isinstance(value, _DeviceScalar) else host
+    return host[()] if _is_device_scalar(value) else host
 
 
 # ---- the replacements ----------------------------------------------------------------------------
@@ -139,7 +148,8 @@ def _instances_of(original: Any) -> Any:
 def _check_random_state(original: Any) -> Any:
     @functools.wraps(original)
     def check_random_state(seed: Any) -> Any:
-        return original(_random._numpys(seed))
+        random = sys.modules.get(_RANDOM)
+        return original(random._numpys(seed) if random is not None else seed)
 
     return check_random_state
 
