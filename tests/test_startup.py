@@ -386,6 +386,16 @@ def test_a_saving_measured_from_first_samples_only_keeps_the_routers_price():
     faster = {**site, "seconds": {"numpy": 1.0, "cupy": 0.05}}
     assert learned.predicted({"sites": [faster]})["cupy"] == pytest.approx(0.95)
 
+
+def test_a_call_is_predicted_to_save_at_most_the_time_numpy_took():
+    """A price that says a call saves more than NumPy measured it take (a model that overprices
+    NumPy's call) counts that measured time: a run is never predicted to save more than its calls
+    took. Where NumPy measured nothing, the price stands."""
+    site = {"site": "a.py:5", "key": ["sum"], "calls": 10, "seconds": {"numpy": 1e-3}, "saves": {"torch-cpu": 5e-3}}
+    assert learned.predicted({"sites": [site]})["torch-cpu"] == pytest.approx(10e-3)
+    assert learned.predicted({"sites": [{**site, "seconds": {}}]})["torch-cpu"] == pytest.approx(50e-3)
+    assert learned.predicted({"sites": [{**site, "saves": {"torch-cpu": 0.4e-3}}]})["torch-cpu"] == pytest.approx(4e-3)
+
 # ---- what is kept between runs ------------------------------------------------------------------------
 
 SCRIPT = """

@@ -229,6 +229,8 @@ def predicted(entry: dict[str, Any] | None = None) -> dict[str, float]:
                 each = max(measured, saves[target])
             else:
                 each = saves.get(target, 0.0)
+            if "numpy" in seconds:  # a call saves at most the whole time NumPy measured it take
+                each = min(each, seconds["numpy"])
             totals[target] = totals.get(target, 0.0) + calls * each
     return totals
 
