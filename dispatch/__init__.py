@@ -23,6 +23,9 @@ from dispatch.base import warning_site as _warning_site
 from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 
 _import_hooks.install()  # ``import dispatch.ma``; numpy.testing's asserts on dispatch arrays (base.import_hooks)
+_warning_site.install()  # warnings from routed calls name the caller's line (base.warning_site)
+if _settings.ENV.backend != "auto":
+    importlib.import_module("dispatch.targets")  # a forced target's name is checked against the registry
 
 
 def _sklearn_takes_dispatch_objects(_module: object = None) -> None:
@@ -40,9 +43,7 @@ if "sklearn" in _sys.modules:
     _sklearn_takes_dispatch_objects()
 else:
     _import_hooks.after_import(("sklearn",), _sklearn_takes_dispatch_objects)
-_warning_site.install()  # warnings from routed calls name the caller's line (base.warning_site)
-if _settings.ENV.backend != "auto":
-    importlib.import_module("dispatch.targets")  # a forced target's name is checked against the registry
+
 
 # NumPy's version, as code that checks ``np.__version__`` expects of a drop-in; dispatch's own is
 # ``__dispatch_version__`` (and importlib.metadata.version("dispatch-accel"))
