@@ -136,6 +136,38 @@ def test_an_operator_numpy_runs_in_its_temporary_runs_from_the_memo_in_it(routed
     assert_same(again, (an + bn) * 2.0)
 
 
+def test_an_in_place_operator_on_host_data_runs_from_the_memo_into_its_array(routed_on_host, monkeypatch):
+    """``a += b``, ``a *= 2.0`` and ``np.add(a, b, out=a)`` on host data over the floors: a repeat
+    is served by the memo, written into ``a`` itself (the same object and memory), as NumPy's
+    in-place operators are. An ``out=`` that is not the first operand is no memo key."""
+    from helpers import assert_same
+
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((6, 5)), rng.standard_normal((6, 5))
+    a, b = dispatch.asarray(an.copy()), dispatch.asarray(bn)
+    want = an.copy()
+
+    def step(x, y, xp):
+        x += y
+        x *= 2.0
+        xp.add(x, y, out=x)
+        xp.multiply(x, y, out=(x,))
+        return x
+
+    assert_same(step(a, b, dispatch), step(want, bn, np))  # decided by the router, and remembered
+    # (``x += y`` and ``add(x, y, out=x)`` are one key: the same call)
+    assert sum(routed_on_host._IN_PLACE in key for key in router.ROUTER.memo) == 3
+    _router_off(monkeypatch, routed_on_host)
+    memory = a._engine_array
+    again = step(a, b, dispatch)
+    assert again is a and a._engine_array is memory
+    assert_same(a, step(want, bn, np))
+    c = dispatch.zeros((6, 5))
+    from dispatch.base.ops import op_named
+
+    assert routed_on_host._memo_key(op_named("add"), (a, b), {"out": (c,)}) is None
+
+
 @pytest.mark.skipif(not _compiled.ACTIVE, reason=f"the compiled fast path is {_compiled.STATUS}")
 def test_the_compiled_path_runs_an_elided_operator_from_the_memo_into_its_temporary(routed_on_host, monkeypatch):
     """``(a + b) * 2.0``: once the memo holds the multiply NumPy would run in the temporary, the

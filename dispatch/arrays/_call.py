@@ -758,6 +758,10 @@ _INTO = "into"  # ends the key of an operator's call that NumPy's elision runs i
 # ... into the second of two arrays (``a + b * c``): a key of its own, which the compiled path, whose
 # entries run into the first, never serves (the same dtypes in the other order would cast into it)
 _INTO_SECOND = "into the second"
+# A keyword ``out=`` that is the call's first operand (``x += y``, ``np.add(x, y, out=x)``), keyed
+# by this alone: NumPy runs it into that array's memory, from the memo as any host call (the
+# write counted before, by ``call``'s ``_writes``).
+_IN_PLACE = "in place"
 # The memo itself is the router's (``ROUTER.memo``): an entry is (decision, target, run, epoch), served
 # while the router's epoch is the entry's; at another epoch, ``_memo_run`` checks it again.
 
@@ -801,6 +805,8 @@ def _memo_key(op: Op, args: tuple, kwargs: dict) -> tuple | None:
         kind = type(v)
         if kind is float or kind is complex:
             parts.append((name, kind))
+        elif name == "out" and _in_place(args, v):
+            parts.append(_IN_PLACE)
         elif kind is int or kind is bool or v is None or (kind is tuple and all(type(x) is int for x in v)):
             parts.append((name, kind, v))
         else:
@@ -850,6 +856,13 @@ def _forced_key(memo_key: tuple) -> bool:
     return is_forced(memo_key[1])
 
 
+def _in_place(args: tuple, out: Any) -> bool:
+    """Whether ``out`` is the call's first operand, a host array (``x += y``)."""
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    return bool(args) and out is args[0] and type(out) is ndarray and type(out._engine_array) is np.ndarray
+
+
 def _native_items(v: list | tuple) -> list | tuple:
     """A memo key's sequence of host arrays, of their data (``_memo_key`` took no other)."""
     return type(v)(a._engine_array for a in v)
@@ -866,7 +879,7 @@ def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: nd
         ROUTER.memo[memo_key] = (decision, target, run, ROUTER.epoch)
     if STATE.tracing:
         return _MISS
-    if into is not None and target is not None:
+    if target is not None and (into is not None or "out" in kwargs):
         return _MISS
     if decision.sample:  # as ``_execute`` counts: a settled decision times one call in SETTLED_EVERY
         if not decision.settled or (decision.calls + 1) % SETTLED_EVERY == 0:
@@ -880,6 +893,9 @@ def _memo_run(memo_key: tuple, entry: tuple, args: tuple, kwargs: dict, into: nd
         if into is not None:
             run(*natives, out=into._engine_array)
             return into
+        if "out" in kwargs:  # in place (the key says so: ``_IN_PLACE``)
+            run(*natives, **{**kwargs, "out": natives[0]})
+            return args[0]
         result = run(*natives, **kwargs)
         if type(result) is np.ndarray:
             for a in args:
