@@ -573,7 +573,7 @@ def arange_args(args: tuple, kwargs: dict) -> tuple[Any, Any, Any]:
 def result_reason(nbytes: int, elements: int) -> str | None:
     """Why a creation function or a random draw of ``nbytes`` should make a chunked Dask array,
     or ``None``. Cheap for small results and outside ``using("dask")``."""
-    if STATE.plain:
+    if STATE.plain and not STATE.host_only:
         if elements < LIVE_ELEMENTS:
             return None
     else:

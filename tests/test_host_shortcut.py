@@ -159,3 +159,44 @@ def test_binding_a_router_without_its_memo_or_epoch_fails_loudly():
 
     with pytest.raises(AttributeError, match="memo"):
         _compiled.bind_router(Renamed(), router.Decision, router.SETTLED_EVERY, _call._INTO, _call.FFT_PADDED)
+
+
+@pytest.mark.parametrize("label", ["a + b", "a.sum()", "xp.exp(a)", "xp.concatenate([a, b])"])
+def test_numpy_forced_for_the_process_takes_the_shortcut_at_every_size(label, floors, monkeypatch):
+    """``set_backend("numpy")`` (as ``DISPATCH_BACKEND=numpy``) runs every host call on NumPy
+    without asking the router, on both paths, over the floors too; a ``using`` block still asks it
+    (the previous test), and an entry the memo made before, under routing, serves no call."""
+    program = CALLS[label]
+    an = np.linspace(0.0, 1.0, TRIP + 1)
+    a, b = dispatch.asarray(an), dispatch.asarray(an[::-1].copy())
+    assert _asked(monkeypatch, program, dispatch, a, b)[0]  # routed: over the floors, the router decides
+    program(dispatch, a, b)  # (and the memo keeps its decision)
+    dispatch.set_backend("numpy")
+    try:
+        for n in SIZES:
+            an = np.linspace(0.0, 1.0, n)
+            a, b = dispatch.asarray(an), dispatch.asarray(an[::-1].copy())
+            _set_floors()
+            assert _call.host_shortcut(_op(label), n)
+            assert not _both_paths(monkeypatch, program, (a, b), (an, an[::-1].copy())), (label, n)
+        with dispatch.trace() as t:
+            program(dispatch, a, b)
+        assert {r.reason for r in t.records} == {"forced numpy"}
+    finally:
+        dispatch.set_backend("auto")
+    assert not _call.host_shortcut(_op(label), TRIP + 1)
+
+
+def test_numpy_forced_for_the_process_makes_no_chunked_dask_array(monkeypatch):
+    from dispatch import cluster
+
+    monkeypatch.setattr(cluster, "connected", lambda: True)
+    monkeypatch.setattr(cluster, "_cluster_holds", lambda nbytes: True)
+    monkeypatch.setattr(cluster, "chunk_bytes", lambda: 1 << 20)
+    n = cluster.LIVE_ELEMENTS
+    assert cluster.result_reason(8 * n, n) is not None  # routed: a result this large spans the cluster
+    dispatch.set_backend("numpy")
+    try:
+        assert cluster.result_reason(8 * n, n) is None
+    finally:
+        dispatch.set_backend("auto")

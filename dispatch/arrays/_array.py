@@ -1126,7 +1126,7 @@ _ROOT_REFS = 3  # what ``_moves_home`` sees on memory's owner held by one view: 
 def _routed() -> bool:
     """Whether no target is forced here: where an array lives is then dispatch's to choose (a trace
     changes nothing there)."""
-    return STATE.floored or STATE.forced_name() is None
+    return (STATE.floored and not STATE.host_only) or STATE.forced_name() is None
 
 
 def _element_key(key: Any, ndim: int) -> bool:

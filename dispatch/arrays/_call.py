@@ -607,13 +607,15 @@ def host_shortcut(op: Op, n: int) -> bool:
     """The host shortcut: whether a call of ``op`` whose arrays all hold host data, the largest
     of ``n`` elements, runs straight on NumPy without asking the router.
 
-    It does where no target is forced and no hook observes calls (``STATE.floored``; the
+    It does where no target but NumPy is forced and no hook observes calls (``STATE.floored``; the
     compiled path, which records nothing, also wants no trace open: ``STATE.plain``) and ``n`` is
     at most the op's round-trip floor (``router.trip_floor``: no device wins the round trip of
     such data, alone; at least the op's floor, ``router.host_floor``, where no target wins at
     all). Strict mode changes nothing here: NumPy runs these calls. The compiled path (``takes``
     and ``run_op`` in dispatch/arrays/_fastpath.c) implements exactly this, deferring to Python
     where a floor is not computed yet."""
+    if STATE.host_only:  # NumPy forced for the process: the router's forced rule, without asking it
+        return True
     floor = op.floor
     if floor < 0:
         floor = floors.host_floor(op)
@@ -628,7 +630,7 @@ def under_floors(op: Op, args: tuple) -> tuple[list | None, int]:
         n = _broadcast_extent(args, n)
     if n is None or not host_shortcut(op, n):
         return None, 0
-    return _small_on_host(args, _ANY_SIZE), max(op.floor, op.trip_floor)
+    return _small_on_host(args, _ANY_SIZE), _ANY_SIZE if STATE.host_only else max(op.floor, op.trip_floor)
 
 
 def broadcast_size(shapes: list[tuple[int, ...]], largest: int) -> int:
@@ -1117,7 +1119,9 @@ def _traced_under_floor(op: Op, args: tuple, kwargs: dict, hargs: list, hkwargs:
     open trace with why it ran on NumPy."""
     routing()
     inputs = Inputs(_collect(args, kwargs))
-    if op.local:
+    if STATE.host_only:
+        kind, reason = DecisionKind.FORCED, "forced numpy"
+    elif op.local:
         kind, reason = DecisionKind.LOCAL, router.LOCAL_REASON
     elif inputs.size <= floors.SMALL:
         kind, reason = DecisionKind.SMALL, router.SMALL_REASON

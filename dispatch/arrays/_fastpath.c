@@ -84,7 +84,7 @@ static const char *kind_names[KINDS] = {"forward", "reflected", "inplace", "geti
 static PyTypeObject *nd_type;
 static Py_ssize_t data_off = -1, base_off = -1;
 static PyObject *state;
-static Py_ssize_t plain_off = -1;
+static Py_ssize_t plain_off = -1, host_only_off = -1;
 static PyTypeObject *op_type;  /* dispatch.base.ops.Op: its floors and function are read from their slots */
 static Py_ssize_t floor_off = -1, trip_off = -1, func_off = -1, blas_off = -1;
 static PyObject *wrap_fn, *blas_ns, *perf_counter, *str_last;  /* blas_spin's namespace, where _last is */
@@ -141,8 +141,10 @@ static inline PyObject *host_data(PyObject *x) {
     return d != NULL && PyArray_CheckExact(d) ? d : NULL;
 }
 
-/* One of the op's floors (sizes at or under it run on NumPy), or -1 where not known here. */
+/* One of the op's floors (sizes at or under it run on NumPy), or -1 where not known here; every
+ * size while NumPy is forced for the process (STATE.host_only: host_shortcut's first test). */
 static npy_intp op_floor(PyObject *op, PyObject *which) {
+    if (SLOT(state, host_only_off) == Py_True) return NPY_MAX_INTP;
     if (Py_TYPE(op) == op_type) {  /* the common case: no attribute lookup */
         PyObject *v = SLOT(op, which == str_floor ? floor_off : trip_off);
         if (v == NULL || !PyLong_CheckExact(v)) return -1;
@@ -602,7 +604,9 @@ static PyObject *memo_native(PyObject *v) {
 static PyObject *memo_run(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *into,
                           int *taken) {
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    if (router_obj == NULL || nargs + nkw + 1 > MAX_ARGS || (into != NULL && nkw)) return NULL;
+    /* (keyed with no target forced: never while NumPy is, STATE.host_only) */
+    if (router_obj == NULL || nargs + nkw + 1 > MAX_ARGS || (into != NULL && nkw) || SLOT(state, host_only_off) == Py_True)
+        return NULL;
     PyObject *key = memo_key(op, args, nargs, kwnames, into != NULL ? into_marker : NULL);
     if (key == NULL) return NULL;
     PyObject *memo = SLOT(router_obj, memo_off), *entry = NULL;
@@ -1805,8 +1809,8 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     Py_ssize_t doff = slot_offset(nd, "_engine_array"), bsoff = slot_offset(nd, "_base"), foff = slot_offset(op, "floor"), toff = slot_offset(op, "trip_floor"),
                fnoff = slot_offset(op, "func"), boff = slot_offset(op, "blas");
     if (doff < 0 || bsoff < 0 || foff < 0 || toff < 0 || fnoff < 0 || boff < 0) return NULL;
-    Py_ssize_t poff = slot_offset((PyObject *)Py_TYPE(st), "plain");
-    if (poff < 0) return NULL;
+    Py_ssize_t poff = slot_offset((PyObject *)Py_TYPE(st), "plain"), hoff = slot_offset((PyObject *)Py_TYPE(st), "host_only");
+    if (poff < 0 || hoff < 0) return NULL;
     if (SLOT(st, poff) == NULL) return PyErr_Format(PyExc_TypeError, "STATE.plain is unset");
     Py_XSETREF(nd_type, (PyTypeObject *)Py_NewRef(nd));
     Py_XSETREF(state, Py_NewRef(st));
@@ -1817,6 +1821,7 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     data_off = doff;
     base_off = bsoff;
     plain_off = poff;
+    host_only_off = hoff;
     floor_off = foff;
     trip_off = toff;
     func_off = fnoff;

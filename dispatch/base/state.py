@@ -3,7 +3,10 @@ turn the fast path off (a forced target, tracing, history sampling).
 
 Kept in one small object so the hot path reads one attribute (``STATE.plain``). A trace turns
 the compiled fast path off but not the floors (``STATE.floored``): a traced call under them runs
-on NumPy as it would untraced, and is recorded.
+on NumPy as it would untraced, and is recorded. NumPy forced for the whole process
+(``set_backend("numpy")``, ``DISPATCH_BACKEND=numpy``) is the host shortcut at every size
+(``STATE.host_only``): each call on host data is NumPy's, as the router's forced rule would
+decide, without asking it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ _AUTO = "auto"
 
 
 class _State:
-    __slots__ = ("_active_using", "_global_forced", "exact", "floored", "observers", "plain", "tracing")
+    __slots__ = ("_active_using", "_global_forced", "exact", "floored", "host_only", "observers", "plain", "tracing")
 
     def __init__(self) -> None:
         self._global_forced: str | None = None  # set_backend / DISPATCH_BACKEND
@@ -27,12 +30,15 @@ class _State:
         self.observers = 0  # other per-call listeners (history sampling)
         self.plain = True  # nothing above is set: the fast path may skip routing
         self.floored = True  # nothing but a trace is set: calls under the floors still skip it (recorded)
+        self.host_only = False  # NumPy forced globally, nothing else set: every host call skips it
         # Strict mode: ops that may differ from NumPy in the last bits stay on NumPy (the router's
         # first rule; ``router.set_exact`` changes it). The floors run NumPy: they need not know.
         self.exact = ENV.exact
 
     def refresh(self) -> None:
-        self.floored = not (self._global_forced or self._active_using or self.observers)
+        quiet = not (self._active_using or self.observers)
+        self.host_only = quiet and self._global_forced == "numpy"
+        self.floored = quiet and (self._global_forced is None or self.host_only)
         self.plain = self.floored and not self.tracing
 
     # The forced target ---------------------------------------------------------------------
