@@ -26,7 +26,7 @@ by median. The JSON's ``up`` says which engines each auto run left up, with what
 bring-ups took, as the file that run kept for the next says (``engines_kept``).
 
 ``--mode warm``: a warm process per program and contender: the program's ``main`` imported
-with ``np`` bound to NumPy, or to dispatch (routing, or ``dispatch.using(TARGET)`` for the
+with ``np`` bound to NumPy, or to dispatch (routing, or ``dispatch.set_backend(TARGET)`` for the
 whole run), in a process of its own, started together and kept alive; one warm-up run of every
 contender, then ``--repeats`` rounds (3) in rotating order; best of the rounds (the JSON's ``up``
 says which engines were up in each dispatch worker after each run). The router keeps
@@ -277,12 +277,12 @@ def _worker(name: str, contender: str, size: list[str]) -> None:
         import dispatch
         from dispatch.notebook import cell_ended
 
-        routed = programs.load_with(name, dispatch).main
-        target = contender.split(":", 1)[1] if contender.startswith("forced:") else None
+        main_routed = programs.load_with(name, dispatch).main
+        if contender.startswith("forced:"):  # for the whole process, as DISPATCH_BACKEND forces it
+            dispatch.set_backend(contender.split(":", 1)[1])
 
         def main(*args: Any) -> None:
-            with dispatch.using(target) if target else contextlib.nullcontext():
-                routed(*args)
+            main_routed(*args)
             cell_ended()  # the cell has ended, the kernel waits: as IPython tells dispatch (dispatch.notebook)
     up = _engines_up if contender != "numpy" else dict
     for line in sys.stdin:
