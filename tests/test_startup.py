@@ -710,6 +710,10 @@ def test_forget_deletes_what_was_kept(tmp_path, script, monkeypatch):
     shown = subprocess.run([sys.executable, "-m", "dispatch", "info", "--script", str(script)], env=env, cwd=REPO,
                            capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0 and f"nothing kept for {script}" in shown.stdout, shown.stderr
+    again = subprocess.run([sys.executable, "-m", "dispatch", "forget", str(script)], env=env, cwd=REPO,
+                           capture_output=True, text=True, timeout=300)  # a script with nothing kept says so
+    assert again.returncode == 0 and "0 file(s) deleted" in again.stdout
+    assert f"nothing was kept for {script}" in again.stdout
     assert _run(script, cache).returncode == 0
     monkeypatch.setenv("DISPATCH_CACHE_DIR", str(cache))
     assert dispatch.forget(str(script)) == 1 and _kept(cache, script) is None
@@ -957,7 +961,7 @@ def test_info_says_a_predicted_loss_is_no_saving_and_counts_calls_in_words():
     text = "\n".join(info._render_learned({"enabled": True, "files": 1, "folder": "f", "script": entry}))
     assert "  predicted saving on cupy: 0.250 s a run" in text
     assert "  predicted saving on torch-cpu: none (0.002 s a run lost there)" in text
-    assert "  k.py:3: sum, about 1 call\n" in text + "\n" and "  k.py:3: sum, about 3 calls" in text
+    assert "  sum (first at k.py:3), about 1 call\n" in text + "\n" and "  sum (first at k.py:3), about 3 calls" in text
 
 
 def test_info_on_a_script_that_is_not_there_is_a_usage_error(tmp_path):

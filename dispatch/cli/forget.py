@@ -19,4 +19,6 @@ def run(args: argparse.Namespace) -> int:
     removed = learned.forget(args.script)
     which = args.script if args.script is not None else "every script"
     print(f"dispatch forget: {removed} file(s) deleted ({which}) from {learned.folder()}")
+    if not removed and args.script is not None:  # a name mistyped reads otherwise as forgotten
+        print(f"  nothing was kept for {args.script}: no run of it under dispatch kept a file (or it was forgotten)")
     return 0

@@ -221,6 +221,8 @@ def _render_learned(kept: dict[str, Any]) -> list[str]:
         for site in entry["sites"][:10]:
             times = ", ".join(f"{t} {s * 1e3:.3g} ms" for t, s in site["seconds"].items())
             calls = round(site["calls"])
-            lines.append(f"  {site['site']}: {site['key'][0]}, about {calls} call{'' if calls == 1 else 's'}" +
+            # (a kind of call, named by where the script first made it: its calls may come from other lines too)
+            plural = "" if calls == 1 else "s"
+            lines.append(f"  {site['key'][0]} (first at {site['site']}), about {calls} call{plural}" +
                          (f"; one took {times}" if times else ""))
     return lines
