@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+import time
 from typing import Any
 
 import numpy as _np
@@ -151,10 +152,30 @@ def _host_method(method: Any, name: str, owner: _Proxy) -> Any:
             rest = {k: v for k, v in kwargs.items() if k != "out"}
             out._mutate_host(lambda host: method(*_call.host_args(args), out=host, **_call.host_kwargs(rest)))
             return out
+        if STATE.tracing:  # an open trace records every draw, those NumPy's generator makes unrouted too
+            return _traced_host_draw(_draw_name(owner, name), method, args, kwargs)
         result = method(*_call.host_args(args), **_call.host_kwargs(kwargs))
         return _call.to_forced_device(wrap(result), _draw_name(owner, name))
 
     return wrapper
+
+
+HOST_DRAW_REASON = "host: NumPy's generator, not routed (too small, or a method no device draws)"
+
+
+def _traced_host_draw(what: str, method: Any, args: tuple, kwargs: dict) -> Any:
+    """A draw NumPy's generator makes without the router, recorded in the open trace as a call
+    of the program (what it drew, its time), as a routed draw is."""
+    tracing = _call._tracing()
+    start = time.perf_counter()
+    drawn = method(*_call.host_args(args), **_call.host_kwargs(kwargs))
+    seconds = time.perf_counter() - start
+    result = _call.to_forced_device(wrap(drawn), what)
+    dtype = getattr(drawn, "dtype", None)
+    tracing.record(tracing.CallRecord(op=what, shapes=[], dtypes=[str(dtype)] if dtype is not None else [],
+                                      target="numpy", reason=HOST_DRAW_REASON, seconds=seconds,
+                                      site=tracing.call_site() if tracing.SITES else None))
+    return result
 
 
 def _draw_name(owner: _Proxy, name: str) -> str:

@@ -204,3 +204,23 @@ def test_trace_shows_as_an_html_table_and_a_short_repr():
     assert '<td style="text-align:left">StandardScaler.fit_transform_with_a_long_name' in html
     assert '<td style="text-align:right">4.1 kB</td>' in html and "failed &lt;oom&gt; (x1)" in html
     assert repr(t) == "<Trace: 2 calls, 12.30 ms, with fallbacks>"
+
+
+def test_a_trace_records_the_draws_numpys_generator_makes_unrouted():
+    """A draw too small to route, or of a method no device draws, is NumPy's generator's, and
+    a trace says so: a Monte Carlo loop's draws are calls of the program like any other."""
+    rng = dispatch.random.default_rng(7)
+    want = np.random.default_rng(7)
+    with dispatch.trace() as t:
+        a = rng.normal(0.0, 1.0, 64)
+        b = rng.choice(10, 5)
+        c = rng.integers(0, 9, size=(3, 4), dtype=np.int32)
+    for got, expected in ((a, want.normal(0.0, 1.0, 64)), (b, want.choice(10, 5)),
+                          (c, want.integers(0, 9, size=(3, 4), dtype=np.int32))):
+        got = np.asarray(got)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
+    assert [(r.op, r.target, r.dtypes) for r in t.records] == [
+        ("random.Generator.normal", "numpy", ["float64"]), ("random.Generator.choice", "numpy", ["int64"]),
+        ("random.Generator.integers", "numpy", ["int32"])]
+    assert all(r.reason.startswith("host: NumPy's generator") and r.seconds >= 0 for r in t.records)
