@@ -38,7 +38,7 @@ class _State:
     def refresh(self) -> None:
         quiet = not (self._active_using or self.observers)
         self.host_only = quiet and self._global_forced == "numpy"
-        self.floored = quiet and (self._global_forced is None or self.host_only)
+        self.floored = quiet and (not self._global_forced or self.host_only)
         self.plain = self.floored and not self.tracing
 
     # The forced target ---------------------------------------------------------------------
