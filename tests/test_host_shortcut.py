@@ -153,6 +153,39 @@ def test_the_compiled_path_serves_memoized_calls(monkeypatch, tmp_path):
 
 
 @pytest.mark.skipif(not _compiled.ACTIVE, reason=f"the compiled fast path is {_compiled.STATUS}")
+def test_the_memo_serves_no_call_while_numpy_is_forced_for_the_process(monkeypatch, tmp_path):
+    """An entry the memo made under routing (its key: no target forced) serves no call once NumPy
+    is forced for the process: NumPy runs each, and the memo serves again once routing is back."""
+    from helpers import router_restored
+
+    from dispatch.routing.history import History
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(router.ROUTER, "memo", {})
+    with router_restored(History(explore_probability=0.0)):
+        for op in all_ops():
+            monkeypatch.setattr(op, "floor", 0)
+            monkeypatch.setattr(op, "trip_floor", 0)
+        an = np.linspace(0.0, 1.0, 30)
+        a = dispatch.asarray(an)
+        a + 1.0  # decided, and remembered
+        a + 1.0
+        dispatch.set_backend("numpy")
+        try:
+            before = _compiled.memo_served()
+            for _ in range(5):
+                got = a + 1.0
+            assert _compiled.memo_served() == before
+            np.testing.assert_array_equal(np.asarray(got), an + 1.0)
+        finally:
+            dispatch.set_backend("auto")
+        a + 1.0  # (checked again at the router's epoch)
+        before = _compiled.memo_served()
+        a + 1.0
+        assert _compiled.memo_served() == before + 1
+
+
+@pytest.mark.skipif(not _compiled.ACTIVE, reason=f"the compiled fast path is {_compiled.STATUS}")
 def test_binding_a_router_without_its_memo_or_epoch_fails_loudly():
     class Renamed:
         __slots__ = ("entries", "epoch")
@@ -165,7 +198,7 @@ def test_binding_a_router_without_its_memo_or_epoch_fails_loudly():
 def test_numpy_forced_for_the_process_takes_the_shortcut_at_every_size(label, floors, monkeypatch):
     """``set_backend("numpy")`` (as ``DISPATCH_BACKEND=numpy``) runs every host call on NumPy
     without asking the router, on both paths, over the floors too; a ``using`` block still asks it
-    (the previous test), and an entry the memo made before, under routing, serves no call."""
+    (the previous test)."""
     program = CALLS[label]
     an = np.linspace(0.0, 1.0, TRIP + 1)
     a, b = dispatch.asarray(an), dispatch.asarray(an[::-1].copy())
