@@ -177,6 +177,23 @@ def patch_targets(monkeypatch: Any, **functions: Any) -> None:
 
 
 @contextlib.contextmanager
+def every_call_routed(monkeypatch: Any, tmp_path: Any) -> Iterator[None]:
+    """Every host call over no floor, so each reaches the router (the seed policy, no
+    exploring), with a memo of its own; the router's state and the floors restored afterwards."""
+    from dispatch.base.ops import all_ops
+    from dispatch.routing import router
+    from dispatch.routing.history import History
+
+    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(router.ROUTER, "memo", {})
+    with router_restored(History(explore_probability=0.0)):
+        for op in all_ops():
+            monkeypatch.setattr(op, "floor", 0)
+            monkeypatch.setattr(op, "trip_floor", 0)
+        yield
+
+
+@contextlib.contextmanager
 def router_restored(history: Any) -> Iterator[None]:
     """The router with no calibration loaded, ``history`` as its history and the seed policy;
     its policy, models, history and caches as they were afterwards."""

@@ -47,18 +47,11 @@ def test_a_list_of_device_scalars_is_stacked_where_they_live():
 def routed_on_host(tmp_path, monkeypatch):
     """Every host call over no floor, so each reaches the router (the seed policy, which keeps
     these small calls on NumPy), with the router's state and the memo restored afterwards."""
-    from helpers import router_restored
+    from helpers import every_call_routed
 
     from dispatch.arrays import _call
-    from dispatch.base.ops import all_ops
-    from dispatch.routing.history import History
 
-    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(router.ROUTER, "memo", {})
-    with router_restored(History(explore_probability=0.0)):
-        for op in all_ops():
-            monkeypatch.setattr(op, "floor", 0)
-            monkeypatch.setattr(op, "trip_floor", 0)
+    with every_call_routed(monkeypatch, tmp_path):
         yield _call
 
 

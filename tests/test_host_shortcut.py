@@ -128,16 +128,9 @@ def test_a_device_operand_takes_no_shortcut_on_either_path(floors, monkeypatch):
 def test_the_compiled_path_serves_memoized_calls(monkeypatch, tmp_path):
     """A host call over the floors that the router keeps on NumPy is served by the compiled
     memo on its repeats (counted by the extension), until the router's epoch moves."""
-    from helpers import router_restored
+    from helpers import every_call_routed
 
-    from dispatch.routing.history import History
-
-    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(router.ROUTER, "memo", {})
-    with router_restored(History(explore_probability=0.0)):
-        for op in all_ops():
-            monkeypatch.setattr(op, "floor", 0)
-            monkeypatch.setattr(op, "trip_floor", 0)
+    with every_call_routed(monkeypatch, tmp_path):
         a = dispatch.asarray(np.linspace(0.0, 1.0, 30))
         a + 1.0  # decided, and remembered
         before = _compiled.memo_served()
@@ -156,16 +149,9 @@ def test_the_compiled_path_serves_memoized_calls(monkeypatch, tmp_path):
 def test_the_memo_serves_no_call_while_numpy_is_forced_for_the_process(monkeypatch, tmp_path):
     """An entry the memo made under routing (its key: no target forced) serves no call once NumPy
     is forced for the process: NumPy runs each, and the memo serves again once routing is back."""
-    from helpers import router_restored
+    from helpers import every_call_routed
 
-    from dispatch.routing.history import History
-
-    monkeypatch.setenv("DISPATCH_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(router.ROUTER, "memo", {})
-    with router_restored(History(explore_probability=0.0)):
-        for op in all_ops():
-            monkeypatch.setattr(op, "floor", 0)
-            monkeypatch.setattr(op, "trip_floor", 0)
+    with every_call_routed(monkeypatch, tmp_path):
         an = np.linspace(0.0, 1.0, 30)
         a = dispatch.asarray(an)
         a + 1.0  # decided, and remembered
