@@ -152,8 +152,8 @@ def _host_method(method: Any, name: str, owner: _Proxy) -> Any:
             rest = {k: v for k, v in kwargs.items() if k != "out"}
             out._mutate_host(lambda host: method(*_call.host_args(args), out=host, **_call.host_kwargs(rest)))
             return out
-        if STATE.tracing:  # an open trace records every draw, those NumPy's generator makes unrouted too
-            return _traced_host_draw(_draw_name(owner, name), method, args, kwargs)
+        if STATE.tracing and not _hot(what := _draw_name(owner, name)):  # traced as a routed call is
+            return _traced_host_draw(what, method, args, kwargs)
         result = method(*_call.host_args(args), **_call.host_kwargs(kwargs))
         return _call.to_forced_device(wrap(result), _draw_name(owner, name))
 
@@ -161,6 +161,13 @@ def _host_method(method: Any, name: str, owner: _Proxy) -> Any:
 
 
 HOST_DRAW_REASON = "host: NumPy's generator, not routed (too small, or a method no device draws)"
+
+
+def _hot(what: str) -> bool:
+    """Whether draws of ``what`` come too often to trace: the router's count, the rule every traced
+    call follows (``_call._execute``)."""
+    _call.routing()
+    return _call.ROUTER.history.count(what)
 
 
 def _traced_host_draw(what: str, method: Any, args: tuple, kwargs: dict) -> Any:
