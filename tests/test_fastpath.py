@@ -440,6 +440,40 @@ def test_calls_outside_its_cases_reach_the_python_path():
 
 
 @compiled_only
+def test_with_copies_kept_only_what_may_write_memory_with_copies_takes_the_python_path():
+    """While a device keeps a copy of some host memory (``mirrors._versions`` names it), a write to
+    that memory, through any view, or through ``out=``, goes to the Python path, which drops the
+    copy; writes to other memory, and ufunc calls that write nothing, stay compiled."""
+    from dispatch.arrays import _fastpath, mirrors
+
+    table = {numpy.exp: op_named("exp")}
+    for op in (op_named("add"), op_named("exp"), dispatch.abs._op):
+        router.host_floor(op)
+    copied, other = numpy.zeros(1 << 18), numpy.zeros(1 << 18)  # 2 MiB each: memory mirrors may copy
+    small = numpy.zeros(8)
+    _fastpath.set_mirrors(True, mirrors.MIN_BYTES, {id(copied): [0, None]})
+    try:
+        to_python = [fast("setitem", None, _handed)(wrapped(copied), 0, 1.0),
+                     fast("setitem", None, _handed)(wrapped(copied[10:20]), 0, 1.0),  # a small view of it
+                     fast("inplace", "add", _handed)(wrapped(copied[:4]), 1.0),
+                     fast("ufunc", None, _handed)(dispatch.abs, wrapped(small), wrapped(small)),  # out by position
+                     fast("ufunc", None, _handed)(dispatch.abs, wrapped(small), out=wrapped(small)),
+                     fast("array_ufunc", None, _handed, table)(wrapped(small), numpy.exp, "__call__", wrapped(small),
+                                                                out=(small,)),
+                     fast("function", "where", _handed)(True, 1.0, [wrapped(small)])]  # (a function may write)
+        assert all(c is HANDED for c in to_python)
+        assert not copied.any()  # nothing was written behind the Python path's back
+        fast("setitem", None, _must_not_run)(wrapped(other[10:20]), 0, 2.0)
+        fast("inplace", "add", _must_not_run)(wrapped(small), 1.0)
+        assert other[10] == 2.0 and (small == 1.0).all()
+        assert_same(fast("ufunc", None, _must_not_run)(dispatch.abs, wrapped(-small)), numpy.ones(8))
+        assert_same(fast("array_ufunc", None, _must_not_run, table)(wrapped(small), numpy.exp, "__call__",
+                                                                    wrapped(small)), numpy.exp(small))
+    finally:
+        mirrors._live()  # the compiled path told what the mirrors hold again
+
+
+@compiled_only
 def test_arrays_over_the_floor_go_to_the_router(monkeypatch):
     a, _ = _data()  # 30 elements
     for op in (op_named("add"), op_named("max"), op_named("where"), dispatch.abs._op):

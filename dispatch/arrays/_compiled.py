@@ -72,12 +72,13 @@ def from_interpreter() -> bool:
 MIRRORS_SAFE = _fastpath is None or hasattr(_fastpath, "set_mirrors")
 
 
-def set_mirrors(live: bool, min_bytes: int) -> None:
-    """Whether device copies of host data are kept (writes then take the Python path, which sees
-    them), and the smallest memory mirrored (larger memory handed out or coming in as a NumPy
-    array always takes it): ``dispatch.arrays.mirrors``."""
+def set_mirrors(live: bool, min_bytes: int, owners: dict) -> None:
+    """Whether device copies of host data are kept (a write to memory in ``owners``, the mirrors'
+    write counters by ``id`` of the memory's owner, then takes the Python path, which sees it, as
+    does every call that may write through ``out=``), and the smallest memory mirrored (larger
+    memory handed out or coming in as a NumPy array always takes it): ``dispatch.arrays.mirrors``."""
     if _fastpath is not None and MIRRORS_SAFE:
-        _fastpath.set_mirrors(live, min_bytes)
+        _fastpath.set_mirrors(live, min_bytes, owners)
 
 
 def refs_seen() -> int:

@@ -92,7 +92,7 @@ static npy_intp elide_bytes;
 /* A left operand's reference count at a temporary's call, measured at import through refs_seen()
  * (dispatch.arrays._array._measure_temporaries); -1 where not told: every large operand goes to Python. */
 static Py_ssize_t temporary_refs = -1, refs_seen = -1;
-static PyObject *str_floor, *str_trip, *str_func, *str_op, *str_out, *str_fields,
+static PyObject *str_floor, *str_trip, *str_func, *str_op, *str_out, *str_nin, *str_fields,
     *out_names;
 
 /* Set by bind_router(): the router (whose memo and epoch are read from their slots at each call), the
@@ -115,17 +115,35 @@ static inline int plain(void) {
 }
 
 /* Device copies of host data (dispatch.arrays.mirrors), told by set_mirrors(): while any is kept,
- * writes take the Python path, which invalidates the copies of what they write; host arrays of
+ * a write to memory that has (or had) copies takes the Python path, which invalidates them, and so
+ * does every call that may write through out= or a function's own writes; host arrays of
  * mirror_min bytes or more that are handed out (numpy.asarray) or come in as NumPy arrays (asarray,
  * views) always do, so that dispatch knows them as the caller's. */
 static int mirrors_live = 0;
 static npy_intp mirror_min = NPY_MAX_INTP;
+static PyObject *mirror_owners = NULL;  /* mirrors' write counters: id(memory's owner) -> its count */
 
 /* Whether the memory a NumPy array views (its last NumPy base's) holds mirror_min bytes or more. */
 static int large_memory(PyObject *a) {
     PyObject *base;
     while ((base = PyArray_BASE((PyArrayObject *)a)) != NULL && PyArray_Check(base)) a = base;
     return PyArray_NBYTES((PyArrayObject *)a) >= mirror_min;
+}
+
+/* Whether a write to host array a must take the Python path: its memory has (or had) device copies. */
+static int writes_mirrored(PyObject *a) {
+    PyObject *base;
+    while ((base = PyArray_BASE((PyArrayObject *)a)) != NULL && PyArray_Check(base)) a = base;
+    if (PyArray_NBYTES((PyArrayObject *)a) < mirror_min) return 0;  /* never mirrored */
+    if (mirror_owners == NULL) return 1;
+    PyObject *key = PyLong_FromVoidPtr(a);  /* id(owner) */
+    int found = key == NULL ? -1 : PyDict_Contains(mirror_owners, key);
+    Py_XDECREF(key);
+    if (found < 0) {
+        PyErr_Clear();
+        return 1;
+    }
+    return found;
 }
 
 static int large_numpy_arg(PyObject *const *args, Py_ssize_t nargs) {
@@ -1038,9 +1056,11 @@ static PyObject *ufunc_op(PyObject *proxy) {
 
 static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (mirrors_live) {  /* (mirrors) calls that may write host data: the Python path sees the write */
+    if (mirrors_live) {  /* (mirrors) calls that may write mirrored host data: the Python path sees the write */
         switch (self->kind) {
-        case INPLACE: case SETITEM: case FUNCTION: case UFUNC: case ARRAY_FUNCTION: case ARRAY_UFUNC: goto fall_back;
+        case FUNCTION: case ARRAY_FUNCTION: goto fall_back;  /* (out=, or a function that writes: copyto, put...) */
+        case UFUNC: case ARRAY_UFUNC: if (kwnames != NULL) goto fall_back; break;  /* (out= by name; by position: below) */
+        case INPLACE: case SETITEM: if (nargs < 1 || host_data(args[0]) == NULL || writes_mirrored(host_data(args[0]))) goto fall_back; break;
         default: break;
         }
     }
@@ -1192,6 +1212,17 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             }
             call_args++;
             nargs--;
+            if (mirrors_live && nargs > 0) {  /* (mirrors) an out given by position: the Python path */
+                PyObject *nin = PyObject_GetAttr(func, str_nin);
+                Py_ssize_t inputs = nin == NULL ? -1 : PyLong_AsSsize_t(nin);
+                Py_XDECREF(nin);
+                if (inputs < 0 || nargs > inputs) {
+                    PyErr_Clear();
+                    Py_DECREF(owned_op);
+                    Py_DECREF(owned_func);
+                    break;
+                }
+            }
         }
         int taken = 0;
         PyObject *r = run_op(op, func, call_args, nargs, kwnames, &taken);
@@ -1890,15 +1921,17 @@ static PyObject *set_temporary_refs(PyObject *module, PyObject *arg) {
 static PyObject *set_mirrors(PyObject *module, PyObject *args) {
     int live;
     Py_ssize_t min_bytes;
-    if (!PyArg_ParseTuple(args, "pn", &live, &min_bytes)) return NULL;
+    PyObject *owners = NULL;
+    if (!PyArg_ParseTuple(args, "pn|O!", &live, &min_bytes, &PyDict_Type, &owners)) return NULL;
     mirrors_live = live;
     mirror_min = min_bytes;
+    if (owners != NULL) Py_XSETREF(mirror_owners, Py_NewRef(owners));
     Py_RETURN_NONE;
 }
 
 static PyMethodDef module_methods[] = {
     {"set_mirrors", set_mirrors, METH_VARARGS,
-     "set_mirrors(live, min_bytes): whether device copies of host data are kept, and the smallest array mirrored"},
+     "set_mirrors(live, min_bytes, owners=None): whether device copies of host data are kept, the smallest array mirrored, and the mirrors' write counters by id(owner)"},
     {"from_interpreter", py_from_interpreter, METH_NOARGS,
      "from_interpreter(): whether no frame of NumPy's extension is on the C stack (no object loop holds the operand)"},
     {"refs_seen", get_refs_seen, METH_NOARGS,
@@ -1943,6 +1976,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     str_func = PyUnicode_InternFromString("func");
     str_op = PyUnicode_InternFromString("_op");
     str_out = PyUnicode_InternFromString("out");
+    str_nin = PyUnicode_InternFromString("nin");
     str_fields = PyUnicode_InternFromString("_fields");
     out_names = PyTuple_Pack(1, str_out);
     elision_cache = PyDict_New();
@@ -1957,7 +1991,7 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     if (perf_counter == NULL || str_last == NULL) return NULL;
     str_live = PyUnicode_InternFromString("LIVE_ELEMENTS");
     if (!str_live) return NULL;
-    if (!str_floor || !str_trip || !str_func || !str_op || !str_fields ||
+    if (!str_floor || !str_trip || !str_func || !str_op || !str_nin || !str_fields ||
         !out_names)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

@@ -9,7 +9,8 @@ bumps it (``wrote``), whichever array or view wrote, so a view's write invalidat
 its base and of every other view. The writes dispatch sees: ``__setitem__``, ``out=``, in-place
 operators, the in-place methods (``sort``, ``fill``, ``put``...), ``ufunc.at`` and every op the
 catalog marks as writing (``Op.mutates``); while any mirror is kept the compiled fast path hands
-such calls to Python (``_compiled.set_mirrors``).
+to Python the writes to memory that has copies (or had: its counter is kept), and every call
+that may write through ``out=`` (``_compiled.set_mirrors``).
 
 To the host. Device data read on the host (a host target's call on it, printing, ``tolist``,
 ``item``) is copied back once (``read``): the copy is kept, read-only, and served to later reads
@@ -151,8 +152,9 @@ def _owner(data: np.ndarray) -> np.ndarray:
 
 
 def _live() -> None:
-    """Tell the compiled path whether writes must take the Python path (any mirror kept)."""
-    _compiled.set_mirrors(bool(_mirrors), MIN_BYTES)
+    """Tell the compiled path whether writes to memory with copies must take the Python path (any
+    mirror kept), and which memory that is (``_versions``, read at each write)."""
+    _compiled.set_mirrors(bool(_mirrors), MIN_BYTES, _versions)
 
 
 # ---- host data's copies on a device -----------------------------------------------------------------
