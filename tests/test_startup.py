@@ -530,14 +530,45 @@ def test_the_router_is_loaded_at_the_first_call_it_may_place(tmp_path, n, calibr
     has not loaded: a sum of 50,000 elements, over the table's floor, stays on NumPy without the
     router while neither torch nor CuPy is loaded, and loads it where the program imported torch
     itself. Under the floor (10,000 elements or fewer), no target but NumPy can be chosen either
-    way. Any calibration stored (whose floors only the router knows) loads it. NumPy's result
-    every time."""
+    way. A calibration stored for another machine (the router says it no longer applies) loads
+    it. NumPy's result every time."""
     cache = tmp_path / "cache"
     if calibrated:
         cache.mkdir()
         (cache / "calibration-elsewhere.json").write_text("{}")  # another machine's: the router says so
     text = _ROUTED_AT_EXIT.replace("{N}", str(n)).replace("{ENGINE}", "import torch" if engine else "")
     assert _script_lines(tmp_path, text, cache)[:2] == [repr(float(numpy.sum(numpy.arange(n) * 2))), str(loaded)]
+
+
+_CALIBRATED_FLOORS = """
+import sys
+import dispatch as np
+from dispatch.base.ops import all_ops
+a = np.arange(1000.0)
+print(float(np.sum(np.sin(a) * 2)), float(np.max(np.cumsum(a))))
+loaded = "dispatch.routing.router" in sys.modules
+given = {op.name: op.floor for op in all_ops()}
+from dispatch.routing import floors, router
+router.ROUTER.ensure_calibration()  # its policy's floors, given afresh
+print(loaded, floors._models is not None, router.policy())
+print(all(router.host_floor(op) == given[op.name] for op in all_ops() if given[op.name] >= 0),
+      sum(f >= 0 for f in given.values()), sorted(n for n, f in given.items() if f >= 0)[:3])
+"""
+
+
+def test_a_calibrated_machine_gives_the_floors_without_the_router(tmp_path):
+    """Where this machine's calibration is stored (and the script's earlier runs name no other
+    target), calls under the cost policy's floors run on NumPy without loading the router: the
+    floors come from the calibration's models, as the router's cost policy gives them once loaded,
+    op for op. NumPy's results."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    synthetic().save(cache / f"calibration-{synthetic().fingerprint}.json")
+    a = numpy.arange(1000.0)
+    lines = _script_lines(tmp_path, _CALIBRATED_FLOORS, cache)
+    assert lines[0] == f"{float(numpy.sum(numpy.sin(a) * 2))} {float(numpy.max(numpy.cumsum(a)))}"
+    assert lines[1] == "False True cost"
+    assert lines[2].startswith("True ") and int(lines[2].split()[1]) >= 4
 
 
 _ENGINE_LATER = """

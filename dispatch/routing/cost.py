@@ -34,9 +34,13 @@ from dispatch.routing.calibration import INTEGER_OPS, SQUARE_OPS, Calibration
 from dispatch.streams import prices
 from dispatch.targets._staging import THRESHOLD
 
-__all__ = ["TargetModel", "estimate", "estimate_call", "models_from", "representative", "return_seconds",
-           "way_back_seconds"]
+__all__ = ["ROUTING_S", "TargetModel", "estimate", "estimate_call", "models_from", "numpy_floor", "representative",
+           "return_seconds", "way_back_seconds"]
 
+# About what routing one call costs (its input summary, the decision, the bookkeeping; see
+# benchmarks/overhead.py): below the size where another target beats NumPy by more than this,
+# a host call runs on NumPy without asking the router.
+ROUTING_S = 10e-6
 # Element-wise ops that cost about what exp costs (transcendental); the rest cost what add costs.
 TRANSCENDENTAL = frozenset({
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
@@ -157,6 +161,61 @@ class TargetModel:
 
 def models_from(cal: Calibration) -> dict[str, TargetModel]:
     return {name: TargetModel(name, data) for name, data in cal.targets.items()}
+
+
+# ---- the floor of the cost policy ----------------------------------------------------------------------
+
+
+def numpy_floor(models: dict[str, TargetModel], priced: Any, op: Any, known: dict[str, int]) -> int:
+    """The largest size (a power of two) at which NumPy is still cheapest for host data of ``op``,
+    even against a device that already held it, by more than routing the call would cost, among
+    the targets of ``models`` in ``priced`` (the cost policy's floor; ``known``: those found, by
+    representative op). The router gives it; ``dispatch.routing.floors`` too, before it loads."""
+    rep = representative(op)
+    if rep is None or op.local or not op.cataloged or op.work in ("host", "random"):
+        return 2**62 if (not op.cataloged or op.work in ("host", "random")) else 1 << 12
+    cached = known.get(rep)
+    if cached is not None:
+        return cached
+    numpy_model = models.get("numpy")
+    if numpy_model is None:
+        return 0
+    floor = 0
+    for exp in range(4, 31):
+        n = 1 << exp
+        mine = numpy_model.seconds(rep, _side_of(rep, n), "float64")
+        # Sorts are also measured on integers, which torch and CuPy sort by radix sorts, far faster
+        # than their float sorts. (A lexsort is measured on integers alone: its floor is theirs.)
+        integer = numpy_model.seconds(rep, _side_of(rep, n), "int64") if rep in INTEGER_OPS else None
+        if (mine is None and integer is None) or _beaten(models, priced, rep, n, mine, ("float64", "float32")) \
+                or _beaten(models, priced, rep, n, integer, ("int64",)):
+            break
+        floor = n
+    known[rep] = floor
+    return floor
+
+
+def _beaten(models: dict[str, TargetModel], priced: Any, rep: str, n: int, mine: float | None,
+            dtypes: tuple[str, ...]) -> bool:
+    """Whether another priced target runs ``rep`` on ``n`` elements, in the cheapest of ``dtypes``,
+    faster than NumPy's ``mine`` by more than routing a call costs (a target that cannot price the
+    first of ``dtypes`` is passed over)."""
+    if mine is None:
+        return False
+    for name, model in models.items():  # priced from the calibration alone: nothing is probed
+        if name == "numpy" or name not in priced:
+            continue
+        t = model.seconds(rep, _side_of(rep, n), dtypes[0])
+        if t is None:
+            continue
+        t = min([t, *(model.seconds(rep, _side_of(rep, n), d) or t for d in dtypes[1:])])
+        if t + ROUTING_S < mine:
+            return True
+    return False
+
+
+def _side_of(rep: str, elements: int) -> float:
+    return math.sqrt(elements) if rep in SQUARE_OPS else float(elements)
 
 
 # ---- sizing a call ----------------------------------------------------------------------------------------

@@ -2,13 +2,15 @@
 
 A call whose host arrays hold at most its op's floor of elements runs on NumPy without asking the
 router (``dispatch.arrays._call.host_shortcut``): no other target can be chosen for it. The router
-gives each op's floor from its policy (``Router.host_floor``). Where this machine has no
-calibration stored, the seed's table routes, and its floors need no router: unless the script's
-earlier runs name another target (``learned.names_others``), they are given here, and a script
-whose calls all stay under them never loads the routing machinery (the router, its regions and
-planner, the calibration and cost models, the history: about 30 M instructions, a third of
-dispatch's own start-up). The first call over a floor loads it (``dispatch.arrays._call``); its
-seed policy gives the same floors.
+gives each op's floor from its policy (``Router.host_floor``). Unless the script's earlier runs
+name another target (``learned.names_others``), the floors need no router, and a script whose
+calls all stay under them never loads the routing machinery (the router, its regions and
+planner, the start-up pricing, the history: about a third of dispatch's own start-up). Where this
+machine has no calibration stored, the seed's table routes and its floors are given here; where
+its calibration is stored, the cost policy routes and its floors are given here from the
+calibration's models (``cost.numpy_floor``), as the router gives them (a calibration that cannot
+route, or one stored for another machine, is the router's to say so: it is loaded). The first
+call over a floor loads the router (``dispatch.arrays._call``); its policy gives the same floors.
 
 Under the seed's table a target comes up only where the program loaded its library itself
 (``startup.admit``: the table prices no start-up, so it starts none). While neither torch nor
@@ -24,7 +26,7 @@ import importlib
 import sys
 from typing import Any
 
-from dispatch import cluster
+from dispatch import cluster, targets
 from dispatch.base import cachefiles, import_hooks, tuning
 from dispatch.base.tiers import MoeThresholds, OpComplexity
 from dispatch.routing import learned
@@ -45,6 +47,9 @@ _SEED = MoeThresholds()  # the seed's table, the router's until it is loaded (``
 _router: Any = None  # the process's router, once loaded
 _idle: list = []  # the ops given the floor ``IDLE``
 _seed_only: bool | None = None  # whether the seed's floors hold without it (checked at the first floor)
+_UNREAD = object()
+_models: Any = _UNREAD  # the stored calibration's models where they give the floors without it, else None
+_known: dict[str, int] = {}  # the cost policy's floors found from them, by representative op
 
 
 def seed_floor(thresholds: MoeThresholds, complexity: OpComplexity) -> int:
@@ -79,6 +84,12 @@ def host_floor(op: Any) -> int:
                 _idle.append(op)
             op.floor = floor
             return floor
+        models = _calibrated()
+        if models is not None:
+            from dispatch.routing import cost  # here: the cost models load only where a calibration is stored
+
+            floor = op.floor = bounded(cost.numpy_floor(models, targets.registry.priced_names(), op, _known))
+            return floor
         importlib.import_module("dispatch.routing.router")  # (which hands itself over: ``use``)
     return _router.host_floor(op)
 
@@ -105,6 +116,24 @@ def _seed_floors() -> bool:
             stored = True
         _seed_only = not stored and not learned.names_others()
     return _seed_only
+
+
+def _calibrated() -> Any:
+    """The cost models of this machine's stored calibration, where they give the floors as the
+    router would (its cost policy's): the script's earlier runs name no other target, and the
+    calibration loads and makes models; else ``None``, and the router gives the floors. Read once."""
+    global _models
+    if _models is _UNREAD:
+        _models = None
+        if not learned.names_others():
+            from dispatch.routing import calibration, cost  # here: read only where a calibration is stored
+
+            try:
+                found = calibration.load()
+                _models = cost.models_from(found) if found is not None else None
+            except Exception:  # whatever fails, the router's loading meets again, and says so
+                _models = None
+    return _models
 
 
 def _engine_loaded() -> bool:

@@ -67,7 +67,6 @@ from dispatch.base.ops import all_ops, op_named
 from dispatch.base.state import STATE
 from dispatch.base.tiers import Backend
 from dispatch.routing import calibration, cost, startup
-from dispatch.routing.calibration import INTEGER_OPS
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind, Watched, is_forced
 from dispatch.routing.floors import SMALL, bounded, seed_floor
 from dispatch.routing.floors import use as _give_floors
@@ -93,10 +92,6 @@ HOST_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") el
 GPU_TARGETS = targets.registry.gpu_names()  # each device's home first (live views of the registry)
 PRICED = targets.registry.priced_names()  # the targets the cost policy weighs: those a calibration measures
 _PRICED = PRICED
-# About what routing one call costs (its input summary, the decision, the bookkeeping; see
-# benchmarks/overhead.py): below the size where another target beats NumPy by more than this,
-# a host call runs on NumPy without asking the router.
-ROUTING_S = 10e-6
 # The target holding a call's inputs keeps the call unless another is priced this much cheaper:
 # NumPy for host data (what the program ran before), the engine holding device data. A call's
 # own timing misses what a target costs the calls around it (caches, waking threads, fresh
@@ -164,10 +159,6 @@ def _engine_holding(a: Any) -> Any:
 def _integers(dtypes: tuple) -> bool:
     """Every input is an integer or boolean array (whose sums and products are exact everywhere)."""
     return all(getattr(d, "kind", "f") in "biu" for d in dtypes)
-
-
-def _side(rep: str, elements: int) -> float:
-    return math.sqrt(elements) if rep in cost.SQUARE_OPS else float(elements)
 
 
 # ---- the policies ---------------------------------------------------------------------------------
@@ -342,49 +333,10 @@ class CostPolicy(Policy):
         return [m for m in self.router.models.values() if not m.device.is_host and m.transfer]
 
     def floor(self, op: Any) -> int:
-        """The largest size (a power of two) at which NumPy is still cheapest for host data, even
-        against a device that already held it, by more than routing the call would cost: larger
-        calls go to the router, whose regions' plans may move them with the calls around them."""
-        rep = cost.representative(op)
-        if rep is None or op.local or not op.cataloged or op.work in ("host", "random"):
-            return 2**62 if (not op.cataloged or op.work in ("host", "random")) else 1 << 12
-        floors = self.router.floors
-        cached = floors.get(rep)
-        if cached is not None:
-            return cached
-        numpy_model = self.router.models.get("numpy")
-        if numpy_model is None:
-            return 0
-        floor = 0
-        for exp in range(4, 31):
-            n = 1 << exp
-            mine = numpy_model.seconds(rep, _side(rep, n), "float64")
-            # Sorts are also measured on integers, which torch and CuPy sort by radix sorts, far faster
-            # than their float sorts. (A lexsort is measured on integers alone: its floor is theirs.)
-            integer = numpy_model.seconds(rep, _side(rep, n), "int64") if rep in INTEGER_OPS else None
-            if (mine is None and integer is None) or self._beaten(rep, n, mine, ("float64", "float32")) \
-                    or self._beaten(rep, n, integer, ("int64",)):
-                break
-            floor = n
-        floors[rep] = floor
-        return floor
-
-    def _beaten(self, rep: str, n: int, mine: float | None, dtypes: tuple[str, ...]) -> bool:
-        """Whether another priced target runs ``rep`` on ``n`` elements, in the cheapest of ``dtypes``,
-        faster than NumPy's ``mine`` by more than routing a call costs (a target that cannot price the
-        first of ``dtypes`` is passed over)."""
-        if mine is None:
-            return False
-        for name, model in self.router.models.items():  # priced from the calibration alone: nothing is probed
-            if name == "numpy" or name not in _PRICED:
-                continue
-            t = model.seconds(rep, _side(rep, n), dtypes[0])
-            if t is None:
-                continue
-            t = min([t, *(model.seconds(rep, _side(rep, n), d) or t for d in dtypes[1:])])
-            if t + ROUTING_S < mine:
-                return True
-        return False
+        """The largest size (a power of two) at which NumPy is still cheapest for host data
+        (``cost.numpy_floor``): larger calls go to the router, whose regions' plans may move
+        them with the calls around them."""
+        return cost.numpy_floor(self.router.models, _PRICED, op, self.router.floors)
 
 
 def _prefer(priced: list[tuple], name: str | None, margin: float) -> bool:
