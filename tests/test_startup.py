@@ -750,6 +750,25 @@ def test_forget_deletes_what_was_kept(tmp_path, script, monkeypatch):
     assert dispatch.forget(str(script)) == 1 and _kept(cache, script) is None
 
 
+def test_the_kept_files_over_the_limit_go_oldest_first(tmp_path, monkeypatch):
+    """A folder over ``MAX_FILES`` kept files loses its oldest; one at the limit or under it is
+    left as it is, no file's age read (a script's end does not stat every file kept)."""
+    monkeypatch.setattr(learned, "MAX_FILES", 3)
+    for i in range(5):
+        path = tmp_path / f"{i}.json"
+        path.write_text("{}")
+        os.utime(path, (1000 + i, 1000 + i))
+    learned._prune(tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["2.json", "3.json", "4.json"]
+
+    def unread(*args, **kwargs):
+        raise AssertionError("a file's age was read")
+
+    monkeypatch.setattr(type(tmp_path), "stat", unread)
+    learned._prune(tmp_path)
+    assert len(list(os.scandir(tmp_path))) == 3
+
+
 def test_learn_setting_is_checked():
     assert settings.learn({}) is True
     assert settings.learn({"DISPATCH_LEARN": "0"}) is False

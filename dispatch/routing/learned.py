@@ -356,8 +356,12 @@ def record() -> None:
 
 
 def _prune(where: Path) -> None:
+    """The oldest files go where the folder holds over ``MAX_FILES`` (each file's age is read only then)."""
     try:
-        files = sorted((where / n for n in os.listdir(where) if n.endswith(".json")), key=lambda p: p.stat().st_mtime)
+        names = [n for n in os.listdir(where) if n.endswith(".json")]
+        if len(names) <= MAX_FILES:
+            return
+        files = sorted((where / n for n in names), key=lambda p: p.stat().st_mtime)
     except OSError:
         return
     for old in files[:-MAX_FILES]:
