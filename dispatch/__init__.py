@@ -4,8 +4,9 @@
 same meaning, and every call on a ``dispatch.ndarray`` is routed to NumPy, torch on the CPU,
 CuPy, or torch on CUDA / ROCm / MPS, with NumPy's result.
 
-Only the selector is imported eagerly; everything else loads on first use, so that
-``converters`` (which needs the selector's vocabulary) imports without the array machinery.
+Only the settings and the import hooks are imported eagerly; everything else, the selector's
+names too, loads on first use: ``converters`` (which needs the selector's vocabulary) imports
+without the array machinery, and a script's first call loads only what it needs.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from dispatch.base import forksafe as _forksafe  # noqa: F401 - registers the ha
 from dispatch.base import import_hooks as _import_hooks
 from dispatch.base import settings as _settings  # DISPATCH_* read now: a bad value fails at import, naming it
 from dispatch.base import warning_site as _warning_site
-from dispatch.routing.selector import Backend, BackendSelector, MoeThresholds, OpComplexity  # noqa: F401 - public API
 
 _import_hooks.install()  # ``import dispatch.ma``; numpy.testing's asserts on dispatch arrays (base.import_hooks)
 _warning_site.install()  # warnings from routed calls name the caller's line (base.warning_site)
@@ -68,6 +68,10 @@ _OWN = {
     "use_cluster": "dispatch.cluster",
     "compute": "dispatch.arrays.scale_out",
     "forget": "dispatch.routing.learned",
+    "Backend": "dispatch.routing.selector",
+    "BackendSelector": "dispatch.routing.selector",
+    "MoeThresholds": "dispatch.routing.selector",
+    "OpComplexity": "dispatch.routing.selector",
 }
 # sklearn imports scikit-learn only when used
 _SUBMODULES = ("fft", "linalg", "random", "rec", "char", "config", "cluster", "sklearn")
@@ -146,8 +150,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_OWN, *_SUBMODULES, *(n for n in dir(_np) if not n.startswith("_"))})
 
 
-__all__ = sorted({*_np.__all__, *_OWN, "Backend", "BackendSelector", "MoeThresholds", "OpComplexity", "asnumpy",
-                  "trace"})
+__all__ = sorted({*_np.__all__, *_OWN, "asnumpy", "trace"})
 
 
 if "IPython" in _sys.modules:  # in IPython or Jupyter: engines come up while the kernel waits (dispatch.notebook)

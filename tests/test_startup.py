@@ -460,6 +460,21 @@ print(float(np.sum(a * 2)))
 """
 
 
+def test_import_dispatch_loads_only_its_settings_and_hooks(tmp_path):
+    """``import dispatch`` loads its settings and import hooks, not the selector's names (loaded
+    when first asked for: ``dispatch.Backend``) nor the array machinery."""
+    code = ("import sys, numpy; before = set(sys.modules); import dispatch\n"
+            "print(' '.join(m for m in set(sys.modules) - before if m.startswith('dispatch.')))\n"
+            "print(dispatch.Backend.GPU.name, 'dispatch.routing.selector' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], env=_env(tmp_path), cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    loaded, selector = done.stdout.split("\n")[:2]
+    assert set(loaded.split()) <= {"dispatch.base", "dispatch.base.forksafe", "dispatch.base.import_hooks",
+                                 "dispatch.base.records", "dispatch.base.settings", "dispatch.base.warning_site"}
+    assert selector == "GPU True"
+
+
 def test_a_script_on_numpy_loads_no_module_it_does_not_need(tmp_path):
     """A script whose calls all stay on NumPy, run once and its run kept in the user's cache, loads
     neither ``logging`` nor the temporary-file, thread-pool or cache-folder libraries (10-20 ms
