@@ -254,6 +254,37 @@ def test_rows_read_on_the_host_in_a_loop_make_the_host_its_home(monkeypatch):
     _equal(numpy.asarray(x), ref)
 
 
+def test_once_home_the_loops_host_calls_keep_the_compiled_path(monkeypatch, operator_path):
+    """Moved home, the array's device data is kept as its copy, so a mirror is kept; the loop's
+    host calls that write no memory with copies (an assignment into another array, a ufunc on
+    NumPy's scalar, a product) still take the compiled path, as in a program with no device (an
+    AR(1) loop over a draw's rows took three times NumPy's time while each of them went to Python)."""
+    if operator_path != "compiled":
+        pytest.skip("what the compiled path takes")
+    monkeypatch.setattr(mirrors, "HOME_VIEWS", HOME_VIEWS)
+    x, ref = _fresh()
+    _loop(x, 3 * HOME_VIEWS)
+    assert x.device == HOST and mirrors.kept() > 0
+    python = []
+
+    def counted(name, original):
+        def entered(*args, **kwargs):
+            python.append((name, getattr(args[0], "name", type(args[0]).__name__)))
+            return original(*args, **kwargs)
+        return entered
+
+    for module, name in ((dispatch.arrays._call, "call"), (mirrors, "wrote")):  # the Python path's ways in
+        monkeypatch.setattr(module, name, counted(name, getattr(module, name)))
+    y, expected = dispatch.zeros((64, COLS)), numpy.zeros((64, COLS))
+    for t in range(1, 64):
+        if t == 8:
+            python.clear()  # (a kind's first call here may take the Python path, once)
+        y[t] = 0.9 * y[t - 1] + dispatch.sqrt(1 - 0.9**2) * x[t]
+        expected[t] = 0.9 * expected[t - 1] + numpy.sqrt(1 - 0.9**2) * ref[t]
+    assert python == [], python
+    _equal(numpy.asarray(y), expected)
+
+
 def test_a_trace_changes_nothing_rows_read_in_a_traced_loop_make_the_host_its_home(monkeypatch):
     monkeypatch.setattr(mirrors, "HOME_VIEWS", HOME_VIEWS)
     x, ref = _fresh()
