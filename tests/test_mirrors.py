@@ -89,12 +89,17 @@ def _method_positional_out(x, ref):
     numpy.full(N, 0.25).clip(0.0, 1.0, ref)
 
 
+def _method_keyword_out(x, ref):
+    dispatch.asarray(numpy.full((2, N), 0.5)).sum(axis=0, out=x)
+    numpy.full((2, N), 0.5).sum(axis=0, out=ref)
+
+
 def _function_positional_out(x, ref):
     dispatch.clip(dispatch.array(ref), 0.0, 10.0, x)
     numpy.clip(ref.copy(), 0.0, 10.0, ref)
 
 
-WRITES = [_method_positional_out, _function_positional_out, _ufunc_positional_out,
+WRITES = [_method_positional_out, _method_keyword_out, _function_positional_out, _ufunc_positional_out,
           _setitem, _setitem_slice, _iadd, _imul_array, _out, _numpy_out, _view_setitem, _view_iadd, _fill,
           _sort, _copyto, _put, _ufunc_at, _flat]
 
