@@ -123,20 +123,24 @@ static int mirrors_live = 0;
 static npy_intp mirror_min = NPY_MAX_INTP;
 static PyObject *mirror_owners = NULL;  /* mirrors' write counters: id(memory's owner) -> its count */
 
-/* Whether the memory a NumPy array views (its last NumPy base's) holds mirror_min bytes or more. */
-static int large_memory(PyObject *a) {
+/* The NumPy array owning the memory a NumPy array views (its last NumPy base; mirrors._owner). */
+static PyObject *memory_owner(PyObject *a) {
     PyObject *base;
     while ((base = PyArray_BASE((PyArrayObject *)a)) != NULL && PyArray_Check(base)) a = base;
-    return PyArray_NBYTES((PyArrayObject *)a) >= mirror_min;
+    return a;
+}
+
+/* Whether the memory a NumPy array views holds mirror_min bytes or more. */
+static int large_memory(PyObject *a) {
+    return PyArray_NBYTES((PyArrayObject *)memory_owner(a)) >= mirror_min;
 }
 
 /* Whether a write to host array a must take the Python path: its memory has (or had) device copies. */
 static int writes_mirrored(PyObject *a) {
-    PyObject *base;
-    while ((base = PyArray_BASE((PyArrayObject *)a)) != NULL && PyArray_Check(base)) a = base;
-    if (PyArray_NBYTES((PyArrayObject *)a) < mirror_min) return 0;  /* never mirrored */
+    PyObject *owner = memory_owner(a);
+    if (PyArray_NBYTES((PyArrayObject *)owner) < mirror_min) return 0;  /* never mirrored */
     if (mirror_owners == NULL) return 1;
-    PyObject *key = PyLong_FromVoidPtr(a);  /* id(owner) */
+    PyObject *key = PyLong_FromVoidPtr(owner);  /* id(owner) */
     int found = key == NULL ? -1 : PyDict_Contains(mirror_owners, key);
     Py_XDECREF(key);
     if (found < 0) {
@@ -1060,7 +1064,11 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
         switch (self->kind) {
         case FUNCTION: case ARRAY_FUNCTION: goto fall_back;  /* (out=, or a function that writes: copyto, put...) */
         case UFUNC: case ARRAY_UFUNC: if (kwnames != NULL) goto fall_back; break;  /* (out= by name; by position: below) */
-        case INPLACE: case SETITEM: if (nargs < 1 || host_data(args[0]) == NULL || writes_mirrored(host_data(args[0]))) goto fall_back; break;
+        case INPLACE: case SETITEM: {  /* (the array written: its memory's copies) */
+            PyObject *written = nargs < 1 ? NULL : host_data(args[0]);
+            if (written == NULL || writes_mirrored(written)) goto fall_back;
+            break;
+        }
         default: break;
         }
     }
