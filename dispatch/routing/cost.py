@@ -414,7 +414,7 @@ _REPRESENTATIVE_BY_COMPLEXITY = ("add", "sum", "matmul")
 
 
 def _host_seconds(model: TargetModel, rep: str, n: int) -> float | None:
-    return model.seconds(rep, math.sqrt(n) if rep in SQUARE_OPS else n, "float64")
+    return model.seconds(rep, _side_of(rep, n), "float64")
 
 
 def _gpu_seconds(model: TargetModel, rep: str, n: int) -> float | None:
