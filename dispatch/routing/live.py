@@ -5,15 +5,14 @@ now: each routed call with its key, its inputs' producers (the earlier call of t
 made them, or a source: an array made before the region, where it lives) and its price on each
 place (the calibration's model, pulled toward what the history measured). A region ends where
 the program reads an array on the host (``__array__``: ``item``, ``float``, ``tolist``, a NumPy
-call on it), or where a loop body starts again: at a call from a place in the program (its call
-site: the innermost frames outside dispatch's call path) that a call of the region came from.
-(A call's kind alone cannot tell a loop starting again from a kind met twice in one pass,
-``dx**2 + dy**2`` or an unrolled ``ax``, ``ay``, ``az``: cut there, a pass fell into pieces
-that depended on where the recording began.) A region met again (a loop body) is planned once
-(``Planner.plan_for``, its plan cached by the region's key) and its plan installed as the
-decisions of its kinds of call: each kind runs where the plan put it, on the engine priced
-cheapest there. A region's key names its calls, their call sites and their data flow, not
-where their data is: the region the plan makes (the same calls, their data where the
+call on it), or where a loop body starts again (a call of a kind the region made before,
+followed by one of the kind that came after it there: the region's first kind, or a later one's
+after a prologue, ``blur``'s weighted sum of slices after its ``pad``; for a body of one call,
+one of its kind on the same producers). A region
+met again (a loop body) is planned once (``Planner.plan_for``, its plan cached by the region's
+key) and its plan installed as the decisions of its kinds of call: each kind runs where the
+plan put it, on the engine priced cheapest there. A region's key names its calls and their data
+flow, not where their data is: the region the plan makes (the same calls, their data where the
 plan put it) is the same region, one plan in force for it, its kinds of call as they run there
 added to the plan's decisions; planned again (``REVISIONS`` times at most) where its sources
 have moved since it was planned. A kind of call a plan puts on a device is kept, with what one
@@ -56,8 +55,6 @@ the copies of inputs not already there, and, for host data entering a device, th
 
 from __future__ import annotations
 
-import os
-import sys
 import weakref
 from collections.abc import Hashable
 from typing import Any
@@ -87,12 +84,11 @@ class _Node:
     """One recorded call: its key, the producers of its inputs (call index, or ``-1 - source``,
     with the bytes read) and its price on each place (seconds, and the engine priced there)."""
 
-    __slots__ = ("key", "out_bytes", "prices", "producers", "site")
+    __slots__ = ("key", "out_bytes", "prices", "producers")
 
     def __init__(self, key: CallKey, producers: list[tuple[int, int]], prices: dict[str, tuple[float, str]],
-                 out_bytes: int, site: tuple = ()) -> None:
+                 out_bytes: int) -> None:
         self.key, self.producers, self.prices, self.out_bytes = key, producers, prices, out_bytes
-        self.site = site  # where in the program the call came from (``call_site``)
 
 
 class _Planned:
@@ -170,29 +166,9 @@ def _note_shares(nodes: list[_Node], name: str, saving: float, gains: dict[int, 
 
 def region_key(nodes: list[_Node]) -> Hashable:
     """What names a region: its kinds of call, each without where its data is (``CallKey.elsewhere``),
-    their producers and their call sites; the same region whatever place its data has. (Where
-    its sources are, and which result the host reads, are what its plan was made for:
-    ``Live.boundary``.)"""
-    return tuple((n.key.elsewhere(), tuple(p for p, _ in n.producers), n.site[:1]) for n in nodes)
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # dispatch's own files
-SITE_FRAMES = 3  # frames a call site names: a helper called from two lines of a loop is two sites
-
-
-def call_site() -> Hashable:
-    """Where in the program a call came from: the code and instruction of the innermost
-    ``SITE_FRAMES`` frames outside dispatch (NumPy's own functions included: ``np.triu``'s two
-    calls are two sites). A region's key names each call by the first alone: a loop in a
-    function is the same region wherever the function is called from."""
-    frame: Any = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back
-    site = []
-    while frame is not None and len(site) < SITE_FRAMES:
-        site.append((frame.f_code, frame.f_lasti))
-        frame = frame.f_back
-    return tuple(site)
+    and their producers; the same region whatever place its data has. (Where its sources are,
+    and which result the host reads, are what its plan was made for: ``Live.boundary``.)"""
+    return tuple((n.key.elsewhere(), tuple(p for p, _ in n.producers)) for n in nodes)
 
 
 def _sources_read(nodes: list[_Node], sources: list[tuple[str, int, Any]]) -> tuple[list[_Node], list]:
@@ -204,7 +180,7 @@ def _sources_read(nodes: list[_Node], sources: list[tuple[str, int, Any]]) -> tu
         return list(nodes), list(sources)
     new = {s: j for j, s in enumerate(read)}
     nodes = [_Node(n.key, [(p if p >= 0 else -1 - new[-1 - p], nbytes) for p, nbytes in n.producers],
-                   n.prices, n.out_bytes, n.site) for n in nodes]
+                   n.prices, n.out_bytes) for n in nodes]
     return nodes, [sources[s] for s in read]
 
 
@@ -218,9 +194,9 @@ class Live:
         self.placing = False  # one is up: a plan may move calls there
         self.recording = False
         self.nodes: list[_Node] = []
-        self._sites: dict[Hashable, int] = {}  # the call sites of the region's calls: one met again starts the next
-        # a plan's region waited for in its loop (``_aligned``): its first call's site, the calls still waited at most
-        self._align: tuple[Hashable, int] | None = None
+        self._restart: tuple | None = None  # a call of a kind the region made before, just noted (``_confirm``)
+        # each kind of call in the region -> the kinds that came right after it (the last two calls' pair not yet)
+        self._after: dict[Hashable, set[Hashable]] = {}
         self.sources: list[tuple[str, int, Any]] = []  # arrays made before the region: (place, bytes, weakref)
         self._made: dict[int, tuple[Any, int]] = {}
         self._sources: dict[int, tuple[Any, int]] = {}
@@ -231,8 +207,7 @@ class Live:
         self.revised = 0  # plans revised in this process (``revisions`` starts over when the engines change)
         self.last_sources: dict[Hashable, set[int]] = {}  # region key -> ids of its sources when last met
         self.known: set[CallKey] = set()  # kinds of call some recorded region made
-        # the kinds of call plans made, wherever their data (``elsewhere``) -> the region key of the last plan to
-        self.planned_kinds: dict[Hashable, Hashable] = {}
+        self.planned_kinds: set[Hashable] = set()  # the kinds of call plans made, wherever their data (``elsewhere``)
         self.devices: dict[str, Any] = {HOST: HOST_DEVICE}
         self.unpaid: dict[Hashable, set[str]] = {}  # region key -> engines left down for their start-up
         # (kind, sizes and shapes of a call) -> its compute on each target: a loop's calls are priced once
@@ -267,31 +242,23 @@ class Live:
         self.recording = self.on
 
     def _reset(self) -> None:
-        self._align = None
-        self._sites.clear()
+        self._restart = None
+        self._after.clear()
         self.nodes.clear()
         self.sources.clear()
         self._made.clear()
         self._sources.clear()
 
-    def resume(self, key: CallKey | None = None, region: Hashable = None) -> None:
-        """Record again (a plan dropped, ``region`` its key; or ``key``, a kind of call no decision
-        covers, that no recorded region made, or that a plan in force makes with its data
-        elsewhere: its region, met, is served the plan): the memo stops serving meanwhile. A kind
-        a region made, decided afresh as its measurements come in, changes no region. A plan's
-        region, dropped or met with its data elsewhere, is recorded again from its first call
-        (``_aligned``)."""
-        if not self.on or self.recording:
-            return
-        if key is not None:
-            if key.is_forced() or (key in self.known and key.elsewhere() not in self.planned_kinds):
-                return
-            region = self.planned_kinds.get(key.elsewhere())
-        self.recording = True
-        self._reset()
-        if region is not None:
-            self._align = (region[0][2], 4 * len(region) + 64)  # (the site's first frame)
-        self.router.changed()
+    def resume(self, key: CallKey | None = None) -> None:
+        """Record again (a plan dropped; or ``key``, a kind of call no decision covers, that no
+        recorded region made, or that a plan in force makes with its data elsewhere: its region,
+        met, is served the plan): the memo stops serving meanwhile. A kind a region made, decided
+        afresh as its measurements come in, changes no region."""
+        if self.on and not self.recording and (key is None or (not key.is_forced() and (
+                key not in self.known or key.elsewhere() in self.planned_kinds))):
+            self.recording = True
+            self._reset()
+            self.router.changed()
 
     # ---- recording ------------------------------------------------------------------------------
 
@@ -307,39 +274,31 @@ class Live:
             return
         if type(key) is not CallKey:
             return
-        site = call_site()
-        if self._align is not None and not self._aligned(site):
-            return
         prices = self._prices(op, inputs, key) if op.cataloged and op.work != "host" else {}
         if not prices:  # a host op: its inputs come to the host
             prices = {HOST: (0.0, "numpy")}
-        if site in self._sites:  # the loop's body starts again: this call begins the next region
-            self.boundary()
+        if self._restart is not None:
+            self._confirm(key)
+        kind = key.elsewhere()
+        producers = self._producers(inputs.arrays)
+        if len(self.nodes) == 1 and kind == self.nodes[0].key.elsewhere() and producers == self.nodes[0].producers:
+            self.boundary()  # a body of one call: this call starts the next region, its inputs sources of it
             if not self.recording:  # a plan serves the region from here
                 self.known.add(key)
                 return
-        producers = self._producers(inputs.arrays)
-        self._sites[site] = len(self.nodes)
-        self.nodes.append(_Node(key, producers, prices, int(getattr(out, "nbytes", 0) or 0), site))
+            producers = self._producers(inputs.arrays)
+        self.nodes.append(_Node(key, producers, prices, int(getattr(out, "nbytes", 0) or 0)))
         self.known.add(key)
         if hasattr(out, "shape"):
             self._made[id(out)] = (weak(out), len(self.nodes) - 1)
         if len(self.nodes) >= MAX_CALLS:
             self.boundary()
-
-    def _aligned(self, site: Hashable) -> bool:
-        """Whether to record this call, while a plan's region is waited for in its loop: a plan is
-        dropped at the call whose timing strayed, and its data moved at the first call it sent
-        elsewhere, mostly in the middle of its loop's body; recorded from there, the body would
-        be another region (``c d a b`` for ``a b c d``), with another key and plan, and so again
-        at each drop. So the recording starts again at a call from the region's first call's
-        site; or, after ``4n + 64`` calls from elsewhere (the program left the loop), at once."""
-        first, left = self._align
-        if site[:1] == first or left <= 0:
-            self._align = None
-            return True
-        self._align = (first, left - 1)
-        return False
+            return
+        at = len(self.nodes) - 1
+        if at >= 2:  # the two calls before this one came in that order
+            self._after.setdefault(self.nodes[at - 2].key.elsewhere(), set()).add(self.nodes[at - 1].key.elsewhere())
+        if kind in self._after:  # a loop's body may start again here (after a prologue, too)
+            self._restart = (at, [self._input(data_of(a)) for a in inputs.arrays], weak(out))
 
     def _producers(self, arrays: Any) -> list[tuple[int, int]]:
         """Each input's producer in the region (a source made for it where it has none) and its bytes."""
@@ -348,6 +307,41 @@ class Live:
             data = data_of(a)
             found.append((self._producer(data, a), int(getattr(data, "nbytes", 0) or 0)))
         return found
+
+    def _input(self, native: Any) -> tuple[Any, str, int]:
+        """What the next region needs of an input, should its call start it: the array owning its
+        memory (weakly), where it is, its bytes."""
+        *_, root = bases(native)
+        return weak(root), _place(device_of(native)), int(getattr(native, "nbytes", 0) or 0)
+
+    def _confirm(self, key: CallKey) -> None:
+        """The call after one of a kind the region made before: where it is of the kind that
+        followed that one there too, the loop body started again at that one, which begins the
+        next region. (A kind met twice in a body, ``2 * x`` then ``0.1 * (...)``, is followed by
+        other calls.)"""
+        at, inputs, out = self._restart
+        self._restart = None
+        if at != len(self.nodes) - 1 or key.elsewhere() not in self._after[self.nodes[at].key.elsewhere()]:
+            return
+        carried = self.nodes.pop()
+        self.boundary()
+        if not self.recording:  # a plan serves the region from here
+            return
+        producers = []
+        for ref, place, nbytes in inputs:  # each a source of the new region, where it was
+            root = ref()
+            found = self._sources.get(id(root)) if root is not None else None
+            if found is not None and found[0]() is root:
+                index = found[1]
+            else:
+                index = self._source(place, nbytes, ref)
+                if root is not None:
+                    self._sources[id(root)] = (ref, index)
+            producers.append((index, nbytes))
+        self.nodes.append(_Node(carried.key, producers, carried.prices, carried.out_bytes))
+        made = out()
+        if made is not None:
+            self._made[id(made)] = (out, 0)
 
     def _local(self, op: Any, inputs: Any, decision: Decision, out: Any) -> None:
         """A view or a cast passes its input's producer on; one that puts what the region made into
@@ -363,7 +357,7 @@ class Live:
         made = [(found, int(getattr(data_of(a), "nbytes", 0) or 0)) for a in arrays[1:]
                 if (found := self._producer(data_of(a), None)) is not None and found >= 0]
         if made:
-            self.nodes.append(_Node(decision.key, made, {HOST: (0.0, "numpy")}, 0, call_site()))
+            self.nodes.append(_Node(decision.key, made, {HOST: (0.0, "numpy")}, 0))
 
     def _producer(self, native: Any, array: Any) -> int | None:
         found = recorded(native, self._made, self._sources)
@@ -427,12 +421,8 @@ class Live:
     # ---- regions ----------------------------------------------------------------------------------
 
     def read(self, array: Any) -> None:
-        """The program reads ``array`` on the host: the region ends there (and a region waited
-        for starts after it: no region spans a read)."""
-        if not self.recording:
-            return
-        self._align = None
-        if not self.nodes:
+        """The program reads ``array`` on the host: the region ends there."""
+        if not self.recording or not self.nodes:
             return
         found = self._producer(data_of(array), None)
         self.boundary(found if found is not None and found >= 0 else None)
@@ -642,7 +632,7 @@ class Live:
             # down would save counts toward its start-up per call, not per timing)
             decision.settled = settled(self._samples(there, name))
             planned.decisions[there] = decision
-            self.planned_kinds[there.elsewhere()] = key
+            self.planned_kinds.add(there.elsewhere())
             planned.nodes.append((there, name, seconds))
             decisions[there] = decision
             self.by_key[there] = key
@@ -694,7 +684,7 @@ class Live:
             self._revise(plan_key)
             self._drop(plan_key)
             self.seen[plan_key] = 1  # planned again, from the newer prices, when next met
-            self.resume(region=plan_key)
+            self.resume()
         elif measured:
             planned.held += 1
 
