@@ -155,6 +155,35 @@ def test_a_plan_strayed_from_by_measurements_is_revised(monkeypatch):
     assert live.planner.planned > made  # planned again, from the newer prices
 
 
+def test_a_plan_whose_measurements_stray_but_whose_placement_stands_is_kept_at_the_new_prices(monkeypatch):
+    """Measured three times slower than priced on the device, ``cos`` still runs there far
+    cheaper than on the host: priced again with what was measured, the plan places every call
+    where it did, so it stands, expecting the new prices. It is neither dropped nor recorded
+    again (which would cost the loop passes on the per-call rules only to make it again)."""
+    live = router.ROUTER.live
+    u0, v0 = _inputs()
+    _loop(u0, v0, 8)
+    key, plan = live.describe()[-1]
+    planned = live.planned[key]
+    history = router.ROUTER.history
+    monkeypatch.setattr(history, "observe", History.observe.__get__(history))
+    call_key, engine, price = next(node for node in planned.nodes if node[0].op == "cos")
+    expected, placement, recording = plan.seconds, list(plan.placement), live.recording
+    repriced, revised = live.repriced, live.revised
+    for _ in range(4):
+        history.observe(call_key, engine, 3 * price)
+    router.ROUTER._observed(call_key, engine)
+    assert live.repriced == repriced + 1 and live.revised == revised  # strayed, priced again, not dropped
+    assert live.planned[key].plan is plan and plan.placement == placement and live.recording == recording
+    assert plan.seconds > 1.5 * expected  # what it expects now: what was measured
+    assert all(router.cached(k).kind is DecisionKind.PLANNED for k in planned.decisions)
+    router.ROUTER._observed(call_key, engine)
+    assert live.repriced == repriced + 1  # the same timings again: no stray now
+    u, total = _loop(u0, v0, 8)
+    expected_u, expected_total = _loop(u0, v0, 8, numpy)
+    _equal(u, total, expected_u, expected_total)
+
+
 def test_a_plan_its_measurements_found_holding_is_timed_no_more(monkeypatch):
     """Once every call of a plan was measured and ``HELD`` timings found it holding, its
     decisions stop sampling: the loop runs from the memo without a timing."""

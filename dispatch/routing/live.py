@@ -22,8 +22,10 @@ the memo, at no cost per call. A kind of call that no recorded region made, or t
 with its data elsewhere, brings the recording back.
 
 A plan is revised when measured times stray from its prices: each timing of a planned call
-re-prices the plan (``Planner.measured``); a plan dropped so is planned again from the newer
-prices the next time its region is met.
+re-prices the plan (``Planner.strays``). The region it was made for is then planned again with
+the newer prices (``_repriced``): the same placement, and the plan stands at those prices; another,
+and the plan is dropped, its region recorded and planned again, from where its data is, the
+next time it is met.
 
 Copies are priced as the planner prices them, once per array and place; a host source that a
 device keeps a copy of (``dispatch.arrays.mirrors``, through ``cost.mirrored``) is free to read there, and one it will
@@ -82,19 +84,21 @@ COMPUTED_MAX = 4096  # kinds and sizes of call whose compute is priced (``_price
 
 class _Node:
     """One recorded call: its key, the producers of its inputs (call index, or ``-1 - source``,
-    with the bytes read) and its price on each place (seconds, and the engine priced there)."""
+    with the bytes read), its price on each place (seconds, and the engine priced there) and the
+    compute its prices came from (``Live._compute``: priced again as measurements come)."""
 
-    __slots__ = ("key", "out_bytes", "prices", "producers")
+    __slots__ = ("computed", "key", "out_bytes", "prices", "producers")
 
     def __init__(self, key: CallKey, producers: list[tuple[int, int]], prices: dict[str, tuple[float, str]],
-                 out_bytes: int) -> None:
+                 out_bytes: int, computed: tuple | list = ()) -> None:
         self.key, self.producers, self.prices, self.out_bytes = key, producers, prices, out_bytes
+        self.computed = computed
 
 
 class _Planned:
     """A plan in force: its decisions, per key, and the prices it was made from."""
 
-    __slots__ = ("decisions", "held", "made_for", "nodes", "plan")
+    __slots__ = ("decisions", "held", "made_for", "nodes", "nsrc", "plan", "region_nodes")
 
     def __init__(self, plan: Plan, nodes: list[tuple[CallKey, str, float]], made_for: Hashable = None) -> None:
         self.plan = plan
@@ -102,6 +106,8 @@ class _Planned:
         self.decisions: dict[CallKey, Decision] = {}
         self.made_for = made_for  # where the region's sources were, and which call the host read
         self.held = 0  # timings, every call of it measured, that found it holding
+        self.region_nodes: list[_Node] = []  # the region's calls as recorded when the plan was made
+        self.nsrc = 0  # its sources (the region's first places)
 
     def settle(self) -> None:
         """Time its calls no more: what they measure would change nothing (but those an engine
@@ -180,7 +186,7 @@ def _sources_read(nodes: list[_Node], sources: list[tuple[str, int, Any]]) -> tu
         return list(nodes), list(sources)
     new = {s: j for j, s in enumerate(read)}
     nodes = [_Node(n.key, [(p if p >= 0 else -1 - new[-1 - p], nbytes) for p, nbytes in n.producers],
-                   n.prices, n.out_bytes) for n in nodes]
+                   n.prices, n.out_bytes, n.computed) for n in nodes]
     return nodes, [sources[s] for s in read]
 
 
@@ -205,6 +211,7 @@ class Live:
         self.by_key: dict[CallKey, Hashable] = {}  # a planned kind of call -> its plan's key
         self.revisions: dict[Hashable, int] = {}
         self.revised = 0  # plans revised in this process (``revisions`` starts over when the engines change)
+        self.repriced = 0  # plans that strayed and stood, priced again as measured (``_repriced``)
         self.last_sources: dict[Hashable, set[int]] = {}  # region key -> ids of its sources when last met
         self.known: set[CallKey] = set()  # kinds of call some recorded region made
         self.planned_kinds: set[Hashable] = set()  # the kinds of call plans made, wherever their data (``elsewhere``)
@@ -274,7 +281,8 @@ class Live:
             return
         if type(key) is not CallKey:
             return
-        prices = self._prices(op, inputs, key) if op.cataloged and op.work != "host" else {}
+        computed = self._computed_for(op, inputs, key) if op.cataloged and op.work != "host" else ()
+        prices = self._best(key, computed)
         if not prices:  # a host op: its inputs come to the host
             prices = {HOST: (0.0, "numpy")}
         if self._restart is not None:
@@ -287,7 +295,7 @@ class Live:
                 self.known.add(key)
                 return
             producers = self._producers(inputs.arrays)
-        self.nodes.append(_Node(key, producers, prices, int(getattr(out, "nbytes", 0) or 0)))
+        self.nodes.append(_Node(key, producers, prices, int(getattr(out, "nbytes", 0) or 0), computed))
         self.known.add(key)
         if hasattr(out, "shape"):
             self._made[id(out)] = (weak(out), len(self.nodes) - 1)
@@ -338,7 +346,7 @@ class Live:
                 if root is not None:
                     self._sources[id(root)] = (ref, index)
             producers.append((index, nbytes))
-        self.nodes.append(_Node(carried.key, producers, carried.prices, carried.out_bytes))
+        self.nodes.append(_Node(carried.key, producers, carried.prices, carried.out_bytes, carried.computed))
         made = out()
         if made is not None:
             self._made[id(made)] = (out, 0)
@@ -379,14 +387,23 @@ class Live:
     def _prices(self, op: Any, inputs: Any, key: CallKey) -> dict[str, tuple[float, str]]:
         """Seconds on each place (its compute alone: the region's edges price the copies), at the
         engine cheapest there (of those up, where one is), blended with what calls of this kind measured there."""
-        router = self.router
-        history, refused = router.history, router.refusals.get(key, ())
+        return self._best(key, self._computed_for(op, inputs, key))
+
+    def _computed_for(self, op: Any, inputs: Any, key: CallKey) -> list[tuple[str, float, Any, CallKey]]:
+        """``_compute``, once per kind and size of call (a loop's calls are priced once)."""
         size = (key, inputs.size, inputs.nbytes, tuple(tuple(a.shape) for a in inputs.arrays))
         computed = self._computed.get(size)
         if computed is None:
             if len(self._computed) >= COMPUTED_MAX:
                 self._computed.clear()
             computed = self._computed[size] = self._compute(op, inputs, key)
+        return computed
+
+    def _best(self, key: CallKey, computed: Any) -> dict[str, tuple[float, str]]:
+        """Each place's price of a call of kind ``key`` from its compute on each target, with what
+        calls of its kind measured there blended in (``_prices``)."""
+        router = self.router
+        history, refused = router.history, router.refusals.get(key, ())
         best: dict[str, tuple[tuple[bool, float, float], str]] = {}  # place -> (its engine's rank, the engine)
         for name, compute, device, there in computed:
             if name not in router.priced or name in refused or startup.failed(name):
@@ -614,6 +631,8 @@ class Live:
             planned_keys.append(there)
             places_by_key.setdefault(there, set()).add(placement[nsrc + i])
         planned = found if found is not None else _Planned(plan, [], made_for)
+        if found is None:
+            planned.region_nodes, planned.nsrc = nodes, nsrc
         decisions = self.router.decisions
         for i, (n, there) in enumerate(zip(nodes, planned_keys, strict=True)):
             places = places_by_key[there]
@@ -655,8 +674,9 @@ class Live:
                 del self.by_key[k]
 
     def measured(self, key: CallKey) -> None:
-        """A planned call was timed: re-price its plan with what its calls measured, and drop it
-        where that strays (``Planner.measured``): its region is planned again when next met. A
+        """A planned call was timed: re-price its plan with what its calls measured; where that
+        strays (``Planner.strays``) and the plan, priced again, would place its calls elsewhere
+        (``_repriced``), drop it: its region is recorded and planned again when next met. A
         plan that can be revised no more, or that ``HELD`` timings found holding once every call
         of it was measured, is timed no more (``_Planned.settle``), but for calls an engine left
         down would save on. Those are timed as a cost decision is: every call until
@@ -680,13 +700,43 @@ class Live:
             if stat is not None and price is not None:
                 seconds += stat.seconds - price
             measured = measured and stat is not None
-        if self.planner.measured(plan_key, max(seconds, 0.0)):
+        if not self.planner.strays(plan_key, max(seconds, 0.0)):
+            if measured:
+                planned.held += 1
+        elif not self._repriced(planned):
+            self.planner.forget(plan_key)
             self._revise(plan_key)
             self._drop(plan_key)
             self.seen[plan_key] = 1  # planned again, from the newer prices, when next met
             self.resume()
-        elif measured:
-            planned.held += 1
+
+    def _repriced(self, planned: _Planned) -> bool:
+        """A plan whose measured times strayed from its prices, planned again over its region with
+        each call priced afresh, with what calls of its kind measured on each place blended in
+        (as a region recorded again would be): where that places every call where the plan did,
+        the plan stands, expecting those prices (kept: its loop goes on through the decision
+        cache and the memo); else ``False``, and it is dropped, its region recorded again and
+        planned from where its data is then. Recording again costs the loop a pass or more on
+        the per-call rules, only to make the same plan where the prices were off but not the
+        placement (a device slower than priced, yet faster than the host)."""
+        plan, stats = planned.plan, self.router.history.stats
+        region, nodes, nsrc = plan.region, planned.region_nodes, planned.nsrc
+        if region is None or not nodes:
+            return False
+        prices = list(region.prices)
+        for i, n in enumerate(nodes):
+            fresh = self._best(n.key, n.computed) if n.computed else {}
+            j = nsrc + i
+            prices[j] = {place: fresh[place][0] if place in fresh else seconds for place, seconds in prices[j].items()}
+        repriced = Region(prices, region.edges, region.transfer, region.fixed, region.labels)
+        again = planner.plan(repriced)
+        if again.placement != plan.placement:
+            return False
+        plan.seconds, plan.host_seconds, plan.region = again.seconds, again.host_seconds, repriced
+        planned.nodes = [(k, name, stat.seconds if (stat := stats.get(k, {}).get(name)) is not None else price)
+                         for k, name, price in planned.nodes]
+        self.repriced += 1
+        return True
 
     def describe(self) -> list[tuple[Hashable, Plan]]:
         """The plans in force, and what each expects to save."""

@@ -74,10 +74,10 @@ class Region(Record):
 class Plan(Record):
     """Where each call runs, what that costs, and what it saves against every call on the host."""
 
-    __slots__ = ("placement", "seconds", "host_seconds", "method", "key", "number", "served")  # noqa: RUF023 - the fields, in order
+    __slots__ = ("placement", "seconds", "host_seconds", "method", "key", "number", "served", "region")  # noqa: RUF023 - the fields, in order
 
     def __init__(self, placement: list[str], seconds: float, host_seconds: float, method: str, key: Hashable = None,
-                 number: int = 0, served: int = 0) -> None:
+                 number: int = 0, served: int = 0, region: Region | None = None) -> None:
         self.placement = placement
         self.seconds = seconds
         self.host_seconds = host_seconds
@@ -85,6 +85,7 @@ class Plan(Record):
         self.key = key
         self.number = number  # the planner's count when it was made: what a trace names it by
         self.served = served  # times the cache served it
+        self.region = region  # the region it was made for (``Planner.plan_for``): priced again as measured
 
     @property
     def saving(self) -> float:
@@ -207,22 +208,27 @@ class Planner:
         if found is not None:
             found.served += 1
             return found
-        made = plan(region() if callable(region) else region)
-        made.key = key
+        built = region() if callable(region) else region
+        made = plan(built)
+        made.key, made.region = key, built
         self.plans[key] = made
         self.planned += 1
         made.number = self.planned
         return made
 
-    def measured(self, key: Hashable, seconds: float) -> bool:
-        """A run of region ``key`` took ``seconds``: drop its plan where that strays from what it
-        expected by more than the tolerance (planned again, from newer prices, next time).
-        Whether it was dropped."""
+    def strays(self, key: Hashable, seconds: float) -> bool:
+        """Whether a run of region ``key`` that took ``seconds`` strays from what its plan expected
+        by more than the tolerance."""
         found = self.plans.get(key)
         if found is None or found.seconds <= 0.0:
             return False
         ratio = seconds / found.seconds
-        if ratio > self.tolerance or ratio < 1.0 / self.tolerance:
+        return ratio > self.tolerance or ratio < 1.0 / self.tolerance
+
+    def measured(self, key: Hashable, seconds: float) -> bool:
+        """A run of region ``key`` took ``seconds``: drop its plan where that strays (``strays``;
+        planned again, from newer prices, next time). Whether it was dropped."""
+        if self.strays(key, seconds):
             del self.plans[key]
             return True
         return False
