@@ -169,7 +169,7 @@ def test_a_plan_whose_measurements_stray_but_whose_placement_stands_is_kept_at_t
     monkeypatch.setattr(history, "observe", History.observe.__get__(history))
     call_key, engine, price = next(node for node in planned.nodes if node[0].op == "cos")
     expected, placement, recording = plan.seconds, list(plan.placement), live.recording
-    repriced, revised = live.repriced, live.revised
+    repriced, revised, revisions = live.repriced, live.revised, live.revisions.get(key, 0)
     for _ in range(4):
         history.observe(call_key, engine, 3 * price)
     router.ROUTER._observed(call_key, engine)
@@ -179,6 +179,7 @@ def test_a_plan_whose_measurements_stray_but_whose_placement_stands_is_kept_at_t
     assert all(router.cached(k).kind is DecisionKind.PLANNED for k in planned.decisions)
     router.ROUTER._observed(call_key, engine)
     assert live.repriced == repriced + 1  # the same timings again: no stray now
+    assert live.revisions[key] == revisions + 1  # (planned again all the same: at most REVISIONS times)
     u, total = _loop(u0, v0, 8)
     expected_u, expected_total = _loop(u0, v0, 8, numpy)
     _equal(u, total, expected_u, expected_total)

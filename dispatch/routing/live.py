@@ -703,7 +703,11 @@ class Live:
         if not self.planner.strays(plan_key, max(seconds, 0.0)):
             if measured:
                 planned.held += 1
-        elif not self._repriced(planned):
+        elif self._repriced(planned):
+            # planned again all the same: counted toward REVISIONS, so that timings that never
+            # settle stop re-planning it (the plan is then kept and timed no more)
+            self.revisions[plan_key] = self.revisions.get(plan_key, 0) + 1
+        else:
             self.planner.forget(plan_key)
             self._revise(plan_key)
             self._drop(plan_key)
