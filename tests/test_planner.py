@@ -121,11 +121,12 @@ def test_a_plan_is_revised_when_measurements_disagree():
     cache = Planner(tolerance=1.5)
     region = Region([{HOST: 1e-3, "gpu": 1e-4}], [], TWO)
     first = cache.plan_for("r", region)
-    assert not cache.measured("r", first.seconds * 1.2)  # within the tolerance: kept
+    assert not cache.strays("r", first.seconds * 1.2)  # within the tolerance
     assert cache.plan_for("r", region) is first
     assert cache.strays("r", first.seconds / 3.0) and cache.plan_for("r", region) is first  # (asked, not dropped)
     assert first.region is region  # what it was made for: priced again as measured (``Live._repriced``)
-    assert cache.measured("r", first.seconds * 3.0)  # far off: planned again next time
+    assert cache.strays("r", first.seconds * 3.0)  # far off: the caller forgets it, planned again next time
+    cache.forget("r")
     again = cache.plan_for("r", region)
     assert again is not first and cache.planned == 2
 

@@ -225,14 +225,6 @@ class Planner:
         ratio = seconds / found.seconds
         return ratio > self.tolerance or ratio < 1.0 / self.tolerance
 
-    def measured(self, key: Hashable, seconds: float) -> bool:
-        """A run of region ``key`` took ``seconds``: drop its plan where that strays (``strays``;
-        planned again, from newer prices, next time). Whether it was dropped."""
-        if self.strays(key, seconds):
-            del self.plans[key]
-            return True
-        return False
-
     def forget(self, key: Hashable) -> None:
         """Drop the plan of region ``key``: what it was made for no longer holds."""
         self.plans.pop(key, None)
