@@ -438,7 +438,8 @@ def test_a_kind_and_size_of_call_is_priced_once_on_each_target_and_priced_again_
 
     def prices(x):
         inputs = Inputs([x])
-        return live._prices(op, inputs, router.call_key(op, inputs))
+        key = router.call_key(op, inputs)
+        return live._best(key, live._computed_for(op, inputs, key))
 
     def afresh(x):  # each target's curve, blended, its place's cheapest
         inputs = Inputs([x])
@@ -544,7 +545,7 @@ def test_two_engines_down_on_a_device_the_one_cheaper_to_bring_up_is_credited_wi
     monkeypatch.setattr(dispatch.targets.registry, "tried", lambda name: name == "torch-cuda")
     monkeypatch.setattr(dispatch.targets.registry, "is_up", lambda name: False)
     key = router.call_key(op := dispatch.base.ops.op_named("cos"), inputs := dispatch.arrays._call.Inputs([u0]))
-    assert live._prices(op, inputs, key)["cuda:0"][1] == "cupy"
+    assert live._best(key, live._computed_for(op, inputs, key))["cuda:0"][1] == "cupy"
 
 
 def test_a_loop_whose_passes_forgo_a_devices_start_up_brings_it_up_in_the_background(monkeypatch):

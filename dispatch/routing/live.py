@@ -79,7 +79,7 @@ REVISIONS = 3  # a region planned this many times keeps its last plan: its price
 # timed no more (a timing costs a call the Python path, and a device's events or a wait for it).
 HELD = 32
 SEEN_MAX = 4096  # regions counted at most; a program making more distinct ones starts counting over
-COMPUTED_MAX = 4096  # kinds and sizes of call whose compute is priced (``_prices``); more start over
+COMPUTED_MAX = 4096  # kinds and sizes of call whose compute is priced (``_computed_for``); more start over
 
 
 class _Node:
@@ -121,7 +121,7 @@ def _place(device: Any) -> str:
 
 
 def _rank(name: str, seconds: float) -> tuple[bool, float, float]:
-    """Which engine a place's price is the price of (the least first): see ``Live._prices``."""
+    """Which engine a place's price is the price of (the least first): see ``Live._best``."""
     return not startup.coming(name), startup.seconds(name), seconds
 
 
@@ -384,11 +384,6 @@ class Live:
         self.sources.append((place, nbytes, ref))
         return -len(self.sources)
 
-    def _prices(self, op: Any, inputs: Any, key: CallKey) -> dict[str, tuple[float, str]]:
-        """Seconds on each place (its compute alone: the region's edges price the copies), at the
-        engine cheapest there (of those up, where one is), blended with what calls of this kind measured there."""
-        return self._best(key, self._computed_for(op, inputs, key))
-
     def _computed_for(self, op: Any, inputs: Any, key: CallKey) -> list[tuple[str, float, Any, CallKey]]:
         """``_compute``, once per kind and size of call (a loop's calls are priced once)."""
         size = (key, inputs.size, inputs.nbytes, tuple(tuple(a.shape) for a in inputs.arrays))
@@ -400,8 +395,10 @@ class Live:
         return computed
 
     def _best(self, key: CallKey, computed: Any) -> dict[str, tuple[float, str]]:
-        """Each place's price of a call of kind ``key`` from its compute on each target, with what
-        calls of its kind measured there blended in (``_prices``)."""
+        """Each place's price of a call of kind ``key`` (its compute alone: the region's edges
+        price the copies) and the engine cheapest there (of those up, where one is), from its
+        compute on each target (``_computed_for``) with what calls of its kind measured there
+        blended in."""
         router = self.router
         history, refused = router.history, router.refusals.get(key, ())
         best: dict[str, tuple[tuple[bool, float, float], str]] = {}  # place -> (its engine's rank, the engine)

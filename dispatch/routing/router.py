@@ -812,11 +812,6 @@ def exact() -> bool:
     return STATE.exact
 
 
-def oracle_observe(key: tuple, target: str, seconds: float) -> None:
-    """The oracle policy learns one measured call (timed with a full synchronisation)."""
-    ROUTER.policies["oracle"].observe(key, target, seconds)
-
-
 def __getattr__(name: str) -> Any:
     if name == "history":  # the router's, which a test or a benchmark may replace: read it there
         return ROUTER.history
