@@ -48,7 +48,7 @@ def test_the_region_of_two_host_targets_takes_each_calls_fastest():
         with dispatch.using(name), regions.record() as rec:
             _program(x)
         recs[name] = rec
-    assert regions.aligned(recs)
+    assert [c.op for c in recs["numpy"].calls] == [c.op for c in recs["torch-cpu"].calls]  # the same calls, in order
     region = regions.region_of(recs, lambda a, b, n: 0.0, reference="numpy")
     made = planner.plan(region)
     fastest = sum(min(r.calls[i].seconds for r in recs.values()) for i in range(len(recs["numpy"].calls)))

@@ -124,12 +124,6 @@ def record() -> Iterator[Recording]:
         RECORDING.remove(rec)
 
 
-def aligned(recordings: dict[str, Recording]) -> bool:
-    """Whether the recordings made the same calls, in the same order."""
-    ops = [[c.op for c in r.calls] for r in recordings.values()]
-    return all(o == ops[0] for o in ops)
-
-
 LOOKAHEAD = 8  # calls skipped at most, on either side, to find the two runs in step again
 
 

@@ -879,11 +879,6 @@ def _sortable_exactly(t, a) -> bool:
         t.torch.uint16, t.torch.uint32, t.torch.uint64)
 
 
-def _simple(name: str):
-    """Functions whose torch counterpart takes the same positional arguments."""
-    return lambda t, *args: _resolve(t.torch, name)(*args)
-
-
 _IMPLS: dict[str, Any] = {
     # reductions
     "sum": _sum, "prod": _prod, "mean": _mean,
