@@ -14,6 +14,7 @@ import json
 import threading
 import types
 import weakref
+from typing import Any
 
 import fakecupy
 import numpy
@@ -513,6 +514,38 @@ def test_a_loop_is_recorded_while_no_device_is_up_its_saving_there_noted_and_pla
     u, total = _loop(u0, v0, 12)
     assert u.target == "cupy"
     _equal(u, total, expected_u, expected)
+
+
+def _steps(u: Any, v: Any, steps: int, program=dispatch) -> Any:
+    for _ in range(steps):
+        u = program.cos(u) + v
+    return u
+
+
+def test_an_engine_coming_up_keeps_the_plans_it_does_not_move():
+    """An engine coming up (torch-cpu beside CuPy, as between two cells) re-prices what was
+    decided without it, but a loop's plan that places its calls as before stays in force: the
+    loop is not recorded and planned again (a pass or more on the per-call rules), its data
+    stays on the device, and its results are NumPy's."""
+    live = router.ROUTER.live
+    u0, v0 = _inputs()
+    u, v = dispatch.array(u0), dispatch.array(v0)
+    for _ in range(2):  # planned, then served: the loop's data on the device
+        u = _steps(u, v, 12)
+    assert u.target == "cupy"
+    plans = {k: p.number for k, p in live.describe()}
+    planned, repriced = live.planner.planned, live.repriced
+    dispatch.targets.reset("torch-cpu")
+    assert dispatch.targets.probe("torch-cpu") is not None  # it comes up (again)
+    u = _steps(u, v, 12)
+    assert u.target == "cupy"
+    assert live.planner.planned == planned  # no region planned again
+    assert live.repriced > repriced  # priced again with the engines up now
+    assert {k: p.number for k, p in live.describe()} == plans
+    expected = _steps(u0, v0, 36, numpy)
+    result = numpy.asarray(u)
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    numpy.testing.assert_allclose(result, expected, rtol=1e-12)
 
 
 def test_two_engines_down_on_a_device_the_one_cheaper_to_bring_up_is_credited_with_its_whole_saving(monkeypatch):

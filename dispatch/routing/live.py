@@ -248,6 +248,31 @@ class Live:
         self._reset()
         self.recording = self.on
 
+    def arrived(self) -> None:
+        """An engine came up: ``clear(repeats=True)``, but a plan whose region, priced again with
+        the engines up now, is placed as it was stays in force, its decisions made again (each
+        place's engine the cheapest up now): a host engine's arrival (torch-cpu beside CuPy)
+        moves no call between places, and dropping every plan cost each loop a pass or more on
+        the per-call rules to make the same plans again. A plan whose region left a place out
+        (an engine there down for its start-up) is planned again from a recording, as before."""
+        kept = []
+        for key, planned in self.planned.items():
+            nodes = planned.region_nodes
+            region = planned.plan.region
+            if region is None or not nodes or planned.made_for is None:
+                continue
+            fresh = [self._best(n.key, n.computed) for n in nodes]
+            if any(set(f) - set(region.prices[planned.nsrc + i]) for i, f in enumerate(fresh)):
+                continue  # a place the plan could not use: recorded and planned again with it
+            if self._repriced(planned):
+                kept.append((key, planned, [_Node(n.key, n.producers, f, n.out_bytes, n.computed)
+                                            for n, f in zip(nodes, fresh, strict=True)]))
+        self.clear(repeats=True)
+        for key, planned, nodes in kept:
+            self.planner.plans[key] = planned.plan
+            sources = [(place, 0, None) for place in planned.made_for[0]]
+            self._install(key, planned.plan, nodes, sources, planned.made_for)
+
     def _reset(self) -> None:
         self._restart = None
         self._after.clear()

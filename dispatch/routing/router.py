@@ -609,7 +609,7 @@ class Router:
             for cache in self.caches.values():  # the floors stay (none is learned over a call priced out)
                 cache.clear()
             placing = self.live.placing
-            self.live.clear(repeats=True)
+            self.live.arrived()
             if self.live.placing and not placing:  # floors learned while no plan could move a call: now one may
                 self._reset_floors()
             self.changed()
