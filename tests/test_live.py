@@ -97,6 +97,35 @@ def test_a_loop_is_planned_once_its_data_kept_on_the_device_and_read_back_once()
         assert all(router.cached(k).kind is DecisionKind.PLANNED for k in planned.decisions)
 
 
+def _straight(u0: numpy.ndarray, v0: numpy.ndarray, program=dispatch) -> Any:
+    """A script's body run once, as a notebook cell runs it: no loop, no host read at its end."""
+    u, v = program.array(u0), program.array(v0)
+    return program.cos(u) * v + program.sin(v)
+
+
+def test_a_region_met_once_a_run_is_planned_at_its_second_meeting_though_an_engine_came_up_between():
+    """An engine that comes up between two runs of a straight-line body (a notebook's cell run
+    again, the engine brought up while the kernel waited) prices and plans afresh, but the run
+    before still counts as a meeting of its region: the body is planned when the run after it
+    ends (at the next run's first call), not a whole run later."""
+    live = router.ROUTER.live
+    u0, v0 = _inputs()
+    expected = _straight(u0, v0, numpy)
+    _down_with_startup(100.0)  # no run of the body repays the start-up: CuPy stays down for it
+    planned = live.planner.planned
+    results = [_straight(u0, v0)]  # read at the end: a host read would end its region here
+    assert not dispatch.targets.registry.tried("cupy")
+    assert dispatch.targets.probe("cupy") is not None  # up between the runs
+    results.append(_straight(u0, v0))  # the engine's arrival clears the plans, not how often the body was met
+    assert live.planner.planned == planned
+    results.append(_straight(u0, v0))  # its first call ends the run before: the body's second meeting, planned
+    assert live.planner.planned == planned + 1
+    for got in results:
+        host = numpy.asarray(got)
+        assert host.dtype == expected.dtype and host.shape == expected.shape
+        numpy.testing.assert_allclose(host, expected, rtol=1e-12)
+
+
 def test_a_loop_after_a_prologue_is_planned_within_its_first_run():
     """A loop whose body starts after other calls (``blur``'s weighted sums after its ``pad``):
     the body is found where two of its kinds of call meet again in order, not only where the

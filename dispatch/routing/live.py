@@ -235,6 +235,8 @@ class Live:
         self.placing = any(targets.registry.is_up(model.name) for model in devices)
         self.on = self.placing or any(not startup.up(model.name) for model in devices)  # or one may come up
         self.planner.clear()
+        if repeats and self.recording and self.nodes:  # the region recorded so far was met: an engine
+            self._met(*_sources_read(self.nodes, self.sources))  # up between two cells finds the last one's
         if not repeats:
             self.seen.clear()
             self.last_sources.clear()
@@ -488,6 +490,19 @@ class Live:
             self._drop(key)  # its data has moved (or the host reads another result): planned again from there
             self.planner.forget(key)
             self._revise(key)
+        count, again = self._met(nodes, sources, key)
+        if count < 2 or not any(p != HOST for n in nodes for p in n.prices):
+            return
+        plan = self.planner.plan_for(
+            key, lambda: self._paid(key, nodes, len(sources), self._region(nodes, sources, read, count, again)))
+        self._install(key, plan, nodes, sources, made_for)
+        self.recording = False  # the plan serves the loop (a call it moves elsewhere, met, records again)
+
+    def _met(self, nodes: list[_Node], sources: list[tuple[str, int, Any]],
+             key: Hashable = None) -> tuple[int, set[int]]:
+        """Count a meeting of the region: how often it was met, and the ids of the arrays it read
+        when last met too."""
+        key = region_key(nodes) if key is None else key
         if len(self.seen) >= SEEN_MAX:
             self.seen.clear()
             self.last_sources.clear()
@@ -496,12 +511,7 @@ class Live:
         ids = {id(data) for _, _, ref in sources if (data := ref()) is not None}
         again = ids & self.last_sources.get(key, set())  # the arrays the region read when last met too
         self.last_sources[key] = ids
-        if count < 2 or not any(p != HOST for n in nodes for p in n.prices):
-            return
-        plan = self.planner.plan_for(
-            key, lambda: self._paid(key, nodes, len(sources), self._region(nodes, sources, read, count, again)))
-        self._install(key, plan, nodes, sources, made_for)
-        self.recording = False  # the plan serves the loop (a call it moves elsewhere, met, records again)
+        return count, again
 
     def _revise(self, key: Hashable) -> None:
         self.revisions[key] = self.revisions.get(key, 0) + 1
