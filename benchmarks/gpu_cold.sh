@@ -3,7 +3,7 @@
 # target's start-up), the import cost, the scikit-learn scripts, GPU-friendly programs sized to
 # 2 s or more on NumPy, and the validation half. Files under $OUT; each step is bounded
 # (COLD_*_S) so that the later ones still run; COLD_STEPS names the cold-start steps to run
-# (default: sklearn gpu validation), each best of COLD_REPEATS rounds (default 1).
+# (default: sklearn gpu validation; tuning also exists), each best of COLD_REPEATS rounds (default 1).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WHL=${WHL:-../../.whl}
@@ -34,3 +34,4 @@ step sklearn "${COLD_SKLEARN_S:-120}" --sklearn --rows "${COLD_SKLEARN_ROWS:-lda
 step gpu "${COLD_GPU_S:-80}" --only fft_denoise,kernel_density,knn_classifier --targets numpy,cupy,torch-cuda \
     --sizes "${COLD_GPU_SIZES:-fft_denoise=20000,kernel_density=300000,knn_classifier=7500}"
 step validation "${COLD_VALIDATION_S:-60}" --half validation --targets "${COLD_VALIDATION_TARGETS:-numpy}"
+step tuning "${COLD_TUNING_S:-60}" --half tuning --targets "${COLD_TUNING_TARGETS:-numpy}"
