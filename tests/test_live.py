@@ -577,6 +577,35 @@ def test_an_engine_coming_up_keeps_the_plans_it_does_not_move():
     numpy.testing.assert_allclose(result, expected, rtol=1e-12)
 
 
+def test_an_engine_coming_up_keeps_a_plan_whose_loop_calls_a_function_outside_the_catalog():
+    """A loop calling a ufunc the catalog lacks (``scipy.special.expit``: NumPy runs it) keeps
+    its plan when an engine comes up, that call priced on the host again as when recorded: the
+    plan goes on placing each of the loop's calls, that one too, and the trace says so."""
+    special = pytest.importorskip("scipy.special")
+    live = router.ROUTER.live
+    u0, v0 = _inputs()
+
+    def steps(u: Any, v: Any, n: int, program=dispatch) -> Any:
+        for _ in range(n):
+            u = special.expit(program.cos(u) + v)
+        return u
+
+    u, v = dispatch.array(u0), dispatch.array(v0)
+    for _ in range(2):
+        u = steps(u, v, 12)
+    dispatch.targets.reset("torch-cpu")
+    assert dispatch.targets.probe("torch-cpu") is not None
+    with dispatch.trace() as t:
+        u = steps(u, v, 12)
+    first = [(r.op, str(r.reason).split(" (")[0]) for r in t.records[:3]]
+    assert [op for op, _ in first] == ["cos", "add", "numpy.<ufunc 'expit'>"]
+    assert len({reason for _, reason in first}) == 1 and first[0][1].startswith("plan "), first
+    expected = steps(u0, v0, 36, numpy)
+    result = numpy.asarray(u)
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    numpy.testing.assert_allclose(result, expected, rtol=1e-12)
+
+
 def test_two_engines_down_on_a_device_the_one_cheaper_to_bring_up_is_credited_with_its_whole_saving(monkeypatch):
     """CuPy and a second engine of the same device both down, the second faster at each call but
     slower to bring up: the loop's saving there is noted for CuPy, the engine a plan would bring

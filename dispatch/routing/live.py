@@ -310,8 +310,6 @@ class Live:
             return
         computed = self._computed_for(op, inputs, key) if op.cataloged and op.work != "host" else ()
         prices = self._best(key, computed)
-        if not prices:  # a host op: its inputs come to the host
-            prices = {HOST: (0.0, "numpy")}
         if self._restart is not None:
             self._confirm(key)
         kind = key.elsewhere()
@@ -442,7 +440,8 @@ class Live:
             rank = _rank(name, seconds)
             if place not in best or rank < best[place][0]:
                 best[place] = (rank, name)
-        return {place: (rank[2], name) for place, (rank, name) in best.items()}
+        # a call no engine prices (a host op, outside the catalog, or refused everywhere) runs on NumPy
+        return {place: (rank[2], name) for place, (rank, name) in best.items()} or {HOST: (0.0, "numpy")}
 
     def _compute(self, op: Any, inputs: Any, key: CallKey) -> list[tuple[str, float, Any, CallKey]]:
         """The call's compute on each target the calibration prices (its models' curves alone:
@@ -761,7 +760,7 @@ class Live:
             return False
         prices = list(region.prices)
         for i, n in enumerate(nodes):
-            fresh = self._best(n.key, n.computed) if n.computed else {}
+            fresh = self._best(n.key, n.computed)
             j = nsrc + i
             prices[j] = {place: fresh[place][0] if place in fresh else seconds for place, seconds in prices[j].items()}
         repriced = Region(prices, region.edges, region.transfer, region.fixed, region.labels)
