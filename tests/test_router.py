@@ -323,6 +323,38 @@ def test_lexsort_is_priced_by_its_own_curve_and_floor(isolated):
     assert_same(floats, np.lexsort(keys * 0.5))
 
 
+def test_sin_and_cos_are_priced_by_their_own_curve_where_measured(isolated):
+    """NumPy's float64 sin and cos run libm per element on some CPUs, 5-10x its exp, where torch's
+    do not: a calibration that measured sin prices sin, cos and hypot by its curve (their own
+    floor, and a faster target over it), while exp keeps its own; one that did not prices them as
+    an exp."""
+    pytest.importorskip("torch")
+    assert dispatch.targets.probe("torch-cpu") is not None  # up: its price alone decides, not its start-up
+    cal = synthetic()
+    numpy_ops, torch_ops = cal.targets["numpy"]["ops"], cal.targets["torch-cpu"]["ops"]
+    for dtype in ("float64", "float32"):  # NumPy's exp is faster than torch-cpu's
+        torch_ops[dtype] = dict(torch_ops[dtype], exp=_linear(5e-6, 8e-9))
+    router.use_calibration(cal)
+    router.set_policy("cost")
+    exp_op, sin_op, cos_op, hypot_op = (op_named(n) for n in ("exp", "sin", "cos", "hypot"))
+    assert router.host_floor(sin_op) == router.host_floor(cos_op) == router.host_floor(exp_op) > 500_000  # as exps
+    for dtype in ("float64", "float32"):
+        numpy_ops[dtype] = dict(numpy_ops[dtype], sin=_linear(1e-6, 40e-9))  # 10x its exp
+        torch_ops[dtype] = dict(torch_ops[dtype], sin=_linear(5e-6, 8e-9))
+    router.use_calibration(cal)
+    model = router.ROUTER.models["numpy"]
+    assert model.seconds("sin", 100_000, "float64") == pytest.approx(1e-6 + 100_000 * 40e-9, rel=1e-3)
+    floor = router.host_floor(sin_op)
+    assert floor == router.host_floor(cos_op) == router.host_floor(hypot_op) < 5_000 < router.host_floor(exp_op)
+    x = np.linspace(0.0, 3.0, 20_000)
+    with dispatch.trace() as t:
+        s, c, h, e = dispatch.sin(x), dispatch.cos(x), dispatch.hypot(x, x), dispatch.exp(x)
+    assert [(r.op, r.target) for r in t.records] == [
+        ("sin", "torch-cpu"), ("cos", "torch-cpu"), ("hypot", "torch-cpu"), ("exp", "numpy")]
+    for got, want in ((s, np.sin(x)), (c, np.cos(x)), (h, np.hypot(x, x)), (e, np.exp(x))):
+        assert_same(got, want)
+
+
 def test_decision_cache_hit_is_the_same_object(isolated):
     op = op_named("sum")
     inputs = _inputs(dispatch.ones(50_000))

@@ -76,6 +76,9 @@ _VECTOR_QUICK = (1_000, 100_000, 1_000_000)
 REPRESENTATIVES = (
     ("add", _VECTOR, _VECTOR_QUICK),
     ("exp", _VECTOR, _VECTOR_QUICK),
+    # NumPy's float64 sin and cos have no SIMD loop on some CPUs (libm per element: 5-10x an exp),
+    # where torch's do: priced from exp's curve, a host call of them looked cheap on NumPy.
+    ("sin", _VECTOR, _VECTOR_QUICK),
     ("sum", _VECTOR, _VECTOR_QUICK),
     ("cumsum", _VECTOR, (1_000, 1_000_000)),
     # A quick calibration sorts 262,144 elements at most: larger sorts would take most of its time
