@@ -639,6 +639,34 @@ def test_two_engines_down_on_a_device_the_one_cheaper_to_bring_up_is_credited_wi
     assert live._best(key, live._computed_for(op, inputs, key))["cuda:0"][1] == "cupy"
 
 
+def test_a_devices_bring_up_loads_its_libraries_before_it_serves_a_call(monkeypatch):
+    """A device's bring-up runs one small call of each kind that loads a library of its (cuBLAS,
+    cuSOLVER, cuFFT) on its own thread, before it is ready: the program's first such call finds
+    them loaded. A kind the device refuses or fails there leaves it up all the same."""
+    from dispatch.targets.cupy_target import CupyTarget
+
+    ran, original = [], CupyTarget.run
+
+    def run(self, op, args, kwargs):
+        ran.append((op.name, threading.current_thread().name, bringup.state("cupy")))
+        if op.name == "linalg.qr":
+            raise RuntimeError("a library the device lacks")
+        return original(self, op, args, kwargs)
+
+    monkeypatch.setattr(CupyTarget, "run", run)
+    dispatch.targets.reset("cupy")
+    assert bringup.start("cupy") and bringup.wait("cupy", 60) == "ready"
+    assert [name for name, _, _ in ran] == ["add", *bringup.WARM]
+    assert {(thread, state) for _, thread, state in ran} == {("dispatch-bringup-cupy", "starting")}
+    x = numpy.random.default_rng(0).random((64, 64))
+    with dispatch.trace() as t:
+        result = dispatch.linalg.svd(dispatch.array(x).to("cupy"), compute_uv=False)
+    assert t.records[-1].target == "cupy"
+    expected = numpy.linalg.svd(x, compute_uv=False)
+    assert numpy.asarray(result).dtype == expected.dtype and numpy.asarray(result).shape == expected.shape
+    numpy.testing.assert_allclose(numpy.asarray(result), expected, rtol=1e-10)
+
+
 def test_a_loop_whose_passes_forgo_a_devices_start_up_brings_it_up_in_the_background(monkeypatch):
     """A pass of the loop saves less than CuPy's start-up; its passes, counted as the region
     noted them (copies included), forgo it after a few, and CuPy comes up in the background while
