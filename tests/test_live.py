@@ -582,7 +582,6 @@ def test_an_engine_coming_up_keeps_a_plan_whose_loop_calls_a_function_outside_th
     its plan when an engine comes up, that call priced on the host again as when recorded: the
     plan goes on placing each of the loop's calls, that one too, and the trace says so."""
     special = pytest.importorskip("scipy.special")
-    live = router.ROUTER.live
     u0, v0 = _inputs()
 
     def steps(u: Any, v: Any, n: int, program=dispatch) -> Any:
