@@ -1,12 +1,12 @@
 """Bringing a target up on a background thread while NumPy serves the program's calls.
 
 ``start(name)`` imports the target's library, makes the target (``targets.probe``: the device's
-context), runs one small call on it (its first kernel) and one of each kind in ``WARM``, on a
-daemon thread; ``state(name)``
-says ``"starting"``, ``"ready"`` or ``"failed"`` (``None`` if never started). Calls of a kind that
-could run there go to NumPy and are decided again until it is ready; only a call priced to save
-more than what is left of the start-up (the whole of it less the seconds it has run, ``elapsed``)
-waits for it (``wait``), no longer than it would save (``dispatch.routing.startup.admit``).
+context), runs one small call on it (its first kernel) and, on a device, one of each kind in
+``WARM``, all on a daemon thread; ``state(name)`` says ``"starting"``, ``"ready"`` or
+``"failed"`` (``None`` if never started). Calls of a kind that could run there go to NumPy and are
+decided again until it is ready; only a call priced to save more than what is left of the start-up
+(the whole of it less the seconds it has run, ``elapsed``) waits for it (``wait``), no longer than
+it would save (``dispatch.routing.startup.admit``).
 
 The library is imported before ``targets.probe`` takes the registry's lock, so that the program's
 own calls, which may probe other targets, never wait on an import. The import holds the GIL for
@@ -36,9 +36,9 @@ __all__ = ["LIBRARY", "elapsed", "seconds_taken", "start", "starting", "state", 
 # target), its import is paid.
 LIBRARY = {"torch-cpu": "torch", "torch-cuda": "torch", "torch-mps": "torch", "cupy": "cupy", "dask": "dask"}
 
-# Calls whose first run loads a library of the device's (cuBLAS, cuSOLVER, cuFFT) and its kernels:
-# 0.1-0.7 s each on an H200 with CuPy, paid in the program's thread by the first such call unless
-# run here first. Run on tiny inputs, before the target is ready, so the program meets none of it.
+# Calls whose first run loads one of the device's libraries (cuBLAS, cuSOLVER, cuFFT) and its
+# kernels, tenths of a second each with CuPy (benchmarks/RESULTS.md): run here on tiny inputs,
+# before the target is ready, so that the program's thread never pays for it.
 WARM = ("matmul", "linalg.svd", "linalg.qr", "linalg.solve", "linalg.eigh", "fft.rfft", "fft.fft")
 
 _states: dict[str, str] = {}
