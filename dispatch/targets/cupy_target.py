@@ -41,7 +41,6 @@ from dispatch.targets.protocol import (
     Unsupported,
     check_finite,
     dtypes_of_kinds,
-    first_call,
 )
 from dispatch.targets.registry import host_array as _host
 
@@ -259,7 +258,6 @@ class CupyTarget(Target):
             plan = (fix, want)
             if key is not None:
                 self._plans[(op, key)] = plan
-                first_call()
         return plan
 
     def _function(self, op: Any) -> Any:

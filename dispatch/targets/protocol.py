@@ -19,18 +19,7 @@ from dispatch.base.devices import HOST, Device
 from dispatch.base.ops import Op
 from dispatch.base.tiers import Backend
 
-__all__ = ["FINITE_INPUTS", "Target", "Unavailable", "Unsupported", "check_finite", "dtypes_of_kinds", "first_call"]
-
-# Kinds of call a target has run for the first time in this process, so far. CuPy counts its
-# own: it compiles a kernel for each, or loads it from its cache, on the host's clock (torch
-# ships its kernels compiled).
-first_calls = 0
-
-
-def first_call() -> None:
-    """Count a kind of call run for the first time (a kernel compiled or loaded)."""
-    global first_calls
-    first_calls += 1
+__all__ = ["FINITE_INPUTS", "Target", "Unavailable", "Unsupported", "check_finite", "dtypes_of_kinds"]
 
 
 class Unsupported(Exception):
