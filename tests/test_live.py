@@ -639,9 +639,9 @@ def test_two_engines_down_on_a_device_the_one_cheaper_to_bring_up_is_credited_wi
 
 
 def test_a_devices_bring_up_loads_its_libraries_before_it_serves_a_call(monkeypatch):
-    """A device's bring-up runs one small call of each kind that loads a library of its (cuBLAS,
-    cuSOLVER, cuFFT) on its own thread, before it is ready: the program's first such call finds
-    them loaded. A kind the device refuses or fails there leaves it up all the same."""
+    """A device's bring-up runs one small call of each kind that loads one of its libraries
+    (cuBLAS, cuSOLVER, cuFFT) on its own thread, before it is ready: the program's first such call
+    finds them loaded. A kind the device refuses or fails there leaves it up all the same."""
     from dispatch.targets.cupy_target import CupyTarget
 
     ran, original = [], CupyTarget.run
