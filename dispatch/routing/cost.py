@@ -48,8 +48,8 @@ TRANSCENDENTAL = frozenset({
     "arctan2", "atan2", "power", "pow", "float_power", "logaddexp", "logaddexp2", "hypot", "cbrt", "sqrt",
     "sinc", "i0", "angle",
 })
-# Maps priced from the calibrated sin's curve, not exp's: where NumPy computes them by libm per
-# element (sin, cos, and sinc through sin; hypot too), they cost 5-10x an exp on NumPy alone.
+# Transcendental maps priced from the calibrated sin's curve, not exp's: where NumPy computes them
+# by libm per element (sin, cos, and sinc through sin; hypot too), they cost 5-10x an exp on NumPy alone.
 SCALAR_LIBM = frozenset({"sin", "cos", "sinc", "hypot"})
 # Factorisations that cost what an SVD costs; the others cost what a solve (an LU) costs.
 SVD_LIKE = frozenset({"linalg.svd", "linalg.svdvals", "linalg.pinv", "linalg.matrix_rank", "linalg.cond",
@@ -67,7 +67,7 @@ def representative(op: Any) -> str | None:
     work, name = op.work, op.name
     base = name.split(".")[0] if op.method != "__call__" else name
     if work == "map":
-        return ("sin" if base in SCALAR_LIBM else "exp") if base in TRANSCENDENTAL else "add"
+        return "sin" if base in SCALAR_LIBM else "exp" if base in TRANSCENDENTAL else "add"
     if name in STAND_INS:
         return name
     return {
