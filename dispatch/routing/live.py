@@ -266,7 +266,7 @@ class Live:
             fresh = [self._best(n.key, n.computed) for n in nodes]
             if any(set(f) - set(region.prices[planned.nsrc + i]) for i, f in enumerate(fresh)):
                 continue  # a place the plan could not use: recorded and planned again with it
-            if self._repriced(planned):
+            if self._repriced(planned, fresh):
                 kept.append((key, planned, [_Node(n.key, n.producers, f, n.out_bytes, n.computed)
                                             for n, f in zip(nodes, fresh, strict=True)]))
         self.clear(repeats=True)
@@ -745,7 +745,7 @@ class Live:
             self.seen[plan_key] = 1  # planned again, from the newer prices, when next met
             self.resume()
 
-    def _repriced(self, planned: _Planned) -> bool:
+    def _repriced(self, planned: _Planned, fresh: list[dict[str, tuple[float, str]]] | None = None) -> bool:
         """A plan whose measured times strayed from its prices, planned again over its region with
         each call priced afresh, with what calls of its kind measured on each place blended in
         (as a region recorded again would be): where that places every call where the plan did,
@@ -753,16 +753,18 @@ class Live:
         cache and the memo); else ``False``, and it is dropped, its region recorded again and
         planned from where its data is then. Recording again costs the loop a pass or more on
         the per-call rules, only to make the same plan where the prices were off but not the
-        placement (a device slower than priced, yet faster than the host)."""
+        placement (a device slower than priced, yet faster than the host). ``fresh``: each call's
+        ``_best`` now, where the caller has them already."""
         plan, stats = planned.plan, self.router.history.stats
         region, nodes, nsrc = plan.region, planned.region_nodes, planned.nsrc
         if region is None or not nodes:
             return False
+        if fresh is None:
+            fresh = [self._best(n.key, n.computed) for n in nodes]
         prices = list(region.prices)
-        for i, n in enumerate(nodes):
-            fresh = self._best(n.key, n.computed)
+        for i, best in enumerate(fresh):
             j = nsrc + i
-            prices[j] = {place: fresh[place][0] if place in fresh else seconds for place, seconds in prices[j].items()}
+            prices[j] = {place: best[place][0] if place in best else seconds for place, seconds in prices[j].items()}
         repriced = Region(prices, region.edges, region.transfer, region.fixed, region.labels)
         again = planner.plan(repriced)
         if again.placement != plan.placement:
