@@ -11,6 +11,7 @@ Tests that run an op on a backend report whether it ran there natively or fell b
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -19,16 +20,21 @@ from collections.abc import Iterator
 # The tests route by the seed's table or by calibrations they make: never by one this machine
 # stored for its user (set before dispatch loads anything).
 os.environ["DISPATCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="dispatch-tests-")
-# Dask's scratch space (its workers' spill files and locks), /tmp/dask-scratch-space otherwise:
-# beside the cache, and removed with it when the tests end (``pytest_unconfigure``)
-os.environ["DASK_TEMPORARY_DIRECTORY"] = os.environ["DISPATCH_CACHE_DIR"] + "-dask"
 # ...nor by what earlier runs of a script learned (tests/test_startup.py turns it on where it tests it)
 os.environ["DISPATCH_LEARN"] = "0"
+# Dask's scratch space (its workers' spill files and locks), /tmp/dask-scratch-space otherwise:
+# beside the cache, and removed with it as the process exits (below)
+os.environ["DASK_TEMPORARY_DIRECTORY"] = os.environ["DISPATCH_CACHE_DIR"] + "-dask"
 
 import pytest
 
 import dispatch
 import dispatch.targets
+
+# Removed after the exit handlers that write there (what a script's runs learned, Dask's locks):
+# those are registered later, as the tests run, and atexit runs the last registered first.
+for _folder in (os.environ["DISPATCH_CACHE_DIR"], os.environ["DASK_TEMPORARY_DIRECTORY"]):
+    atexit.register(shutil.rmtree, _folder, ignore_errors=True)
 
 BACKENDS = tuple(dispatch.targets.names())
 DEVICE_BACKENDS = frozenset(dispatch.targets.registry.gpu_names())
@@ -150,9 +156,3 @@ def pytest_terminal_summary(terminalreporter: object, exitstatus: int, config: p
         tr.write_line(  # type: ignore[attr-defined]
             f"{backend:11s} ops native in every call: {every:4d}, in some: {some:4d}, never (NumPy ran): {none:4d}"
             f"  | calls native: {native:6d} of {calls:6d}")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """The tests' folders go with them (each worker process's own, under xdist)."""
-    for folder in (os.environ["DISPATCH_CACHE_DIR"], os.environ["DASK_TEMPORARY_DIRECTORY"]):
-        shutil.rmtree(folder, ignore_errors=True)
