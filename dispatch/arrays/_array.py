@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dispatch import cluster, targets
-from dispatch.arrays import _call, _compiled, mirrors
+from dispatch.arrays import _call, _compiled, creations, mirrors
 from dispatch.arrays._call import host_shortcut
 from dispatch.arrays._compiled import fast
 from dispatch.arrays.array_likes import for_numpy, nested, refused, restore
@@ -743,6 +743,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
             self._engine_array = kept if kept is not None else engine.from_host(data)
         except targets.Unsupported:
             return False
+        creations.moved(data, engine)  # (creations) made by a creation function: its line makes its next there
         return True
 
     def _moves_home(self) -> bool:
@@ -763,6 +764,7 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         host = mirrors.home(data)
         if host is None:
             return False
+        creations.returned(data)  # (creations)
         self._engine_array = host
         mirrors.keep(host, _engine_of(data), data)
         return True
@@ -772,13 +774,15 @@ class ndarray(Wrapper, metaclass=_ArrayType, wrapper=True):
         by one from Python (``z[i] = lam * means[i] + (1 - lam) * z[i - 1]``: each a round trip to
         the device), once those have cost about what copying it costs (``mirrors.element_read``),
         where that changes nothing a program can see: memory under ``mirrors.MIN_BYTES`` on a
-        device, all of it the array's, that nothing else holds. Whether it moved."""
+        device (or larger, where a creation made it there for its line's history: ``creations``),
+        all of it the array's, that nothing else holds. Whether it moved."""
         data = self._engine_array
-        if (data.nbytes >= mirrors.MIN_BYTES or not _element_key(key, len(data.shape))
-                or device_of(data).is_host or not mirrors.element_read(data)):
+        if ((data.nbytes >= mirrors.MIN_BYTES and not creations.guessed(data))
+                or not _element_key(key, len(data.shape)) or device_of(data).is_host or not mirrors.element_read(data)):
             return False
         if not _sole(data) or _rc(data) != _alone_refs:
             return False
+        creations.returned(data)  # (creations) a large array made on a device for its line's history
         self._engine_array = mirrors.homed(data)
         return True
 

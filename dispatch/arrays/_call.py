@@ -34,7 +34,7 @@ from dispatch.routing import floors
 from dispatch.targets import Target, Unsupported
 from dispatch.targets.numpy_target import NUMPY
 
-__all__ = ["Inputs", "call", "host_shortcut", "routing"]
+__all__ = ["Inputs", "call", "failure", "host_shortcut", "routing"]
 
 _SCALARS = (int, float, complex, bool, np.generic)
 
@@ -1037,9 +1037,7 @@ def call(op: Op, args: tuple, kwargs: dict, into: ndarray | None = None, sized: 
         else:
             router.refused_this_call(op, inputs, target, why)
     except Exception as exc:  # out of memory, driver errors, a backend bug: NumPy decides
-        why = f"{target.name} failed: {type(exc).__name__}: {_first_line(exc)}"
-        if "out of memory" in why.lower():
-            mirrors.evict(target.device)  # (mirrors) the first memory given back under pressure
+        why = failure(target, exc)
         router.failed(op, inputs, target, why)
     _tracing().fallback(op, why)
     fallback = Decision(NUMPY, DecisionKind.FALLBACK, router.FALLBACK + why, key=decision.key)
@@ -1194,6 +1192,15 @@ def _drain(inputs: Inputs, target: Target) -> None:
             engine = _engine_of(a._engine_array)
             if engine is not target:
                 engine.synchronize()
+
+
+def failure(target: Target, exc: BaseException) -> str:
+    """Why ``target`` failed a call (out of memory, a driver error, a backend bug), in words; out of
+    memory gives back its device's mirrors first, the memory that goes first under pressure."""
+    why = f"{target.name} failed: {type(exc).__name__}: {_first_line(exc)}"
+    if "out of memory" in why.lower():
+        mirrors.evict(target.device)  # (mirrors)
+    return why
 
 
 def _first_line(exc: BaseException) -> str:

@@ -41,7 +41,9 @@
  *   shaped     np.zeros((3, 4))  a creation function whose first argument is the shape, given as
  *                                integers, with plain keywords: where the result has fewer than
  *                                dispatch.cluster.LIVE_ELEMENTS elements, the routed function itself
- *                                (larger results may go to Dask: dispatch.cluster.creation)
+ *                                (larger results may go to Dask: dispatch.cluster.creation), and
+ *                                while device copies are kept under mirror_min / 16 elements
+ *                                (larger ones may be made on a device: dispatch.arrays.creations)
  *   range      np.arange(k)      as shaped, for arange of one to three integers
  *
  * Over the floors, a forward, reflected, method, function, ufunc, protocol or transform call of host
@@ -1323,6 +1325,9 @@ static PyObject *fast_call(Fast *self, PyObject *const *args, size_t nargsf, PyO
             break;
         }
         if (n >= limit) break;
+        /* (creations) while device copies are kept, a result that may hold mirror_min bytes (at 16
+         * bytes an element, complex128's) is made by the Python wrapper, which notes its line */
+        if (self->kind == SHAPED && mirrors_live && n >= mirror_min / 16) break;
         return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
     }
     case TRANSFORM: {

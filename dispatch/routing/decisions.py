@@ -88,6 +88,7 @@ class DecisionKind(enum.Enum):
     COST = "cost"  # the cost policy, on its models
     HISTORY = "history"  # the cost policy, on what such calls measured
     PLANNED = "planned"  # the plan of the region the call belongs to (``dispatch.routing.live``)
+    CREATED = "created"  # a creation made where its line's last result moved (``dispatch.arrays.creations``)
     EXPLORING = "exploring"  # the cost policy measures an alternative (not cached)
     ORACLE = "oracle"  # the oracle policy (benchmarks)
     FALLBACK = "fallback"  # a target refused such a call (or a forced one is unavailable): NumPy
