@@ -414,12 +414,17 @@ def _native_for(target: Target, handed: list | None = None):
             if _transposed(data, host):
                 return copy.T
         copy = mirrors.lookup(data, target) if handed is not None else None  # (mirrors)
+        served = copy
+        if copy is None and handed is not None and data.base is not None:
+            sliced = mirrors.through_owner(data, target)  # (mirrors) a slice of its memory's copy
+            if sliced is not None:
+                copy, served = sliced
         if copy is None:
-            copy = target.from_host(data)
+            copy = served = target.from_host(data)
             if handed is not None:
                 mirrors.keep(data, target, copy)
         if handed is not None:
-            handed.append(copy)
+            handed.append(served)
         copies.append((data, copy))
         return copy
 

@@ -3,7 +3,9 @@ array's on the host, each kept while neither side is written.
 
 To a device. A host array a device call reads is copied there once: the copy is kept beside the
 host data and served to later calls on that device (k-means' points, a design matrix, read by
-every iteration's product) until the host memory is written. Validity is one counter per block of
+every iteration's product) until the host memory is written. A large slice of host memory
+(``p[1:-1, 2:]``, a stencil's shifted slices: half of the memory or more) is read as the same
+slice of the memory's copy, made once (``through_owner``). Validity is one counter per block of
 host memory (the NumPy array that owns it, found through ``.base``): every write dispatch sees
 bumps it (``wrote``), whichever array or view wrote, so a view's write invalidates the copies of
 its base and of every other view. The writes dispatch sees: ``__setitem__``, ``out=``, in-place
@@ -82,6 +84,7 @@ __all__ = [
     "set_budget",
     "set_host_budget",
     "stats",
+    "through_owner",
     "valid",
     "valid_on",
     "viewed",
@@ -140,7 +143,7 @@ _budget = _DEFAULT_BUDGET
 _host_budget = _DEFAULT_HOST_BUDGET
 _counts = {"hits": 0, "hit_bytes": 0, "kept": 0, "invalidated": 0, "evicted": 0, "escaped": 0,
            "host_hits": 0, "host_hit_bytes": 0, "host_misses": 0, "host_kept": 0, "host_invalidated": 0,
-           "host_evicted": 0, "host_claimed": 0, "host_homes": 0, "element_homes": 0}
+           "host_evicted": 0, "host_claimed": 0, "host_homes": 0, "element_homes": 0, "slices": 0}
 
 
 def _owner(data: np.ndarray) -> np.ndarray:
@@ -182,6 +185,47 @@ def _valid(mirror: _Mirror, data: np.ndarray) -> bool:
     return mirror.host() is data and state is not None and state[0] == mirror.version
 
 
+def _slice_of(data: np.ndarray, owner: np.ndarray) -> tuple | None:
+    """The basic slicing of ``owner`` (C-contiguous) that ``data`` is, where it is one with steps of
+    one or more along each axis and spans at least half of it; else ``None``. A stencil's shifted
+    slices (``p[1:-1, 2:]``, ``padded[:, i:i + n]``) are such views."""
+    if (data.ndim != owner.ndim or data.dtype != owner.dtype or 2 * data.nbytes < owner.nbytes
+            or not owner.flags.c_contiguous or data.size == 0):
+        return None
+    itemsize = owner.itemsize
+    offset = data.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    if offset < 0 or offset % itemsize:
+        return None
+    key = []
+    for n, stride, size, unit in zip(data.shape, data.strides, owner.shape, owner.strides, strict=True):
+        start, offset = divmod(offset, unit) if unit else (0, offset)
+        step = 1 if n == 1 else stride // unit if unit and stride > 0 and stride % unit == 0 else 0
+        if step == 0 or start + (n - 1) * step >= size:
+            return None
+        key.append(slice(start, start + (n - 1) * step + 1, step))
+    return tuple(key) if offset == 0 else None
+
+
+def through_owner(data: np.ndarray, target: Any) -> tuple[Any, Any] | None:
+    """A device copy of ``data``, a large slice of host memory (``_slice_of``), read by a device
+    call: the same slice of the memory's copy there, which is made once (and kept: ``keep``) where
+    none is valid; and that copy, for ``released``. A loop over shifted slices of one array then
+    copies the array once, as a plan prices its source. ``None`` where ``data`` is no such slice
+    or the memory is not dispatch's own."""
+    owner = _owner(data)
+    if owner is data or owner.nbytes < MIN_BYTES or not keepable(owner):
+        return None
+    key = _slice_of(data, owner)
+    if key is None:
+        return None
+    copy = lookup(owner, target)
+    if copy is None:
+        copy = target.from_host(owner)
+        keep(owner, target, copy)
+    _counts["slices"] += 1
+    return copy[key], copy
+
+
 def valid(data: Any, name: str) -> bool:
     """Whether the target ``name`` keeps a copy of ``data`` that is still valid (nothing counted,
     nothing reordered: a price asks, a call reads with ``lookup``). For small device ``data``
@@ -190,7 +234,13 @@ def valid(data: Any, name: str) -> bool:
     plan made while it is valid is kept when a write drops it)."""
     if type(data) is not np.ndarray:
         return bool(_host_mirrors) and _base_valid(data)
-    mirror = _mirrors.get((id(data), name)) if _mirrors else None
+    if not _mirrors:
+        return False
+    mirror = _mirrors.get((id(data), name))
+    if mirror is None and data.base is not None:  # a slice served from its memory's copy (``through_owner``)
+        owner = _owner(data)
+        mirror = _mirrors.get((id(owner), name))
+        return mirror is not None and _valid(mirror, owner) and _slice_of(data, owner) is not None
     return mirror is not None and _valid(mirror, data)
 
 
@@ -638,8 +688,15 @@ def valid_on(array: Any, place: Any) -> bool:
             return True
         if not _mirrors:
             return False
-        return any(_valid(m, data) for (key, tname), m in _mirrors.items()
-                   if key == id(data) and m.device == device and (name is None or tname == name))
+        owner = _owner(data)
+        for (key, tname), m in _mirrors.items():
+            if m.device != device or (name is not None and tname != name):
+                continue
+            if key == id(data) and _valid(m, data):
+                return True
+            if key == id(owner) and owner is not data and _valid(m, owner) and _slice_of(data, owner) is not None:
+                return True  # a slice read from its memory's copy (``through_owner``)
+        return False
     held = device_of(data)
     if held == device:
         return True  # engines on one device share memory (DLPack)
@@ -717,7 +774,8 @@ def stats() -> dict[str, int]:
 
     To devices: ``hits`` (reads served by a kept copy), ``hit_bytes`` (the bytes they did not
     send), ``kept`` (copies made and kept), ``invalidated``, ``evicted``, ``escaped`` (memory
-    that became the caller's, on either side); ``bytes`` and ``mirrors`` kept now. To the host,
+    that became the caller's, on either side), ``slices`` (slices read from their memory's copy:
+    ``through_owner``); ``bytes`` and ``mirrors`` kept now. To the host,
     the same with ``host_``: ``host_hits``, ``host_hit_bytes``, ``host_misses`` (large device data
     copied back), ``host_kept``, ``host_invalidated``, ``host_evicted``, ``host_claimed`` (taken
     over by a result that views them), ``host_bytes`` and ``host_mirrors``.
