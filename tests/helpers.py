@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dispatch
-from dispatch.arrays import creations
+from dispatch.arrays import creations, mirrors
 from dispatch.arrays._array import _DeviceScalar
 
 __all__ = ["RTOL", "Outcomes", "assert_same", "fake_cupy_router", "host", "on_backend", "patch_targets",
@@ -234,6 +234,7 @@ def fake_cupy_router(tmp_path: Any, monkeypatch: Any) -> Iterator[Any]:
     restore = fakecupy.install()
     dispatch.targets.reset("cupy")
     creations.clear()  # (a line's results moved to another test's device are no guide here)
+    mirrors.clear()  # (nor copies kept on it)
     history = History(explore_probability=0.0)
     monkeypatch.setattr(history, "observe", lambda *args, **kwargs: None)
     monkeypatch.setattr(router, "observe", lambda *args, **kwargs: None)
@@ -246,3 +247,4 @@ def fake_cupy_router(tmp_path: Any, monkeypatch: Any) -> Iterator[Any]:
         restore()
         dispatch.targets.reset("cupy")
         creations.clear()
+        mirrors.clear()

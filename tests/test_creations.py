@@ -12,7 +12,7 @@ from __future__ import annotations
 import fakecupy
 import numpy
 import pytest
-from helpers import fake_cupy_router
+from helpers import assert_same, fake_cupy_router
 
 import dispatch
 from dispatch.arrays import creations, mirrors
@@ -26,11 +26,9 @@ N = 1 << 18  # 2 MiB of float64: over mirrors.MIN_BYTES
 
 @pytest.fixture(autouse=True)
 def fake_gpu(tmp_path, monkeypatch, operator_path):
-    with fake_cupy_router(tmp_path, monkeypatch):
-        mirrors.clear()
+    with fake_cupy_router(tmp_path, monkeypatch):  # (its mirrors and lines cleared before and after)
         yield
         _KEPT.clear()
-        mirrors.clear()
 
 
 _KEPT: list = []
@@ -58,12 +56,6 @@ def _accumulate(d, make=dispatch.zeros):
     return rows, made_on_host
 
 
-def _check(got, expected) -> None:
-    host = numpy.asarray(got)
-    assert host.dtype == expected.dtype and host.shape == expected.shape
-    numpy.testing.assert_array_equal(host, expected)
-
-
 def test_a_line_whose_result_moved_to_a_device_makes_the_next_one_there():
     d, ref = _device_data()
     first, on_host = _accumulate(d)
@@ -74,8 +66,8 @@ def test_a_line_whose_result_moved_to_a_device_makes_the_next_one_there():
     assert not on_host  # made on the device: nothing of it crossed
     assert _staging.moved()["to_device"] == sent
     assert creations.stats()["made"] == 1
-    _check(first, ref)
-    _check(second, ref)
+    assert_same(first, ref)
+    assert_same(second, ref)
 
 
 def test_the_creation_is_traced_with_its_reason():
@@ -87,8 +79,8 @@ def test_the_creation_is_traced_with_its_reason():
     assert on_host
     made = [r for r in t.records if r.op == "zeros"]
     assert len(made) == 1 and made[0].target == "cupy" and "last result moved" in made[0].reason
-    _check(rows, numpy.ones(N) + numpy.arange(N) * 0.5)
-    _check(again, numpy.arange(N) * 0.5)
+    assert_same(rows, numpy.ones(N) + numpy.arange(N) * 0.5)
+    assert_same(again, numpy.arange(N) * 0.5)
 
 
 def test_a_forced_target_decides_the_creation_whatever_the_line_did():
@@ -101,7 +93,7 @@ def test_a_forced_target_decides_the_creation_whatever_the_line_did():
         with dispatch.using("numpy"):
             got, on_host = _accumulate_forced_numpy(d)
         assert on_host
-        _check(got, ref)
+        assert_same(got, ref)
 
 
 def _accumulate_forced_numpy(d):
@@ -119,7 +111,7 @@ def test_small_results_are_never_noted():
         with dispatch.using("cupy"):
             rows += d
     assert creations.stats()["sites"] == 0
-    _check(rows, numpy.arange(16) * 0.5)
+    assert_same(rows, numpy.arange(16) * 0.5)
 
 
 def test_elements_read_one_by_one_send_a_guess_home_and_the_line_makes_host_arrays_again():
@@ -135,7 +127,7 @@ def test_elements_read_one_by_one_send_a_guess_home_and_the_line_makes_host_arra
     assert rows.device.is_host and creations.stats()["returned"] == 1
     rows[3] = -1.0
     expected[3] = -1.0
-    _check(rows, expected)
+    assert_same(rows, expected)
     _, on_host = _accumulate(d)
     assert on_host  # the line's history starts over
 
@@ -156,7 +148,7 @@ def test_an_engine_that_fails_the_creation_leaves_it_to_the_host_recorded(monkey
         rows, on_host = _accumulate(d)
     assert on_host
     assert any(op == "zeros" and "out of memory" in why for op, why in t.fallbacks)
-    _check(rows, ref)
+    assert_same(rows, ref)
     assert creations.stats()["sites"] == 1  # moved again at the write: noted again
 
 
@@ -170,7 +162,7 @@ def test_bad_arguments_at_a_learned_line_raise_numpys_error():
                 _accumulate_dtype(d, dtype)
             assert str(ours.value) == str(numpys.value)
         else:
-            _check(_accumulate_dtype(d, dtype), ref)
+            assert_same(_accumulate_dtype(d, dtype), ref)
 
 
 def _accumulate_dtype(d, dtype):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fakecupy
 import numpy
 import pytest
-from helpers import fake_cupy_router
+from helpers import assert_same, fake_cupy_router
 
 import dispatch
 from dispatch.arrays import mirrors
@@ -25,10 +25,8 @@ SIDE = 512  # 2 MiB of float64: over mirrors.MIN_BYTES
 
 @pytest.fixture(autouse=True)
 def fake_gpu(tmp_path, monkeypatch, operator_path):
-    with fake_cupy_router(tmp_path, monkeypatch):
-        mirrors.clear()
+    with fake_cupy_router(tmp_path, monkeypatch):  # (its mirrors cleared before and after)
         yield
-        mirrors.clear()
 
 
 def _sent() -> int:
@@ -57,34 +55,28 @@ def _on_device(p):
         return _stencil(slices)
 
 
-def _check(got, expected) -> None:
-    host = numpy.asarray(got)
-    assert host.dtype == expected.dtype and host.shape == expected.shape
-    numpy.testing.assert_array_equal(host, expected)
-
-
 def test_shifted_slices_copy_their_memory_once():
     p, ref = _image()
     before, served = _sent(), mirrors.stats()["slices"]
-    _check(_on_device(p), _stencil(_slices(ref)))
+    assert_same(_on_device(p), _stencil(_slices(ref)))
     assert _sent() - before == p.nbytes  # the array once, not each of its six slices
     assert mirrors.stats()["slices"] - served == 6
-    _check(_on_device(p), _stencil(_slices(ref)))
+    assert_same(_on_device(p), _stencil(_slices(ref)))
     assert _sent() - before == p.nbytes  # kept: nothing sent again
 
 
 def test_a_write_through_a_slice_drops_the_copy_and_the_next_read_sees_it():
     p, ref = _image()
-    _check(_on_device(p), _stencil(_slices(ref)))
+    assert_same(_on_device(p), _stencil(_slices(ref)))
     view = p[1:-1, :]
     view += 1.0  # a write to the memory through a view, on the host
     ref[1:-1, :] += 1.0
     before = _sent()
-    _check(_on_device(p), _stencil(_slices(ref)))
+    assert_same(_on_device(p), _stencil(_slices(ref)))
     assert _sent() - before == p.nbytes  # copied again, once
     p[5, 7] = -3.0
     ref[5, 7] = -3.0
-    _check(_on_device(p), _stencil(_slices(ref)))
+    assert_same(_on_device(p), _stencil(_slices(ref)))
 
 
 def test_slices_under_half_their_memory_or_reversed_are_copied_as_themselves():
@@ -94,8 +86,8 @@ def test_slices_under_half_their_memory_or_reversed_are_copied_as_themselves():
     with dispatch.using("cupy"):
         small = top * 2.0
         reversed_rows = reversed_rows * 2.0
-    _check(small, ref[:10, :] * 2.0)
-    _check(reversed_rows, ref[::-1, :] * 2.0)
+    assert_same(small, ref[:10, :] * 2.0)
+    assert_same(reversed_rows, ref[::-1, :] * 2.0)
     assert _sent() - before == p[:10, :].nbytes + p.nbytes  # each its own bytes; the memory never whole twice
     assert mirrors.stats()["slices"] == served
 
@@ -114,7 +106,7 @@ def test_a_slice_handed_back_as_a_result_is_no_longer_a_copy():
         mirrors.released(result_of(served), handed)
         assert not mirrors.valid_on(p, "cupy")
     with dispatch.using("cupy"):
-        _check(p[2:, :] * 1.0, ref[2:, :])
+        assert_same(p[2:, :] * 1.0, ref[2:, :])
 
 
 def test_the_router_prices_a_slice_of_kept_memory_as_there():
