@@ -111,7 +111,7 @@ def stats() -> dict[str, int]:
 
 
 def clear() -> None:
-    """Forget every site and result (``dispatch.forget``, tests)."""
+    """Forget every site and result (the tests' fake device, between tests)."""
     _host_made.clear()
     _device_made.clear()
     _homes.clear()

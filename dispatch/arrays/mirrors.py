@@ -226,6 +226,12 @@ def through_owner(data: np.ndarray, target: Any) -> tuple[Any, Any] | None:
     return copy[key], copy
 
 
+def _serves_slice(mirror: _Mirror | None, data: np.ndarray, owner: np.ndarray) -> bool:
+    """Whether ``mirror``, a copy of ``owner``, is valid and serves ``data``, a slice of it
+    (``through_owner``)."""
+    return mirror is not None and owner is not data and _valid(mirror, owner) and _slice_of(data, owner) is not None
+
+
 def valid(data: Any, name: str) -> bool:
     """Whether the target ``name`` keeps a copy of ``data`` that is still valid (nothing counted,
     nothing reordered: a price asks, a call reads with ``lookup``). For small device ``data``
@@ -237,10 +243,9 @@ def valid(data: Any, name: str) -> bool:
     if not _mirrors:
         return False
     mirror = _mirrors.get((id(data), name))
-    if mirror is None and data.base is not None:  # a slice served from its memory's copy (``through_owner``)
+    if mirror is None and data.base is not None:  # a slice served from its memory's copy
         owner = _owner(data)
-        mirror = _mirrors.get((id(owner), name))
-        return mirror is not None and _valid(mirror, owner) and _slice_of(data, owner) is not None
+        return _serves_slice(_mirrors.get((id(owner), name)), data, owner)
     return mirror is not None and _valid(mirror, data)
 
 
@@ -694,8 +699,8 @@ def valid_on(array: Any, place: Any) -> bool:
                 continue
             if key == id(data) and _valid(m, data):
                 return True
-            if key == id(owner) and owner is not data and _valid(m, owner) and _slice_of(data, owner) is not None:
-                return True  # a slice read from its memory's copy (``through_owner``)
+            if key == id(owner) and _serves_slice(m, data, owner):
+                return True
         return False
     held = device_of(data)
     if held == device:
