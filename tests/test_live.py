@@ -874,6 +874,49 @@ def test_the_last_runs_plan_places_the_first_pass_and_its_first_call_waits_for_t
     _equal(u, total, expected_u, expected)
 
 
+def _script_body(u0: numpy.ndarray, v0: numpy.ndarray, program=dispatch) -> tuple:
+    """A straight-line script: calls on the same data, then a read on the host."""
+    u, v = program.array(u0), program.array(v0)
+    w = program.cos(u) + v
+    w = program.cos(w) * v
+    return w, float(w.sum())
+
+
+def test_a_straight_line_region_met_once_is_planned_for_the_scripts_next_run(monkeypatch):
+    """A script meets each region of a straight-line program once a run: no plan serves it, and
+    alone no call wins its copy back, so every call stays on NumPy. Its run kept, the region's
+    plan is kept for the next run, whose first call then runs on the device, where the last
+    run's plan put it, and the calls after it follow: NumPy's results, one copy in each way."""
+    u0, v0 = _inputs()
+    expected_w, expected = _script_body(u0, v0, numpy)
+    monkeypatch.setattr(learned, "_script", None)  # not a script: nothing is kept
+    w, _ = _script_body(u0, v0)
+    assert w.target == "numpy" and startup._plans_kept() == []
+    monkeypatch.setattr(learned, "_script", ("program.py", "0" * 64))  # a script's run, kept for its next
+    router.ROUTER.live.clear()
+    with monkeypatch.context() as m:  # placed without a cut: a short script never pays SciPy's import for it
+        m.setattr(planner, "_cut", lambda *a: pytest.fail("a cut for a region met once"))
+        w, total = _script_body(u0, v0)
+    assert w.target == "numpy"  # this run: still NumPy's, the plan serves only the next
+    _equal(w, total, expected_w, expected)
+    kept = json.loads(json.dumps(startup._plans_kept()))  # as the learned file holds it
+    assert {name for _, name, _ in kept} == {"cupy"} and min(s for _, _, s in kept) > 0
+    # the next run: a fresh process, no copy on the device
+    monkeypatch.setattr(learned, "_previous", {"plans": kept})
+    monkeypatch.setattr(startup, "_plans", {})
+    monkeypatch.setattr(startup, "_kept_plans", None)
+    router.ROUTER.clear_decisions()  # (its history, as the learned file keeps it, stays)
+    router.ROUTER.live.clear()
+    mirrors.clear()
+    with dispatch.trace() as t:
+        w, total = _script_body(u0, v0)
+    first = next(r for r in t.records if r.op == "cos")
+    assert first.target == "cupy" and "the last run's plan" in first.reason
+    assert w.target == "cupy"
+    assert sum(r.bytes_moved for r in t.records) <= 3 * u0.nbytes  # u and v in, nothing large back
+    _equal(w, total, expected_w, expected)
+
+
 def test_a_hand_edited_record_of_plans_is_ignored(monkeypatch):
     for kept in ("not a record", [["cos"]], [[["cos", ["float64"], 20, ["cpu"]], 3, 1.0]],
                  [[["cos", ["float64"], 20, ["cpu"]], "cupy", "nan"]],

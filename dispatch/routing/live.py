@@ -16,7 +16,9 @@ flow, not where their data is: the region the plan makes (the same calls, their 
 plan put it) is the same region, one plan in force for it, its kinds of call as they run there
 added to the plan's decisions; planned again (``REVISIONS`` times at most) where its sources
 have moved since it was planned. A kind of call a plan puts on a device is kept, with what one
-pass of its region saves, for the script's next run (``startup.planned``). Once planned or
+pass of its region saves, for the script's next run (``startup.planned``); in a script whose run
+is kept, a region met once is planned for that alone (``_foresee``), as a straight-line program
+meets each region once a run. Once planned or
 served, the recording stops: the plan's decisions serve the loop through the decision cache and
 the memo, at no cost per call. A kind of call that no recorded region made, or that a plan made
 with its data elsewhere, brings the recording back.
@@ -66,7 +68,7 @@ import numpy as np
 from dispatch import targets
 from dispatch.base.devices import HOST as HOST_DEVICE
 from dispatch.base.devices import device_of
-from dispatch.routing import cost, planner, startup
+from dispatch.routing import cost, learned, planner, startup
 from dispatch.routing.decisions import CallKey, Decision, DecisionKind
 from dispatch.routing.history import settled
 from dispatch.routing.planner import HOST, Plan, Planner, Region, describe
@@ -168,6 +170,27 @@ def _note_shares(nodes: list[_Node], name: str, saving: float, gains: dict[int, 
         shares.setdefault(nodes[i].key, []).append(saving * gain / total)
     for key, each in shares.items():
         startup.note(key, name, sum(each) / len(each))
+
+
+def _gains(region: Region, nodes: list[_Node], nsrc: int, place: str, name: str | None = None) -> dict[int, float]:
+    """What each call of ``region`` that can run on ``place`` (on engine ``name``, where given)
+    saves there against the host, copies left out."""
+    return {i: prices[HOST] - prices[place] for i in range(len(nodes))
+            if HOST in (prices := region.prices[nsrc + i]) and place in prices
+            and (name is None or nodes[i].prices[place][1] == name)}
+
+
+def _there(region: Region, nodes: list[_Node], nsrc: int, place: str,
+           name: str | None = None) -> tuple[float, list[str]]:
+    """``region`` placed without a cut: the calls that can run on ``place`` run there, all of
+    them or only those that gain, whichever is cheaper, copies in and out included; (what that
+    saves against every call on the host, the placement)."""
+    gains = _gains(region, nodes, nsrc, place, name)
+    n = len(region.prices)
+    at_host = planner.cost_of(region, [region.fixed.get(j, HOST) for j in range(n)])
+    placements = [[region.fixed.get(j, place if (j - nsrc) in gains and (every or gains[j - nsrc] > 0.0) else HOST)
+                   for j in range(n)] for every in (True, False)]
+    return max((at_host - planner.cost_of(region, p), p) for p in placements)
 
 
 def region_key(nodes: list[_Node]) -> Hashable:
@@ -490,12 +513,36 @@ class Live:
             self.planner.forget(key)
             self._revise(key)
         count, again = self._met(nodes, sources, key)
-        if count < 2 or not any(p != HOST for n in nodes for p in n.prices):
+        if not any(p != HOST for n in nodes for p in n.prices):
+            return
+        if count < 2:
+            if learned.kept_for() is not None:  # a script: its next run meets this region again
+                self._foresee(nodes, sources, read, again)
             return
         plan = self.planner.plan_for(
             key, lambda: self._paid(key, nodes, len(sources), self._region(nodes, sources, read, count, again)))
         self._install(key, plan, nodes, sources, made_for)
         self.recording = False  # the plan serves the loop (a call it moves elsewhere, met, records again)
+
+    def _foresee(self, nodes: list[_Node], sources: list[tuple[str, int, Any]], read: int | None,
+                 again: set[int]) -> None:
+        """A region met once, in a script whose run is kept: placed for the script's next run,
+        which meets it again (a straight-line program meets each of its regions once a run, so
+        no plan would ever serve it). Placed without a cut (whose SciPy a short script would
+        pay for at each run): the calls that can run on one device run there, all of them or
+        those that gain, whichever is cheaper with its copies. Where that saves, the kinds of
+        call put there are kept (``startup.planned``): in the next run the first of them runs
+        there without paying its result's copy back, its region's next calls following it, and
+        waits for the device's bring-up where one pass repays what is left of it."""
+        region = self._region(nodes, sources, read, 1, again)
+        nsrc = len(sources)
+        found = [_there(region, nodes, nsrc, place) for place in {p for n in nodes for p in n.prices} - {HOST}]
+        saving, placement = max(found, key=lambda f: f[0], default=(0.0, []))
+        if saving <= 0.0:
+            return
+        for i, n in enumerate(nodes):
+            if (place := placement[nsrc + i]) != HOST:
+                startup.planned(n.key, n.prices[place][1], saving)
 
     def _met(self, nodes: list[_Node], sources: list[tuple[str, int, Any]],
              key: Hashable = None) -> tuple[int, set[int]]:
@@ -588,19 +635,11 @@ class Live:
     @staticmethod
     def _note_all_there(nodes: list[_Node], nsrc: int, region: Region, place: str, name: str) -> None:
         """Note, for ``name`` left down, what one pass of ``region`` would save with it on
-        ``place``, copies in and out included, without a cut: the better of every call it can run
-        there and only those that gain there. Noted, shared over the calls that gain by their
-        gains, where it is more than those calls were priced to save one at a time, each with
-        its own copies."""
-        n = len(region.prices)
-        gains = {i: prices[HOST] - prices[place] for i in range(len(nodes))
-                 if HOST in (prices := region.prices[nsrc + i]) and place in prices
-                 and nodes[i].prices[place][1] == name}
-        at_host = planner.cost_of(region, [region.fixed.get(j, HOST) for j in range(n)])
-        saving = max(at_host - planner.cost_of(region, [
-            region.fixed.get(j, place if (j - nsrc) in gains and (every or gains[j - nsrc] > 0.0) else HOST)
-            for j in range(n)]) for every in (True, False))
-        gaining = {i: gain for i, gain in gains.items() if gain > 0.0}
+        ``place``, copies in and out included, without a cut (``_there``). Noted, shared over
+        the calls that gain by their gains, where it is more than those calls were priced to
+        save one at a time, each with its own copies."""
+        saving, _ = _there(region, nodes, nsrc, place, name)
+        gaining = {i: gain for i, gain in _gains(region, nodes, nsrc, place, name).items() if gain > 0.0}
         if gaining and saving > sum(startup.saving(nodes[i].key, name) for i in gaining):
             _note_shares(nodes, name, saving, gaining)
 
