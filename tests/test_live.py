@@ -874,19 +874,24 @@ def test_the_last_runs_plan_places_the_first_pass_and_its_first_call_waits_for_t
     _equal(u, total, expected_u, expected)
 
 
-def _script_body(u0: numpy.ndarray, v0: numpy.ndarray, program=dispatch) -> tuple:
-    """A straight-line script: calls on the same data, then a read on the host."""
+def _script_body(u0: numpy.ndarray, v0: numpy.ndarray, program=dispatch, between=lambda: None) -> tuple:
+    """A straight-line script: calls on the same data, then a read on the host (``between``
+    runs after its first two calls)."""
     u, v = program.array(u0), program.array(v0)
-    w = program.cos(u) + v
+    w = program.sin(u) + v
+    between()
     w = program.cos(w) * v
     return w, float(w.sum())
 
 
-def test_a_straight_line_region_met_once_is_planned_for_the_scripts_next_run(monkeypatch):
+@pytest.mark.parametrize("arrival", [False, True], ids=["whole", "an engine's arrival between"])
+def test_a_straight_line_region_met_once_is_planned_for_the_scripts_next_run(monkeypatch, arrival):
     """A script meets each region of a straight-line program once a run: no plan serves it, and
     alone no call wins its copy back, so every call stays on NumPy. Its run kept, the region's
-    plan is kept for the next run, whose first call then runs on the device, where the last
-    run's plan put it, and the calls after it follow: NumPy's results, one copy in each way."""
+    placement is kept for the next run, whose first call then runs on the device, where the last
+    run's plan put it, and the calls after it follow: NumPy's results, one copy in each way. An
+    engine that comes up in the middle of the region (it prices and plans afresh) ends it there:
+    the part recorded so far is kept as well."""
     u0, v0 = _inputs()
     expected_w, expected = _script_body(u0, v0, numpy)
     monkeypatch.setattr(learned, "_script", None)  # not a script: nothing is kept
@@ -896,7 +901,7 @@ def test_a_straight_line_region_met_once_is_planned_for_the_scripts_next_run(mon
     router.ROUTER.live.clear()
     with monkeypatch.context() as m:  # placed without a cut: a short script never pays SciPy's import for it
         m.setattr(planner, "_cut", lambda *a: pytest.fail("a cut for a region met once"))
-        w, total = _script_body(u0, v0)
+        w, total = _script_body(u0, v0, between=lambda: router.ROUTER.live.clear(repeats=True) if arrival else None)
     assert w.target == "numpy"  # this run: still NumPy's, the plan serves only the next
     _equal(w, total, expected_w, expected)
     kept = json.loads(json.dumps(startup._plans_kept()))  # as the learned file holds it
@@ -910,7 +915,7 @@ def test_a_straight_line_region_met_once_is_planned_for_the_scripts_next_run(mon
     mirrors.clear()
     with dispatch.trace() as t:
         w, total = _script_body(u0, v0)
-    first = next(r for r in t.records if r.op == "cos")
+    first = next(r for r in t.records if r.op == "sin")
     assert first.target == "cupy" and "the last run's plan" in first.reason
     assert w.target == "cupy"
     assert sum(r.bytes_moved for r in t.records) <= 3 * u0.nbytes  # u and v in, nothing large back

@@ -17,8 +17,8 @@ plan put it) is the same region, one plan in force for it, its kinds of call as 
 added to the plan's decisions; planned again (``REVISIONS`` times at most) where its sources
 have moved since it was planned. A kind of call a plan puts on a device is kept, with what one
 pass of its region saves, for the script's next run (``startup.planned``); in a script whose run
-is kept, a region met once is planned for that alone (``_foresee``), as a straight-line program
-meets each region once a run. Once planned or
+is kept, a region met once (or cut short by an engine's arrival) is placed for that alone
+(``_foresee``), as a straight-line program meets each region once a run. Once planned or
 served, the recording stops: the plan's decisions serve the loop through the decision cache and
 the memo, at no cost per call. A kind of call that no recorded region made, or that a plan made
 with its data elsewhere, brings the recording back.
@@ -259,7 +259,10 @@ class Live:
         self.on = self.placing or any(not startup.up(model.name) for model in devices)  # or one may come up
         self.planner.clear()
         if repeats and self.recording and self.nodes:  # the region recorded so far was met: an engine
-            self._met(*_sources_read(self.nodes, self.sources))  # up between two cells finds the last one's
+            nodes, sources = _sources_read(self.nodes, self.sources)  # up between two cells finds the last one's
+            count, again = self._met(nodes, sources)
+            if count < 2:  # (and a script's next run meets it whole, its engine up from the start)
+                self._foresee(nodes, sources, None, again)
         if not repeats:
             self.seen.clear()
             self.last_sources.clear()
@@ -516,8 +519,7 @@ class Live:
         if not any(p != HOST for n in nodes for p in n.prices):
             return
         if count < 2:
-            if learned.kept_for() is not None:  # a script: its next run meets this region again
-                self._foresee(nodes, sources, read, again)
+            self._foresee(nodes, sources, read, again)
             return
         plan = self.planner.plan_for(
             key, lambda: self._paid(key, nodes, len(sources), self._region(nodes, sources, read, count, again)))
@@ -534,6 +536,8 @@ class Live:
         call put there are kept (``startup.planned``): in the next run the first of them runs
         there without paying its result's copy back, its region's next calls following it, and
         waits for the device's bring-up where one pass repays what is left of it."""
+        if learned.kept_for() is None:  # no script, or learning off: no next run to plan for
+            return
         region = self._region(nodes, sources, read, 1, again)
         nsrc = len(sources)
         found = [_there(region, nodes, nsrc, place) for place in {p for n in nodes for p in n.prices} - {HOST}]
