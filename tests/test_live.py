@@ -890,8 +890,8 @@ def test_a_straight_line_region_met_once_is_planned_for_the_scripts_next_run(mon
     alone no call wins its copy back, so every call stays on NumPy. Its run kept, the region's
     placement is kept for the next run, whose first call then runs on the device, where the last
     run's plan put it, and the calls after it follow: NumPy's results, one copy in each way. An
-    engine that comes up in the middle of the region (it prices and plans afresh) ends it there:
-    the part recorded so far is kept as well."""
+    engine that comes up in the middle of the region (it prices and plans afresh) ends it there;
+    what it recorded so far is placed with the calls after it, as one region."""
     u0, v0 = _inputs()
     expected_w, expected = _script_body(u0, v0, numpy)
     monkeypatch.setattr(learned, "_script", None)  # not a script: nothing is kept
@@ -901,11 +901,14 @@ def test_a_straight_line_region_met_once_is_planned_for_the_scripts_next_run(mon
     router.ROUTER.live.clear()
     with monkeypatch.context() as m:  # placed without a cut: a short script never pays SciPy's import for it
         m.setattr(planner, "_cut", lambda *a: pytest.fail("a cut for a region met once"))
-        w, total = _script_body(u0, v0, between=lambda: router.ROUTER.live.clear(repeats=True) if arrival else None)
+        # (an engine up: the router is told so, and its next decision prices and plans afresh)
+        w, total = _script_body(u0, v0, between=lambda: router.ROUTER._came_up("cupy") if arrival else None)
     assert w.target == "numpy"  # this run: still NumPy's, the plan serves only the next
     _equal(w, total, expected_w, expected)
     kept = json.loads(json.dumps(startup._plans_kept()))  # as the learned file holds it
     assert {name for _, name, _ in kept} == {"cupy"} and min(s for _, _, s in kept) > 0
+    assert {raw[0] for raw, _, _ in kept} >= {"sin", "cos"}
+    assert len({s for _, _, s in kept}) == 1  # one region's saving: the calls before the arrival joined to it
     # the next run: a fresh process, no copy on the device
     monkeypatch.setattr(learned, "_previous", {"plans": kept})
     monkeypatch.setattr(startup, "_plans", {})

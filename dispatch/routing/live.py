@@ -17,8 +17,8 @@ plan put it) is the same region, one plan in force for it, its kinds of call as 
 added to the plan's decisions; planned again (``REVISIONS`` times at most) where its sources
 have moved since it was planned. A kind of call a plan puts on a device is kept, with what one
 pass of its region saves, for the script's next run (``startup.planned``); in a script whose run
-is kept, a region met once (or cut short by an engine's arrival) is placed for that alone
-(``_foresee``), as a straight-line program meets each region once a run. Once planned or
+is kept, a region met once is placed for that alone (``_foresee``; one an engine's arrival cut
+short, with the calls after it), as a straight-line program meets each region once a run. Once planned or
 served, the recording stops: the plan's decisions serve the loop through the decision cache and
 the memo, at no cost per call. A kind of call that no recorded region made, or that a plan made
 with its data elsewhere, brings the recording back.
@@ -193,6 +193,54 @@ def _there(region: Region, nodes: list[_Node], nsrc: int, place: str,
     return max((at_host - planner.cost_of(region, p), p) for p in placements)
 
 
+class _CutShort:
+    """The region an engine's arrival cut short, for ``_foresee`` to place whole with the calls
+    after it: its calls and sources, and, linked as the later calls read them (while they are
+    alive), the later region's sources that an earlier call made (the last to make that memory)
+    or that were sources of the earlier calls too."""
+
+    __slots__ = ("links", "nodes", "sources", "tables")
+
+    def __init__(self, nodes: list[_Node], sources: list[tuple[str, int, Any]], made: dict[int, tuple[Any, int]],
+                 before: _CutShort | None = None) -> None:
+        if before is not None:  # a second arrival: the calls before the first one lead
+            k = len(before.nodes)
+            nodes, sources, _ = before.joined(nodes, sources, None)
+            made = {**before.tables[0], **{key: (ref, index + k) for key, (ref, index) in made.items()}}
+        self.nodes, self.sources = nodes, sources
+        by_memory: dict[int, tuple[Any, int]] = {}
+        for ref, index in made.values():
+            if (obj := ref()) is not None:
+                *_, root = bases(obj)
+                if by_memory.get(id(root), (None, -1))[1] < index:
+                    by_memory[id(root)] = (weak(root), index)
+        earlier = {id(data): (ref, -1 - s) for s, (_, _, ref) in enumerate(sources) if (data := ref()) is not None}
+        self.tables = (by_memory, earlier)
+        self.links: dict[int, int] = {}  # id of a later source's reference -> its producer in the joined region
+
+    def link(self, ref: Any, native: Any) -> None:
+        """The later region made a source of ``native``, held by ``ref``."""
+        found = recorded(native, *self.tables)
+        if found is not None:
+            self.links[id(ref)] = found
+
+    def joined(self, nodes: list[_Node], sources: list[tuple[str, int, Any]],
+               read: int | None) -> tuple[list[_Node], list[tuple[str, int, Any]], int | None]:
+        """The earlier calls and ``nodes`` after them as one region: (calls, sources, read)."""
+        k = len(self.nodes)
+        joined_sources = list(self.sources)
+        producer: dict[int, int] = {}  # a later source -> its producer in the joined region
+        for s, source in enumerate(sources):
+            found = self.links.get(id(source[2]))
+            if found is None:
+                joined_sources.append(source)
+                found = -len(joined_sources)
+            producer[s] = found
+        later = [_Node(n.key, [(p + k if p >= 0 else producer[-1 - p], nbytes) for p, nbytes in n.producers],
+                       n.prices, n.out_bytes, n.computed) for n in nodes]
+        return self.nodes + later, joined_sources, None if read is None else read + k
+
+
 def region_key(nodes: list[_Node]) -> Hashable:
     """What names a region: its kinds of call, each without where its data is (``CallKey.elsewhere``),
     and their producers; the same region whatever place its data has. (Where its sources are,
@@ -240,6 +288,7 @@ class Live:
         self.planned_kinds: set[Hashable] = set()  # the kinds of call plans made, wherever their data (``elsewhere``)
         self.devices: dict[str, Any] = {HOST: HOST_DEVICE}
         self.unpaid: dict[Hashable, set[str]] = {}  # region key -> engines left down for their start-up
+        self._cut_short: _CutShort | None = None  # the region an engine's arrival cut short
         # (kind, sizes and shapes of a call) -> its compute on each target: a loop's calls are priced once
         self._computed: dict[tuple, list[tuple[str, float, Any, CallKey]]] = {}
 
@@ -258,11 +307,12 @@ class Live:
         self.placing = any(targets.registry.is_up(model.name) for model in devices)
         self.on = self.placing or any(not startup.up(model.name) for model in devices)  # or one may come up
         self.planner.clear()
+        cut_short, self._cut_short = self._cut_short, None
         if repeats and self.recording and self.nodes:  # the region recorded so far was met: an engine
             nodes, sources = _sources_read(self.nodes, self.sources)  # up between two cells finds the last one's
-            count, again = self._met(nodes, sources)
-            if count < 2:  # (and a script's next run meets it whole, its engine up from the start)
-                self._foresee(nodes, sources, None, again)
+            self._met(nodes, sources)
+            if learned.kept_for() is not None:  # a script's next run meets it whole: placed with what follows
+                self._cut_short = _CutShort(nodes, sources, self._made, cut_short)
         if not repeats:
             self.seen.clear()
             self.last_sources.clear()
@@ -429,6 +479,8 @@ class Live:
         ref = weak(root)
         index = self._source(place, int(getattr(native, "nbytes", 0) or 0), ref)
         self._sources[id(root)] = (ref, index)
+        if self._cut_short is not None:
+            self._cut_short.link(ref, native)
         return index
 
     def _source(self, place: str, nbytes: int, ref: Any) -> int:
@@ -496,8 +548,11 @@ class Live:
     def boundary(self, read: int | None = None) -> None:
         """End the region (``read``: the call whose result the host reads) and plan it if it was met before."""
         nodes, sources = _sources_read(self.nodes, self.sources)
+        cut_short, self._cut_short = self._cut_short, None
         self._reset()
         if not nodes:
+            if cut_short is not None:  # nothing after the arrival: what came before it, alone
+                self._foresee(cut_short.nodes, cut_short.sources, None, set())
             return
         key = region_key(nodes)
         made_for = (tuple(place for place, _, _ in sources), read)
@@ -519,6 +574,8 @@ class Live:
         if not any(p != HOST for n in nodes for p in n.prices):
             return
         if count < 2:
+            if cut_short is not None:  # the calls before an engine's arrival, and these after it
+                nodes, sources, read = cut_short.joined(nodes, sources, read)
             self._foresee(nodes, sources, read, again)
             return
         plan = self.planner.plan_for(
@@ -542,7 +599,7 @@ class Live:
         nsrc = len(sources)
         found = [_there(region, nodes, nsrc, place) for place in {p for n in nodes for p in n.prices} - {HOST}]
         saving, placement = max(found, key=lambda f: f[0], default=(0.0, []))
-        if saving <= 0.0:
+        if not saving > 0.0:  # (nor a saving that is no number: a call no host can run)
             return
         for i, n in enumerate(nodes):
             if (place := placement[nsrc + i]) != HOST:
