@@ -925,6 +925,23 @@ def test_a_straight_line_region_met_once_is_planned_for_the_scripts_next_run(mon
     _equal(w, total, expected_w, expected)
 
 
+def test_a_region_cut_short_by_an_arrival_just_before_its_read_is_placed_alone(monkeypatch):
+    """An engine's arrival after the region's last call, then a forced call and a read: no call
+    that a region counts comes after the arrival, and what came before it is placed for the next
+    run on its own."""
+    u0, v0 = _inputs()
+    monkeypatch.setattr(learned, "_script", ("program.py", "0" * 64))
+    router.ROUTER.live.clear()
+    u, v = dispatch.array(u0), dispatch.array(v0)
+    w = dispatch.sin(u) + v
+    router.ROUTER._came_up("cupy")
+    with dispatch.using("cupy"):  # the router's first decision since the arrival, in no region
+        dispatch.cos(v)
+    host = numpy.asarray(w)  # the read: it ends a region that holds no call
+    numpy.testing.assert_allclose(host, numpy.sin(u0) + v0, rtol=1e-12)
+    assert {raw[0] for raw, _, _ in startup._plans_kept()} == {"sin", "add"}
+
+
 def test_a_hand_edited_record_of_plans_is_ignored(monkeypatch):
     for kept in ("not a record", [["cos"]], [[["cos", ["float64"], 20, ["cpu"]], 3, 1.0]],
                  [[["cos", ["float64"], 20, ["cpu"]], "cupy", "nan"]],

@@ -540,7 +540,7 @@ class Live:
 
     def read(self, array: Any) -> None:
         """The program reads ``array`` on the host: the region ends there."""
-        if not self.recording or not self.nodes:
+        if not self.recording or not (self.nodes or self._cut_short):
             return
         found = self._producer(data_of(array), None)
         self.boundary(found if found is not None and found >= 0 else None)
