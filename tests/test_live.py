@@ -942,6 +942,35 @@ def test_a_region_cut_short_by_an_arrival_just_before_its_read_is_placed_alone(m
     assert {raw[0] for raw, _, _ in startup._plans_kept()} == {"sin", "add"}
 
 
+@pytest.mark.parametrize("between", ["calls", "no call"])
+def test_a_region_two_arrivals_cut_is_placed_whole_for_the_next_run(monkeypatch, between):
+    """Two engines' arrivals in one region of a script (each prices and plans afresh, seen at
+    the router's next decision): the calls before the first, between the two (if any) and after
+    the second are placed as one region."""
+    u0, v0 = _inputs()
+    monkeypatch.setattr(learned, "_script", ("program.py", "0" * 64))
+    router.ROUTER.live.clear()
+    u, v = dispatch.array(u0), dispatch.array(v0)
+    w = dispatch.sin(u) + v
+    router.ROUTER._came_up("cupy")
+    if between == "calls":
+        w = dispatch.cos(w) * v
+    else:
+        with dispatch.using("cupy"):  # decided, so the arrival is seen; in no region
+            dispatch.negative(v)
+    router.ROUTER._came_up("cupy")
+    if between != "calls":
+        with dispatch.using("cupy"):
+            dispatch.negative(v)
+        w = dispatch.cos(w) * v
+    w = dispatch.exp(w) - v
+    host = numpy.asarray(w)  # the read that ends the region
+    numpy.testing.assert_allclose(host, numpy.exp(numpy.cos(numpy.sin(u0) + v0) * v0) - v0, rtol=1e-12)
+    kept = startup._plans_kept()
+    assert {raw[0] for raw, _, _ in kept} >= {"sin", "cos", "exp"}
+    assert len({s for _, _, s in kept}) == 1  # one region's saving
+
+
 def test_a_hand_edited_record_of_plans_is_ignored(monkeypatch):
     for kept in ("not a record", [["cos"]], [[["cos", ["float64"], 20, ["cpu"]], 3, 1.0]],
                  [[["cos", ["float64"], 20, ["cpu"]], "cupy", "nan"]],

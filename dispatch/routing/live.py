@@ -313,6 +313,8 @@ class Live:
             self._met(nodes, sources)
             if learned.kept_for() is not None:  # a script's next run meets it whole: placed with what follows
                 self._cut_short = _CutShort(nodes, sources, self._made, cut_short)
+        elif repeats:  # no call since the last arrival: what came before it still leads
+            self._cut_short = cut_short
         if not repeats:
             self.seen.clear()
             self.last_sources.clear()
@@ -571,12 +573,12 @@ class Live:
             self.planner.forget(key)
             self._revise(key)
         count, again = self._met(nodes, sources, key)
-        if not any(p != HOST for n in nodes for p in n.prices):
-            return
         if count < 2:
             if cut_short is not None:  # the calls before an engine's arrival, and these after it
                 nodes, sources, read = cut_short.joined(nodes, sources, read)
             self._foresee(nodes, sources, read, again)
+            return
+        if not any(p != HOST for n in nodes for p in n.prices):
             return
         plan = self.planner.plan_for(
             key, lambda: self._paid(key, nodes, len(sources), self._region(nodes, sources, read, count, again)))
@@ -593,12 +595,12 @@ class Live:
         call put there are kept (``startup.planned``): in the next run the first of them runs
         there without paying its result's copy back, its region's next calls following it, and
         waits for the device's bring-up where one pass repays what is left of it."""
-        if learned.kept_for() is None:  # no script, or learning off: no next run to plan for
+        places = {p for n in nodes for p in n.prices} - {HOST}
+        if not places or learned.kept_for() is None:  # no device, or no next run to place it for
             return
         region = self._region(nodes, sources, read, 1, again)
         nsrc = len(sources)
-        found = [_there(region, nodes, nsrc, place) for place in {p for n in nodes for p in n.prices} - {HOST}]
-        saving, placement = max(found, key=lambda f: f[0], default=(0.0, []))
+        saving, placement = max((_there(region, nodes, nsrc, place) for place in places), key=lambda f: f[0])
         if not saving > 0.0:  # (nor a saving that is no number: a call no host can run)
             return
         for i, n in enumerate(nodes):
