@@ -925,16 +925,23 @@ def test_a_straight_line_region_met_once_is_planned_for_the_scripts_next_run(mon
     _equal(w, total, expected_w, expected)
 
 
-def test_a_region_cut_short_by_an_arrival_just_before_its_read_is_placed_alone(monkeypatch):
-    """An engine's arrival after the region's last call, then a forced call and a read: no call
-    that a region counts comes after the arrival, and what came before it is placed for the next
-    run on its own."""
+def _arrival_after_sin_add(monkeypatch) -> tuple:
+    """A kept script's first calls, ``sin(u) + v``, then an engine's arrival (seen at the router's
+    next decision): (u's and v's host data, v, the sum)."""
     u0, v0 = _inputs()
     monkeypatch.setattr(learned, "_script", ("program.py", "0" * 64))
     router.ROUTER.live.clear()
     u, v = dispatch.array(u0), dispatch.array(v0)
     w = dispatch.sin(u) + v
     router.ROUTER._came_up("cupy")
+    return u0, v0, v, w
+
+
+def test_a_region_cut_short_by_an_arrival_just_before_its_read_is_placed_alone(monkeypatch):
+    """An engine's arrival after the region's last call, then a forced call and a read: no call
+    that a region counts comes after the arrival, and what came before it is placed for the next
+    run on its own."""
+    u0, v0, v, w = _arrival_after_sin_add(monkeypatch)
     with dispatch.using("cupy"):  # the router's first decision since the arrival, in no region
         dispatch.cos(v)
     host = numpy.asarray(w)  # the read: it ends a region that holds no call
@@ -947,12 +954,7 @@ def test_a_region_two_arrivals_cut_is_placed_whole_for_the_next_run(monkeypatch,
     """Two engines' arrivals in one region of a script (each prices and plans afresh, seen at
     the router's next decision): the calls before the first, between the two (if any) and after
     the second are placed as one region."""
-    u0, v0 = _inputs()
-    monkeypatch.setattr(learned, "_script", ("program.py", "0" * 64))
-    router.ROUTER.live.clear()
-    u, v = dispatch.array(u0), dispatch.array(v0)
-    w = dispatch.sin(u) + v
-    router.ROUTER._came_up("cupy")
+    u0, v0, v, w = _arrival_after_sin_add(monkeypatch)
     if between == "calls":
         w = dispatch.cos(w) * v
     else:
