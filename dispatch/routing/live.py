@@ -180,12 +180,10 @@ def _gains(region: Region, nodes: list[_Node], nsrc: int, place: str, name: str 
             and (name is None or nodes[i].prices[place][1] == name)}
 
 
-def _there(region: Region, nodes: list[_Node], nsrc: int, place: str,
-           name: str | None = None) -> tuple[float, list[str]]:
-    """``region`` placed without a cut: the calls that can run on ``place`` run there, all of
-    them or only those that gain, whichever is cheaper, copies in and out included; (what that
-    saves against every call on the host, the placement)."""
-    gains = _gains(region, nodes, nsrc, place, name)
+def _there(region: Region, nsrc: int, place: str, gains: dict[int, float]) -> tuple[float, list[str]]:
+    """``region`` placed without a cut: the calls that can run on ``place`` (``gains``, from
+    ``_gains``) run there, all of them or only those that gain, whichever is cheaper, copies in
+    and out included; (what that saves against every call on the host, the placement)."""
     n = len(region.prices)
     at_host = planner.cost_of(region, [region.fixed.get(j, HOST) for j in range(n)])
     placements = [[region.fixed.get(j, place if (j - nsrc) in gains and (every or gains[j - nsrc] > 0.0) else HOST)
@@ -600,7 +598,8 @@ class Live:
             return
         region = self._region(nodes, sources, read, 1, again)
         nsrc = len(sources)
-        saving, placement = max((_there(region, nodes, nsrc, place) for place in places), key=lambda f: f[0])
+        saving, placement = max((_there(region, nsrc, place, _gains(region, nodes, nsrc, place)) for place in places),
+                                key=lambda f: f[0])
         if not saving > 0.0:  # (nor a saving that is no number: a call no host can run)
             return
         for i, n in enumerate(nodes):
@@ -701,8 +700,9 @@ class Live:
         ``place``, copies in and out included, without a cut (``_there``). Noted, shared over
         the calls that gain by their gains, where it is more than those calls were priced to
         save one at a time, each with its own copies."""
-        saving, _ = _there(region, nodes, nsrc, place, name)
-        gaining = {i: gain for i, gain in _gains(region, nodes, nsrc, place, name).items() if gain > 0.0}
+        gains = _gains(region, nodes, nsrc, place, name)
+        saving, _ = _there(region, nsrc, place, gains)
+        gaining = {i: gain for i, gain in gains.items() if gain > 0.0}
         if gaining and saving > sum(startup.saving(nodes[i].key, name) for i in gaining):
             _note_shares(nodes, name, saving, gaining)
 
