@@ -372,6 +372,34 @@ def test_a_last_run_the_target_made_short_still_brings_it_up(monkeypatch):
     assert learned.wanted(lambda name: 0.6) == []
 
 
+def test_a_last_run_whose_plans_put_a_region_on_the_device_brings_it_up(monkeypatch):
+    """The last run brought CuPy up inside a call and ran the region's calls there only: never
+    measured on NumPy, its sites predict no saving. Its plans kept what one pass of the region
+    saved there (6 s), and the run saves at least that: the next run brings CuPy up from its first
+    routed call (the H200 machine's fft_denoise: each later run brought CuPy up inside a later
+    call, and the region's first call, saving less than the start-up alone, stayed on NumPy).
+    A start-up over that saving is not paid."""
+    site = {"site": "a.py:3", "key": ["sin"], "calls": 1, "seconds": {"cupy": 0.06}, "samples": {"cupy": 3},
+            "saves": {}}
+    entry = {"run_s": 1.1, "targets": ["cupy"], "sites": [site]}
+    monkeypatch.setattr(learned, "_previous", entry)
+    monkeypatch.setattr(startup, "_kept_plans", None)
+    assert learned.predicted() == {"cupy": 0.0} and learned.wanted(lambda name: 0.6, startup._planned_savings()) == []
+    rows = [[["sin", ["float64"], 26, ["cpu"]], "cupy", 6.0], [["multiply", ["float64"], 26, ["cpu"]], "cupy", 6.0],
+            [["cos", ["float64"], 20, ["cuda:0"]], "cupy", 0.5]]
+    monkeypatch.setattr(learned, "_previous", {**entry, "plans": rows})
+    monkeypatch.setattr(startup, "_kept_plans", None)
+    assert startup._planned_savings() == {"cupy": 6.0}
+    assert learned.wanted(lambda name: 7.0, startup._planned_savings()) == []
+    started = []
+    monkeypatch.setattr(learned, "begin", lambda history: None)
+    monkeypatch.setattr(bringup, "start", started.append)
+    monkeypatch.setattr(startup, "_begun", False)
+    monkeypatch.setattr(startup, "seconds", lambda name: 0.6)
+    startup.begin(None)  # the router's first routed call
+    assert started == ["cupy"]
+
+
 def test_a_saving_measured_from_first_samples_only_keeps_the_routers_price():
     """A call run once on CuPy, its one sample paying a kernel's compilation (2 s against NumPy's
     1 s), is predicted to save what the router priced (0.9 s), not to lose: the next run still

@@ -235,21 +235,26 @@ def predicted(entry: dict[str, Any] | None = None) -> dict[str, float]:
     return totals
 
 
-def wanted(startup_seconds: Any) -> list[str]:
+def wanted(startup_seconds: Any, planned: dict[str, float] | None = None) -> list[str]:
     """The target to bring up now, if any: the one whose predicted saving in this run exceeds its
     start-up (``startup_seconds(name)``) by the most. Calls made while it starts run on NumPy: the
     saving counted is the share of the run on NumPy left once the start-up has passed (calls
     spread evenly over it). The run on NumPy is the last run's time, plus what the target saved
     there where the last run used it: a run the target made short would otherwise seem to be
     all start-up, and the run after it would start as a first run does. One engine: a second
-    would add its start-up."""
+    would add its start-up. ``planned``: per target, what one pass of a region that the last runs'
+    plans placed there saved; the run saves at least that (calls that ran only there, never
+    measured on NumPy, predict no saving of their own)."""
     try:
         run_s = float((_previous or {}).get("run_s", 0.0))
         used = set((_previous or {}).get("targets", ()))
     except (TypeError, ValueError):
         run_s, used = 0.0, set()
+    savings = predicted()
+    for t, s in (planned or {}).items():
+        savings[t] = max(savings.get(t, 0.0), s)
     net = {}
-    for t, s in predicted().items():
+    for t, s in savings.items():
         cost = startup_seconds(t)
         on_numpy = run_s + (max(s, 0.0) if t in used else 0.0)
         left = max(0.0, 1.0 - cost / on_numpy) if on_numpy > 0 else 0.0

@@ -10,8 +10,9 @@ does not force it (``router._reach``). A target comes up when:
 
 - it is up already (or its library failed: then nothing is left to pay);
 - this program's earlier runs (``dispatch.routing.learned``) predict that this run saves more
-  on it than its start-up costs: it is brought up on a background thread (``bringup``) at the
-  first routed call, NumPy serving meanwhile, and taken once it is ready;
+  on it than its start-up costs (from what their calls measured, or from what one pass of a
+  region their plans placed there saved): it is brought up on a background thread
+  (``bringup``) at the first routed call, NumPy serving meanwhile, and taken once it is ready;
 - or, with no such prediction, this one call is priced to save more than the start-up. Where the
   target is starting in the background already, a call priced to save more than what is left of
   that bring-up waits for it, no longer than it would save, rather than run on NumPy: a first run
@@ -139,7 +140,7 @@ def begin(history: Any) -> None:
     learned.begin(history)
     learned.keep("bringup", _bringups)
     learned.keep("plans", _plans_kept)
-    for name in learned.wanted(seconds):
+    for name in learned.wanted(seconds, _planned_savings()):
         bringup.start(name)
 
 
@@ -220,6 +221,16 @@ def _earlier_plans() -> dict[tuple, dict[str, float]]:
     if _kept_plans is None:
         _kept_plans = read_plans(learned.earlier("plans"))
     return _kept_plans
+
+
+def _planned_savings() -> dict[str, float]:
+    """Per target, the most that one pass of a region placed there by the script's last runs'
+    plans saved (``planned``)."""
+    most: dict[str, float] = {}
+    for per in _earlier_plans().values():
+        for name, saving_s in per.items():
+            most[name] = max(most.get(name, 0.0), saving_s)
+    return most
 
 
 def read_plans(rows: Any) -> dict[tuple, dict[str, float]]:
