@@ -345,6 +345,32 @@ def _held_bring_up(monkeypatch, seconds: float) -> list:
     return waits
 
 
+_ENDS_DURING_A_BRING_UP = """
+import sys, time
+from dispatch.routing import bringup
+
+def slow(name, library):  # a library's import or a device's context, still under way when the program ends
+    time.sleep(0.5)
+    bringup._states[name] = "ready"
+    print("bring-up ended", flush=True)
+
+bringup._bring_up = slow
+assert bringup.start("torch-cpu")
+print("program ended", bringup.state("torch-cpu"), flush=True)
+"""
+
+
+def test_a_bring_up_under_way_when_the_program_ends_is_waited_for():
+    """A daemon thread left in a library's import or a device's context while the interpreter
+    finalizes can abort the process (torch on a CUDA machine: "terminate called without an
+    active exception", after the script's output): the bring-up ends before the interpreter
+    does."""
+    done = subprocess.run([sys.executable, "-c", _ENDS_DURING_A_BRING_UP], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": REPO})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["program ended starting", "bring-up ended"]
+
+
 def test_earlier_runs_predict_the_target_to_bring_up():
     entry = {"sites": [{"site": "a.py:3", "key": ["sum"], "calls": 1000,
                         "seconds": {"numpy": 2e-3, "torch-cpu": 0.5e-3}, "saves": {}},

@@ -3,7 +3,8 @@
 ``start(name)`` imports the target's library, makes the target (``targets.probe``: the device's
 context), runs one small call on it (its first kernel) and, on a device, one of each kind in
 ``WARM``, all on a daemon thread; ``state(name)`` says ``"starting"``, ``"ready"`` or
-``"failed"`` (``None`` if never started). Calls of a kind that could run there go to NumPy and are
+``"failed"`` (``None`` if never started); one under way when the program exits is waited for
+then (``EXIT_WAIT_S``). Calls of a kind that could run there go to NumPy and are
 decided again until it is ready; only a call priced to save more than what is left of the start-up
 (the whole of it less the seconds it has run, ``elapsed``) waits for it (``wait``), no longer than
 it would save (``dispatch.routing.startup.admit``).
@@ -47,9 +48,17 @@ _taken: dict[str, float] = {}  # seconds each bring-up took (``python -m dispatc
 _began: dict[str, float] = {}  # when each bring-up started (``time.perf_counter``)
 _lock = allocate_lock()  # threading's Lock: threading is loaded only where a thread starts
 
+# A bring-up still under way when the program ends is waited for at its exit, this long at most:
+# a library's import or a device's context left half-made on a daemon thread while the interpreter
+# finalizes can abort the process (torch on a CUDA machine: "terminate called without an active
+# exception", rc 134, after the script's output).
+EXIT_WAIT_S = 30.0
+_exit_waits = False  # ``_finish_at_exit`` registered
+
 
 def start(name: str) -> bool:
     """Start bringing ``name`` up in the background; whether a thread was started for it now."""
+    global _exit_waits
     targets.probe("numpy")  # registered now: the program's own calls never wait on the registry's lock for it
     with _lock:
         if name in _states:
@@ -63,9 +72,21 @@ def start(name: str) -> bool:
 
         thread = threading.Thread(target=_bring_up, args=(name, LIBRARY.get(name)), name=f"dispatch-bringup-{name}",
                                   daemon=True)
+        if not _exit_waits:
+            import atexit
+
+            atexit.register(_finish_at_exit)  # after the handlers registered before: run before them
+            _exit_waits = True
         _threads[name] = thread
     thread.start()
     return True
+
+
+def _finish_at_exit() -> None:
+    """The interpreter is exiting: let the bring-ups under way end first (``EXIT_WAIT_S``)."""
+    deadline = time.perf_counter() + EXIT_WAIT_S
+    for thread in tuple(_threads.values()):
+        thread.join(max(0.0, deadline - time.perf_counter()))
 
 
 def _bring_up(name: str, library: str | None) -> None:
