@@ -922,8 +922,8 @@ def _watched_exp(monkeypatch):
     a = numpy.random.default_rng(0).random((1000, 1000))
     reached = []
     real_reach = router._reach
-    monkeypatch.setattr(router, "_reach", lambda name, saving, key=None: reached.append((name, saving))
-                        or real_reach(name, saving, key))
+    monkeypatch.setattr(router, "_reach", lambda name, saving, key=None, *rest: reached.append((name, saving))
+                        or real_reach(name, saving, key, *rest))
     return a, op_named("exp"), Inputs([dispatch.asarray(a)]), reached
 
 
@@ -931,10 +931,16 @@ def test_a_second_engine_is_not_brought_up_to_be_the_runner_up(tmp_path, monkeyp
     """Two targets down, both priced to save more than their start-up over NumPy: the cheapest
     comes up and serves the call; the other is then priced against it, not against NumPy, and
     stays down (on the H200 machine, torch was imported for 2 s to be the runner-up of CuPy's
-    normal draws; here torch-cpu serves and the fake CuPy stays down). The result is NumPy's."""
+    normal draws; here torch-cpu serves and the fake CuPy stays down). The result is NumPy's.
+    The script's next run, which starts with neither up, is told what CuPy would save against
+    NumPy, as it is told torch-cpu's: priced against the engine up, a device would seem to save
+    nothing, and each later run would bring up the first run's host engine again (the H200
+    machine's kernel_density: torch-cpu in runs 2 and 3, 3.5 s against 1.2 s with CuPy)."""
     pytest.importorskip("torch")
     from helpers import fake_cupy_router
 
+    monkeypatch.setattr(learned, "_script", ("program.py", "0" * 64))  # a script's run, kept for its next
+    monkeypatch.setattr(learned, "_saves", {})
     with fake_cupy_router(tmp_path, monkeypatch):
         for name in ("cupy", "torch-cpu"):  # a fresh process: neither up
             targets.probe(name)
@@ -949,6 +955,9 @@ def test_a_second_engine_is_not_brought_up_to_be_the_runner_up(tmp_path, monkeyp
         assert decision.target.name == "torch-cpu", decision
         assert [n for n, _ in reached] == ["torch-cpu", "cupy"] and reached[0][1] > 0 >= reached[1][1]
         assert "cupy" not in targets.registry.up()
+        kept = learned._saves[decision.key]
+        assert kept["torch-cpu"] == pytest.approx(reached[0][1])  # against NumPy, the engine up before
+        assert kept["cupy"] > 0 >= reached[1][1]  # against NumPy too, not against torch-cpu
         got = numpy.asarray(dispatch.exp(dispatch.asarray(a)))
         numpy.testing.assert_allclose(got, numpy.exp(a), rtol=1e-14)
         assert got.dtype == numpy.float64 and got.shape == (1000, 1000)

@@ -127,11 +127,11 @@ def call_key(op: Any, inputs: Any) -> CallKey:
 
 
 
-def _reach(name: str, saving_s: float | None, key: CallKey | None = None) -> Any:
+def _reach(name: str, saving_s: float | None, key: CallKey | None = None, on_numpy_s: float | None = None) -> Any:
     """``targets.probe(name)`` where the target is up, or may be brought up for a call priced to save
-    ``saving_s`` there (``None``: not priced; only a library the program loaded may serve), else
-    ``None``: the start-up pricing (``dispatch.routing.startup``)."""
-    return targets.probe(name) if startup.admit(name, saving_s, key) else None
+    ``saving_s`` there (``None``: not priced; only a library the program loaded may serve; and
+    ``on_numpy_s`` against NumPy), else ``None``: the start-up pricing (``dispatch.routing.startup``)."""
+    return targets.probe(name) if startup.admit(name, saving_s, key, on_numpy_s) else None
 
 
 def _not_up(name: str) -> str:
@@ -282,11 +282,13 @@ class CostPolicy(Policy):
         # up for this call) or coming up in the background: a second engine comes up only for what
         # it saves over the first, not over NumPy (torch's import, seconds, for a call CuPy serves).
         coming = {n for _, n, _ in priced if startup.coming(n)}
+        on_numpy = next((s for s, n, _ in priced if n == "numpy"), None)
         for seconds, name, samples in priced:
             if ranked and seconds > history.explore_ratio * ranked[0][0]:
                 break
             bar = min((s for s, n, _ in priced if n != name and n in coming), default=None)
-            target = _reach(name, bar - seconds if bar is not None else None, key)
+            target = _reach(name, bar - seconds if bar is not None else None, key,
+                            on_numpy - seconds if on_numpy is not None else None)
             if target is not None:
                 coming.add(name)  # up now
                 if target.supports(op):

@@ -144,15 +144,18 @@ def begin(history: Any) -> None:
         bringup.start(name)
 
 
-def admit(name: str, saving_s: float | None, key: tuple | None = None) -> bool:
+def admit(name: str, saving_s: float | None, key: tuple | None = None, on_numpy_s: float | None = None) -> bool:
     """Whether the router may bring ``name`` up for a call priced to save ``saving_s`` there
     (``None``: a policy that prices no call, the seed's table; then only a target whose library
-    the program has loaded itself)."""
+    the program has loaded itself). ``on_numpy_s``: what the call would save there against NumPy,
+    where ``saving_s`` is against another engine up: the script's next run, which starts with
+    no engine up, is told that (``learned.priced``), so that it weighs each target's saving
+    against the same NumPy."""
     global _deferred
     if up(name):
         return True
     if key is not None and saving_s is not None:
-        learned.priced(key, name, saving_s)
+        learned.priced(key, name, saving_s if on_numpy_s is None else on_numpy_s)
     state = bringup.state(name)
     if state == "ready":
         return True
