@@ -49,9 +49,8 @@ _began: dict[str, float] = {}  # when each bring-up started (``time.perf_counter
 _lock = allocate_lock()  # threading's Lock: threading is loaded only where a thread starts
 
 # A bring-up still under way when the program ends is waited for at its exit, this long at most:
-# a library's import or a device's context left half-made on a daemon thread while the interpreter
-# finalizes can abort the process (torch on a CUDA machine: "terminate called without an active
-# exception", rc 134, after the script's output).
+# the interpreter stops daemon threads abruptly, and a library's import or a device's context left
+# half-made then may abort the process in native code after the script's output.
 EXIT_WAIT_S = 30.0
 _exit_waits = False  # ``_finish_at_exit`` registered
 

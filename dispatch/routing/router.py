@@ -129,8 +129,9 @@ def call_key(op: Any, inputs: Any) -> CallKey:
 
 def _reach(name: str, saving_s: float | None, key: CallKey | None = None, on_numpy_s: float | None = None) -> Any:
     """``targets.probe(name)`` where the target is up, or may be brought up for a call priced to save
-    ``saving_s`` there (``None``: not priced; only a library the program loaded may serve; and
-    ``on_numpy_s`` against NumPy), else ``None``: the start-up pricing (``dispatch.routing.startup``)."""
+    ``saving_s`` there against the best engine up (``None``: not priced; only a library the program
+    loaded may serve) and ``on_numpy_s`` against NumPy, else ``None``: the start-up pricing
+    (``dispatch.routing.startup``)."""
     return targets.probe(name) if startup.admit(name, saving_s, key, on_numpy_s) else None
 
 
