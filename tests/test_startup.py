@@ -361,10 +361,9 @@ print("program ended", bringup.state("torch-cpu"), flush=True)
 
 
 def test_a_bring_up_under_way_when_the_program_ends_is_waited_for():
-    """A daemon thread left in a library's import or a device's context while the interpreter
-    finalizes can abort the process (torch on a CUDA machine: "terminate called without an
-    active exception", after the script's output): the bring-up ends before the interpreter
-    does."""
+    """The interpreter stops daemon threads abruptly at its exit, and a library's import or a
+    device's context left half-made then may abort the process in native code after the script's
+    output: the bring-up ends before the interpreter does."""
     done = subprocess.run([sys.executable, "-c", _ENDS_DURING_A_BRING_UP], cwd=REPO, capture_output=True, text=True,
                           timeout=60, env={**os.environ, "PYTHONPATH": REPO})
     assert done.returncode == 0, done.stderr
@@ -934,8 +933,9 @@ def test_a_second_engine_is_not_brought_up_to_be_the_runner_up(tmp_path, monkeyp
     normal draws; here torch-cpu serves and the fake CuPy stays down). The result is NumPy's.
     The script's next run, which starts with neither up, is told what CuPy would save against
     NumPy, as it is told torch-cpu's: priced against the engine up, a device would seem to save
-    nothing, and each later run would bring up the first run's host engine again (the H200
-    machine's kernel_density: torch-cpu in runs 2 and 3, 3.5 s against 1.2 s with CuPy)."""
+    nothing, and each later run would bring up the first run's host engine again (as the code
+    reads, what the H200 machine's kernel_density met once: torch-cpu in run 2, 3.5 s against
+    1.2 s with CuPy)."""
     pytest.importorskip("torch")
     from helpers import fake_cupy_router
 
