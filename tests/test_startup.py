@@ -21,7 +21,7 @@ import dispatch
 from dispatch import targets
 from dispatch.base import settings
 from dispatch.routing import bringup, learned, router, startup
-from dispatch.routing.history import History
+from dispatch.routing.history import HISTORY_VERSION, History
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N = 1_000_000  # a sum of 1e6 float64: NumPy 501 µs, torch-cpu 130 µs in the synthetic calibration
@@ -110,7 +110,7 @@ def test_an_engine_coming_up_prices_the_others_against_it_again(calibrated, monk
     start-up: once CuPy comes up, torch-cuda's count starts again, so that what CuPy now saves
     does not bring up a second engine on its device."""
     started = []
-    monkeypatch.setattr(bringup, "start", lambda name: started.append(name) or True)
+    monkeypatch.setattr(bringup, "start", lambda name, made=None: started.append(name) or True)
     startup.use_calibration(_calibrated({"cupy": (0.0, 1.0, 0.0), "torch-cuda": (0.0, 1.0, 0.0)}))
     monkeypatch.setattr(startup, "up", lambda name: name == "numpy")
     key = ("multiply", (numpy.dtype("float64"),), 22, frozenset({dispatch.base.devices.HOST}))
@@ -156,7 +156,7 @@ def test_a_waiting_program_brings_up_the_target_that_repays_its_start_up_soonest
     priced against it, ``came_up``)."""
     states: dict[str, str] = {}
     monkeypatch.setattr(bringup, "_states", states)  # (state and starting read it)
-    monkeypatch.setattr(bringup, "start", lambda name: states.setdefault(name, "starting") == "starting")
+    monkeypatch.setattr(bringup, "start", lambda name, made=None: states.setdefault(name, "starting") == "starting")
     monkeypatch.setattr(startup, "up", lambda name: name == "numpy")
     startup.use_calibration(_calibrated({"cupy": (0.0, 0.4, 0.0), "torch-cpu": (0.0, 2.4, 0.0)}))
     monkeypatch.setattr(startup, "_forgone", {"cupy": 0.03, "torch-cpu": 0.15})  # 7.5% and 6.25% of each
@@ -175,7 +175,7 @@ def test_a_waiting_program_brings_up_no_second_engine_for_a_device_early(calibra
     Another device's first engine still comes up early."""
     states: dict[str, str] = {}
     monkeypatch.setattr(bringup, "_states", states)
-    monkeypatch.setattr(bringup, "start", lambda name: states.setdefault(name, "starting") == "starting")
+    monkeypatch.setattr(bringup, "start", lambda name, made=None: states.setdefault(name, "starting") == "starting")
     monkeypatch.setattr(startup, "up", lambda name: name in ("numpy", "cupy"))
     startup.use_calibration(_calibrated({"torch-cuda": (0.0, 0.6, 0.1), "torch-cpu": (0.0, 2.0, 0.0)}))
     monkeypatch.setattr(startup, "_forgone", {"torch-cuda": 0.35})  # half its start-up
@@ -229,9 +229,9 @@ def test_calls_run_on_numpy_while_a_target_starts_then_switch(calibrated, monkey
     go = threading.Event()
     original = bringup._bring_up
 
-    def slow(name, library):
+    def slow(*args):
         go.wait(30)
-        original(name, library)
+        original(*args)
 
     monkeypatch.setattr(bringup, "_bring_up", slow)
     assert bringup.start("torch-cpu")
@@ -335,7 +335,7 @@ def _held_bring_up(monkeypatch, seconds: float) -> list:
     calls make for it recorded."""
     _release.clear()
     original = bringup._bring_up
-    monkeypatch.setattr(bringup, "_bring_up", lambda name, library: _release.wait(30) and original(name, library))
+    monkeypatch.setattr(bringup, "_bring_up", lambda *args: _release.wait(30) and original(*args))
     waits = []
     real_wait = bringup.wait
     monkeypatch.setattr(bringup, "wait", lambda name, timeout=None: waits.append(timeout) or real_wait(name, timeout))
@@ -349,7 +349,7 @@ _ENDS_DURING_A_BRING_UP = """
 import sys, time
 from dispatch.routing import bringup
 
-def slow(name, library):  # a library's import or a device's context, still under way when the program ends
+def slow(name, library, warm):  # a library's import or a device's context, still under way when the program ends
     time.sleep(0.5)
     bringup._states[name] = "ready"
     print("bring-up ended", flush=True)
@@ -418,11 +418,15 @@ def test_a_last_run_whose_plans_put_a_region_on_the_device_brings_it_up(monkeypa
     assert learned.wanted(lambda name: 7.0, startup._planned_savings()) == []
     started = []
     monkeypatch.setattr(learned, "begin", lambda history: None)
-    monkeypatch.setattr(bringup, "start", started.append)
+    monkeypatch.setattr(bringup, "start", lambda name, made=None: started.append((name, made)))
     monkeypatch.setattr(startup, "_begun", False)
     monkeypatch.setattr(startup, "seconds", lambda name: 0.6)
-    startup.begin(None)  # the router's first routed call
-    assert started == ["cupy"]
+    history = History()  # the earlier runs' measurements, as ``learned.begin`` reads them in
+    history.load_data({"version": HISTORY_VERSION, "stats": [
+        {"key": ["sin", ["float64"], 26, ["cpu"], None, None], "target": "numpy", "seconds": 0.1, "samples": 3},
+        {"key": ["dot", ["float64"], 20, ["cpu"], None, None], "target": "cupy", "seconds": 0.01, "samples": 3}]})
+    startup.begin(history)  # the router's first routed call
+    assert started == [("cupy", frozenset({"sin", "dot"}))]  # the device's libraries those need loaded, no others
 
 
 def test_a_saving_measured_from_first_samples_only_keeps_the_routers_price():
@@ -981,7 +985,7 @@ def test_no_second_engine_comes_up_beside_one_coming_up(tmp_path, monkeypatch):
             monkeypatch.delitem(targets.registry._targets, name)
         monkeypatch.setattr(bringup, "_states", {})
         monkeypatch.setattr(bringup, "_threads", {})
-        monkeypatch.setattr(bringup, "_bring_up", lambda name, library: go.wait(30) and original(name, library))
+        monkeypatch.setattr(bringup, "_bring_up", lambda *args: go.wait(30) and original(*args))
         cal = synthetic(gpu=True)
         cal.extra["startup"] = {"torch-cpu": {"import_s": 0.0, "context_s": 100.0, "first_call_s": 0.0},
                                 "cupy": {"import_s": 0.0, "context_s": 0.0, "first_call_s": 1e-6}}

@@ -1,13 +1,13 @@
 """Bringing a target up on a background thread while NumPy serves the program's calls.
 
-``start(name)`` imports the target's library, makes the target (``targets.probe``: the device's
-context), runs one small call on it (its first kernel) and, on a device, one of each kind in
-``WARM``, all on a daemon thread; ``state(name)`` says ``"starting"``, ``"ready"`` or
-``"failed"`` (``None`` if never started); one under way when the program exits is waited for
-then (``EXIT_WAIT_S``). Calls of a kind that could run there go to NumPy and are
-decided again until it is ready; only a call priced to save more than what is left of the start-up
-(the whole of it less the seconds it has run, ``elapsed``) waits for it (``wait``), no longer than
-it would save (``dispatch.routing.startup.admit``).
+``start(name, made)`` imports the target's library, makes the target (``targets.probe``: the
+device's context), runs one small call on it (its first kernel) and, on a device, one of each kind
+in ``WARM`` that the program's calls so far need (``made``), all on a daemon thread;
+``state(name)`` says ``"starting"``, ``"ready"`` or ``"failed"`` (``None`` if never started);
+one under way when the program exits is waited for then (``EXIT_WAIT_S``). Calls of a kind that
+could run there go to NumPy and are decided again until it is ready; only a call priced to save
+more than what is left of the start-up (the whole of it less the seconds it has run, ``elapsed``)
+waits for it (``wait``), no longer than it would save (``dispatch.routing.startup.admit``).
 
 The library is imported before ``targets.probe`` takes the registry's lock, so that the program's
 own calls, which may probe other targets, never wait on an import. The import holds the GIL for
@@ -30,6 +30,7 @@ from dispatch.base.ops import op_named
 
 if TYPE_CHECKING:
     import threading
+    from collections.abc import Collection
 
 __all__ = ["LIBRARY", "elapsed", "seconds_taken", "start", "starting", "state", "wait"]
 
@@ -38,9 +39,22 @@ __all__ = ["LIBRARY", "elapsed", "seconds_taken", "start", "starting", "state", 
 LIBRARY = {"torch-cpu": "torch", "torch-cuda": "torch", "torch-mps": "torch", "cupy": "cupy", "dask": "dask"}
 
 # Calls whose first run loads one of the device's libraries (cuBLAS, cuSOLVER, cuFFT) and its
-# kernels, tenths of a second each with CuPy (benchmarks/RESULTS.md): run here on tiny inputs,
-# before the target is ready, so that the program's thread never pays for it.
-WARM = ("matmul", "linalg.svd", "linalg.qr", "linalg.solve", "linalg.eigh", "fft.rfft", "fft.fft")
+# kernels, up to tenths of a second each with CuPy (benchmarks/RESULTS.md), each with the kinds of
+# call that need what it loads. One is run here on tiny inputs, before the target is ready, where
+# the program has made such a call (in this run or its earlier ones): its first call there then
+# finds it loaded, and a program that makes none does not wait for libraries it never uses.
+WARM: dict[str, tuple[str, ...]] = {
+    "matmul": ("matmul", "dot", "vdot", "inner", "tensordot", "einsum", "linalg.multi_dot", "linalg.matrix_power",
+               "linalg.matmul"),
+    "linalg.svd": ("linalg.svd", "linalg.svdvals", "linalg.pinv", "linalg.lstsq", "linalg.matrix_rank", "linalg.cond"),
+    "linalg.qr": ("linalg.qr",),
+    "linalg.solve": ("linalg.solve", "linalg.inv", "linalg.det", "linalg.slogdet", "linalg.cholesky",
+                     "linalg.tensorsolve", "linalg.tensorinv"),
+    "linalg.eigh": ("linalg.eigh", "linalg.eigvalsh"),
+    "fft.rfft": ("fft.rfft", "fft.irfft", "fft.rfft2", "fft.irfft2", "fft.rfftn", "fft.irfftn", "fft.hfft",
+                 "fft.ihfft"),
+    "fft.fft": ("fft.fft", "fft.ifft", "fft.fft2", "fft.ifft2", "fft.fftn", "fft.ifftn"),
+}
 
 _states: dict[str, str] = {}
 _threads: dict[str, threading.Thread] = {}
@@ -55,8 +69,10 @@ EXIT_WAIT_S = 30.0
 _exit_waits = False  # ``_finish_at_exit`` registered
 
 
-def start(name: str) -> bool:
-    """Start bringing ``name`` up in the background; whether a thread was started for it now."""
+def start(name: str, made: Collection[str] | None = None) -> bool:
+    """Start bringing ``name`` up in the background; whether a thread was started for it now.
+    ``made``: the kinds of call (op names) the program has made, which pick the ``WARM`` calls
+    run; ``None``, all of them."""
     global _exit_waits
     targets.probe("numpy")  # registered now: the program's own calls never wait on the registry's lock for it
     with _lock:
@@ -69,8 +85,9 @@ def start(name: str) -> bool:
         _began[name] = time.perf_counter()
         import threading  # here: a script that brings nothing up never loads it
 
-        thread = threading.Thread(target=_bring_up, args=(name, LIBRARY.get(name)), name=f"dispatch-bringup-{name}",
-                                  daemon=True)
+        warm = tuple(call for call, needed_by in WARM.items() if made is None or any(op in made for op in needed_by))
+        thread = threading.Thread(target=_bring_up, args=(name, LIBRARY.get(name), warm),
+                                  name=f"dispatch-bringup-{name}", daemon=True)
         if not _exit_waits:
             import atexit
 
@@ -88,7 +105,7 @@ def _finish_at_exit() -> None:
         thread.join(max(0.0, deadline - time.perf_counter()))
 
 
-def _bring_up(name: str, library: str | None) -> None:
+def _bring_up(name: str, library: str | None, warm: tuple[str, ...]) -> None:
     began = time.perf_counter()
     try:
         if library is not None:
@@ -101,8 +118,8 @@ def _bring_up(name: str, library: str | None) -> None:
             x = target.from_host(np.ones(16))
             target.run(op_named("add"), (x, x), {})
             target.synchronize()
-            if not target.device.is_host:
-                _warm(target)
+            if warm and not target.device.is_host:
+                _warm(target, warm)
         ok = target is not None
     except Exception:  # a failed bring-up leaves the target to the router's own probing, which keeps the reason
         ok = False
@@ -110,11 +127,11 @@ def _bring_up(name: str, library: str | None) -> None:
     _states[name] = "ready" if ok else "failed"
 
 
-def _warm(target: targets.Target) -> None:
-    """One small call of each kind in ``WARM`` on a device's target; one it refuses or fails
+def _warm(target: targets.Target, calls: tuple[str, ...]) -> None:
+    """One small call of each kind in ``calls`` on a device's target; one it refuses or fails
     leaves its first real call to pay, and the target up all the same."""
     square = target.from_host(np.eye(8) + 0.5)
-    for name in WARM:
+    for name in calls:
         args = (square, square) if name in ("matmul", "linalg.solve") else (square,)
         try:
             target.run(op_named(name), args, {})

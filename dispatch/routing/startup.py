@@ -84,6 +84,7 @@ _plans: dict[tuple, dict[str, float]] = {}  # key a plan placed on a target -> {
 _kept_plans: dict[tuple, dict[str, float]] | None = None  # the same, from the script's last runs (read once)
 MAX_PLANNED = 256  # kinds of call kept, the largest savings first
 _begun = False
+_history: Any = None  # the router's History (``begin``): what the program's calls were
 
 
 def use_calibration(cal: Any) -> None:
@@ -133,15 +134,22 @@ def _parts(name: str) -> tuple[float, float, float]:
 def begin(history: Any) -> None:
     """At the first routed call: read what this program's earlier runs learned into ``history``,
     and start bringing up, in the background, the target they predict this run will repay."""
-    global _begun
+    global _begun, _history
     if _begun:
         return
-    _begun = True
+    _begun, _history = True, history
     learned.begin(history)
     learned.keep("bringup", _bringups)
     learned.keep("plans", _plans_kept)
     for name in learned.wanted(seconds, _planned_savings()):
-        bringup.start(name)
+        bringup.start(name, _made())
+
+
+def _made(key: tuple | None = None) -> frozenset[str]:
+    """The kinds of call (op names) the program has made, with ``key``'s: in this run so far and in
+    the earlier runs read (``learned``). A bring-up loads the device's libraries these need only."""
+    ran = tuple(_history.ran) if _history is not None else ()
+    return frozenset([kind[0] for kind in ran] + ([key[0]] if key else []))
 
 
 def admit(name: str, saving_s: float | None, key: tuple | None = None, on_numpy_s: float | None = None) -> bool:
@@ -288,7 +296,7 @@ def forgo(key: tuple, calls: float) -> None:
         total = _forgone[name] = _forgone.get(name, 0.0) + saving_s * calls
         cost = seconds(name)
         if total >= cost and not up(name) and bringup.state(name) is None and _within_margin(cost):
-            bringup.start(name)
+            bringup.start(name, _made(key))
 
 
 def _within_margin(cost: float) -> bool:
@@ -318,7 +326,7 @@ def idle() -> str | None:
     if not found:
         return None
     name = max(found)[1]
-    return name if bringup.start(name) else None
+    return name if bringup.start(name, _made()) else None
 
 
 def _device(name: str) -> str | None:
