@@ -6,13 +6,12 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import sys
 
 import pytest
 
 from dispatch.routing import planner
 from dispatch.routing.planner import HOST, Planner, Region, cost_of, plan
-
-pytest.importorskip("scipy")
 
 
 def _transfer(rates: dict[tuple[str, str], float]):
@@ -58,6 +57,61 @@ def test_the_cut_is_the_exact_minimum_for_the_host_and_one_device(seed):
     assert made.seconds == pytest.approx(cost_of(region, made.placement), rel=1e-12)
     assert made.seconds == pytest.approx(_brute(region, [HOST, "gpu"]), rel=1e-6, abs=1e-12)
     assert made.seconds <= made.host_seconds + 1e-12
+
+
+def _scipy_cut_cost(region: Region, device: str) -> float:
+    """The minimum cut's value as SciPy's compiled maximum flow finds it on the planner's graph:
+    an independent check where brute force cannot go."""
+    csgraph = pytest.importorskip("scipy.sparse.csgraph")
+    import numpy
+    from scipy.sparse import csr_matrix
+
+    n = len(region.prices)
+    src, dst, cap = [], [], []
+
+    def edge(u, v, c):
+        if c > 0:
+            src.append(u), dst.append(v), cap.append(c)
+
+    s, t, nodes = n, n + 1, n + 2
+    for i in range(n):
+        edge(s, i, planner._price(region, i, device))
+        edge(i, t, planner._price(region, i, HOST))
+    for j, readers in region.readers().items():
+        nbytes = max(readers.values())
+        edge(j, nodes, region.transfer(HOST, device, nbytes))
+        edge(nodes + 1, j, region.transfer(device, HOST, nbytes))
+        for i in readers:
+            edge(nodes, i, math.inf)
+            edge(i, nodes + 1, math.inf)
+        nodes += 2
+    unit = sum(c for c in cap if c != math.inf) / 1e9
+    ints = numpy.array([2**30 if c == math.inf else round(c / unit) for c in cap], dtype=numpy.int32)
+    graph = csr_matrix((ints, (numpy.array(src), numpy.array(dst))), shape=(nodes, nodes))
+    graph.sum_duplicates()
+    return csgraph.maximum_flow(graph, s, t).flow_value * unit
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_cut_of_a_large_region_is_the_minimum_scipy_finds(seed):
+    """Regions of 40-400 calls, past brute force: the plan's cost is the minimum cut's value as
+    SciPy's compiled maximum flow finds it (to the units both round capacities to)."""
+    rng = random.Random(500 + seed)
+    region = _random_region(rng, rng.randint(40, 400), ["gpu"], TWO)
+    made = plan(region)
+    assert made.method == "exact cut"
+    assert made.seconds == pytest.approx(cost_of(region, made.placement), rel=1e-12)
+    assert made.seconds == pytest.approx(_scipy_cut_cost(region, "gpu"), rel=1e-6)
+
+
+def test_a_region_is_planned_without_scipy(monkeypatch):
+    """The planner needs no SciPy: an install with CuPy or torch alone lacks it."""
+    monkeypatch.setitem(sys.modules, "scipy", None)  # ``import scipy`` raises ImportError
+    rng = random.Random(7)
+    region = _random_region(rng, 8, ["gpu"], TWO)
+    made = plan(region)
+    assert made.method == "exact cut"
+    assert made.seconds == pytest.approx(_brute(region, [HOST, "gpu"]), rel=1e-6, abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(15))

@@ -587,8 +587,8 @@ class Live:
                  again: set[int]) -> None:
         """A region met once, in a script whose run is kept: placed for the script's next run,
         which meets it again (a straight-line program meets each of its regions once a run, so
-        no plan would ever serve it). Placed without a cut (whose SciPy a short script would
-        pay for at each run): the calls that can run on one device run there, all of them or
+        no plan would ever serve it). Placed without a cut (whose time a short script would pay
+        at each run): the calls that can run on one device run there, all of them or
         those that gain, whichever is cheaper with its copies. Where that saves, the kinds of
         call put there are kept (``startup.planned``): in the next run the first of them runs
         there without paying its result's copy back, its region's next calls following it, and
@@ -652,8 +652,8 @@ class Live:
         runs. The calls a refused engine would have run note their share of what it adds, for
         the script's later runs and toward its start-up."""
         # First the engines no plan could pay for: each call's whole gain on one, copies left out,
-        # is all a pass could save there; where that is refused, no cut is made for it (nor SciPy
-        # imported for one, nor the engine's library), and what running the region there would
+        # is all a pass could save there; where that is refused, no cut is made for it (nor the
+        # engine's library imported), and what running the region there would
         # save, copies included, is noted: a cheaper plan's saving is no less.
         bound: dict[str, tuple[str, float]] = {}  # engine down -> (its place, the calls' whole gain there)
         for i, n in enumerate(nodes):

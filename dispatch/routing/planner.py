@@ -10,9 +10,8 @@ the cheapest placement:
 - host and one device: exactly, as a minimum s-t cut (a call on the device side pays its device
   price, on the host side its host price; an array read on the other side pays one copy, which
   an auxiliary node per array and direction makes a single cut edge however many calls read
-  it). The cut is ``scipy.sparse.csgraph.maximum_flow`` (compiled, and SciPy is already
-  installed wherever dispatch's scikit-learn support or its benchmarks run; networkx, also
-  present with torch, is pure Python and two orders slower on regions of a few thousand calls);
+  it). The cut is a maximum flow by Dinic's algorithm (``_source_side``), on capacities in whole
+  units so that it is exact;
 - more places: the exact cut of the host against each device, the cheapest kept, then local
   refinement (each call moved to the place that lowers the total most, until none does).
 
@@ -24,8 +23,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Sequence
-
-import numpy as np
 
 from dispatch.base.records import Record
 
@@ -111,17 +108,12 @@ def cost_of(region: Region, placement: Sequence[str]) -> float:
 
 def _cut(region: Region, device: str) -> tuple[list[str], float]:
     """The exact cheapest placement of the region over the host and ``device`` (a minimum s-t cut)."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import breadth_first_order, maximum_flow
-
     n = len(region.prices)
-    src, dst, cap = [], [], []  # seconds; inf where the cut must not pass
+    edges: list[tuple[int, int, float]] = []  # seconds; inf where the cut must not pass
 
     def edge(u: int, v: int, c: float) -> None:
         if c > 0.0:
-            src.append(u)
-            dst.append(v)
-            cap.append(c)
+            edges.append((u, v, c))
 
     s, t = n, n + 1
     nodes = n + 2
@@ -137,19 +129,75 @@ def _cut(region: Region, device: str) -> tuple[list[str], float]:
         for i in readers:
             edge(to_device, i, math.inf)
             edge(i, to_host, math.inf)
-    finite = [c for c in cap if c != math.inf]
-    unit = max(sum(finite) / 1e9, 1e-9)  # seconds per integer unit: the sum fits in int32 with room
-    big = int(sum(finite) / unit) + 2
-    ints = np.array([big if c == math.inf else max(round(c / unit), 0) for c in cap], dtype=np.int32)
-    graph = csr_matrix((ints, (np.array(src), np.array(dst))), shape=(nodes, nodes))
-    graph.sum_duplicates()
-    flow = maximum_flow(graph, s, t).flow
-    residual = (graph - flow).tocsr()
-    residual.data[residual.data < 0] = 0
-    residual.eliminate_zeros()
-    host_side = set(breadth_first_order(residual, s, directed=True, return_predecessors=False).tolist())
+    # whole units (a billionth of the finite total each): the flow is exact, as a float sum is not
+    finite = sum(c for _, _, c in edges if c != math.inf)
+    unit = max(finite / 1e9, 1e-18)
+    big = int(finite / unit) + 2
+    host_side = _source_side(nodes, [(u, v, big if c == math.inf else round(c / unit)) for u, v, c in edges], s, t)
     placement = [HOST if i in host_side else device for i in range(n)]
     return placement, cost_of(region, placement)
+
+
+def _source_side(nodes: int, edges: list[tuple[int, int, int]], s: int, t: int) -> set[int]:
+    """The nodes on the source's side of a minimum s-t cut: those the residual graph of a maximum
+    flow (Dinic's algorithm) reaches from ``s``. Written here rather than taken from
+    ``scipy.sparse.csgraph``, whose import costs a fresh process 0.07-0.33 s, more than planning a
+    region of ``live.MAX_CALLS`` calls takes, and which a GPU install without scikit-learn lacks."""
+    out: list[list[int]] = [[] for _ in range(nodes)]  # arcs leaving each node; arc a ^ 1 is a's reverse
+    head: list[int] = []
+    cap: list[int] = []
+    for u, v, c in edges:
+        if c > 0:
+            out[u].append(len(head))
+            head.append(v)
+            cap.append(c)
+            out[v].append(len(head))
+            head.append(u)
+            cap.append(0)
+    while True:
+        level = [-1] * nodes  # breadth-first levels over arcs with room left
+        level[s] = 0
+        queue = [s]
+        for u in queue:
+            below = level[u] + 1
+            for a in out[u]:
+                v = head[a]
+                if level[v] < 0 and cap[a]:
+                    level[v] = below
+                    queue.append(v)
+        if level[t] < 0:
+            return {v for v in range(nodes) if level[v] >= 0}
+        nxt = [0] * nodes  # each node's next arc to try in this phase
+        path: list[int] = []  # arcs from s to u, each one level down
+        u = s
+        while True:  # a blocking flow, by paths found depth first (no recursion: paths may be long)
+            if u == t:
+                pushed = min([cap[a] for a in path])
+                first = len(path)
+                for k, a in enumerate(path):
+                    cap[a] -= pushed
+                    cap[a ^ 1] += pushed
+                    if k < first and not cap[a]:
+                        first = k
+                del path[first:]  # on from the first arc it filled
+                u = head[path[-1]] if path else s
+                continue
+            arcs, i, below = out[u], nxt[u], level[u] + 1
+            end = len(arcs)
+            while i < end:
+                a = arcs[i]
+                if cap[a] and level[head[a]] == below:
+                    break
+                i += 1
+            nxt[u] = i
+            if i < end:
+                path.append(a)
+                u = head[a]
+            elif u == s:
+                break
+            else:  # a dead end: back one arc, and that arc is not tried again in this phase
+                u = head[path.pop() ^ 1]
+                nxt[u] += 1
 
 
 def _refine(region: Region, placement: list[str], places: list[str]) -> tuple[list[str], float]:
