@@ -44,6 +44,7 @@ def fake_gpu(tmp_path, monkeypatch):
                          (bringup, "_threads")):
         monkeypatch.setattr(module, name, {})  # what the process forwent and planned, its bring-ups: this test's own
     monkeypatch.setattr(startup, "_kept_plans", None)
+    monkeypatch.setattr(startup, "_history", None)  # (another test's calls are not this program's)
     with fake_cupy_router(tmp_path, monkeypatch):
         cal = synthetic(gpu=True, torch_cpu=False)
         cal.targets["cupy"]["transfer"] = dict(GPU_TRANSFER, to_host_staged=1e9, to_host_pageable=1e9)

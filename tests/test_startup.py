@@ -420,6 +420,7 @@ def test_a_last_run_whose_plans_put_a_region_on_the_device_brings_it_up(monkeypa
     monkeypatch.setattr(learned, "begin", lambda history: None)
     monkeypatch.setattr(bringup, "start", lambda name, made=None: started.append((name, made)))
     monkeypatch.setattr(startup, "_begun", False)
+    monkeypatch.setattr(startup, "_history", None)  # (put back after: ``begin`` sets it)
     monkeypatch.setattr(startup, "seconds", lambda name: 0.6)
     history = History()  # the earlier runs' measurements, as ``learned.begin`` reads them in
     history.load_data({"version": HISTORY_VERSION, "stats": [

@@ -326,7 +326,7 @@ def idle() -> str | None:
     if not found:
         return None
     name = max(found)[1]
-    return name if bringup.start(name, _made()) else None
+    return name if bringup.start(name) else None  # every library: none of the program's work waits on them
 
 
 def _device(name: str) -> str | None:
