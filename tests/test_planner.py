@@ -59,49 +59,43 @@ def test_the_cut_is_the_exact_minimum_for_the_host_and_one_device(seed):
     assert made.seconds <= made.host_seconds + 1e-12
 
 
-def _scipy_cut_cost(region: Region, device: str) -> float:
-    """The minimum cut's value as SciPy's compiled maximum flow finds it on the planner's graph:
-    an independent check where brute force cannot go."""
-    csgraph = pytest.importorskip("scipy.sparse.csgraph")
-    import numpy
-    from scipy.sparse import csr_matrix
-
-    n = len(region.prices)
-    src, dst, cap = [], [], []
-
-    def edge(u, v, c):
-        if c > 0:
-            src.append(u), dst.append(v), cap.append(c)
-
-    s, t, nodes = n, n + 1, n + 2
-    for i in range(n):
-        edge(s, i, planner._price(region, i, device))
-        edge(i, t, planner._price(region, i, HOST))
-    for j, readers in region.readers().items():
-        nbytes = max(readers.values())
-        edge(j, nodes, region.transfer(HOST, device, nbytes))
-        edge(nodes + 1, j, region.transfer(device, HOST, nbytes))
-        for i in readers:
-            edge(nodes, i, math.inf)
-            edge(i, nodes + 1, math.inf)
-        nodes += 2
-    unit = sum(c for c in cap if c != math.inf) / 1e9
-    ints = numpy.array([2**30 if c == math.inf else round(c / unit) for c in cap], dtype=numpy.int32)
-    graph = csr_matrix((ints, (numpy.array(src), numpy.array(dst))), shape=(nodes, nodes))
-    graph.sum_duplicates()
-    return csgraph.maximum_flow(graph, s, t).flow_value * unit
+def _program_like_region(rng: random.Random, n: int) -> Region:
+    """A region as programs make them: each call reads one to three of the eight calls before it,
+    arrays of 10 kB to 1 MB, data made and read on the host at its ends."""
+    prices = []
+    for _ in range(n):
+        p = {HOST: rng.uniform(1e-4, 5e-3)}
+        if rng.random() < 0.85:
+            p["gpu"] = p[HOST] * rng.choice([0.05, 0.3, 1.0, 3.0])
+        prices.append(p)
+    edges = [(j, i, rng.choice([10_000, 100_000, 1_000_000])) for i in range(1, n)
+             for j in rng.sample(range(max(0, i - 8), i), min(i, rng.randint(1, 3)))]
+    return Region(prices, edges, TWO, {0: HOST, n - 1: HOST})
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_the_cut_of_a_large_region_is_the_minimum_scipy_finds(seed):
-    """Regions of 40-400 calls, past brute force: the plan's cost is the minimum cut's value as
-    SciPy's compiled maximum flow finds it (to the units both round capacities to)."""
+    """Regions of 40-400 calls, past brute force: the cut the planner's maximum flow finds on the
+    region's graph has the value of the maximum flow SciPy's compiled solver finds on it (max-flow
+    min-cut), exactly, in the graph's whole units; and the plan costs what its placement costs."""
+    csgraph = pytest.importorskip("scipy.sparse.csgraph")
+    import numpy
+    from scipy.sparse import csr_matrix
+
     rng = random.Random(500 + seed)
-    region = _random_region(rng, rng.randint(40, 400), ["gpu"], TWO)
+    region = _program_like_region(rng, rng.randint(40, 400))
+    nodes, edges, s, t = planner._graph(region, "gpu")
+    side = planner._source_side(nodes, edges, s, t)
+    assert s in side and t not in side
+    cut = sum(c for u, v, c in edges if u in side and v not in side)
+    assert len({(a, b) for a, b, _ in edges}) == len(edges)  # no pair twice: SciPy sums nothing
+    u, v, c = (numpy.array(column) for column in zip(*edges, strict=True))
+    graph = csr_matrix((c.astype(numpy.int32), (u, v)), shape=(nodes, nodes))
+    assert cut == csgraph.maximum_flow(graph, s, t).flow_value
     made = plan(region)
     assert made.method == "exact cut"
     assert made.seconds == pytest.approx(cost_of(region, made.placement), rel=1e-12)
-    assert made.seconds == pytest.approx(_scipy_cut_cost(region, "gpu"), rel=1e-6)
+    assert 0 < made.placement.count("gpu") < len(made.placement)  # a cut through the region, not around it
 
 
 def test_a_region_is_planned_without_scipy(monkeypatch):

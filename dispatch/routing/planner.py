@@ -108,6 +108,16 @@ def cost_of(region: Region, placement: Sequence[str]) -> float:
 
 def _cut(region: Region, device: str) -> tuple[list[str], float]:
     """The exact cheapest placement of the region over the host and ``device`` (a minimum s-t cut)."""
+    host_side = _source_side(*_graph(region, device))
+    placement = [HOST if i in host_side else device for i in range(len(region.prices))]
+    return placement, cost_of(region, placement)
+
+
+def _graph(region: Region, device: str) -> tuple[int, list[tuple[int, int, int]], int, int]:
+    """The region as an s-t graph whose minimum cut is its cheapest placement over the host (the
+    source's side) and ``device``: ``(nodes, edges (u, v, capacity), s, t)``, nodes ``0..n-1`` the
+    calls. Capacities are whole units, a billionth of the finite total each, so that the flow is
+    exact, as a float sum is not; an edge the cut must not pass is larger than all of them."""
     n = len(region.prices)
     edges: list[tuple[int, int, float]] = []  # seconds; inf where the cut must not pass
 
@@ -129,13 +139,10 @@ def _cut(region: Region, device: str) -> tuple[list[str], float]:
         for i in readers:
             edge(to_device, i, math.inf)
             edge(i, to_host, math.inf)
-    # whole units (a billionth of the finite total each): the flow is exact, as a float sum is not
     finite = sum(c for _, _, c in edges if c != math.inf)
     unit = max(finite / 1e9, 1e-18)
     big = int(finite / unit) + 2
-    host_side = _source_side(nodes, [(u, v, big if c == math.inf else round(c / unit)) for u, v, c in edges], s, t)
-    placement = [HOST if i in host_side else device for i in range(n)]
-    return placement, cost_of(region, placement)
+    return nodes, [(u, v, big if c == math.inf else round(c / unit)) for u, v, c in edges], s, t
 
 
 def _source_side(nodes: int, edges: list[tuple[int, int, int]], s: int, t: int) -> set[int]:
