@@ -172,20 +172,30 @@ def test_a_waiting_program_brings_up_no_second_engine_for_a_device_early(calibra
     """Once an engine besides NumPy serves a device, a waiting program brings no other up for it at
     ``IDLE_SHARE`` (a second engine there adds only what it saves over the first, and its arrival
     plans the calls afresh): only the ski-rental rule, its whole start-up forgone, brings it up.
-    Another device's first engine still comes up early."""
+    The same holds for the host's engine while a device's serves (it would take only what the
+    device's plans leave on the host). A device's first engine still comes up early beside a host
+    engine, and a host engine where no device's serves."""
     states: dict[str, str] = {}
     monkeypatch.setattr(bringup, "_states", states)
     monkeypatch.setattr(bringup, "start", lambda name, made=None: states.setdefault(name, "starting") == "starting")
-    monkeypatch.setattr(startup, "up", lambda name: name in ("numpy", "cupy"))
-    startup.use_calibration(_calibrated({"torch-cuda": (0.0, 0.6, 0.1), "torch-cpu": (0.0, 2.0, 0.0)}))
+    is_up = {"numpy", "cupy"}
+    monkeypatch.setattr(startup, "up", lambda name: name in is_up)
+    startup.use_calibration(_calibrated({"torch-cuda": (0.0, 0.6, 0.1), "torch-cpu": (0.0, 2.0, 0.0),
+                                         "cupy": (0.0, 0.5, 0.1)}))
     monkeypatch.setattr(startup, "_forgone", {"torch-cuda": 0.35})  # half its start-up
-    monkeypatch.setattr(targets.registry, "up", lambda: ["numpy", "cupy"])
+    monkeypatch.setattr(targets.registry, "up", lambda: sorted(is_up))
     assert startup.idle() is None and states == {}
-    startup._forgone["torch-cpu"] = 0.2  # a tenth of its start-up: the host has no engine besides NumPy
+    startup._forgone["torch-cpu"] = 0.2  # a tenth of its start-up
+    assert startup.idle() is None and states == {}
+    startup._forgone["torch-cpu"] = 2.0  # its whole start-up: the ski-rental rule's, not the idle share's
+    assert startup.idle() is None and states == {}
+    is_up.discard("cupy")  # no device's engine up: the host's comes up at its share
+    startup._forgone.update({"torch-cpu": 0.2, "torch-cuda": 0.0})
     assert startup.idle() == "torch-cpu" and states == {"torch-cpu": "starting"}
     states.clear()
-    monkeypatch.setattr(targets.registry, "up", lambda: ["numpy", "torch-cpu"])
-    assert startup.idle() == "torch-cuda" and states == {"torch-cuda": "starting"}
+    is_up.add("torch-cpu")
+    startup._forgone["cupy"] = 0.3  # half its start-up: the device's first engine, beside the host's
+    assert startup.idle() == "cupy" and states == {"cupy": "starting"}
 
 
 def test_a_kept_scripts_run_brings_a_target_up_only_within_its_margin(calibrated, monkeypatch):

@@ -32,7 +32,7 @@ does not force it (``router._reach``). A target comes up when:
   once stays within that margin of NumPy's time;
 - or the program waits for its user (a notebook's cell has ended: ``idle``, which
   ``dispatch.notebook`` calls after each cell), no engine besides NumPy serves the target's device
-  yet, and calls priced out for the target have forgone ``IDLE_SHARE`` of its start-up in this
+  yet (nor, for a host engine, a device's), and calls priced out for the target have forgone ``IDLE_SHARE`` of its start-up in this
   process: it is brought up in the background then, while none of the program's work runs beside
   it, so that the next cell finds it up.
 
@@ -83,6 +83,7 @@ _late: set[str] = set()  # targets whose bring-up outlasted a call's wait: no ca
 _plans: dict[tuple, dict[str, float]] = {}  # key a plan placed on a target -> {target: one pass's saving}
 _kept_plans: dict[tuple, dict[str, float]] | None = None  # the same, from the script's last runs (read once)
 MAX_PLANNED = 256  # kinds of call kept, the largest savings first
+HOST_KIND = "cpu"  # the kind of device NumPy computes on (``targets.registry.spec(name).device``)
 _begun = False
 _history: Any = None  # the router's History (``begin``): what the program's calls were
 
@@ -310,13 +311,16 @@ def idle() -> str | None:
     bringing up, in the background, the target whose priced-out calls have forgone the largest share
     of its start-up in this process (the one that repays it soonest), where that share has reached
     ``IDLE_SHARE``; none while one is coming up (the others are priced against it once it is up:
-    ``came_up``), and none for a device another engine besides NumPy serves already (CuPy up,
-    torch-cuda): a second engine there adds only what it saves over the first, and its arrival
-    prices and plans the program's calls afresh, so it comes up by the ski-rental rule alone
-    (``forgo``). The name started, if any."""
+    ``came_up``), none for a device another engine besides NumPy serves already (CuPy up,
+    torch-cuda), and no host engine while a device's engine serves (CuPy up, torch-cpu): a second
+    engine adds only what it saves over those up, on the calls the device's plans left on the
+    host, and its arrival prices and plans the program's calls afresh and measures them on it, so
+    it comes up by the ski-rental rule alone (``forgo``). The name started, if any."""
     if bringup.starting():
         return None
     served = {_device(name) for name in targets.registry.up() if name != "numpy"}
+    if served - {HOST_KIND}:  # a device's engine serves: a host engine waits for the ski-rental rule too
+        served.add(HOST_KIND)
     found = []
     for name, total in tuple(_forgone.items()):
         if not up(name) and bringup.state(name) is None and _device(name) not in served:
