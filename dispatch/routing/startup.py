@@ -32,9 +32,9 @@ does not force it (``router._reach``). A target comes up when:
   once stays within that margin of NumPy's time;
 - or the program waits for its user (a notebook's cell has ended: ``idle``, which
   ``dispatch.notebook`` calls after each cell), no engine besides NumPy serves the target's device
-  yet (nor, for a host engine, a device's), and calls priced out for the target have forgone ``IDLE_SHARE`` of its start-up in this
-  process: it is brought up in the background then, while none of the program's work runs beside
-  it, so that the next cell finds it up.
+  yet (nor, for a host engine, a device's), and calls priced out for the target have forgone
+  ``IDLE_SHARE`` of its start-up in this process: it is brought up in the background then, while
+  none of the program's work runs beside it, so that the next cell finds it up.
 
 The start-up's price is this machine's calibration's (``dispatch.measure.startup_seconds`` times
 it in fresh processes)
