@@ -83,7 +83,6 @@ _late: set[str] = set()  # targets whose bring-up outlasted a call's wait: no ca
 _plans: dict[tuple, dict[str, float]] = {}  # key a plan placed on a target -> {target: one pass's saving}
 _kept_plans: dict[tuple, dict[str, float]] | None = None  # the same, from the script's last runs (read once)
 MAX_PLANNED = 256  # kinds of call kept, the largest savings first
-HOST_KIND = "cpu"  # the kind of device NumPy computes on (``targets.registry.spec(name).device``)
 _begun = False
 _history: Any = None  # the router's History (``begin``): what the program's calls were
 
@@ -319,8 +318,9 @@ def idle() -> str | None:
     if bringup.starting():
         return None
     served = {_device(name) for name in targets.registry.up() if name != "numpy"}
-    if served - {HOST_KIND}:  # a device's engine serves: a host engine waits for the ski-rental rule too
-        served.add(HOST_KIND)
+    host = _device("numpy")
+    if served - {host}:  # a device's engine serves: a host engine waits for the ski-rental rule too
+        served.add(host)
     found = []
     for name, total in tuple(_forgone.items()):
         if not up(name) and bringup.state(name) is None and _device(name) not in served:
